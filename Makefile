@@ -1,0 +1,31 @@
+# Two entry points for a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: install demo test lint clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	# torch is pinned in the same command as everything that depends on it, so pip takes the
+	# CPU build on disk instead of pulling a multi-GB CUDA build.
+	$(PY) -m pip install -q torch==2.13.0 -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/dlsched compare --workload dl2 --schedulers fifo,drf --seeds 1-3 --plot out/demo.png
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/ruff format --check src tests benchmarks
+	$(VENV)/bin/mypy src
+
+test: $(STAMP)
+	$(VENV)/bin/python -m pytest
+	$(MAKE) lint
+
+clean:
+	rm -rf $(VENV) out runs .pytest_cache .mypy_cache .ruff_cache

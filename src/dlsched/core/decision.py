@@ -1,0 +1,144 @@
+"""What schedulers and placement policies return: `Allocation`, `Target`, `Decision`, `Status`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import ClassVar
+
+
+def _normalise(counts: Iterable[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+    merged: dict[int, int] = {}
+    for server, n in counts:
+        if n < 0:
+            raise ValueError(f"negative task count {n} on server {server}")
+        if n:
+            merged[server] = merged.get(server, 0) + n
+    return tuple(sorted(merged.items()))
+
+
+@dataclass(frozen=True, slots=True)
+class Allocation:
+    """Where one job's tasks run: task counts per server id.
+
+    Attributes:
+        workers: ``(server_id, count)`` pairs of workers (GPU tasks, replicas), sorted by server.
+        ps: ``(server_id, count)`` pairs of parameter servers, sorted by server.
+    """
+
+    workers: tuple[tuple[int, int], ...] = ()
+    ps: tuple[tuple[int, int], ...] = ()
+
+    EMPTY: ClassVar[Allocation]
+
+    @staticmethod
+    def of(
+        workers: Iterable[tuple[int, int]] = (), ps: Iterable[tuple[int, int]] = ()
+    ) -> Allocation:
+        """Build an allocation, merging repeated servers and dropping zero counts."""
+        return Allocation(_normalise(workers), _normalise(ps))
+
+    @property
+    def num_workers(self) -> int:
+        return sum(n for _, n in self.workers)
+
+    @property
+    def num_ps(self) -> int:
+        return sum(n for _, n in self.ps)
+
+    @property
+    def num_servers(self) -> int:
+        """Servers spanned by the workers (what locality-sensitive speed depends on)."""
+        return len(self.workers)
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.workers and not self.ps
+
+    def servers(self) -> set[int]:
+        return {s for s, _ in self.workers} | {s for s, _ in self.ps}
+
+
+Allocation.EMPTY = Allocation()
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """A scheduler's wish for one job this round.
+
+    Attributes:
+        num_workers: workers (GPUs for all-reduce jobs, replicas for replica jobs).
+        num_ps: parameter servers (0 for jobs without PS).
+        placement: where to put them; None lets the simulator's placement policy choose.
+    """
+
+    num_workers: int
+    num_ps: int = 0
+    placement: Allocation | None = None
+
+    def __post_init__(self) -> None:
+        if self.num_workers < 0 or self.num_ps < 0:
+            raise ValueError(f"task counts must be >= 0, got {self.num_workers}, {self.num_ps}")
+
+
+@dataclass(slots=True)
+class Decision:
+    """What a scheduler wants for this round.
+
+    ``targets`` maps job id to its `Target`; insertion order is the order in which the engine
+    places jobs, so put the most important first. For a preemptive (elastic) scheduler, running
+    jobs left out are suspended; for a non-preemptive one they keep what they hold.
+    """
+
+    targets: dict[int, Target] = field(default_factory=dict)
+
+    def set(self, job_id: int, num_workers: int, num_ps: int = 0) -> None:
+        self.targets[job_id] = Target(num_workers, num_ps)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.targets)
+
+    def __len__(self) -> int:
+        return len(self.targets)
+
+    @staticmethod
+    def from_counts(counts: Mapping[int, tuple[int, int]]) -> Decision:
+        return Decision({j: Target(w, p) for j, (w, p) in counts.items()})
+
+
+class Code(str, Enum):
+    """Outcome of a placement or admission step (as the Kubernetes scheduler framework's)."""
+
+    SUCCESS = "success"
+    UNSCHEDULABLE = "unschedulable"
+    """Does not fit now; may fit later."""
+    INVALID = "invalid"
+    """Asks for something the job or cluster can never satisfy (caps, unknown job)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    """Typed result with a reason, used instead of exceptions for "does not fit"."""
+
+    code: Code
+    reason: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.code is Code.SUCCESS
+
+    @staticmethod
+    def success() -> Status:
+        return _SUCCESS
+
+    @staticmethod
+    def unschedulable(reason: str) -> Status:
+        return Status(Code.UNSCHEDULABLE, reason)
+
+    @staticmethod
+    def invalid(reason: str) -> Status:
+        return Status(Code.INVALID, reason)
+
+
+_SUCCESS = Status(Code.SUCCESS)

@@ -1,0 +1,132 @@
+"""Jobs: the frozen request (`JobSpec`) and the engine's mutable record of its run (`JobRun`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+from dlsched.core.decision import Allocation
+from dlsched.core.resources import Resources
+
+
+class Arch(str, Enum):
+    """How a job trains, which decides what its tasks are and what its speed depends on."""
+
+    PS = "ps"
+    """Parameter-server job: workers and parameter servers (DL2); speed depends on both counts."""
+    ALLREDUCE = "allreduce"
+    """GPU job whose tasks are GPUs (SCED², Philly); speed depends on how many servers it spans."""
+    REPLICA = "replica"
+    """Job made of identical replicas with a fixed duration or replica-scaled speed (DeepRM, Kubeflow)."""
+
+
+@dataclass(frozen=True, slots=True)
+class JobSpec:
+    """What the user submitted; never changes during a run.
+
+    Attributes:
+        job_id: unique id within a workload.
+        submit_time_s: submission time, seconds from the start of the trace.
+        model: model name (keys the throughput model, e.g. ``"resnet-50"``).
+        arch: how the job trains (see `Arch`).
+        total_work: work to finish the job, in the throughput model's unit: epochs for PS jobs,
+            ideal-placement seconds for all-reduce and replica jobs.
+        worker_demand: resources of one worker / GPU task / replica.
+        ps_demand: resources of one parameter server (zero for jobs without PS).
+        num_workers: workers (GPUs, replicas) the user asked for.
+        num_ps: parameter servers the user asked for.
+        min_workers: fewest workers the job runs with (Kubeflow's min replicas).
+        max_workers: most workers the job can use.
+        max_ps: most parameter servers the job can use.
+        priority: larger is more important (Kubeflow utility); 0 when the workload has none.
+    """
+
+    job_id: int
+    submit_time_s: float
+    model: str
+    arch: Arch
+    total_work: float
+    worker_demand: Resources
+    ps_demand: Resources = Resources()
+    num_workers: int = 1
+    num_ps: int = 0
+    min_workers: int = 1
+    max_workers: int = 1
+    max_ps: int = 0
+    priority: float = 0.0
+
+    def demand(self, num_workers: int, num_ps: int = 0) -> Resources:
+        """Total resources of ``num_workers`` workers and ``num_ps`` parameter servers."""
+        return self.worker_demand * num_workers + self.ps_demand * num_ps
+
+    @property
+    def elastic(self) -> bool:
+        """True if the job can run with other task counts than the ones it asked for."""
+        return self.min_workers < self.max_workers or self.max_ps > max(self.num_ps, 0)
+
+    @property
+    def num_gpus(self) -> int:
+        """GPUs the job asks for (its requested workers times GPUs per worker)."""
+        return round(self.worker_demand.gpu * self.num_workers)
+
+
+@dataclass(slots=True, eq=False)
+class JobRun:
+    """The engine's record of one job's progress. Schedulers read it; only the engine writes it.
+
+    Progress is tracked lazily: ``work_done(t)`` integrates the current rate from
+    ``progress_time_s`` (or from ``paused_until_s`` while the job is suspended for a rescale).
+
+    Attributes:
+        spec: the job's request.
+        allocation: where its tasks run now (empty when it holds nothing).
+        rate: measured training speed now, work units per second (0 when not running); includes
+            interference noise, as a real scheduler would measure it.
+        progress_s: work done at ``progress_time_s``.
+        progress_time_s: time at which ``progress_s`` was last brought up to date.
+        paused_until_s: the job makes no progress before this time (rescale / restart cost).
+        first_start_s: when it first got resources (None before).
+        finish_s: when it finished (None before).
+        slots_run: scheduling points at which it held resources (DL2's ``d``).
+        attained_gpu_s: GPU-seconds received so far (Tiresias' attained service).
+        observed: (num_ps, num_workers, speed) samples the scheduler could have measured.
+        rescales: times its allocation changed while it was running.
+        ideal_duration_s: duration at its requested allocation and best placement, for slowdown.
+    """
+
+    spec: JobSpec
+    allocation: Allocation = field(default_factory=lambda: Allocation.EMPTY)
+    rate: float = 0.0
+    progress_s: float = 0.0
+    progress_time_s: float = 0.0
+    paused_until_s: float = 0.0
+    first_start_s: float | None = None
+    finish_s: float | None = None
+    slots_run: int = 0
+    attained_gpu_s: float = 0.0
+    observed: list[tuple[int, int, float]] = field(default_factory=list)
+    rescales: int = 0
+    ideal_duration_s: float = 0.0
+    version: int = 0
+
+    @property
+    def job_id(self) -> int:
+        return self.spec.job_id
+
+    def work_done(self, now_s: float) -> float:
+        """Work done by ``now_s`` (same unit as ``spec.total_work``)."""
+        start = max(self.progress_time_s, self.paused_until_s)
+        if self.rate <= 0.0 or now_s <= start:
+            return self.progress_s
+        return min(self.spec.total_work, self.progress_s + self.rate * (now_s - start))
+
+    def remaining_work(self, now_s: float) -> float:
+        return max(0.0, self.spec.total_work - self.work_done(now_s))
+
+    @property
+    def running(self) -> bool:
+        return not self.allocation.is_empty
+
+    @property
+    def finished(self) -> bool:
+        return self.finish_s is not None

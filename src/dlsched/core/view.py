@@ -1,0 +1,52 @@
+"""`ClusterView`: the read-only picture of the cluster a scheduler decides from."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from dlsched.core.cluster import Cluster
+from dlsched.core.decision import Allocation, Status
+from dlsched.core.job import JobRun, JobSpec
+
+SpeedOracle = Callable[[JobSpec, Allocation], float]
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterView:
+    """What a real scheduler could observe at a scheduling point.
+
+    Attributes:
+        now_s: current time, seconds.
+        cluster: capacities, free resources and allocations (read it; do not call ``allocate``).
+        pending: submitted jobs holding no resources, in arrival order (includes suspended ones).
+        running: jobs holding resources, in arrival order.
+        interval_s: time until the next periodic scheduling point (None if event-driven only).
+        last_status: job id → placement outcome of the previous decision, where it failed.
+    """
+
+    now_s: float
+    cluster: Cluster
+    pending: Sequence[JobRun]
+    running: Sequence[JobRun]
+    interval_s: float | None = None
+    last_status: dict[int, Status] = field(default_factory=dict)
+    _oracle: SpeedOracle | None = None
+
+    def jobs(self) -> list[JobRun]:
+        """Every active job (running and pending), in arrival order."""
+        merged = [*self.running, *self.pending]
+        merged.sort(key=lambda r: (r.spec.submit_time_s, r.spec.job_id))
+        return merged
+
+    def oracle_speed(self, spec: JobSpec, alloc: Allocation) -> float:
+        """ORACLE: the simulator's true, noise-free speed (work units/s) of ``spec`` under ``alloc``.
+
+        A real scheduler cannot know this. Only schedulers labelled ``is_oracle = True`` get it;
+        for the rest it raises PermissionError.
+        """
+        if self._oracle is None:
+            raise PermissionError(
+                "oracle_speed is only given to schedulers labelled is_oracle = True"
+            )
+        return self._oracle(spec, alloc)

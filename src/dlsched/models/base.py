@@ -1,0 +1,25 @@
+"""The throughput-model contract: how fast a job trains under an allocation."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from dlsched.core import Allocation, JobSpec
+
+
+class ThroughputModel(Protocol):
+    """Noise-free training speed; the simulator multiplies in interference noise.
+
+    Speeds are in the job's work unit per second (epochs/s for PS jobs, ideal-seconds per second
+    for all-reduce and replica jobs, so 1.0 means "as fast as its best placement").
+    """
+
+    name: str
+
+    def speed(self, spec: JobSpec, alloc: Allocation) -> float:
+        """Work units per second of ``spec`` under ``alloc`` (0.0 if it cannot train)."""
+        ...
+
+    def ideal_speed(self, spec: JobSpec) -> float:
+        """Speed at the job's requested task counts and best placement (for slowdown)."""
+        ...

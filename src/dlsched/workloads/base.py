@@ -1,0 +1,39 @@
+"""`Workload`: the jobs of one experiment together with the cluster and settings they run on."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from dlsched.core import Cluster, JobSpec, Resources
+from dlsched.models.base import ThroughputModel
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A generated or loaded workload, ready to simulate.
+
+    Attributes:
+        name: registry name with its argument (``"dl2"``, ``"philly:6214e9"``).
+        jobs: the jobs, sorted by submission time.
+        servers: capacity of each server of the cluster.
+        model: the throughput model giving each job's true speed.
+        interval_s: periodic scheduling interval in seconds (DL2's time slot), or None.
+        on_events: also schedule at every arrival and completion.
+        placement: name of the default placement policy (``load_balance``, ``pack``, ``gang``).
+        params: everything that generated it (seed, load, servers, …), for cards and reports.
+    """
+
+    name: str
+    jobs: tuple[JobSpec, ...]
+    servers: tuple[Resources, ...]
+    model: ThroughputModel
+    interval_s: float | None = None
+    on_events: bool = True
+    placement: str = "pack"
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+    def make_cluster(self) -> Cluster:
+        """A fresh, empty cluster of this workload's servers."""
+        return Cluster(self.servers)
