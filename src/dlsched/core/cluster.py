@@ -6,7 +6,7 @@ allocation that would put a server over its capacity, so over-allocation cannot 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -50,10 +50,9 @@ class Cluster:
     `allocate` and `release` (the engine does).
     """
 
-    def __init__(self, servers: Sequence[Server] | Iterable[Resources]) -> None:
-        items = list(servers)
+    def __init__(self, servers: Iterable[Server | Resources]) -> None:
         self.servers: tuple[Server, ...] = tuple(
-            s if isinstance(s, Server) else Server(i, s) for i, s in enumerate(items)
+            s if isinstance(s, Server) else Server(i, s) for i, s in enumerate(servers)
         )
         if not self.servers:
             raise ValueError("a cluster needs at least one server")

@@ -17,7 +17,7 @@ class Arch(str, Enum):
     ALLREDUCE = "allreduce"
     """GPU job whose tasks are GPUs (SCED², Philly); speed depends on how many servers it spans."""
     REPLICA = "replica"
-    """Job made of identical replicas with a fixed duration or replica-scaled speed (DeepRM, Kubeflow)."""
+    """Identical replicas with a fixed duration or replica-scaled speed (DeepRM, Kubeflow)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +47,7 @@ class JobSpec:
     arch: Arch
     total_work: float
     worker_demand: Resources
-    ps_demand: Resources = Resources()
+    ps_demand: Resources = Resources()  # noqa: RUF009 - frozen, so one shared default is safe
     num_workers: int = 1
     num_ps: int = 0
     min_workers: int = 1
@@ -92,6 +92,7 @@ class JobRun:
         observed: (num_ps, num_workers, speed) samples the scheduler could have measured.
         rescales: times its allocation changed while it was running.
         ideal_duration_s: duration at its requested allocation and best placement, for slowdown.
+        version: bumped whenever its rate changes (stale completion events are ignored).
     """
 
     spec: JobSpec
@@ -122,6 +123,11 @@ class JobRun:
 
     def remaining_work(self, now_s: float) -> float:
         return max(0.0, self.spec.total_work - self.work_done(now_s))
+
+    def attained_gpu_s_at(self, now_s: float) -> float:
+        """GPU-seconds held up to ``now_s`` (Tiresias' attained service)."""
+        held = self.allocation.num_workers * self.spec.worker_demand.gpu
+        return self.attained_gpu_s + held * max(0.0, now_s - self.progress_time_s)
 
     @property
     def running(self) -> bool:

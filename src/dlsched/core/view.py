@@ -40,7 +40,7 @@ class ClusterView:
         return merged
 
     def oracle_speed(self, spec: JobSpec, alloc: Allocation) -> float:
-        """ORACLE: the simulator's true, noise-free speed (work units/s) of ``spec`` under ``alloc``.
+        """ORACLE: the true, noise-free speed (work units/s) of ``spec`` under ``alloc``.
 
         A real scheduler cannot know this. Only schedulers labelled ``is_oracle = True`` get it;
         for the rest it raises PermissionError.

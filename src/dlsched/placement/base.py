@@ -14,8 +14,8 @@ class Placement(Protocol):
     """Chooses servers for a job's tasks; never decides how many tasks.
 
     ``place`` gets the job's current allocation and its new task counts and returns the full new
-    allocation, keeping tasks where they are when it can (tasks that move cost a migration). It
-    returns a `Status` with a reason when the counts do not fit. It must not change ``cluster``.
+    allocation, keeping tasks where they are (tasks that move would cost a migration). It returns
+    a `Status` with a reason when the counts do not fit, and never changes ``cluster``.
     """
 
     name: str
@@ -25,21 +25,13 @@ class Placement(Protocol):
     ) -> Allocation | Status: ...
 
 
-def free_with(cluster: Cluster, spec: JobSpec, current: Allocation) -> npt.NDArray[np.float64]:
-    """Free resources per server if ``spec`` gave back ``current``: an ``(N, 3)`` array."""
-    free = cluster.free_array
-    for server, n in current.workers:
-        free[server] += np.asarray(spec.worker_demand.as_tuple()) * n
-    for server, n in current.ps:
-        free[server] += np.asarray(spec.ps_demand.as_tuple()) * n
-    return free
-
-
-def capacity_for(free: npt.NDArray[np.float64], demand: tuple[float, float, float]) -> np.ndarray:
+def capacity_for(
+    free: npt.NDArray[np.float64], demand: tuple[float, float, float]
+) -> npt.NDArray[np.int64]:
     """How many tasks of ``demand`` fit on each server: an int array of length N."""
     need = np.asarray(demand, dtype=np.float64)
     mask = need > 0
     if not mask.any():
-        return np.full(free.shape[0], np.iinfo(np.int64).max // 4, dtype=np.int64)
+        return np.full(free.shape[0], 1 << 30, dtype=np.int64)
     fits = np.floor((free[:, mask] + 1e-9) / need[mask]).min(axis=1)
     return np.maximum(fits, 0).astype(np.int64)

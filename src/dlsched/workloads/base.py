@@ -22,6 +22,7 @@ class Workload:
         interval_s: periodic scheduling interval in seconds (DL2's time slot), or None.
         on_events: also schedule at every arrival and completion.
         placement: name of the default placement policy (``load_balance``, ``pack``, ``gang``).
+        noise: default relative std of interference noise on speed (see `SimConfig.noise`).
         params: everything that generated it (seed, load, servers, …), for cards and reports.
     """
 
@@ -32,6 +33,7 @@ class Workload:
     interval_s: float | None = None
     on_events: bool = True
     placement: str = "pack"
+    noise: float = 0.0
     params: Mapping[str, Any] = field(default_factory=dict)
 
     def make_cluster(self) -> Cluster:

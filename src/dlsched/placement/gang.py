@@ -1,0 +1,39 @@
+"""Kubeflow-style gang placement: all of a job's replicas are bound together or none is.
+
+Every placement in dlsched is all-or-nothing; what sets this one apart is the node order of
+Kubernetes' default first-fit binding: replicas fill nodes in id order, one replica at a time,
+so a job lands on the first nodes with room, as the tf-operator's pods would.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from dlsched.core import Allocation, Cluster, JobSpec, Status
+from dlsched.placement.tasks import most_tasks, place_tasks
+
+
+def first_fit(_free: npt.NDArray[np.float64], fits: npt.NDArray[np.int64], _left: int) -> int:
+    return int(np.flatnonzero(fits > 0)[0])
+
+
+class Gang:
+    """First-fit, all-or-nothing placement of replicas; scale-down removes from the busiest node."""
+
+    name = "gang"
+
+    def place(
+        self, cluster: Cluster, spec: JobSpec, current: Allocation, num_workers: int, num_ps: int
+    ) -> Allocation | Status:
+        return place_tasks(
+            cluster,
+            spec,
+            current,
+            num_workers,
+            num_ps,
+            choose=first_fit,
+            remove=most_tasks,
+            one_at_a_time=True,
+            policy=self.name,
+        )

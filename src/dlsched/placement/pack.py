@@ -1,0 +1,44 @@
+"""SCED²'s packing placement (its Fig. 2): as few servers as possible, as few free GPUs as possible.
+
+Look for the server with the fewest free slots that can take all remaining tasks; if there is
+none, put as many as fit on the server with the most room, and repeat for the rest.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from dlsched.core import Allocation, Cluster, JobSpec, Status
+from dlsched.placement.tasks import fewest_tasks, place_tasks
+
+
+def best_fit_or_largest(
+    _free: npt.NDArray[np.float64], fits: npt.NDArray[np.int64], left: int
+) -> int:
+    """The tightest server that takes all ``left`` tasks, else the one with most room."""
+    whole = np.flatnonzero(fits >= left)
+    if whole.size:
+        return int(whole[np.argmin(fits[whole])])
+    return int(np.argmax(fits))
+
+
+class Pack:
+    """Packing placement; shrinking drops tasks from the servers holding fewest of them."""
+
+    name = "pack"
+
+    def place(
+        self, cluster: Cluster, spec: JobSpec, current: Allocation, num_workers: int, num_ps: int
+    ) -> Allocation | Status:
+        return place_tasks(
+            cluster,
+            spec,
+            current,
+            num_workers,
+            num_ps,
+            choose=best_fit_or_largest,
+            remove=fewest_tasks,
+            one_at_a_time=False,
+            policy=self.name,
+        )

@@ -1,0 +1,75 @@
+"""Every scheduler by name, with the setting it is meant for and where it comes from.
+
+Names may carry an argument after a colon (``dl2:PATH`` loads another checkpoint). Each policy
+module registers itself with `register`; `_MODULES` lists the modules to import.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from dlsched.schedulers.base import Scheduler
+
+Factory = Callable[[str | None], Scheduler]
+
+
+@dataclass(frozen=True)
+class SchedulerEntry:
+    """A registered scheduler.
+
+    Attributes:
+        name: registry name.
+        factory: builds the scheduler from the argument after ``:`` (None without one).
+        setting: the workloads it is meant for (``"elastic PS (dl2)"``, ``"fixed-GPU"``, ``"any"``).
+        source: paper or system it comes from.
+        description: one line for ``dlsched list``.
+    """
+
+    name: str
+    factory: Factory
+    setting: str
+    source: str
+    description: str
+
+
+REGISTRY: dict[str, SchedulerEntry] = {}
+
+_MODULES = (
+    "dlsched.schedulers.fifo",
+    "dlsched.schedulers.drf",
+)
+
+
+def register(
+    name: str, *, setting: str, source: str, description: str
+) -> Callable[[Factory], Factory]:
+    """Decorator registering a factory (a class whose constructor takes no argument works too)."""
+
+    def wrap(factory: Factory) -> Factory:
+        REGISTRY[name] = SchedulerEntry(name, factory, setting, source, description)
+        return factory
+
+    return wrap
+
+
+def _load() -> None:
+    for module in _MODULES:
+        importlib.import_module(module)
+
+
+def schedulers() -> dict[str, SchedulerEntry]:
+    """All registered schedulers, by name."""
+    _load()
+    return dict(sorted(REGISTRY.items()))
+
+
+def make_scheduler(spec: str) -> Scheduler:
+    """Build a scheduler from ``name`` or ``name:ARG``; ValueError listing choices if unknown."""
+    _load()
+    name, _, arg = spec.partition(":")
+    entry = REGISTRY.get(name)
+    if entry is None:
+        raise ValueError(f"unknown scheduler {name!r}; choose one of {', '.join(sorted(REGISTRY))}")
+    return entry.factory(arg or None)

@@ -1,0 +1,151 @@
+"""`Result`: per-job records and summary metrics of one simulation run."""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from dlsched.sim.metrics import Timeline, jain_index
+
+if TYPE_CHECKING:
+    from dlsched.sim.simulator import Simulator
+
+
+@dataclass(frozen=True, slots=True)
+class JobRecord:
+    """One finished job, times in seconds.
+
+    Attributes:
+        effectiveness: SCED² Eq. 2, ``T_ideal / (T_wait + T_actual)`` = ideal / JCT.
+        slowdown: JCT / ideal duration (ideal = at its requested allocation, best placement).
+    """
+
+    job_id: int
+    model: str
+    submit_s: float
+    start_s: float
+    finish_s: float
+    jct_s: float
+    wait_s: float
+    ideal_s: float
+    slowdown: float
+    effectiveness: float
+    num_workers: int
+    num_ps: int
+    num_gpus: int
+    rescales: int
+
+
+@dataclass
+class Result:
+    """Outcome of a run: per-job records, the timeline and the run's bookkeeping."""
+
+    workload: str
+    scheduler: str
+    seed: int
+    num_jobs: int
+    records: list[JobRecord]
+    timeline: Timeline
+    events: int
+    decisions: int
+    wall_s: float
+    end_s: float
+    gpu_util: float
+    cpu_util: float
+    params: dict[str, Any] = field(default_factory=dict)
+
+    @staticmethod
+    def build(sim: Simulator, wall_s: float) -> Result:
+        records = []
+        for run in sorted(sim.finished, key=lambda r: r.job_id):
+            assert run.finish_s is not None and run.first_start_s is not None
+            spec = run.spec
+            jct = run.finish_s - spec.submit_time_s
+            ideal = run.ideal_duration_s
+            records.append(
+                JobRecord(
+                    job_id=spec.job_id,
+                    model=spec.model,
+                    submit_s=spec.submit_time_s,
+                    start_s=run.first_start_s,
+                    finish_s=run.finish_s,
+                    jct_s=jct,
+                    wait_s=run.first_start_s - spec.submit_time_s,
+                    ideal_s=ideal,
+                    slowdown=jct / ideal if ideal > 0 else float("nan"),
+                    effectiveness=ideal / jct if jct > 0 else 1.0,
+                    num_workers=spec.num_workers,
+                    num_ps=spec.num_ps,
+                    num_gpus=spec.num_gpus,
+                    rescales=run.rescales,
+                )
+            )
+        start = sim.specs[0].submit_time_s if sim.specs else 0.0
+        span = max(sim.now_s - start, 1e-9)
+        total = sim.cluster.total
+        return Result(
+            workload=sim.workload_name,
+            scheduler=sim.scheduler.name,
+            seed=sim.config.seed,
+            num_jobs=len(sim.specs),
+            records=records,
+            timeline=sim.timeline,
+            events=sim.queue.handled + len(sim.specs),
+            decisions=sim._decisions,
+            wall_s=wall_s,
+            end_s=sim.now_s,
+            gpu_util=sim._busy_gpu_s / (total.gpu * span) if total.gpu else 0.0,
+            cpu_util=sim._busy_cpu_s / (total.cpu * span) if total.cpu else 0.0,
+        )
+
+    def column(self, name: str) -> np.ndarray:
+        return np.asarray([getattr(r, name) for r in self.records], dtype=np.float64)
+
+    def summary(self) -> dict[str, Any]:
+        """The metrics object printed by ``dlsched simulate --json``."""
+        jct = self.column("jct_s")
+        have = jct.size > 0
+
+        def stat(values: np.ndarray, fn: Any) -> float:
+            return float(fn(values)) if values.size else float("nan")
+
+        first_submit = float(self.column("submit_s").min()) if have else 0.0
+        return {
+            "workload": self.workload,
+            "scheduler": self.scheduler,
+            "seed": self.seed,
+            "jobs": self.num_jobs,
+            "finished": len(self.records),
+            "avg_jct_s": stat(jct, np.mean),
+            "median_jct_s": stat(jct, np.median),
+            "p95_jct_s": stat(jct, lambda v: np.percentile(v, 95)),
+            "p99_jct_s": stat(jct, lambda v: np.percentile(v, 99)),
+            "makespan_s": float(self.column("finish_s").max() - first_submit) if have else 0.0,
+            "avg_slowdown": stat(self.column("slowdown"), np.mean),
+            "avg_effectiveness": stat(self.column("effectiveness"), np.mean),
+            "avg_wait_s": stat(self.column("wait_s"), np.mean),
+            "gpu_util": self.gpu_util,
+            "cpu_util": self.cpu_util,
+            "avg_fragmentation": self.timeline.time_average(
+                self.timeline.fragmentation, self.end_s
+            ),
+            "jain_fairness": jain_index(self.column("effectiveness").tolist()),
+            "events": self.events,
+            "decisions": self.decisions,
+            "wall_s": self.wall_s,
+        }
+
+    def write_jobs_csv(self, path: str | Path) -> None:
+        """Write the per-job records as CSV (one row a finished job)."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fields = list(JobRecord.__dataclass_fields__)
+        with path.open("w", newline="") as fh:
+            writer = csv.DictWriter(fh, fieldnames=fields)
+            writer.writeheader()
+            for record in self.records:
+                writer.writerow(asdict(record))
