@@ -1,0 +1,299 @@
+"""The ``dlsched`` command: a thin Typer + Rich layer over the Python API (no logic here)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+app = typer.Typer(
+    help="Schedule deep-learning training jobs on GPU clusters: simulate, compare, reproduce.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+trace_app = typer.Typer(help="Inspect job traces.", no_args_is_help=True)
+app.add_typer(trace_app, name="trace")
+
+out = Console()
+err = Console(stderr=True)
+
+WorkloadOpt = Annotated[
+    str,
+    typer.Option("--workload", "-w", help="dl2, deeprm, sched2, kubeflow, philly[:VC], trace:PATH"),
+]
+SeedOpt = Annotated[int, typer.Option(help="Seed of the workload generator and the simulator.")]
+ServersOpt = Annotated[int | None, typer.Option(min=1, help="Cluster size in servers.")]
+LoadOpt = Annotated[
+    float | None,
+    typer.Option(min=0.001, help="Arrival-rate multiplier (DeepRM: load)."),
+]
+PlacementOpt = Annotated[
+    str | None,
+    typer.Option(help="Placement policy: load_balance, pack, gang (default: workload's)."),
+]
+NoiseOpt = Annotated[
+    float | None, typer.Option(min=0.0, help="Relative std of speed noise (default: workload's).")
+]
+OptionOpt = Annotated[
+    list[str] | None,
+    typer.Option("--option", "-o", help="Workload generator option KEY=VALUE (repeatable)."),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+PlotOpt = Annotated[Path | None, typer.Option(help="Write a PNG figure to this path.")]
+
+
+@contextmanager
+def _one_line_errors() -> Iterator[None]:
+    """Turn expected failures into a one-line message and exit code 2, never a traceback."""
+    from dlsched.sim import SimulationStalled
+
+    try:
+        yield
+    except (ValueError, OSError, KeyError, SimulationStalled) as exc:
+        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
+
+
+def _parse_options(options: list[str] | None) -> dict[str, Any]:
+    parsed: dict[str, Any] = {}
+    for item in options or []:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--option {item!r}: expected KEY=VALUE")
+        value: Any = raw
+        for cast in (int, float):
+            try:
+                value = cast(raw)
+                break
+            except ValueError:
+                continue
+        parsed[key.replace("-", "_")] = value
+    return parsed
+
+
+def _clean(obj: dict[str, Any]) -> dict[str, Any]:
+    """JSON-safe: NaN and infinities become null."""
+    return {
+        k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in obj.items()
+    }
+
+
+def _fmt_metric(name: str, value: float, ci: float | None = None) -> str:
+    if math.isnan(value):
+        return "—"
+    if name.endswith("_s"):
+        text = f"{value / 3600:.2f} h" if value >= 3600 else f"{value:.1f} s"
+        if ci is not None:
+            text += f" ± {ci / 3600:.2f}" if value >= 3600 else f" ± {ci:.1f}"
+        return text
+    text = f"{value:.3f}"
+    return text + (f" ± {ci:.3f}" if ci is not None else "")
+
+
+@app.command()
+def simulate(
+    workload: WorkloadOpt = "dl2",
+    scheduler: Annotated[str, typer.Option("--scheduler", "-s", help="Scheduler name.")] = "drf",
+    seed: SeedOpt = 0,
+    servers: ServersOpt = None,
+    load: LoadOpt = None,
+    placement: PlacementOpt = None,
+    noise: NoiseOpt = None,
+    horizon: Annotated[float | None, typer.Option(min=0.0, help="Stop at this time (s).")] = None,
+    option: OptionOpt = None,
+    json_out: JsonOpt = False,
+    plot: PlotOpt = None,
+    jobs_csv: Annotated[Path | None, typer.Option(help="Write per-job records as CSV.")] = None,
+) -> None:
+    """Simulate one workload under one scheduler and print its metrics."""
+    import dlsched
+
+    with _one_line_errors():
+        result = dlsched.simulate(
+            workload,
+            scheduler,
+            seed,
+            servers=servers,
+            load=load,
+            placement=placement,
+            noise=noise,
+            horizon_s=horizon,
+            **_parse_options(option),
+        )
+        if jobs_csv is not None:
+            result.write_jobs_csv(jobs_csv)
+        if plot is not None:
+            from dlsched.experiments.plots import plot_run
+
+            plot_run(result, plot)
+    summary = _clean(result.summary())
+    if json_out:
+        print(json.dumps(summary))
+        return
+    table = Table(title=f"{summary['workload']} · {summary['scheduler']} · seed {seed}")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for key, value in summary.items():
+        if key in ("workload", "scheduler", "seed"):
+            continue
+        shown = _fmt_metric(key, value) if isinstance(value, float) else str(value)
+        table.add_row(key, shown)
+    out.print(table)
+
+
+@app.command()
+def compare(
+    workload: WorkloadOpt = "dl2",
+    schedulers: Annotated[str, typer.Option(help="Comma-separated scheduler names.")] = "fifo,drf",
+    seeds: Annotated[str, typer.Option(help="Seeds: 1-10, 1,3,5 or a mix.")] = "1-5",
+    servers: ServersOpt = None,
+    load: LoadOpt = None,
+    placement: PlacementOpt = None,
+    noise: NoiseOpt = None,
+    option: OptionOpt = None,
+    json_out: JsonOpt = False,
+    plot: PlotOpt = None,
+) -> None:
+    """Compare schedulers over seeds: means with 95 % confidence intervals."""
+    from dlsched.experiments.compare import METRICS, parse_seeds, run_grid, summarise
+
+    with _one_line_errors():
+        names = [s.strip() for s in schedulers.split(",") if s.strip()]
+        if not names:
+            raise ValueError("--schedulers: give at least one name")
+        seed_list = parse_seeds(seeds)
+        from dlsched.schedulers.registry import make_scheduler
+
+        for name in names:
+            make_scheduler(name)  # fail fast on unknown names, before any run
+        options = dict(
+            servers=servers, load=load, placement=placement, noise=noise, **_parse_options(option)
+        )
+        with Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=err,
+            transient=True,
+            disable=not err.is_terminal,
+        ) as progress:
+            task = progress.add_task(f"{workload}", total=len(names) * len(seed_list))
+            results = run_grid(
+                workload,
+                names,
+                seed_list,
+                on_run=lambda r: progress.advance(task),
+                **options,
+            )
+        rows = summarise(results)
+        if plot is not None:
+            from dlsched.experiments.plots import plot_comparison
+
+            plot_comparison(rows, plot, title=f"{workload}: average JCT over seeds {seeds}")
+    if json_out:
+        print(json.dumps([_clean(r.summary()) for r in results]))
+        return
+    table = Table(title=f"{workload} · seeds {seeds} · mean ± 95 % CI")
+    table.add_column("scheduler")
+    for metric in METRICS:
+        table.add_column(metric, justify="right")
+    table.add_column("unfinished", justify="right")
+    for row in rows:
+        cells = [_fmt_metric(m, row.mean[m], row.ci95[m]) for m in METRICS]
+        table.add_row(row.scheduler, *cells, str(row.unfinished))
+    out.print(table)
+    if plot is not None:
+        err.print(f"wrote {plot}")
+
+
+@app.command("list")
+def list_all() -> None:
+    """List workloads, schedulers and experiments."""
+    from dlsched.experiments.registry import EXPERIMENTS
+    from dlsched.schedulers.registry import schedulers
+    from dlsched.workloads.registry import WORKLOADS
+
+    workloads = Table(title="workloads")
+    workloads.add_column("name")
+    workloads.add_column("description")
+    for w in WORKLOADS.values():
+        workloads.add_row(w.name + (":PATH" if w.name == "trace" else ""), w.description)
+    out.print(workloads)
+    table = Table(title="schedulers")
+    for column in ("name", "setting", "source", "description"):
+        table.add_column(column)
+    for entry in schedulers().values():
+        table.add_row(entry.name, entry.setting, entry.source, entry.description)
+    out.print(table)
+    experiments = Table(title="experiments (dlsched reproduce NAME)")
+    experiments.add_column("name")
+    experiments.add_column("description")
+    for e in EXPERIMENTS.values():
+        experiments.add_row(e.name, e.description)
+    out.print(experiments)
+
+
+@trace_app.command("info")
+def trace_info(
+    path: Annotated[str, typer.Argument(help="A CSV/Parquet trace, or philly[:VC].")],
+    json_out: JsonOpt = False,
+) -> None:
+    """Summarise a trace: jobs, span, GPU-count histogram, duration percentiles."""
+    from dataclasses import asdict
+
+    from dlsched.workloads.traces import trace_info as summarise_trace
+
+    with _one_line_errors():
+        info = summarise_trace(path)
+    data = asdict(info)
+    if json_out:
+        print(json.dumps(data, default=str))
+        return
+    table = Table(title=f"trace {path}")
+    table.add_column("field")
+    table.add_column("value")
+    for key, value in data.items():
+        table.add_row(key, str(value))
+    out.print(table)
+
+
+@app.command()
+def reproduce(
+    name: Annotated[str, typer.Argument(help="Experiment name (see dlsched list).")],
+    out_dir: Annotated[Path, typer.Option("--out", help="Output folder.")] = Path("out"),
+    full: Annotated[bool, typer.Option(help="Run the paper's full size (slow).")] = False,
+) -> None:
+    """Regenerate a paper's table or figure as CSV + PNG + Markdown."""
+    from dlsched.experiments.registry import run_experiment
+
+    with _one_line_errors():
+        paths = run_experiment(name, out_dir / name, full=full)
+    for path in paths:
+        out.print(f"wrote {path}")
+
+
+def main() -> None:
+    """Entry point of the ``dlsched`` script."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        app()
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,96 @@
+"""Run several schedulers over several seeds of one workload, and summarise with confidence."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from dlsched.sim import Result, simulate
+
+METRICS = ("avg_jct_s", "p95_jct_s", "makespan_s", "avg_slowdown", "avg_wait_s", "gpu_util")
+
+
+def parse_seeds(text: str) -> list[int]:
+    """``"1-10"``, ``"1,3,5"``, ``"7"`` or a mix (``"1-3,8"``) → list of seeds.
+
+    Raises:
+        ValueError: naming the part that is not a seed or range.
+    """
+    seeds: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        try:
+            if "-" in part[1:]:
+                lo, hi = part.split("-", 1) if not part.startswith("-") else ("", part)
+                first, last = int(lo), int(hi)
+                if last < first:
+                    raise ValueError
+                seeds.extend(range(first, last + 1))
+            else:
+                seeds.append(int(part))
+        except ValueError:
+            raise ValueError(f"--seeds: {part!r} is not a seed or a range like 1-10") from None
+    if not seeds:
+        raise ValueError("--seeds: no seed given")
+    return seeds
+
+
+def run_grid(
+    workload: str,
+    schedulers: Sequence[str],
+    seeds: Iterable[int],
+    *,
+    on_run: Callable[[Result], None] | None = None,
+    **options: Any,
+) -> list[Result]:
+    """Simulate every (scheduler, seed) pair; the same seed gives every scheduler the same jobs."""
+    results = []
+    for seed in seeds:
+        for name in schedulers:
+            result = simulate(workload, name, seed, **options)
+            results.append(result)
+            if on_run is not None:
+                on_run(result)
+    return results
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Mean and 95 % confidence half-width of each metric for one scheduler."""
+
+    scheduler: str
+    runs: int
+    mean: dict[str, float]
+    ci95: dict[str, float]
+    unfinished: int
+
+
+def mean_ci95(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and the half-width of its Student-t 95 % confidence interval (0 for one value)."""
+    x = np.asarray([v for v in values if not math.isnan(v)], dtype=np.float64)
+    if x.size == 0:
+        return float("nan"), float("nan")
+    if x.size == 1:
+        return float(x[0]), 0.0
+    half = float(stats.t.ppf(0.975, x.size - 1) * x.std(ddof=1) / math.sqrt(x.size))
+    return float(x.mean()), half
+
+
+def summarise(results: Sequence[Result], metrics: Sequence[str] = METRICS) -> list[Summary]:
+    """One `Summary` per scheduler, in first-seen order."""
+    by_scheduler: dict[str, list[dict[str, Any]]] = {}
+    for result in results:
+        by_scheduler.setdefault(result.scheduler, []).append(result.summary())
+    rows = []
+    for name, runs in by_scheduler.items():
+        mean, ci = {}, {}
+        for metric in metrics:
+            mean[metric], ci[metric] = mean_ci95([float(r[metric]) for r in runs])
+        unfinished = sum(r["jobs"] - r["finished"] for r in runs)
+        rows.append(Summary(name, len(runs), mean, ci, unfinished))
+    return rows
