@@ -1025,13 +1025,14 @@ def _philly_table(
 
 
 def _when(text: str | None, what: str) -> pd.Timestamp | None:
+    """Parse an ISO-8601 date/time (UTC unless it says otherwise); None stays None."""
     if text is None:
         return None
     try:
-        stamp = pd.Timestamp(text)
-    except ValueError:
+        stamp = pd.to_datetime(str(text), format="ISO8601")
+    except (ValueError, TypeError):
         raise ValueError(f"{what} {text!r} is not an ISO date (e.g. 2017-10-01)") from None
-    if stamp is pd.NaT:
+    if not isinstance(stamp, pd.Timestamp) or pd.isna(stamp):
         raise ValueError(f"{what} {text!r} is not an ISO date (e.g. 2017-10-01)")
     return stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
 
