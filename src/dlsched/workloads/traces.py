@@ -306,7 +306,7 @@ class _Checker:
 
 def _show(value: Any) -> str:
     if isinstance(value, float):
-        return f"{value:g}"
+        return f"{value:.15g}"
     text = str(value).strip()
     return repr(text) if not text or any(c.isalpha() for c in text) else text
 
@@ -466,7 +466,11 @@ def _validate(
     with np.errstate(invalid="ignore"):
         check.flag(duration == 0, "duration", "is 0: a job must run for some time")
     _at_most(
-        check, duration, "duration", MAX_DURATION_S, "{v} s is more than 10 years (MAX_DURATION_S)"
+        check,
+        duration,
+        "duration",
+        MAX_DURATION_S,
+        "{v} s is more than 10 years (MAX_DURATION_S; are durations in seconds?)",
     )
     gpus, _ = _numbers(check, frame["num_gpus"], "num_gpus")
     _whole(check, gpus, "num_gpus")
@@ -588,7 +592,7 @@ def _validate(
         check.flag(
             late,
             "submit_time",
-            "{v} is more than 10 years after the first job",
+            "{v} is more than 10 years after the first job (are times in seconds?)",
             _seconds(submit, dated),
         )
 
