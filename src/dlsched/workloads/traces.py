@@ -18,7 +18,7 @@ column             required  meaning and rule
 ``num_gpus``       yes       GPUs the job asks for: a whole number, >= 1, at most
                              `MAX_GPUS_PER_JOB` and at most the cluster's GPUs
 ``job_id``         no        non-negative whole number, unique; default: the 0-based data row
-``model``          no        a model known to `dlsched.models.locality`; default: drawn (below)
+``model``          no        a model of `locality.SENSITIVITY`; default: drawn (see below)
 ``priority``       no        any finite number, larger is more important; default 0
 ``min_replicas``   no        fewest GPUs the job runs with, 1..num_gpus; default num_gpus
 ``max_replicas``   no        most GPUs the job can use, num_gpus..`MAX_GPUS_PER_JOB`;
@@ -570,7 +570,7 @@ def _validate(
         model = model_text.to_numpy(dtype=str)
         from dlsched.models import locality
 
-        valid = sorted(locality.CATEGORY)
+        valid = sorted(locality.SENSITIVITY)
         check.flag(model == "", "model", "is empty")
         check.flag(
             ~np.isin(model, valid),
@@ -864,7 +864,7 @@ def _workload(
         name=name,
         jobs=tuple(jobs),
         servers=(capacity,) * servers,
-        model=Locality(),
+        model=Locality(gpus_per_server=gpus_per_server),
         interval_s=None,
         on_events=True,
         placement="pack",
