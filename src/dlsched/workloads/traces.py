@@ -49,8 +49,8 @@ record number (the first job is row 1). Errors are one line, e.g.
 **Bad rows**: with ``on_bad_row="fail"`` (default) the first bad row raises `TraceError`, saying
 how many other rows are bad too; with ``"skip"`` every bad row is left out, and the count and
 reasons are logged (a warning with the first few) and recorded in ``Workload.params``
-(``skipped_rows``; ``skip_reasons``, the first `MAX_REASONS_KEPT`). Blank lines are not jobs;
-they are counted in ``params["blank_rows"]``.
+(``skipped_rows``; ``skip_reasons``, the first `MAX_REASONS_KEPT`). Blank CSV lines (no value
+in any column) are not jobs; they are counted in ``params["blank_rows"]``.
 
 **Models**: without a ``model`` column, each job's model is drawn with
 ``numpy.random.default_rng(seed)``: a category with the probabilities of
@@ -654,12 +654,6 @@ def _validate(
     )
 
 
-def _one(n: int, i: int) -> npt.NDArray[np.bool_]:
-    mask = np.zeros(n, dtype=bool)
-    mask[i] = True
-    return mask
-
-
 def _seconds(values: npt.NDArray[np.float64], dated: bool) -> Callable[[int], Any]:
     """Shows submit time ``i`` as in the file: a number, or an ISO date for dated traces."""
     if dated:
@@ -1053,9 +1047,13 @@ def load_philly(
 ) -> Workload:
     """The Microsoft Philly trace (2017, 82,247 jobs) packaged as ``data/philly_jobs.csv.gz``.
 
-    Jobs are all-reduce GPU jobs on 8-GPU servers. Job ``k`` is row ``k + 2`` of the packaged
-    CSV (0-based data row), so ids are the same whatever the filter. Models are drawn as in
-    `load_trace`, over the whole file before filtering.
+    Jobs are all-reduce GPU jobs on 8-GPU servers, built and validated as in `load_trace`
+    (``timestamp`` → submit time, ``duration`` → total work in seconds, ``num_gpus``;
+    ``gpu_time`` equals duration × GPUs in every row and is not used; ``cluster`` is the virtual
+    cluster). Job ``k`` is data row ``k`` (0-based; line ``k + 2``) of the packaged CSV, so a job
+    keeps its id whatever the filter. Models are drawn as in `load_trace`, over the whole file
+    before filtering, so ``philly:VC`` jobs have the models they have in ``philly``. Sized to
+    the trace, all of Philly gets 59 servers (472 GPUs; its average demand is about 374 GPUs).
 
     Args:
         vc: one virtual cluster (e.g. ``"6214e9"``); None for all 15.
