@@ -1,0 +1,551 @@
+"""`LiveJob`: the Python API to run, resize and stop one real elastic training job.
+
+Example::
+
+    from dlsched.live import JobConfig, LiveJob
+
+    with LiveJob(JobConfig(model="mlp", total_steps=500), num_ps=1, num_workers=2) as job:
+        job.wait(steps=50)
+        report = job.scale_to(num_ps=2, num_workers=3)  # hot scaling, DL2 §5
+        print(report.suspension_s, job.measured_speed())
+        job.wait()  # until total_steps
+        params = job.parameters()
+
+Every process of the job is stopped by `stop` (also on leaving the ``with`` block, on an
+exception and at interpreter exit).
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import secrets
+import shutil
+import statistics
+import tempfile
+import time
+import uuid
+import weakref
+from dataclasses import dataclass, field
+from multiprocessing.process import BaseProcess
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import torch
+import zmq
+
+from dlsched.live import launcher
+from dlsched.live.assignment import block_bounds, choose_removals
+from dlsched.live.config import JobConfig, Roster
+from dlsched.live.coordinator import ENDPOINT_FILE, CoordArgs, coordinator_main
+from dlsched.live.models import num_params
+from dlsched.live.node import NodeArgs
+from dlsched.live.protocol import Codec, ProtocolError, dealer, recv, send
+from dlsched.live.ps import ps_main
+from dlsched.live.worker import worker_main
+
+log = logging.getLogger(__name__)
+
+_JOBS: weakref.WeakSet[LiveJob] = weakref.WeakSet()
+
+
+class LiveJobError(RuntimeError):
+    """A live job could not do what was asked (timeout, refused request, failed round)."""
+
+
+@dataclass(slots=True)
+class ScalingReport:
+    """What one `LiveJob.scale_to` did and how long each part took.
+
+    For hot scaling the four steps of DL2 §5 (Fig. 12) are timed separately; only step 4
+    interrupts training. For checkpoint-restart, ``details`` splits the suspension into
+    checkpointing, stopping and relaunching.
+
+    Attributes:
+        mode: ``"hot"`` or ``"restart"``.
+        before: (PS, workers) before.
+        after: (PS, workers) after.
+        clock: version (step count) at which the change took effect.
+        added_ps, removed_ps, added_workers, removed_workers: member ids.
+        registration_s: step 1, slowest newcomer's REGISTER round trip, seconds.
+        assignment_s: step 2, best-fit assignment + clock handshake with all members, seconds.
+        migration_s: step 3, from the first old PS reaching the clock to the last PS holding
+            its new blocks, seconds.
+        worker_update_s: step 4, mean suspension of the workers that kept training, seconds
+            (hot: from reaching the clock to resuming; restart: from stopping to the relaunched
+            workers' first step).
+        suspension_s: worker id → its suspension, seconds (hot only).
+        clock_wait_s: from the clock's commit to the first PS reaching it (training goes on).
+        moved_params: parameters that changed PS.
+        moved_bytes: bytes sent between PS (parameters and momentum).
+        wall_s: duration of the whole call (includes starting new processes), seconds.
+        details: mode-specific timings, seconds.
+    """
+
+    mode: str
+    before: tuple[int, int]
+    after: tuple[int, int]
+    clock: int = 0
+    added_ps: list[int] = field(default_factory=list)
+    removed_ps: list[int] = field(default_factory=list)
+    added_workers: list[int] = field(default_factory=list)
+    removed_workers: list[int] = field(default_factory=list)
+    registration_s: float = 0.0
+    assignment_s: float = 0.0
+    migration_s: float = 0.0
+    worker_update_s: float = 0.0
+    suspension_s: dict[int, float] = field(default_factory=dict)
+    clock_wait_s: float = 0.0
+    moved_params: int = 0
+    moved_bytes: int = 0
+    wall_s: float = 0.0
+    details: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class _Proc:
+    role: str
+    server: int
+    proc: BaseProcess
+
+
+class LiveJob:
+    """One real training job: a coordinator, PS and workers as OS processes on this machine.
+
+    Args:
+        config: the job's settings (model, total batch, steps, host, ...).
+        num_ps: parameter servers to start with.
+        num_workers: workers to start with.
+        job_id: name used in messages and process names (random if None).
+        workdir: directory for the state file, snapshots and checkpoints (a temporary one,
+            removed at `stop`, if None).
+        start_method: ``"forkserver"`` (default, fast) or ``"spawn"``.
+        timeout_s: limit for starting and for each control request, seconds.
+    """
+
+    def __init__(
+        self,
+        config: JobConfig | None = None,
+        num_ps: int = 1,
+        num_workers: int = 1,
+        *,
+        job_id: str | None = None,
+        workdir: str | Path | None = None,
+        start_method: str = "forkserver",
+        timeout_s: float = 60.0,
+    ) -> None:
+        if num_ps < 1 or num_workers < 1:
+            raise ValueError("a job needs at least one PS and one worker")
+        self.config = config or JobConfig()
+        if num_workers > self.config.total_batch:
+            raise ValueError(f"{num_workers} workers exceed total batch {self.config.total_batch}")
+        self.job_id = job_id or uuid.uuid4().hex[:8]
+        self._secret = secrets.token_hex(16)
+        self._own_workdir = workdir is None
+        self.workdir = Path(workdir or tempfile.mkdtemp(prefix=f"dlsched-live-{self.job_id}-"))
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.start_method = start_method
+        self.timeout_s = timeout_s
+        self._initial = (num_ps, num_workers)
+        self._ctx: zmq.Context[Any] = zmq.Context()
+        self._codec = Codec(self.job_id, self._secret, "ctl")
+        self._ctl: zmq.Socket[Any] | None = None
+        self._endpoint = ""
+        self._req = 0
+        self._coord: BaseProcess | None = None
+        self._procs: dict[str, _Proc] = {}
+        self._restarts = 0
+        self._started = False
+        self._stopped = False
+        bounds = block_bounds(num_params(self.config.model), self.config.block_size)
+        self._bounds = bounds
+        _JOBS.add(self)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def __enter__(self) -> LiveJob:
+        if not self._started:
+            self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def start(self) -> LiveJob:
+        """Launch the coordinator, PS and workers and wait until all train.
+
+        Raises:
+            LiveJobError: if the job does not start within ``timeout_s``.
+        """
+        if self._started:
+            raise LiveJobError("job already started")
+        self._started = True
+        try:
+            self._launch_all(*self._initial, version=0, files=None)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _launch_all(
+        self, num_ps: int, num_workers: int, version: int, files: list[str] | None
+    ) -> dict[str, Any]:
+        self._launch_coordinator(recover=False)
+        ps = [self._launch_member("ps") for _ in range(num_ps)]
+        workers = [self._launch_member("worker") for _ in range(num_workers)]
+        body = {"ps": ps, "workers": workers, "version": version, "files": files}
+        reply = self._request("CTL_START", body, self.timeout_s + self.config.round_timeout_s)
+        if not reply.get("ok"):
+            raise LiveJobError(f"start failed: {reply.get('error')}")
+        report: dict[str, Any] = reply["report"]
+        return report
+
+    def _launch_coordinator(self, recover: bool) -> None:
+        endpoint_file = self.workdir / ENDPOINT_FILE
+        if not recover:
+            endpoint_file.unlink(missing_ok=True)
+            (self.workdir / "coordinator.json").unlink(missing_ok=True)
+        old = endpoint_file.read_text() if recover and endpoint_file.exists() else ""
+        if recover:
+            endpoint_file.unlink(missing_ok=True)
+        args = CoordArgs(
+            self.config.to_json(), self.job_id, self._secret, str(self.workdir), _pid(), recover
+        )
+        self._coord = launcher.launch(
+            coordinator_main, args, f"coord-{self.job_id}", self.start_method
+        )
+        deadline = time.monotonic() + self.timeout_s
+        while not endpoint_file.exists():
+            if time.monotonic() > deadline or not self._coord.is_alive():
+                raise LiveJobError("coordinator did not start")
+            time.sleep(0.01)
+        endpoint = endpoint_file.read_text().strip()
+        if endpoint != self._endpoint or self._ctl is None:
+            if self._ctl is not None:
+                self._ctl.close(linger=0)
+            self._ctl = dealer(self._ctx, f"ctl-{uuid.uuid4().hex[:12]}", endpoint)
+            self._endpoint = endpoint
+        if recover and old and old != endpoint:
+            log.warning("coordinator came back on %s instead of %s", endpoint, old)
+
+    def _launch_member(self, role: str, server: int = 0) -> str:
+        nonce = uuid.uuid4().hex[:16]
+        args = NodeArgs(
+            role,
+            self.config.to_json(),
+            self.job_id,
+            self._secret,
+            self._endpoint,
+            nonce,
+            _pid(),
+            server,
+            str(self.workdir),
+        )
+        target = ps_main if role == "ps" else worker_main
+        proc = launcher.launch(target, args, f"{role}-{self.job_id}-{nonce[:6]}", self.start_method)
+        self._procs[nonce] = _Proc(role, server, proc)
+        return nonce
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """Stop every process of the job (idempotent) and remove a temporary workdir."""
+        if self._stopped:
+            return
+        self._stopped = True
+        self._stop_processes(timeout_s)
+        if self._ctl is not None:
+            self._ctl.close(linger=0)
+            self._ctl = None
+        self._ctx.term()
+        if self._own_workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def _stop_processes(self, timeout_s: float) -> None:
+        if self._coord is not None and self._coord.is_alive() and self._ctl is not None:
+            try:
+                self._request("CTL_SHUTDOWN", {}, min(timeout_s, 5.0))
+            except LiveJobError:
+                log.warning("coordinator did not acknowledge the shutdown")
+        procs = [p.proc for p in self._procs.values()]
+        if self._coord is not None:
+            procs.append(self._coord)
+        deadline = time.monotonic() + timeout_s
+        for proc in procs:
+            launcher.stop(proc, max(0.1, deadline - time.monotonic()))
+        self._procs.clear()
+        self._coord = None
+
+    def pids(self) -> list[int]:
+        """Process ids of the job's processes still running."""
+        procs = [p.proc for p in self._procs.values()] + ([self._coord] if self._coord else [])
+        return [p.pid for p in procs if p.is_alive() and p.pid is not None]
+
+    # ------------------------------------------------------------------ control channel
+
+    def _request(self, type_: str, body: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        if self._ctl is None:
+            raise LiveJobError("job is not running")
+        self._req += 1
+        req = self._req
+        send(self._ctl, self._codec.encode(type_, {**body, "req": req}))
+        deadline = time.monotonic() + timeout_s
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise LiveJobError(f"{type_}: no answer from the coordinator in {timeout_s:.1f} s")
+            if not self._ctl.poll(int(min(left, 0.5) * 1000) + 1):
+                continue
+            _, frames = recv(self._ctl, routed=False)
+            try:
+                msg = self._codec.decode(frames, {"CTL_REPLY"})
+            except ProtocolError as exc:
+                log.warning("rejected reply: %s", exc)
+                continue
+            if msg.body.get("req") == req:
+                return msg.body
+
+    def status(self, timeout_s: float = 10.0) -> dict[str, Any]:
+        """The coordinator's view: roster, members, progress, speed, round, events."""
+        reply = self._request("CTL_STATUS", {}, timeout_s)
+        return reply
+
+    def roster(self) -> Roster:
+        """Current membership (PS endpoints, workers in rank order, block owners)."""
+        data = self.status()["roster"]
+        if data is None:
+            raise LiveJobError("job has no roster yet")
+        return Roster.from_dict(data)
+
+    def progress(self) -> int:
+        """Synchronous steps done (PS version counter; reported every heartbeat)."""
+        return int(self.status()["progress"])
+
+    def measured_speed(self) -> float:
+        """Steps per second measured over the last seconds at the current size (0 if unknown)."""
+        return float(self.status()["speed"])
+
+    @property
+    def num_ps(self) -> int:
+        return len(self.roster().ps)
+
+    @property
+    def num_workers(self) -> int:
+        return len(self.roster().workers)
+
+    def finished(self) -> bool:
+        """True once every worker reached ``total_steps``."""
+        return bool(self.status()["finished"])
+
+    def wait(self, steps: int | None = None, timeout_s: float = 120.0) -> None:
+        """Block until ``steps`` steps are done (None: until the job finished).
+
+        Raises:
+            LiveJobError: on timeout or if the job failed.
+        """
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            st = self.status()
+            if st["failed"]:
+                raise LiveJobError(f"job failed: {st['failed']}")
+            if st["finished"] or (steps is not None and st["progress"] >= steps):
+                return
+            time.sleep(0.02)
+        raise LiveJobError(f"job did not reach {steps or 'the end'} in {timeout_s} s")
+
+    def parameters(self, timeout_s: float = 30.0) -> torch.Tensor:
+        """The current global parameters as one flat float32 vector, fetched from the PS."""
+        roster = self.roster()
+        flat = torch.full((self._bounds[-1][1],), float("nan")) if self._bounds else torch.zeros(0)
+        socks = {
+            p: dealer(self._ctx, f"c-{uuid.uuid4().hex[:12]}", ep) for p, ep in roster.ps.items()
+        }
+        try:
+            for sock in socks.values():
+                send(sock, self._codec.encode("FETCH", {}))
+            for ps_id, sock in socks.items():
+                if not sock.poll(int(timeout_s * 1000)):
+                    raise LiveJobError(f"ps{ps_id} did not answer FETCH")
+                _, frames = recv(sock, routed=False)
+                msg = self._codec.decode(frames, {"PARAMS"})
+                for name, t in msg.tensors.items():
+                    b = int(name[1:])
+                    flat[slice(*self._bounds[b])] = t
+        finally:
+            for sock in socks.values():
+                sock.close(linger=0)
+        if torch.isnan(flat).any():
+            raise LiveJobError("some blocks were not returned by any PS")
+        return flat
+
+    # ------------------------------------------------------------------ scaling
+
+    def scale_to(
+        self,
+        num_ps: int,
+        num_workers: int,
+        mode: str = "hot",
+        servers: dict[str, int] | None = None,
+    ) -> ScalingReport:
+        """Resize the running job to ``num_ps`` PS and ``num_workers`` workers.
+
+        Args:
+            num_ps: PS after the change (>= 1).
+            num_workers: workers after the change (>= 1, <= total batch).
+            mode: ``"hot"`` (DL2's scaling without stopping) or ``"restart"`` (checkpoint,
+                stop everything, relaunch with the new counts, restore).
+            servers: machine id for new ``"ps"`` / ``"worker"`` processes (default 0); removals
+                keep each role balanced over machines (`assignment.choose_removals`).
+
+        Raises:
+            LiveJobError: if the coordinator refuses or the round fails.
+        """
+        if num_ps < 1 or num_workers < 1 or num_workers > self.config.total_batch:
+            raise ValueError(f"cannot run with {num_ps} PS and {num_workers} workers")
+        if mode == "hot":
+            return self._scale_hot(num_ps, num_workers, servers or {})
+        if mode == "restart":
+            return self._scale_restart(num_ps, num_workers)
+        raise ValueError(f"mode must be 'hot' or 'restart', got {mode!r}")
+
+    def _scale_hot(self, num_ps: int, num_workers: int, servers: dict[str, int]) -> ScalingReport:
+        t0 = time.perf_counter()
+        st = self.status()
+        roster = Roster.from_dict(st["roster"])
+        members = {(m["role"], m["id"]): m for m in st["members"]}
+        before = (len(roster.ps), len(roster.workers))
+        ps_servers = {p: members.get(("ps", p), {}).get("server", 0) for p in roster.ps}
+        w_servers = {w: members.get(("worker", w), {}).get("server", 0) for w in roster.workers}
+        remove_ps = choose_removals(ps_servers, max(0, len(roster.ps) - num_ps))
+        remove_w = choose_removals(w_servers, max(0, len(roster.workers) - num_workers))
+        add_ps = max(0, num_ps - len(roster.ps))
+        add_w = max(0, num_workers - len(roster.workers))
+        report = ScalingReport("hot", before, (num_ps, num_workers))
+        if not (remove_ps or remove_w or add_ps or add_w):
+            return report
+        join = [self._launch_member("ps", servers.get("ps", 0)) for _ in range(add_ps)]
+        join += [self._launch_member("worker", servers.get("worker", 0)) for _ in range(add_w)]
+        body = {
+            "join": join,
+            "add_ps": add_ps,
+            "add_workers": add_w,
+            "remove_ps": remove_ps,
+            "remove_workers": remove_w,
+        }
+        reply = self._request("CTL_SCALE", body, self.timeout_s + self.config.round_timeout_s)
+        if not reply.get("ok"):
+            for nonce in join:
+                proc = self._procs.pop(nonce)
+                launcher.stop(proc.proc, 2.0)
+            raise LiveJobError(f"scaling refused or failed: {reply.get('error')}")
+        rep = reply["report"]
+        removed = {
+            m["nonce"]
+            for k, m in members.items()
+            if k in {("ps", p) for p in remove_ps} | {("worker", w) for w in remove_w}
+        }
+        for nonce in removed:
+            gone = self._procs.pop(nonce, None)
+            if gone is not None:
+                launcher.stop(gone.proc, 5.0)
+        new = Roster.from_dict(self.status()["roster"])
+        report.clock = int(rep["clock"])
+        report.added_ps = sorted(set(new.ps) - set(roster.ps))
+        report.removed_ps = sorted(remove_ps)
+        report.added_workers = sorted(set(new.workers) - set(roster.workers))
+        report.removed_workers = sorted(remove_w)
+        report.registration_s = float(rep["registration_s"])
+        report.assignment_s = float(rep["assignment_s"])
+        report.migration_s = float(rep["migration_s"])
+        report.suspension_s = {int(k[1:]): float(v) for k, v in rep["suspension_s"].items()}
+        report.worker_update_s = (
+            statistics.fmean(report.suspension_s.values()) if report.suspension_s else 0.0
+        )
+        report.clock_wait_s = float(rep["clock_wait_s"])
+        report.moved_params = int(rep["moved_params"])
+        report.moved_bytes = int(rep["moved_bytes"])
+        report.details = {"clock_retries": float(rep["clock_retries"])}
+        report.wall_s = time.perf_counter() - t0
+        return report
+
+    def _scale_restart(self, num_ps: int, num_workers: int) -> ScalingReport:
+        t0 = time.perf_counter()
+        roster = self.roster()
+        before = (len(roster.ps), len(roster.workers))
+        self._restarts += 1
+        ckpt_dir = self.workdir / "checkpoints" / f"c{self._restarts:04d}"
+        reply = self._request(
+            "CTL_CHECKPOINT", {"dir": str(ckpt_dir)}, self.timeout_s + self.config.round_timeout_s
+        )
+        if not reply.get("ok"):
+            raise LiveJobError(f"checkpoint failed: {reply.get('error')}")
+        ck = reply["report"]
+        t_saved = time.time()
+        self._stop_processes(10.0)
+        t_stopped = time.time()
+        rep = self._launch_all(num_ps, num_workers, int(ck["version"]), list(ck["files"]))
+        t_suspend = statistics.fmean(ck["t_suspend"]) if ck["t_suspend"] else t_saved
+        t_resume = statistics.fmean(rep["t_resume"]) if rep["t_resume"] else time.time()
+        new = self.roster()
+        report = ScalingReport("restart", before, (num_ps, num_workers), clock=int(ck["version"]))
+        report.removed_ps, report.removed_workers = sorted(roster.ps), list(roster.workers)
+        report.added_ps, report.added_workers = sorted(new.ps), list(new.workers)
+        report.worker_update_s = t_resume - t_suspend
+        report.details = {
+            "checkpoint_write_s": float(ck["write_s"]),
+            "checkpoint_s": t_saved - t_suspend,
+            "stop_s": t_stopped - t_saved,
+            "relaunch_s": t_resume - t_stopped,
+        }
+        report.wall_s = time.perf_counter() - t0
+        return report
+
+    # ------------------------------------------------------------------ fault injection
+
+    def _nonce_of(self, role: str, member_id: int) -> str:
+        for m in self.status()["members"]:
+            if m["role"] == role and m["id"] == member_id:
+                return str(m["nonce"])
+        raise LiveJobError(f"no {role} {member_id} in the job")
+
+    def kill(self, role: str, member_id: int) -> float:
+        """SIGKILL one PS (``role="ps"``) or worker; returns the time of the kill (time.time)."""
+        nonce = self._nonce_of(role, member_id)
+        proc = self._procs.pop(nonce)
+        proc.proc.kill()
+        t = time.time()
+        proc.proc.join(5.0)
+        return t
+
+    def kill_coordinator(self) -> None:
+        """SIGKILL the coordinator (training goes on without it until it is restarted)."""
+        if self._coord is not None:
+            self._coord.kill()
+            self._coord.join(5.0)
+
+    def restart_coordinator(self) -> None:
+        """Start a new coordinator that recovers the job from its state file."""
+        if self._coord is not None and self._coord.is_alive():
+            self.kill_coordinator()
+        self._launch_coordinator(recover=True)
+
+
+def _pid() -> int:
+    import os
+
+    return os.getpid()
+
+
+def _stop_all_jobs() -> None:
+    for job in list(_JOBS):
+        try:
+            job.stop(timeout_s=3.0)
+        except Exception:  # pragma: no cover - best effort at exit
+            log.exception("failed to stop live job %s at exit", job.job_id)
+
+
+atexit.register(_stop_all_jobs)
