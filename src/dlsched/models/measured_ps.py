@@ -148,12 +148,19 @@ class _ModelTable:
         )
         table: npt.NDArray[np.float64] = np.zeros((self.max_ps + 1, self.max_workers + 1))
         table[1:, 1:] = np.maximum(rbf(grid), 0.0).reshape(self.max_ps, self.max_workers)
+        table.flags.writeable = False
         self.table = table
 
     def steps_per_s(self, num_ps: int, num_workers: int) -> float:
         if num_ps <= 0 or num_workers <= 0:
             return 0.0
         return float(self.table[min(num_ps, self.max_ps), min(num_workers, self.max_workers)])
+
+
+@lru_cache(maxsize=64)
+def _model_table(path: Path | None, model: str) -> _ModelTable:
+    """One model's interpolant, shared by every `MeasuredPS` reading the same file."""
+    return _ModelTable(load_measurements(path)[model])
 
 
 class MeasuredPS:
@@ -174,6 +181,7 @@ class MeasuredPS:
         self, steps_per_epoch: Mapping[str, float] | None = None, path: Path | None = None
     ) -> None:
         self.steps_per_epoch = dict(STEPS_PER_EPOCH if steps_per_epoch is None else steps_per_epoch)
+        self._path = path
         self._points = load_measurements(path)
         self._tables: dict[str, _ModelTable] = {}
         self._cache: dict[tuple[str, int, int], float] = {}
@@ -198,9 +206,10 @@ class MeasuredPS:
         cached = self._cache.get(key)
         if cached is not None:
             return cached
+        steps = self.steps_per_s(model, num_ps, num_workers)
         if model not in self.steps_per_epoch:
             raise ValueError(f"no steps-per-epoch for model {model!r}")
-        value = self.steps_per_s(model, num_ps, num_workers) / self.steps_per_epoch[model]
+        value = steps / self.steps_per_epoch[model]
         self._cache[key] = value
         return value
 
@@ -224,7 +233,7 @@ class MeasuredPS:
                 raise ValueError(
                     f"no measurements for model {model!r}; known: {', '.join(self._points)}"
                 )
-            table = _ModelTable(points)
+            table = _model_table(self._path, model)
             self._tables[model] = table
             log.debug("interpolated %s over %d measured points", model, len(points))
         return table
