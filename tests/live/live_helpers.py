@@ -12,7 +12,7 @@ ATOL = 1e-5
 
 def config(**overrides: object) -> JobConfig:
     base: dict[str, object] = {
-        "model": "mlp",
+        "model": "smooth",
         "total_batch": 24,
         "lr": 0.05,
         "momentum": 0.9,
@@ -20,7 +20,7 @@ def config(**overrides: object) -> JobConfig:
         "total_steps": 60,
         "block_size": 4096,
         "snapshot_every": 0,
-        "step_sleep_s": 0.01,
+        "step_sleep_s": 0.005,
         "round_timeout_s": 15.0,
     }
     base.update(overrides)

@@ -35,7 +35,7 @@ def test_remove_ps() -> None:
 
 
 def test_add_worker() -> None:
-    _run([(10, 1, 3, "hot")], (1, 1), model="cnn")
+    _run([(10, 1, 3, "hot")], (1, 1), model="cnn", total_steps=60)
 
 
 def test_remove_worker() -> None:
