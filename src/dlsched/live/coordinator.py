@@ -802,6 +802,11 @@ class Coordinator:
             "migration_s": (max(b["t_done"] for b in migrated) - min(reach)) if reach else 0.0,
             "clock_wait_s": (min(reach) - r.t_commit_wall) if reach else 0.0,
             "suspension_s": suspension,
+            "stall_s": {
+                k: float(b.get("step_gap_s", 0.0)) - float(b.get("step_interval_s", 0.0))
+                for k, b in r.resumed.items()
+                if k not in joiners and b.get("step_interval_s")
+            },
             "moved_params": r.moved,
             "moved_bytes": sum(int(b.get("bytes_out", 0)) for b in migrated),
             "clock_retries": r.retries,

@@ -80,7 +80,10 @@ class ScalingReport:
         moved_params: parameters that changed PS.
         moved_bytes: bytes sent between PS (parameters and momentum).
         wall_s: duration of the whole call (includes starting new processes), seconds.
-        details: mode-specific timings, seconds.
+        details: mode-specific timings, seconds. Hot: ``stall_s``, the mean delay the change
+            added to the workers' step cadence (interval from the start of the last step before
+            the clock to the resumption, minus the usual step interval) — a stricter measure
+            than DL2's suspension, which starts only once the last parameters arrived.
     """
 
     mode: str
@@ -468,7 +471,10 @@ class LiveJob:
         report.clock_wait_s = float(rep["clock_wait_s"])
         report.moved_params = int(rep["moved_params"])
         report.moved_bytes = int(rep["moved_bytes"])
+        stall = [float(v) for v in rep.get("stall_s", {}).values()]
         report.details = {"clock_retries": float(rep["clock_retries"])}
+        if stall:
+            report.details["stall_s"] = statistics.fmean(stall)
         report.wall_s = time.perf_counter() - t0
         return report
 

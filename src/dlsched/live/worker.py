@@ -14,8 +14,10 @@ PS connections, new rank and batch slice). A joining worker pulls the parameters
 from __future__ import annotations
 
 import logging
+import statistics
 import sys
 import time
+from collections import deque
 from typing import Any
 
 import torch
@@ -60,6 +62,9 @@ class Worker(Node):
         self.pull_reason = ""
         self.steps_run = 0
         self.loss = float("nan")
+        self.t_step_start: float | None = None
+        self.intervals: deque[float] = deque(maxlen=9)
+        self.skip_interval = False
 
     # ------------------------------------------------------------------ main loop
 
@@ -120,6 +125,11 @@ class Worker(Node):
             return
         if self.cfg.step_sleep_s:
             time.sleep(self.cfg.step_sleep_s)
+        now = time.time()
+        if self.t_step_start is not None and not self.skip_interval:
+            self.intervals.append(now - self.t_step_start)
+        self.skip_interval = False
+        self.t_step_start = now
         self._compute(self.version)
         assert self.roster is not None
         self.expect = self.version + 1
@@ -260,14 +270,20 @@ class Worker(Node):
             self._pull(version, "join" if joining else "rollback")
             return
         self.phase = "ready"
+        now = time.time()
+        self.skip_interval = True
         self.to_coord(
             "RESUMED",
             {
                 "epoch": self.epoch,
-                "t": time.time(),
+                "t": now,
                 "version": self.version,
                 "suspension_s": self._suspension(),
                 "registration_s": 0.0,
+                # start of the last step before the clock → now, and the usual step interval:
+                # their difference is the delay the scaling added to this worker's cadence
+                "step_gap_s": now - self.t_step_start if self.t_step_start else 0.0,
+                "step_interval_s": statistics.median(self.intervals) if self.intervals else 0.0,
             },
         )
 
