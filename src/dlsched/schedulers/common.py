@@ -10,8 +10,11 @@ _EPS = 1e-9
 _UNBOUNDED = 1 << 30
 
 
-def _fits(free: list[float], need: tuple[float, float, float]) -> int:
-    """How many tasks of ``need`` fit in ``free`` (as `dlsched.placement.base.capacity_for`)."""
+def tasks_that_fit(free: list[float], need: tuple[float, float, float]) -> int:
+    """How many tasks of ``need`` fit in one server's ``free`` (gpu, cpu, mem).
+
+    As `dlsched.placement.base.capacity_for`: a huge number if ``need`` is all zeros.
+    """
     best = _UNBOUNDED
     for r in range(3):
         want = need[r]
@@ -38,6 +41,7 @@ class FreeTracker:
         self.free: list[list[float]] = cluster.free_array.tolist()
         for run in release or ():
             self._give_back(run.spec, run.allocation)
+        self._counts: dict[tuple[float, float, float], list[int]] = {}
 
     def _give_back(self, spec: JobSpec, alloc: Allocation) -> None:
         for tasks, demand in ((alloc.workers, spec.worker_demand), (alloc.ps, spec.ps_demand)):
@@ -47,13 +51,57 @@ class FreeTracker:
                 for r in range(3):
                     row[r] += need[r] * n
 
+    def _counts_for(self, need: tuple[float, float, float]) -> list[int]:
+        """Tasks of ``need`` that fit on each server (cached per task shape)."""
+        counts = self._counts.get(need)
+        if counts is None:
+            counts = self._counts[need] = [tasks_that_fit(row, need) for row in self.free]
+        return counts
+
+    def _add(self, server: int, need: tuple[float, float, float], n: int) -> None:
+        """Change server ``server``'s free resources by ``n`` tasks of ``need`` (n < 0 takes)."""
+        row = self.free[server]
+        for r in range(3):
+            row[r] += need[r] * n
+        for shape, counts in self._counts.items():
+            counts[server] = tasks_that_fit(row, shape)
+
+    def _place(self, n: int, need: tuple[float, float, float]) -> list[tuple[int, int]] | None:
+        """Place ``n`` tasks, as many as fit on the server where most fit first (lowest id on
+        ties) — `dlsched.placement.tasks.grow`'s rule with a most-room chooser and
+        ``one_at_a_time=False``. Returns what went where, or None (and no change)."""
+        if not any(x > 0 for x in need):
+            return []
+        counts = self._counts_for(need)
+        if sum(counts) < n:
+            return None
+        placed: list[tuple[int, int]] = []
+        left = n
+        while left > 0:
+            best = max(counts)
+            if best <= 0:  # float round-off only; undo and refuse
+                self._unplace(placed, need)
+                return None
+            server = counts.index(best)
+            k = min(left, best)
+            self._add(server, need, -k)
+            placed.append((server, k))
+            left -= k
+        return placed
+
+    def _unplace(self, placed: list[tuple[int, int]], need: tuple[float, float, float]) -> None:
+        for server, k in placed:
+            self._add(server, need, k)
+
     def take(self, spec: JobSpec, num_workers: int, num_ps: int = 0) -> bool:
         """Reserve that many tasks if they all fit; leave everything unchanged otherwise."""
-        trial = [row[:] for row in self.free]
-        for n, demand in ((num_workers, spec.worker_demand), (num_ps, spec.ps_demand)):
-            if n and not _grow(trial, n, demand.as_tuple()):
-                return False
-        self.free = trial
+        worker_need = spec.worker_demand.as_tuple()
+        workers = self._place(num_workers, worker_need) if num_workers else []
+        if workers is None:
+            return False
+        if num_ps and self._place(num_ps, spec.ps_demand.as_tuple()) is None:
+            self._unplace(workers, worker_need)
+            return False
         return True
 
     def take_exact(self, spec: JobSpec, alloc: Allocation) -> bool:
@@ -70,9 +118,7 @@ class FreeTracker:
             if any(row[r] > have[r] + _EPS for r in range(3)):
                 return False
         for server, row in need.items():
-            have = self.free[server]
-            for r in range(3):
-                have[r] -= row[r]
+            self._add(server, (row[0], row[1], row[2]), -1)
         return True
 
     def fits(self, demand: Resources) -> int:
@@ -80,34 +126,11 @@ class FreeTracker:
         need = demand.as_tuple()
         if not any(x > 0 for x in need):
             return _UNBOUNDED
-        return sum(_fits(row, need) for row in self.free)
+        return sum(tasks_that_fit(row, need) for row in self.free)
 
     def total(self) -> Resources:
         """Free resources summed over servers."""
         return Resources(*(sum(row[r] for row in self.free) for r in range(3)))
-
-
-def _grow(free: list[list[float]], add: int, need: tuple[float, float, float]) -> bool:
-    """Place ``add`` tasks, as many as fit on the server where most fit first (lowest id on ties).
-
-    The same rule as `dlsched.placement.tasks.grow` with a most-room chooser and
-    ``one_at_a_time=False``; changes ``free`` in place and returns False if they do not fit.
-    Only the server just used changes, so only its count is recomputed.
-    """
-    counts = [_fits(row, need) for row in free]
-    left = add
-    while left > 0:
-        best = max(counts)
-        if best <= 0:
-            return False
-        server = counts.index(best)
-        n = min(left, best)
-        row = free[server]
-        for r in range(3):
-            row[r] -= need[r] * n
-        counts[server] = _fits(row, need)
-        left -= n
-    return True
 
 
 def requested(spec: JobSpec) -> tuple[int, int]:

@@ -39,6 +39,23 @@ REGISTRY: dict[str, SchedulerEntry] = {}
 _MODULES = (
     "dlsched.schedulers.fifo",
     "dlsched.schedulers.drf",
+    "dlsched.schedulers.srtf",
+    "dlsched.schedulers.tetris",
+    "dlsched.schedulers.optimus",
+    "dlsched.schedulers.efficient_srtf",
+    "dlsched.schedulers.sjf",
+    "dlsched.schedulers.packer",
+    "dlsched.schedulers.tetris_star",
+    "dlsched.schedulers.random_policy",
+    "dlsched.schedulers.sif",
+    "dlsched.schedulers.dsif",
+    "dlsched.schedulers.saf",
+    "dlsched.schedulers.lrf",
+    "dlsched.schedulers.spf",
+    "dlsched.schedulers.kubeflow_dynamic",
+    "dlsched.schedulers.kubeflow_static",
+    "dlsched.schedulers.tiresias",
+    "dlsched.schedulers.las",
 )
 
 

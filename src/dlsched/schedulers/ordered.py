@@ -1,0 +1,156 @@
+"""Building blocks of priority-order schedulers (no policy here: callers choose the order).
+
+* `start_in_order`: non-preemptive, work-conserving list scheduling — pending jobs in the given
+  order each start at their requested size if they fit; those that do not are skipped
+  (DeepRM's comparables, SCED²'s baselines).
+* `run_in_order`: preemptive priority scheduling of fixed-size jobs — the jobs to run are chosen
+  in the given order as if nothing were running; chosen running jobs stay where they are, chosen
+  pending jobs go into what is left, and running jobs not chosen are preempted unless they still
+  fit where they are (SRTF, LAS, Tiresias). Choosing first and placing second avoids preempting a
+  job only because a scratch placement put a newcomer on its servers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+
+from dlsched.core import ClusterView, Decision, JobRun
+from dlsched.schedulers.common import FreeTracker, requested
+
+_EPS = 1e-9
+
+Size = Callable[[JobRun], tuple[int, int]]
+"""(workers, PS) a job should run with."""
+
+
+def requested_size(run: JobRun) -> tuple[int, int]:
+    """The (workers, PS) the user asked for."""
+    return requested(run.spec)
+
+
+def start_in_order(
+    view: ClusterView, runs: Iterable[JobRun], size: Size = requested_size
+) -> Decision:
+    """Start each job of ``runs`` (pending ones) that fits, in order; skip those that do not.
+
+    Args:
+        view: the cluster now.
+        runs: pending jobs in preference order.
+        size: (workers, PS) of each job; default what it asked for.
+
+    Returns:
+        Targets for the jobs to start, in ``runs`` order.
+    """
+    decision = Decision()
+    tracker = FreeTracker(view.cluster)
+    total = list(tracker.total().as_tuple())
+    for run in runs:
+        workers, ps = size(run)
+        need = run.spec.demand(workers, ps).as_tuple()
+        if any(need[r] > total[r] + _EPS for r in range(3)):
+            continue  # cannot fit anywhere: skip the per-server check
+        if tracker.take(run.spec, workers, ps):
+            decision.set(run.job_id, workers, ps)
+            for r in range(3):
+                total[r] -= need[r]
+    return decision
+
+
+def run_in_order(
+    view: ClusterView, runs: Sequence[JobRun], size: Size = requested_size
+) -> Decision:
+    """Preemptive priority scheduling of fixed-size jobs (module docstring).
+
+    Args:
+        view: the cluster now.
+        runs: every active job, highest priority first.
+        size: (workers, PS) of a job that starts; running jobs keep their counts.
+
+    Returns:
+        The whole desired state: running jobs kept (unchanged counts), then jobs to start in
+        priority order; running jobs left out are preempted by the engine.
+    """
+    chooser = FreeTracker(view.cluster, release=list(view.running))
+    chosen: list[JobRun] = []
+    for run in runs:
+        workers, ps = _counts(run, size)
+        if chooser.take(run.spec, workers, ps):
+            chosen.append(run)
+    chosen_ids = {run.job_id for run in chosen}
+    tracker = FreeTracker(
+        view.cluster, release=[r for r in view.running if r.job_id not in chosen_ids]
+    )
+    decision = Decision()
+    for run in chosen:
+        if run.running:
+            decision.set(run.job_id, run.allocation.num_workers, run.allocation.num_ps)
+    for run in chosen:
+        if not run.running:
+            workers, ps = size(run)
+            if tracker.take(run.spec, workers, ps):
+                decision.set(run.job_id, workers, ps)
+    for run in runs:  # preempt only those whose place a chosen job really needs
+        if (
+            run.running
+            and run.job_id not in chosen_ids
+            and tracker.take_exact(run.spec, run.allocation)
+        ):
+            decision.set(run.job_id, run.allocation.num_workers, run.allocation.num_ps)
+    return decision
+
+
+def _counts(run: JobRun, size: Size) -> tuple[int, int]:
+    if run.running:
+        return run.allocation.num_workers, run.allocation.num_ps
+    return size(run)
+
+
+Score = Callable[[list[JobRun], tuple[float, float, float]], list[float]]
+"""Scores of candidate jobs given the cluster's free (gpu, cpu, mem); the highest starts first."""
+
+
+def start_greedy(view: ClusterView, runs: Iterable[JobRun], score: Score) -> Decision:
+    """Start pending jobs one at a time, each time the best-scoring one that fits.
+
+    Scores are recomputed after every start (they may depend on what is still free); jobs that
+    do not fit are dropped from the candidates. Ties go to the earlier candidate.
+
+    Args:
+        view: the cluster now.
+        runs: pending jobs (candidates), in arrival order.
+        score: scores of the candidates that fit, given the free resources summed over servers.
+
+    Returns:
+        Targets (requested sizes) in the order the jobs were picked.
+    """
+    decision = Decision()
+    tracker = FreeTracker(view.cluster)
+    free = tracker.total().as_tuple()
+    candidates = list(runs)
+    while candidates:
+        fitting = [r for r in candidates if run_fits(r, free)]
+        if not fitting:
+            break
+        scores = score(fitting, free)
+        best = max(range(len(fitting)), key=lambda i: scores[i])  # first of the maxima
+        run = fitting[best]
+        candidates = [r for r in fitting if r is not run]
+        workers, ps = requested(run.spec)
+        if tracker.take(run.spec, workers, ps):
+            decision.set(run.job_id, workers, ps)
+            need = run.spec.demand(workers, ps).as_tuple()
+            free = (free[0] - need[0], free[1] - need[1], free[2] - need[2])
+    return decision
+
+
+def run_fits(run: JobRun, free: tuple[float, float, float]) -> bool:
+    """Whether the job's requested resources fit in ``free`` (summed over servers)."""
+    need = run.spec.demand(*requested(run.spec)).as_tuple()
+    return all(need[r] <= free[r] + _EPS for r in range(3))
+
+
+def alignment(run: JobRun, free: tuple[float, float, float], total: tuple[float, ...]) -> float:
+    """Tetris' packing score: the dot product of the job's demand and the free resources,
+    each as a fraction of the cluster's capacity (resources the cluster lacks are ignored)."""
+    need = run.spec.demand(*requested(run.spec)).as_tuple()
+    return sum(need[r] * free[r] / (total[r] * total[r]) for r in range(3) if total[r] > 0)

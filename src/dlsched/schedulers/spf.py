@@ -1,0 +1,46 @@
+"""SPF, Smallest Product job First (SCED²'s baseline).
+
+Rule: at every scheduling point, pending jobs are sorted by GPUs × ideal execution time
+(requested GPUs times ``total_work`` seconds at the best placement: the job's GPU-seconds), then
+by arrival; each starts at its requested size if it fits, and jobs that do not fit are skipped.
+Non-preemptive.
+
+Source: Luan et al., SCED² §IV-A baselines ("the smallest product of GPU demand and the ideal
+execution time").
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from dlsched.core import ClusterView, Decision, JobRun
+from dlsched.schedulers.base import BaseScheduler, Scheduler
+from dlsched.schedulers.ordered import start_in_order
+from dlsched.schedulers.registry import register
+
+
+def gpu_seconds_key(run: JobRun) -> tuple[float, float, int]:
+    """Smallest requested GPUs × ideal duration first, then arrival."""
+    spec = run.spec
+    gpus = spec.worker_demand.gpu * spec.num_workers
+    return (gpus * spec.total_work, spec.submit_time_s, run.job_id)
+
+
+class Spf(BaseScheduler):
+    """Smallest GPU × ideal-time product first, non-preemptive and work-conserving."""
+
+    name = "spf"
+    preemptive: ClassVar[bool] = False
+
+    def decide(self, view: ClusterView) -> Decision:
+        return start_in_order(view, sorted(view.pending, key=gpu_seconds_key))
+
+
+@register(
+    "spf",
+    setting="fixed-GPU (sched2)",
+    source="SCED² §IV-A",
+    description="smallest GPUs × ideal time first; non-preemptive",
+)
+def _make(_arg: str | None) -> Scheduler:
+    return Spf()
