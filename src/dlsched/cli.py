@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import math
@@ -24,6 +25,10 @@ app = typer.Typer(
 )
 trace_app = typer.Typer(help="Inspect job traces.", no_args_is_help=True)
 app.add_typer(trace_app, name="trace")
+train_app = typer.Typer(help="Train a learned scheduler.", no_args_is_help=True)
+app.add_typer(train_app, name="train")
+live_app = typer.Typer(help="Run real elastic training jobs on this machine.", no_args_is_help=True)
+app.add_typer(live_app, name="live")
 
 out = Console()
 err = Console(stderr=True)
@@ -283,6 +288,14 @@ def reproduce(
         paths = run_experiment(name, out_dir / name, full=full)
     for path in paths:
         out.print(f"wrote {path}")
+
+
+# Modules that add commands to ``train_app`` / ``live_app`` (one per learned scheduler or
+# subsystem, so that each stays a thin layer next to the code it drives). Imported last because
+# they import the apps and helpers above.
+_COMMAND_MODULES: tuple[str, ...] = ()
+for _module in _COMMAND_MODULES:
+    importlib.import_module(_module)
 
 
 def main() -> None:
