@@ -1,0 +1,140 @@
+"""`PolicyScheduler`: a trained policy network behind the ordinary `Scheduler` protocol.
+
+DL2, DeepRM and SCED² all decide a scheduling point by a *sequence* of small actions — add a
+worker/PS to a job, put a job in a slot, pick the next job — each chosen from the state updated
+by the previous ones, until a "void" action (or no legal action) ends the round. This module
+holds that loop once; each algorithm supplies only:
+
+* a `SlotEncoder`: ``start(view)`` returns a `SlotBuilder` for that scheduling point;
+* a `SlotBuilder`: ``observation()`` (float32 vector, the network's input),
+  ``action_mask()`` (bool vector, True = legal), ``apply(action)`` (returns True when the round
+  is over) and ``decision()`` (the `Decision` built so far);
+* a network: ``torch.nn.Module`` mapping a ``(1, obs_dim)`` float tensor to ``(1, n_actions)``
+  logits (or Q-values: the loop takes the arg-max either way).
+
+The same builder serves the Gymnasium environment during training, so the scheduler and the
+environment cannot disagree on what the policy sees. Networks run under
+`torch.inference_mode`; illegal actions are masked to ``-inf`` before the arg-max (or sampling).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import ClassVar, Protocol
+
+import numpy as np
+import numpy.typing as npt
+import torch
+
+from dlsched.core import ClusterView, Decision
+from dlsched.schedulers.base import BaseScheduler
+
+log = logging.getLogger(__name__)
+
+
+class SlotBuilder(Protocol):
+    """The state of one scheduling point while a policy builds its decision action by action."""
+
+    def observation(self) -> npt.NDArray[np.float32]:
+        """The network's input now (flat float32 vector)."""
+        ...
+
+    def action_mask(self) -> npt.NDArray[np.bool_]:
+        """Legal actions now (True = legal); at least one is legal until the round ends."""
+        ...
+
+    def apply(self, action: int) -> bool:
+        """Take a legal action; return True if the round is over (void action or nothing left)."""
+        ...
+
+    def decision(self) -> Decision:
+        """The decision built so far."""
+        ...
+
+
+class SlotEncoder(Protocol):
+    """Starts a `SlotBuilder` for a scheduling point."""
+
+    def start(self, view: ClusterView) -> SlotBuilder:
+        """A fresh builder for ``view`` (no action taken yet)."""
+        ...
+
+
+def masked_choice(
+    logits: torch.Tensor,
+    mask: npt.NDArray[np.bool_],
+    generator: torch.Generator | None = None,
+) -> int:
+    """Arg-max (``generator`` None) or a sample of the softmax over legal actions only.
+
+    Args:
+        logits: ``(n_actions,)`` scores.
+        mask: ``(n_actions,)`` legal actions; at least one must be True.
+        generator: seeded torch generator for sampling, or None for the greedy choice.
+    """
+    if not mask.any():
+        raise ValueError("no legal action: the builder should have ended the round")
+    legal = torch.from_numpy(np.ascontiguousarray(mask))
+    scores = logits.masked_fill(~legal, float("-inf"))
+    if generator is None:
+        return int(torch.argmax(scores).item())
+    probs = torch.softmax(scores, dim=-1)
+    return int(torch.multinomial(probs, 1, generator=generator).item())
+
+
+class PolicyScheduler(BaseScheduler):
+    """A scheduler that runs ``net`` over ``encoder``'s builder until the round ends.
+
+    Args:
+        name: registry name (``"dl2"``).
+        encoder: turns a view into a `SlotBuilder`.
+        net: logits (or Q-values) network; put in eval mode here.
+        preemptive: whether decisions are the whole desired state (elastic, DL2) or only start
+            pending jobs (DeepRM, SCED²).
+        max_actions: safety cap on actions per scheduling point (the builder should end first).
+        sample_seed: None for greedy (arg-max) actions; an int to sample from the softmax with
+            a torch generator seeded by it (reseeded on `reset`).
+    """
+
+    is_oracle: ClassVar[bool] = False
+
+    def __init__(
+        self,
+        name: str,
+        encoder: SlotEncoder,
+        net: torch.nn.Module,
+        *,
+        preemptive: bool,
+        max_actions: int = 100_000,
+        sample_seed: int | None = None,
+    ) -> None:
+        self.name = name
+        self.encoder = encoder
+        self.net = net.eval()
+        self.preemptive = preemptive  # type: ignore[misc]  # per instance, read by the engine
+        self.max_actions = max_actions
+        self.sample_seed = sample_seed
+        self._generator: torch.Generator | None = None
+        self.reset()
+
+    def reset(self) -> None:
+        """Reseed the sampling generator (no-op when greedy)."""
+        if self.sample_seed is not None:
+            self._generator = torch.Generator().manual_seed(self.sample_seed)
+
+    def decide(self, view: ClusterView) -> Decision:
+        builder = self.encoder.start(view)
+        with torch.inference_mode():
+            for _ in range(self.max_actions):
+                mask = builder.action_mask()
+                if not mask.any():
+                    break
+                obs = torch.from_numpy(builder.observation()).unsqueeze(0)
+                logits = self.net(obs)[0]
+                if builder.apply(masked_choice(logits, mask, self._generator)):
+                    break
+            else:
+                log.warning(
+                    "%s: stopped after %d actions in one round", self.name, self.max_actions
+                )
+        return builder.decision()
