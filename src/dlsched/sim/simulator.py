@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 
 
 class SimulationStalled(RuntimeError):
-    """Jobs wait on an idle cluster and the scheduler will never start them."""
+    """Jobs wait or hold resources without progress, and nothing will ever change that."""
 
 
 class Simulator:
@@ -185,7 +185,9 @@ class Simulator:
         self._watch_for_stall(t)
 
     def _watch_for_stall(self, t: float) -> None:
-        if self.running or not self.pending or self._next_arrival < len(self.specs):
+        progressing = any(run.rate > 0 for run in self.running.values())
+        waiting = self.pending or self.running
+        if progressing or not waiting or self._next_arrival < len(self.specs):
             self._idle_retries = 0
             return
         if self.queue.peek_time() < math.inf:  # a tick is coming anyway
@@ -194,11 +196,11 @@ class Simulator:
             self._idle_retries += 1
             self.queue.push(t + self.config.idle_retry_s, EventKind.RETRY)
         if self._idle_retries > self.config.max_idle_retries:
-            first = self.pending[0]
+            first = self.pending[0] if self.pending else next(iter(self.running.values()))
             reason = self.last_status.get(first.job_id, Status.unschedulable("never chosen"))
             raise SimulationStalled(
-                f"{self.scheduler.name}: {len(self.pending)} jobs wait on an idle cluster and "
-                f"nothing else will happen (job {first.job_id}: {reason.reason})"
+                f"{self.scheduler.name}: {len(self.pending) + len(self.running)} jobs make no "
+                f"progress and nothing else will happen (job {first.job_id}: {reason.reason})"
             )
 
     def _apply(self, decision: Decision, t: float) -> dict[int, Status]:
@@ -249,6 +251,12 @@ class Simulator:
             )
         if ps > (spec.max_ps if spec.arch is Arch.PS else 0):
             return Status.invalid(f"job {spec.job_id}: {ps} PS above its cap")
+        if (workers or ps) and (workers == 0 or (spec.arch is Arch.PS and ps == 0)):
+            # a PS job needs both kinds of task to train; holding one kind only wastes it
+            return Status.invalid(
+                f"job {spec.job_id}: {workers} workers and {ps} PS cannot train; "
+                "give it both or nothing"
+            )
         if (
             not preemptive
             and run.running
