@@ -1,0 +1,370 @@
+"""DL2's state and incremental actions (DL2 §4.1), shared by the environment and the scheduler.
+
+At each scheduling point (time slot) the policy rebuilds the allocation from scratch by a
+sequence of small actions, each chosen from the state updated by the previous ones:
+
+* **State** over ``J`` job rows in arrival order, per row (DL2's ``s = (x, d, e, r, w, u)`` plus
+  a few observable extras): ``x`` the job type one-hot over ``L`` types; ``d`` time slots it
+  has run; ``e`` remaining epochs; ``r`` dominant share of the cluster allocated to it so far
+  this slot; ``w``/``u`` workers/PS allocated so far this slot; extras: row present, fraction
+  of its epochs done, workers/PS it held last slot. Then four global entries: free fraction of
+  GPU, CPU and memory in this slot's scratch copy, and how many active jobs wait beyond this
+  batch (÷ J). Everything is what a real scheduler observes (`ClusterView`: progress, counts,
+  free resources); no speed function, noisy or not, is read.
+* **Actions** ``3J + 1``: ``3i`` add a worker to row ``i``, ``3i + 1`` add a PS, ``3i + 2``
+  add one of each, ``3J`` the void action that ends the batch. Actions that would exceed the
+  job's caps or that do not fit in the free resources are masked.
+* **Batches** (DL2 Fig. 17): with more than ``J`` active jobs, rows are filled with the first
+  ``J`` by arrival; the void action then moves to the next ``J`` (the resources they took stay
+  taken) and only the last batch's void ends the slot.
+
+Jobs whose slot allocation lacks a worker or (PS jobs) a PS cannot train and are left out of
+the `Decision`; their reserved resources stay idle for the slot, as in DL2.
+
+Scales: ``d`` is ``log1p(slots)/5``, ``e`` is ``log1p(epochs)/12``, ``r`` is 10 × share, counts
+are ÷ 16 (`COUNT_SCALE`); all entries are clipped to ``[0, OBS_HIGH]``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from dlsched.core import Arch, ClusterView, Decision, JobRun, JobSpec
+from dlsched.workloads.dl2 import JOB_TYPES
+
+DEFAULT_J = 40
+"""Job rows of the state (DL2 §4.1 and Fig. 17)."""
+ROW_EXTRA = 9
+"""Per-row entries besides the type one-hot: present, d, e, done, r, w, u, last w, last u."""
+GLOBAL = 4
+"""Global entries: free GPU, CPU and memory fractions; jobs beyond this batch ÷ J."""
+COUNT_SCALE = 16.0
+SHARE_SCALE = 10.0
+OBS_HIGH = 10.0
+ADD_WORKER, ADD_PS, ADD_BOTH = 0, 1, 2
+_EPS = 1e-9
+
+
+@dataclass(frozen=True)
+class Dl2Shape:
+    """Sizes of DL2's observation and action spaces.
+
+    Attributes:
+        J: job rows (jobs scheduled per batch).
+        job_types: the ``L`` job types of the one-hot, in order (unknown types: all zeros).
+    """
+
+    J: int = DEFAULT_J
+    job_types: tuple[str, ...] = JOB_TYPES
+
+    def __post_init__(self) -> None:
+        if self.J < 1:
+            raise ValueError(f"J must be >= 1, got {self.J}")
+
+    @property
+    def L(self) -> int:
+        return len(self.job_types)
+
+    @property
+    def row_dim(self) -> int:
+        return self.L + ROW_EXTRA
+
+    @property
+    def obs_dim(self) -> int:
+        return self.J * self.row_dim + GLOBAL
+
+    @property
+    def num_actions(self) -> int:
+        return 3 * self.J + 1
+
+    @property
+    def void(self) -> int:
+        return 3 * self.J
+
+    def fields(self) -> dict[str, int]:
+        """Shape fields for a checkpoint card."""
+        return {"J": self.J, "L": self.L, "obs_dim": self.obs_dim, "num_actions": self.num_actions}
+
+
+class _Free:
+    """Scratch copy of free resources per server; tasks go where most of them fit."""
+
+    def __init__(self, free: npt.NDArray[np.float64]) -> None:
+        self.free = free
+
+    def _fits(self, need: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(need > 0, (self.free + _EPS) / np.where(need > 0, need, 1.0), np.inf)
+        return np.floor(ratio.min(axis=1))
+
+    def place(self, need: npt.NDArray[np.float64]) -> int | None:
+        """Take one task of ``need`` on the server where most fit; its index, or None."""
+        if not np.any(need > 0):
+            return -1
+        fits = self._fits(need)
+        server = int(np.argmax(fits))
+        if fits[server] < 1:
+            return None
+        self.free[server] -= need
+        return server
+
+    def undo(self, server: int, need: npt.NDArray[np.float64]) -> None:
+        if server >= 0:
+            self.free[server] += need
+
+
+class Dl2Slot:
+    """One scheduling point being decided action by action (a `SlotBuilder`).
+
+    Args:
+        view: the cluster as the scheduler sees it.
+        shape: J and the job types.
+    """
+
+    def __init__(self, view: ClusterView, shape: Dl2Shape) -> None:
+        self.shape = shape
+        self.now_s = view.now_s
+        cluster = view.cluster
+        self.capacity = cluster.capacity_array.sum(axis=0)
+        self.jobs: list[JobRun] = view.jobs()
+        tracker = cluster.free_array
+        for run in view.running:  # the slot is decided from scratch: give everything back
+            for tasks, demand in (
+                (run.allocation.workers, run.spec.worker_demand),
+                (run.allocation.ps, run.spec.ps_demand),
+            ):
+                for server, n in tasks:
+                    tracker[server] += np.asarray(demand.as_tuple()) * n
+        self.free = _Free(tracker)
+        self.counts: dict[int, list[int]] = {run.job_id: [0, 0] for run in self.jobs}
+        self.order: list[int] = []  # job ids in the order they first got a task
+        self.batch = 0
+        self.done = False
+        self.actions = 0
+        self._type_index = {t: i for i, t in enumerate(shape.job_types)}
+        self._load_batch()
+
+    # -- batch ---------------------------------------------------------------------------------
+
+    @property
+    def num_batches(self) -> int:
+        return max(1, math.ceil(len(self.jobs) / self.shape.J))
+
+    def _load_batch(self) -> None:
+        J, L = self.shape.J, self.shape.L
+        start = self.batch * J
+        self.rows: list[JobRun] = self.jobs[start : start + J]
+        n = len(self.rows)
+        self._obs_rows = np.zeros((J, self.shape.row_dim), dtype=np.float32)
+        self._max_w = np.zeros(J, dtype=np.int64)
+        self._max_p = np.zeros(J, dtype=np.int64)
+        self._w = np.zeros(J, dtype=np.int64)
+        self._p = np.zeros(J, dtype=np.int64)
+        self._shape_of = np.zeros(J, dtype=np.int64)
+        self._needs: list[tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]] = []
+        shape_ids: dict[tuple[tuple[float, ...], tuple[float, ...]], int] = {}
+        for i, run in enumerate(self.rows):
+            spec = run.spec
+            row = self._obs_rows[i]
+            t = self._type_index.get(spec.model)
+            if t is not None:
+                row[t] = 1.0
+            total = max(spec.total_work, _EPS)
+            left = run.remaining_work(self.now_s)
+            row[L + 0] = 1.0
+            row[L + 1] = math.log1p(run.slots_run) / 5.0
+            row[L + 2] = math.log1p(left) / 12.0
+            row[L + 3] = 1.0 - left / total
+            row[L + 7] = run.allocation.num_workers / COUNT_SCALE
+            row[L + 8] = run.allocation.num_ps / COUNT_SCALE
+            w, p = self.counts[run.job_id]
+            self._w[i], self._p[i] = w, p
+            self._max_w[i] = spec.max_workers
+            self._max_p[i] = spec.max_ps if spec.arch is Arch.PS else 0
+            key = (spec.worker_demand.as_tuple(), spec.ps_demand.as_tuple())
+            if key not in shape_ids:
+                shape_ids[key] = len(self._needs)
+                self._needs.append((np.asarray(key[0]), np.asarray(key[1])))
+            self._shape_of[i] = shape_ids[key]
+            self._refresh_row(i)
+        self._present = np.arange(J) < n
+        self._beyond = max(0, len(self.jobs) - start - n) / J
+
+    def _refresh_row(self, i: int) -> None:
+        L = self.shape.L
+        spec = self.rows[i].spec
+        w, p = int(self._w[i]), int(self._p[i])
+        row = self._obs_rows[i]
+        share = spec.demand(w, p).as_tuple()
+        dom = max((s / c for s, c in zip(share, self.capacity, strict=True) if c > 0), default=0.0)
+        row[L + 4] = min(OBS_HIGH, SHARE_SCALE * dom)
+        row[L + 5] = w / COUNT_SCALE
+        row[L + 6] = p / COUNT_SCALE
+
+    # -- SlotBuilder -----------------------------------------------------------------------------
+
+    def observation(self) -> npt.NDArray[np.float32]:
+        free = self.free.free.sum(axis=0)
+        glob = np.zeros(GLOBAL, dtype=np.float32)
+        for r in range(3):
+            glob[r] = free[r] / self.capacity[r] if self.capacity[r] > 0 else 0.0
+        glob[3] = self._beyond
+        obs = np.concatenate([self._obs_rows.reshape(-1), glob])
+        return np.clip(obs, 0.0, OBS_HIGH).astype(np.float32, copy=False)
+
+    def _shape_ok(self) -> npt.NDArray[np.bool_]:
+        """(num shapes, 3): whether a worker, a PS, both fit now."""
+        ok = np.zeros((len(self._needs), 3), dtype=bool)
+        for k, (wn, pn) in enumerate(self._needs):
+            sw = self.free.place(wn)
+            ok[k, ADD_WORKER] = sw is not None
+            if sw is not None:
+                sp = self.free.place(pn)
+                ok[k, ADD_BOTH] = sp is not None
+                if sp is not None:
+                    self.free.undo(sp, pn)
+                self.free.undo(sw, wn)
+            sp = self.free.place(pn)
+            ok[k, ADD_PS] = sp is not None
+            if sp is not None:
+                self.free.undo(sp, pn)
+        return ok
+
+    def action_mask(self) -> npt.NDArray[np.bool_]:
+        J = self.shape.J
+        mask = np.zeros(self.shape.num_actions, dtype=bool)
+        if self.done:
+            return mask
+        mask[self.shape.void] = True
+        if not self.rows:
+            return mask
+        ok = self._shape_ok()[self._shape_of]  # (J, 3)
+        can_w = self._present & (self._w < self._max_w)
+        can_p = self._present & (self._p < self._max_p)
+        per = np.zeros((J, 3), dtype=bool)
+        per[:, ADD_WORKER] = can_w & ok[:, ADD_WORKER]
+        per[:, ADD_PS] = can_p & ok[:, ADD_PS]
+        per[:, ADD_BOTH] = can_w & can_p & ok[:, ADD_BOTH]
+        mask[: 3 * J] = per.reshape(-1)
+        return mask
+
+    def apply(self, action: int) -> bool:
+        """Take ``action`` (must be legal); True once the last batch's void ends the slot."""
+        if self.done:
+            raise ValueError("the slot is already decided")
+        self.actions += 1
+        if action == self.shape.void:
+            if self.batch + 1 < self.num_batches:
+                self.batch += 1
+                self._load_batch()
+                return False
+            self.done = True
+            return True
+        i, kind = divmod(int(action), 3)
+        if not (0 <= i < len(self.rows)):
+            raise ValueError(f"action {action}: no job in row {i}")
+        wn, pn = self._needs[self._shape_of[i]]
+        add_w = kind in (ADD_WORKER, ADD_BOTH)
+        add_p = kind in (ADD_PS, ADD_BOTH)
+        if (add_w and self._w[i] >= self._max_w[i]) or (add_p and self._p[i] >= self._max_p[i]):
+            raise ValueError(f"action {action}: job {self.rows[i].job_id} is at its cap")
+        sw = self.free.place(wn) if add_w else -1
+        if sw is None:
+            raise ValueError(f"action {action}: no room for a worker")
+        if add_p and self.free.place(pn) is None:
+            self.free.undo(sw, wn)
+            raise ValueError(f"action {action}: no room for a PS")
+        job_id = self.rows[i].job_id
+        if job_id not in self.order:
+            self.order.append(job_id)
+        self._w[i] += add_w
+        self._p[i] += add_p
+        self.counts[job_id] = [int(self._w[i]), int(self._p[i])]
+        self._refresh_row(i)
+        return False
+
+    def decision(self) -> Decision:
+        """Jobs that can train with what they got this slot, in the order they were served."""
+        by_id = {run.job_id: run.spec for run in self.jobs}
+        counts: dict[int, tuple[int, int]] = {}
+        for job_id in self.order:
+            w, p = self.counts[job_id]
+            if _can_train(by_id[job_id], w, p):
+                counts[job_id] = (w, p)
+        return Decision.from_counts(counts)
+
+    # -- helpers for the algorithm ---------------------------------------------------------------
+
+    def row_counts(self) -> list[tuple[int, int]]:
+        """(workers, PS) allocated so far this slot to each present row."""
+        return [(int(self._w[i]), int(self._p[i])) for i in range(len(self.rows))]
+
+    def teacher_action(self, targets: dict[int, tuple[int, int]], order: list[int]) -> int:
+        """The next action toward a teacher's slot allocation (for supervised learning).
+
+        Jobs are served in the teacher's order (its decision's order); each gets one worker
+        and one PS together while it lacks both, then the missing workers, then the missing
+        PS. Targets that do not fit (or exceed caps) are skipped; void when nothing is left.
+
+        Args:
+            targets: job id → (workers, PS) the teacher gave this slot.
+            order: job ids in the teacher's order.
+        """
+        mask = self.action_mask()
+        row_of = {run.job_id: i for i, run in enumerate(self.rows)}
+        for job_id in order:
+            i = row_of.get(job_id)
+            if i is None:
+                continue
+            tw, tp = targets[job_id]
+            lack_w, lack_p = self._w[i] < tw, self._p[i] < tp
+            for kind, wanted in (
+                (ADD_BOTH, lack_w and lack_p),
+                (ADD_WORKER, lack_w),
+                (ADD_PS, lack_p),
+            ):
+                if wanted and mask[3 * i + kind]:
+                    return 3 * i + kind
+        return self.shape.void
+
+    def poor_state_fixes(self) -> list[int]:
+        """Legal actions that fix a job in one of DL2's poor states (§4.3).
+
+        A job with workers but no PS gets a PS; with PS but no worker, a worker; with more
+        than 10 workers per PS, a PS; with more than 10 PS per worker, a worker.
+        """
+        mask = self.action_mask()
+        fixes: list[int] = []
+        for i in range(len(self.rows)):
+            w, p = int(self._w[i]), int(self._p[i])
+            if w == 0 and p == 0:
+                continue
+            if (w > 0 and p == 0) or (p > 0 and w / p > 10):
+                a = 3 * i + ADD_PS
+            elif (p > 0 and w == 0) or (w > 0 and p / w > 10):
+                a = 3 * i + ADD_WORKER
+            else:
+                continue
+            if mask[a]:
+                fixes.append(a)
+        return fixes
+
+
+def _can_train(spec: JobSpec, workers: int, ps: int) -> bool:
+    if workers < max(1, spec.min_workers):
+        return False
+    return not (spec.arch is Arch.PS and spec.max_ps > 0 and ps < 1)
+
+
+class Dl2Encoder:
+    """`SlotEncoder` for DL2: a fresh `Dl2Slot` per scheduling point."""
+
+    def __init__(self, shape: Dl2Shape) -> None:
+        self.shape = shape
+
+    def start(self, view: ClusterView) -> Dl2Slot:
+        return Dl2Slot(view, self.shape)
