@@ -1,0 +1,89 @@
+"""Every registered scheduler on random small workloads of its setting.
+
+Invariants: no server is ever over-allocated, every job finishes exactly once, the same seed gives
+identical per-job results (the same scheduler instance run twice: `reset` must clear its state),
+and a scheduler not labelled an oracle never reads true speeds (its views carry a spy oracle).
+
+The registry is iterated, so schedulers registered later are covered automatically; a learned
+scheduler whose factory fails for want of a checkpoint is skipped, saying so.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dlsched.core import Allocation, JobSpec
+from dlsched.schedulers.base import Scheduler
+from dlsched.schedulers.registry import make_scheduler, schedulers
+from dlsched.workloads.base import Workload
+from dlsched.workloads.registry import make_workload
+from tests.schedulers.helpers import checked_run
+
+GENERATED = ("dl2", "deeprm", "sched2", "kubeflow")
+"""Generated workloads a scheduler's setting can name (traces are tested elsewhere)."""
+
+SMALL = {
+    "dl2": {"servers": 2, "num_jobs": 12},
+    "deeprm": {"num_jobs": 20},
+    "sched2": {"servers": 2, "num_jobs": 25},
+    "kubeflow": {"servers": 2, "num_jobs": 20},
+}
+
+
+def workloads_for(setting: str) -> list[str]:
+    """The generated workloads a setting names; every one for ``any`` or when none is named."""
+    named = [w for w in GENERATED if re.search(rf"\b{w}\b", setting)]
+    if not named or re.search(r"\bany\b", setting):
+        return list(GENERATED)
+    return named
+
+
+CASES = [
+    pytest.param(name, workload, id=f"{name}-{workload}")
+    for name, entry in schedulers().items()
+    for workload in workloads_for(entry.setting)
+]
+
+
+def build(name: str) -> Scheduler:
+    try:
+        return make_scheduler(name)
+    except (OSError, ValueError) as err:
+        if "checkpoint" in str(err).lower():
+            pytest.skip(f"{name}: no checkpoint ({err})")
+        raise
+
+
+def spy(calls: list[int]):
+    def speed(spec: JobSpec, alloc: Allocation) -> float:
+        calls.append(spec.job_id)
+        return 1.0
+
+    return speed
+
+
+def test_every_setting_maps_to_a_workload():
+    assert workloads_for("elastic PS (dl2); fixed-GPU (sched2, philly, trace)") == ["dl2", "sched2"]
+    assert workloads_for("any") == list(GENERATED)
+    assert len(CASES) >= len(schedulers())
+
+
+@pytest.mark.parametrize(("name", "workload_name"), CASES)
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), load=st.sampled_from([0.5, 1.0, 2.0]))
+def test_scheduler_keeps_invariants_on_random_small_workloads(name, workload_name, seed, load):
+    scheduler = build(name)
+    workload: Workload = make_workload(workload_name, seed=seed, load=load, **SMALL[workload_name])
+    oracle = bool(getattr(scheduler, "is_oracle", False))
+    calls: list[int] = []
+    first, finished = checked_run(workload, scheduler, seed, oracle_for_all=spy(calls))
+    if not oracle:
+        assert not calls, f"{name} read true speeds but is not labelled an oracle"
+    assert sorted(finished) == sorted(j.job_id for j in workload.jobs)
+    assert first.num_jobs == len(first.records) == len(workload.jobs)
+    again, _ = checked_run(workload, scheduler, seed, oracle_for_all=spy([]))
+    assert again.records == first.records, f"{name} is not deterministic under a seed"
