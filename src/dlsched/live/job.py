@@ -159,6 +159,7 @@ class LiveJob:
         self._coord: BaseProcess | None = None
         self._procs: dict[str, _Proc] = {}
         self._restarts = 0
+        self._suspended: tuple[int, list[str]] | None = None
         self._started = False
         self._stopped = False
         bounds = block_bounds(num_params(self.config.model), self.config.block_size)
@@ -478,10 +479,8 @@ class LiveJob:
         report.wall_s = time.perf_counter() - t0
         return report
 
-    def _scale_restart(self, num_ps: int, num_workers: int) -> ScalingReport:
-        t0 = time.perf_counter()
-        roster = self.roster()
-        before = (len(roster.ps), len(roster.workers))
+    def _checkpoint(self) -> dict[str, Any]:
+        """Suspend the workers at a scaling clock and write every block to a new directory."""
         self._restarts += 1
         ckpt_dir = self.workdir / "checkpoints" / f"c{self._restarts:04d}"
         reply = self._request(
@@ -489,7 +488,54 @@ class LiveJob:
         )
         if not reply.get("ok"):
             raise LiveJobError(f"checkpoint failed: {reply.get('error')}")
-        ck = reply["report"]
+        report: dict[str, Any] = reply["report"]
+        return report
+
+    @property
+    def suspended(self) -> bool:
+        """True between `suspend` and `resume`: no process of the job runs."""
+        return self._suspended is not None
+
+    def suspend(self) -> int:
+        """Checkpoint the job and stop all its processes, keeping the workdir (preemption).
+
+        Returns:
+            The version (steps done) the job will resume from.
+
+        Raises:
+            LiveJobError: if the job is not running or the checkpoint fails.
+        """
+        if self._suspended is not None or not self._started or self._stopped:
+            raise LiveJobError("only a running job can be suspended")
+        ck = self._checkpoint()
+        self._stop_processes(10.0)
+        self._suspended = (int(ck["version"]), [str(f) for f in ck["files"]])
+        return self._suspended[0]
+
+    def resume(self, num_ps: int, num_workers: int) -> None:
+        """Relaunch a suspended job with ``num_ps`` PS and ``num_workers`` workers from its
+        checkpoint (same steps, same data order: nothing lost, nothing repeated).
+
+        Raises:
+            LiveJobError: if the job is not suspended or does not start again.
+        """
+        if self._suspended is None:
+            raise LiveJobError("job is not suspended")
+        if num_ps < 1 or num_workers < 1 or num_workers > self.config.total_batch:
+            raise ValueError(f"cannot run with {num_ps} PS and {num_workers} workers")
+        version, files = self._suspended
+        try:
+            self._launch_all(num_ps, num_workers, version, files)
+        except BaseException:
+            self._stop_processes(5.0)
+            raise
+        self._suspended = None
+
+    def _scale_restart(self, num_ps: int, num_workers: int) -> ScalingReport:
+        t0 = time.perf_counter()
+        roster = self.roster()
+        before = (len(roster.ps), len(roster.workers))
+        ck = self._checkpoint()
         t_saved = time.time()
         self._stop_processes(10.0)
         t_stopped = time.time()

@@ -61,6 +61,17 @@ def _child(target: Callable[[Any], None], args: Any) -> None:
     target(args)
 
 
+def _noop(_args: Any) -> None:
+    """A child that does nothing (used to start the fork server)."""
+
+
+def warm_up(method: str = "forkserver", timeout_s: float = 60.0) -> None:
+    """Start the fork server now (it imports torch and the runtime once, seconds on a busy
+    machine) by running one empty child, so that the first job starts as fast as the next."""
+    proc = launch(_noop, None, "warm-up", method)
+    stop(proc, timeout_s)
+
+
 def stop(proc: BaseProcess, timeout_s: float = 5.0) -> None:
     """Wait up to ``timeout_s`` for ``proc`` to exit, then terminate, then kill it."""
     proc.join(timeout_s)

@@ -1,0 +1,186 @@
+"""``dlsched live run``: a stream of real elastic jobs on this machine, driven by any scheduler."""
+
+from __future__ import annotations
+
+import csv
+import json
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict
+from pathlib import Path
+from types import FrameType
+from typing import Annotated, Any
+
+import typer
+from rich.console import Group
+from rich.live import Live
+from rich.table import Table
+
+from dlsched.cli import _clean, _fmt_metric, _one_line_errors, err, live_app, out
+from dlsched.live.cluster import LiveCluster, LiveSnapshot, ScalingEvent
+from dlsched.live.job import LiveJobError
+from dlsched.live.models import MODELS
+from dlsched.live.online import make_learning_scheduler, online_learner
+from dlsched.live.stream import make_stream
+from dlsched.schedulers.registry import make_scheduler
+
+
+def render(snap: LiveSnapshot, scheduler: str) -> Group:
+    """The live view: one row per job, then the machine's usage."""
+    table = Table(title=f"live · {scheduler} · {snap.now_s:6.1f} s · slot {snap.slot}")
+    for column, justify in [
+        ("job", "right"),
+        ("model", "left"),
+        ("state", "left"),
+        ("PS", "right"),
+        ("workers", "right"),
+        ("steps", "right"),
+        ("steps/s", "right"),
+        ("rescales", "right"),
+    ]:
+        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+    colours = {"running": "green", "suspended": "yellow", "failed": "red", "finished": "dim"}
+    for row in snap.jobs:
+        colour = colours.get(row.state, "")
+        state = f"[{colour}]{row.state}[/]" if colour else row.state
+        table.add_row(
+            str(row.job_id),
+            row.model,
+            state,
+            str(row.num_ps),
+            str(row.num_workers),
+            f"{row.steps}/{row.total_steps}",
+            f"{row.speed:.1f}" if row.speed > 0 else "—",
+            str(row.rescales),
+        )
+    usage = Table.grid(padding=(0, 2))
+    (g_used, c_used, _), (g_total, c_total, _) = snap.used, snap.total
+    usage.add_row(
+        f"cores as GPUs {g_used:g}/{g_total:g}",
+        f"CPU slots {c_used:g}/{c_total:g}",
+        f"processes {snap.processes}",
+    )
+    return Group(table, usage)
+
+
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """Treat SIGTERM like Ctrl-C so that every job is stopped on the way out."""
+
+    def handler(_signum: int, _frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _write_outputs(out_dir: Path, summary: dict[str, Any], events: list[ScalingEvent]) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    with (out_dir / "scaling_events.csv").open("w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(list(ScalingEvent.__dataclass_fields__))
+        for e in events:
+            writer.writerow(list(asdict(e).values()))
+
+
+@live_app.command("run")
+def live_run(
+    scheduler: Annotated[str, typer.Option("--scheduler", "-s", help="Scheduler name.")] = "drf",
+    jobs: Annotated[int, typer.Option("--jobs", "-n", min=1, help="Jobs in the stream.")] = 4,
+    slot: Annotated[float, typer.Option(min=0.01, help="Seconds between decisions.")] = 5.0,
+    cores: Annotated[int, typer.Option(min=1, help="CPU cores offered as GPUs.")] = 2,
+    steps: Annotated[int, typer.Option(min=1, help="Mean synchronous steps of a job.")] = 300,
+    arrival_gap: Annotated[
+        float, typer.Option(min=0.0, help="Mean seconds between arrivals.")
+    ] = 2.0,
+    step_sleep: Annotated[
+        float, typer.Option(min=0.0, help="Seconds each worker sleeps per step (throttle).")
+    ] = 0.0,
+    models: Annotated[str, typer.Option(help="Comma-separated live models.")] = "mlp,cnn,smooth",
+    seed: Annotated[int, typer.Option(help="Seed of the job stream.")] = 0,
+    horizon: Annotated[
+        float | None, typer.Option(min=0.0, help="Stop after this many seconds.")
+    ] = None,
+    out_dir: Annotated[
+        Path | None,
+        typer.Option("--out", help="Write summary.json, jobs.csv and scaling_events.csv here."),
+    ] = None,
+    learn: Annotated[
+        bool,
+        typer.Option(help="dl2 only: continue online RL from live feedback, save the policy."),
+    ] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON metrics.")] = False,
+) -> None:
+    """Launch a stream of real jobs on this machine and let a scheduler drive them every slot.
+
+    Jobs are real PyTorch training jobs (coordinator, parameter servers, workers over ZeroMQ on
+    127.0.0.1); decisions are applied with hot scaling. All processes are stopped on exit,
+    Ctrl-C included.
+    """
+    with _one_line_errors():
+        names = tuple(m.strip() for m in models.split(",") if m.strip())
+        unknown = [m for m in names if m not in MODELS]
+        if not names or unknown:
+            raise ValueError(
+                f"--models: unknown {unknown or 'none given'}; choose from {sorted(MODELS)}"
+            )
+        policy = make_learning_scheduler(scheduler) if learn else make_scheduler(scheduler)
+        learner = online_learner(policy, out_dir) if learn else None
+        requests = make_stream(
+            jobs,
+            seed=seed,
+            cores=cores,
+            steps=steps,
+            arrival_gap_s=arrival_gap,
+            step_sleep_s=step_sleep,
+            models=names,
+        )
+        view = Live(console=err, auto_refresh=False, transient=False)
+        cluster = LiveCluster(
+            requests,
+            policy,
+            slot_s=slot,
+            cores=cores,
+            seed=seed,
+            horizon_s=horizon,
+            on_slot=lambda snap: view.update(render(snap, policy.name), refresh=True),
+            on_decision=learner.observe if learner is not None else None,
+        )
+        try:
+            with _sigterm_as_interrupt(), view:
+                result = cluster.run()
+            if not err.is_terminal:
+                err.print()
+        except KeyboardInterrupt:
+            cluster.close()
+            left = cluster.alive_pids()
+            err.print(f"interrupted: every job stopped ({len(left)} processes left)")
+            raise typer.Exit(130) from None
+        except LiveJobError as exc:
+            raise ValueError(f"live run: {exc}") from None
+        summary = _clean(result.summary())
+        summary["scaling_actions"] = len(cluster.events)
+        if learner is not None:
+            summary["policy"] = str(learner.save())
+        if out_dir is not None:
+            _write_outputs(out_dir, summary, cluster.events)
+            result.write_jobs_csv(out_dir / "jobs.csv")
+    if json_out:
+        print(json.dumps(summary))
+        return
+    table = Table(title=f"live · {summary['scheduler']} · {summary['finished']}/{jobs} jobs")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for key, value in summary.items():
+        if key in ("workload", "scheduler", "seed"):
+            continue
+        shown = _fmt_metric(key, value) if isinstance(value, float) else str(value)
+        table.add_row(key, shown)
+    out.print(table)
+    if out_dir is not None:
+        err.print(f"wrote {out_dir}/summary.json, jobs.csv, scaling_events.csv")
