@@ -1,0 +1,225 @@
+"""SCED²'s state, actions and masks (§III-B, §III-C, Table I), shared by env and scheduler.
+
+At a scheduling point the agent repeatedly picks one of the first ``J`` waiting jobs (arrival
+order) or φ ("schedule nothing more now"); time is frozen while it picks. A picked job is placed
+by packing (SCED² Fig. 2, `dlsched.schedulers.saf.pack_allocation`, the same rule as the engine's
+``pack`` placement) on a scratch copy of the free resources, so the next observation already
+shows it. `Sched2Builder.decision` returns the picked jobs with their exact placements for the
+engine to apply. `Sched2Env` (training) and the ``sched2`` scheduler (deployment) both use this
+builder, so what the policy sees cannot differ between the two.
+
+**Observation** (flat float32, ``N·M + J·(k + 2) + 4`` values; times as ``log1p(t / 1 h)``):
+
+* GPU state, ``N × M``: remaining time of the job on each GPU (0 = free), from the job's
+  remaining work over its measured rate (`dlsched.sim.metrics.gpu_remaining_matrix`); jobs
+  picked this round count with their profiled time on the placement they got.
+* for each of the first ``J`` waiting jobs: its ``k`` profiled execution times
+  (`sched2_profile.JobProfile.times_s`), its GPU demand over ``M``, its waiting time; zeros for
+  empty slots.
+* statistics of the other waiting jobs: ``log1p(count)``, average demand over ``M``, average
+  ideal execution time, average waiting time.
+
+**Actions**: ``0..J-1`` pick that slot's job; ``J`` is φ. **Mask**: a slot is legal if it holds a
+job whose GPUs (and CPU/memory) fit in what is free; φ is illegal only when the cluster would stay
+idle although a job fits (nothing runs and nothing was picked this round): holding an empty
+cluster never helps, because every job then gets its best placement, and it could stall a run.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from dlsched.core import Allocation, ClusterView, Decision, JobRun, Target
+from dlsched.rl.sched2_profile import K_PROFILES, Profiler
+from dlsched.schedulers.common import tasks_that_fit
+from dlsched.schedulers.saf import pack_allocation
+from dlsched.sim.metrics import gpu_remaining_matrix
+
+J_SLOTS = 10
+"""Waiting jobs the agent chooses among (SCED² §IV-A: the first 10)."""
+TIME_SCALE_S = 3600.0
+"""Times enter the observation as ``log1p(t / TIME_SCALE_S)``."""
+
+
+def scale_time(t: float | npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """``log1p(t / 1 h)``, the observation's time scale."""
+    return np.log1p(np.asarray(t, dtype=np.float64) / TIME_SCALE_S)
+
+
+@dataclass(frozen=True)
+class Sched2Shape:
+    """Sizes the network and spaces depend on.
+
+    Attributes:
+        servers: N, servers in the cluster.
+        gpus_per_server: M, GPUs per server.
+        slots: J, waiting jobs the agent sees.
+        k: profiled placements per job.
+    """
+
+    servers: int
+    gpus_per_server: int
+    slots: int = J_SLOTS
+    k: int = K_PROFILES
+
+    @property
+    def job_features(self) -> int:
+        return self.k + 2
+
+    @property
+    def obs_dim(self) -> int:
+        return self.servers * self.gpus_per_server + self.slots * self.job_features + 4
+
+    @property
+    def num_actions(self) -> int:
+        return self.slots + 1
+
+    def as_card(self) -> dict[str, int]:
+        """Shape fields for a checkpoint card."""
+        return {
+            "N": self.servers,
+            "M": self.gpus_per_server,
+            "J": self.slots,
+            "k": self.k,
+            "obs_dim": self.obs_dim,
+            "num_actions": self.num_actions,
+        }
+
+
+def cluster_shape(view: ClusterView) -> tuple[int, int]:
+    """(servers, GPUs per server) of the view's cluster; ValueError if servers differ in GPUs."""
+    gpus = view.cluster.capacity_array[:, 0]
+    if gpus.size == 0 or float(gpus.min()) != float(gpus.max()):
+        raise ValueError("sched2 needs servers with equal GPU counts")
+    return int(gpus.size), int(gpus[0])
+
+
+@dataclass
+class Picked:
+    """A job picked this round: its run, placement and profiled time on it (seconds)."""
+
+    run: JobRun
+    placement: Allocation
+    estimated_s: float
+
+
+class Sched2Builder:
+    """One scheduling point being decided action by action (see the module docstring)."""
+
+    def __init__(self, view: ClusterView, shape: Sched2Shape, profiler: Profiler) -> None:
+        self.view = view
+        self.shape = shape
+        self.profiler = profiler
+        self.now_s = view.now_s
+        self.free: list[list[float]] = view.cluster.free_array.tolist()
+        self.gpu_time_s = gpu_remaining_matrix(view.cluster, view.running, view.now_s)
+        self.waiting: list[JobRun] = list(view.pending)
+        self.picked: list[Picked] = []
+        self.nothing_running = not view.running
+        self._free_gpus = [row[0] for row in self.free]
+
+    # -- what the policy sees -------------------------------------------------------------
+
+    def window(self) -> list[JobRun]:
+        """The first J waiting jobs, in arrival order."""
+        return self.waiting[: self.shape.slots]
+
+    def observation(self) -> npt.NDArray[np.float32]:
+        shape = self.shape
+        m = shape.gpus_per_server
+        gpu = scale_time(self.gpu_time_s[:, :m]).reshape(-1)
+        jobs = np.zeros((shape.slots, shape.job_features), dtype=np.float64)
+        for i, run in enumerate(self.window()):
+            prof = self.profiler.profile(run.spec)
+            jobs[i, : shape.k] = scale_time(np.asarray(prof.times_s))
+            jobs[i, shape.k] = run.spec.num_gpus / m
+            jobs[i, shape.k + 1] = scale_time(self.now_s - run.spec.submit_time_s)
+        rest = self.waiting[shape.slots :]
+        stats = np.zeros(4, dtype=np.float64)
+        if rest:
+            stats[0] = math.log1p(len(rest))
+            stats[1] = float(np.mean([r.spec.num_gpus for r in rest])) / m
+            stats[2] = float(scale_time(float(np.mean([r.spec.total_work for r in rest]))))
+            waits = [self.now_s - r.spec.submit_time_s for r in rest]
+            stats[3] = float(scale_time(float(np.mean(waits))))
+        return np.concatenate([gpu, jobs.reshape(-1), stats]).astype(np.float32)
+
+    def _fits(self, run: JobRun) -> bool:
+        need = run.spec.worker_demand.as_tuple()
+        g = run.spec.num_workers
+        if sum(self._free_gpus) + 1e-9 < g * need[0]:
+            return False
+        room = 0
+        for row in self.free:
+            room += tasks_that_fit(row, need)
+            if room >= g:
+                return True
+        return False
+
+    def action_mask(self) -> npt.NDArray[np.bool_]:
+        mask = np.zeros(self.shape.num_actions, dtype=bool)
+        for i, run in enumerate(self.window()):
+            mask[i] = self._fits(run)
+        idle = self.nothing_running and not self.picked
+        mask[-1] = not (idle and mask[:-1].any())
+        return mask
+
+    # -- acting ------------------------------------------------------------------------------
+
+    def apply(self, action: int) -> bool:
+        """Pick slot ``action`` (or φ = J); True when the round is over."""
+        if action >= self.shape.slots:
+            return True
+        window = self.window()
+        if action < 0 or action >= len(window):
+            raise ValueError(f"sched2: action {action} names no waiting job")
+        run = window[action]
+        alloc = pack_allocation(self.free, run.spec, run.spec.num_workers, 0)
+        if alloc is None:
+            raise ValueError(f"sched2: job {run.job_id} does not fit (illegal action {action})")
+        self._free_gpus = [row[0] for row in self.free]
+        prof = self.profiler.profile(run.spec)
+        estimate = prof.estimate_time_s(alloc.num_servers, run.remaining_work(self.now_s))
+        for server, n in alloc.workers:
+            row = self.gpu_time_s[server]
+            free_slots = np.flatnonzero(row == 0)[:n]
+            row[free_slots] = estimate
+        self.picked.append(Picked(run, alloc, estimate))
+        del self.waiting[action]
+        return not self.action_mask()[:-1].any()
+
+    def decision(self) -> Decision:
+        return Decision(
+            {p.run.job_id: Target(p.placement.num_workers, 0, p.placement) for p in self.picked}
+        )
+
+
+class Sched2Encoder:
+    """`SlotEncoder` for SCED²: checks the cluster's shape and starts a `Sched2Builder`.
+
+    Args:
+        shape: the sizes the policy was made for.
+        profiler: the profiling tool (default: a `Profiler` for ``shape.gpus_per_server``).
+        where: how to name the policy in shape errors.
+    """
+
+    def __init__(
+        self, shape: Sched2Shape, profiler: Profiler | None = None, where: str = "sched2"
+    ) -> None:
+        self.shape = shape
+        self.profiler = profiler or Profiler(shape.gpus_per_server, k=shape.k)
+        self.where = where
+
+    def start(self, view: ClusterView) -> Sched2Builder:
+        servers, gpus = cluster_shape(view)
+        if (servers, gpus) != (self.shape.servers, self.shape.gpus_per_server):
+            raise ValueError(
+                f"{self.where}: policy made for {self.shape.servers} servers x "
+                f"{self.shape.gpus_per_server} GPUs, this cluster has {servers} x {gpus}; "
+                "pass --servers to match or train one with `dlsched train sched2 --workload ...`"
+            )
+        return Sched2Builder(view, self.shape, self.profiler)
