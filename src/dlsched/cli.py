@@ -293,7 +293,10 @@ def reproduce(
 # Modules that add commands to ``train_app`` / ``live_app`` (one per learned scheduler or
 # subsystem, so that each stays a thin layer next to the code it drives). Imported last because
 # they import the apps and helpers above.
-_COMMAND_MODULES: tuple[str, ...] = ("dlsched.commands.train_sched2",)
+_COMMAND_MODULES: tuple[str, ...] = (
+    "dlsched.commands.live",
+    "dlsched.commands.train_sched2",
+)
 for _module in _COMMAND_MODULES:
     importlib.import_module(_module)
 
