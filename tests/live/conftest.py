@@ -5,8 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+import torch
 
 from dlsched.live import launcher
+
+torch.set_num_threads(1)  # the reference runs share 2 cores with the jobs' processes
 
 
 @pytest.fixture(autouse=True)
