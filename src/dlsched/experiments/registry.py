@@ -36,6 +36,11 @@ EXPERIMENTS: dict[str, ExperimentEntry] = {
             "SCED² Fig. 4: average server fragmentation over time, SIF/LRF/FIFO with packing",
         ),
         ExperimentEntry(
+            "sched2",
+            "dlsched.experiments.sched2:run",
+            "SCED² Fig. 7-10 and Table III: shipped DQN policy vs SIF/DSIF/SAF/LRF/SPF/FIFO",
+        ),
+        ExperimentEntry(
             "kubeflow",
             "dlsched.experiments.kubeflow:run",
             "Kubeflow dynamic vs static scheduler on three workload mixes",

@@ -364,7 +364,7 @@ class EpisodeLog:
 
 
 EnvFactory = Callable[[], Any]
-Evaluate = Callable[[nn.Module], dict[str, float]]
+Evaluate = Callable[[Sched2QNet], dict[str, float]]
 
 
 def train(
