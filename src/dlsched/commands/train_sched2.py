@@ -31,6 +31,12 @@ def train_sched2_command(
         float | None, typer.Option(min=0.0, max=1.0, help="Share of 1-GPU jobs (sched2).")
     ] = None,
     servers: Annotated[int | None, typer.Option(min=1, help="Cluster size in servers.")] = None,
+    window: Annotated[
+        str,
+        typer.Option(
+            help="Which waiting jobs fill the J slots: arrival (SCED²) or shortest (ideal time)."
+        ),
+    ] = "arrival",
     seed: Annotated[int, typer.Option(help="Seed of torch, NumPy and the trace draws.")] = 0,
     eps_decay_steps: Annotated[int, typer.Option(min=1, help="Steps of ε decay.")] = 50_000,
     log_csv: Annotated[
@@ -89,6 +95,7 @@ def train_sched2_command(
                 load=load,
                 one_gpu_frac=one_gpu_frac,
                 servers=servers,
+                order=window,
                 log_csv=log_csv,
                 on_episode=show,
             )

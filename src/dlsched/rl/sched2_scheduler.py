@@ -25,7 +25,7 @@ from dlsched.rl.checkpoint import PolicyCard, load_checkpoint, read_card, save_c
 from dlsched.rl.dqn import DQNConfig, Sched2QNet, make_net
 from dlsched.rl.policy_scheduler import PolicyScheduler
 from dlsched.rl.sched2_profile import Profiler
-from dlsched.rl.sched2_state import Sched2Encoder, Sched2Shape
+from dlsched.rl.sched2_state import WINDOW_ORDERS, Sched2Encoder, Sched2Shape
 from dlsched.schedulers.base import Scheduler
 from dlsched.schedulers.registry import register
 from dlsched.workloads.base import Workload
@@ -38,7 +38,8 @@ def shape_from_card(card: PolicyCard) -> Sched2Shape:
     """The `Sched2Shape` a card describes; ValueError if a field is missing."""
     try:
         s = card.shapes
-        return Sched2Shape(s["N"], s["M"], s["J"], s["k"])
+        order = WINDOW_ORDERS[s.get("order", 0)]
+        return Sched2Shape(s["N"], s["M"], s["J"], s["k"], order)
     except KeyError as exc:
         raise ValueError(f"sched2 checkpoint card lacks shape field {exc.args[0]!r}") from None
 

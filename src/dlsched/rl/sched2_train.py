@@ -69,6 +69,7 @@ def train_sched2(
     load: float | None = None,
     one_gpu_frac: float | None = None,
     servers: int | None = None,
+    order: str = "arrival",
     log_csv: str | Path | None = None,
     on_episode: Callable[[EpisodeLog], None] | None = None,
 ) -> tuple[Path, dict[str, float]]:
@@ -82,6 +83,7 @@ def train_sched2(
         load: arrival-rate multiplier (sched2 default `DEFAULT_LOAD`).
         one_gpu_frac: share of 1-GPU jobs (sched2 only).
         servers: cluster size (default: the workload's).
+        order: which waiting jobs fill the J slots, ``"arrival"`` (SCED²) or ``"shortest"``.
         log_csv: per-episode CSV log (default ``out_dir/train_log.csv``).
         on_episode: progress callback.
 
@@ -93,7 +95,7 @@ def train_sched2(
         workload, num_jobs=num_jobs, load=load, one_gpu_frac=one_gpu_frac, servers=servers
     )
     traces = workload_traces(workload, **options)
-    env = Sched2Env(traces)
+    env = Sched2Env(traces, order=order)
     validation = [traces(s) for s in VALIDATION_SEEDS]
     out = Path(out_dir)
     log_path = Path(log_csv) if log_csv is not None else out / "train_log.csv"

@@ -75,6 +75,7 @@ class Sched2Env(gym.Env[npt.NDArray[np.float32], np.int64]):
         traces: seed → the episode's workload (default: `workload_traces` of ``sched2`` with
             ``workload_options``).
         slots: J, waiting jobs the agent sees.
+        order: ``"arrival"`` (SCED²) or ``"shortest"`` (`Sched2Shape.order`).
         max_steps: steps before truncation.
         profile_seed: seed of the profiler's measurement noise.
         **workload_options: options of the default ``sched2`` traces (``num_jobs``, ``load``,
@@ -88,6 +89,7 @@ class Sched2Env(gym.Env[npt.NDArray[np.float32], np.int64]):
         traces: TraceFactory | None = None,
         *,
         slots: int = 10,
+        order: str = "arrival",
         max_steps: int = 200_000,
         profile_seed: int = 0,
         **workload_options: Any,
@@ -96,7 +98,7 @@ class Sched2Env(gym.Env[npt.NDArray[np.float32], np.int64]):
         self.traces = traces or workload_traces("sched2", **workload_options)
         probe = self.traces(0)
         servers, gpus = len(probe.servers), int(probe.servers[0].gpu)
-        self.shape = Sched2Shape(servers, gpus, slots)
+        self.shape = Sched2Shape(servers, gpus, slots, order=order)
         self.profiler = Profiler(gpus, k=self.shape.k, seed=profile_seed)
         self.encoder = Sched2Encoder(self.shape, self.profiler)
         self.max_steps = max_steps
