@@ -17,7 +17,10 @@ Two ways to run the same network, equal up to float rounding (tested):
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
+import numpy as np
+import scipy.sparse
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -81,5 +84,31 @@ class DeepRMPolicyNet(nn.Module):
             table: `prefix_table` computed beforehand (reuse it while weights do not change).
         """
         table = self.prefix_table() if table is None else table
-        pre = F.embedding_bag(index, table, mode="sum") + self.first.bias
+        pre = IndexSum.apply(index, table) + self.first.bias
         return self.rest(F.relu(pre))
+
+
+class IndexSum(torch.autograd.Function):
+    """``out[n] = Σ_j table[index[n, j]]`` (``embedding_bag`` sum) with a fast backward.
+
+    Torch's ``embedding_bag`` backward sorts every index; here the gradient of the table is
+    ``Aᵀ·grad`` with ``A`` the ``(N, rows)`` 0/1 matrix of the indices, one sparse product
+    (each row of ``index`` holds distinct entries, as `compact_index` guarantees).
+    """
+
+    @staticmethod
+    def forward(ctx: Any, index: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(index)
+        ctx.rows = table.shape[0]
+        return F.embedding_bag(index, table, mode="sum")
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[None, torch.Tensor]:
+        (index,) = ctx.saved_tensors
+        n, k = index.shape
+        matrix = scipy.sparse.csr_matrix(
+            (np.ones(n * k, np.float32), index.numpy().ravel(), np.arange(0, n * k + 1, k)),
+            shape=(n, ctx.rows),
+        )
+        table_grad = matrix.T @ grad.detach().numpy()
+        return None, torch.from_numpy(np.ascontiguousarray(table_grad, dtype=np.float32))
