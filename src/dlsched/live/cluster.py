@@ -38,6 +38,9 @@ from dlsched.sim.result import JobRecord, Result
 
 log = logging.getLogger(__name__)
 
+MAX_START_FAILURES = 3
+"""A job that fails to start (or resume) this many times is given up as failed."""
+
 
 @dataclass(frozen=True, slots=True)
 class JobRow:
@@ -112,6 +115,7 @@ class _Live:
     job: LiveJob | None = None
     arrived: bool = False
     failed: str = ""
+    start_failures: int = 0
     steps: int = 0
     speed: float = 0.0
     best_speed: dict[tuple[int, int], float] = field(default_factory=dict)
@@ -442,6 +446,12 @@ class LiveCluster:
                 )
             )
             log.warning("job %d: could not apply %s: %s", spec.job_id, new, exc)
+            if old.is_empty:
+                live.start_failures += 1
+                if live.start_failures >= MAX_START_FAILURES:
+                    self._fail(
+                        live, f"did not start {MAX_START_FAILURES} times: {exc}", self._clock()
+                    )
             return Status.unschedulable(f"job {spec.job_id}: {exc}")
         run.allocation = new
         if new.is_empty:
