@@ -16,9 +16,10 @@ from dlsched.cli import app
 from dlsched.core import ClusterView, Decision
 from dlsched.live import LiveJob
 from dlsched.live.cluster import LiveCluster, LiveSnapshot
+from dlsched.live.online import OnlineLearning
 from dlsched.live.stream import LiveJobRequest, make_stream
 from dlsched.schedulers.base import BaseScheduler
-from dlsched.schedulers.registry import make_scheduler
+from dlsched.schedulers.registry import make_scheduler, schedulers
 
 
 def _stream(arrivals: list[float], steps: int = 60) -> list[LiveJobRequest]:
@@ -148,3 +149,27 @@ def test_stream_is_seeded_and_within_the_machine() -> None:
         )
     with pytest.raises(ValueError):
         make_stream(0)
+
+
+def test_dl2_drives_live_jobs() -> None:
+    """DL2's policy drives the same loop as any scheduler (once issue 4 registers it)."""
+    if "dl2" not in schedulers():
+        pytest.skip("no dl2 scheduler registered yet")
+    cluster = LiveCluster(_stream([0.0, 0.3], steps=40), make_scheduler("dl2"), slot_s=0.3)
+    result = cluster.run()
+    assert len(result.records) == 2
+    _assert_all_gone(cluster)
+
+
+def test_learn_flag_continues_dl2_online_or_says_what_is_missing(tmp_path: Path) -> None:
+    args = ["live", "run", "-s", "dl2", "--learn", "-n", "1", "--slot", "0.3", "--steps", "20"]
+    args += ["--step-sleep", "0.01", "--models", "smooth", "--out", str(tmp_path), "--json"]
+    res = CliRunner().invoke(app, args)
+    if "dl2" not in schedulers():
+        assert res.exit_code == 2 and "no 'dl2' scheduler is registered" in res.output
+    elif not isinstance(make_scheduler("dl2"), OnlineLearning):
+        assert res.exit_code == 2 and "no online-update API" in res.output
+    else:
+        assert res.exit_code == 0, res.output
+        summary = json.loads(res.stdout.strip().splitlines()[-1])
+        assert Path(summary["policy"]).is_file()
