@@ -68,6 +68,23 @@ def test_phi_is_masked_on_an_idle_cluster():
     assert info["action_mask"][0]
 
 
+def test_window_orders_arrival_or_shortest():
+    arrival = Sched2Env(servers=1, num_jobs=60, load=4.0)
+    shortest = Sched2Env(servers=1, num_jobs=60, load=4.0, order="shortest")
+    for env in (arrival, shortest):
+        env.reset(seed=0, options={"trace_seed": 9})
+        for _ in range(30):  # let a queue build up
+            env.step(env.shape.slots)
+    a, b = arrival.builder, shortest.builder
+    assert a is not None and b is not None and len(a.waiting) > 10
+    assert [r.spec.submit_time_s for r in a.window()] == sorted(
+        r.spec.submit_time_s for r in a.window()
+    )
+    work = [r.spec.total_work for r in b.window()]
+    assert work == sorted(work)
+    assert max(work) <= min(r.spec.total_work for r in b.waiting[10:])
+
+
 def test_trace_windows_restart_at_zero_and_keep_jobs():
     traces = workload_traces("sched2", num_jobs=50, window=10)
     w = traces(7)

@@ -37,6 +37,15 @@ def train_sched2_command(
             help="Which waiting jobs fill the J slots: arrival (SCED²) or shortest (ideal time)."
         ),
     ] = "arrival",
+    teacher: Annotated[
+        str,
+        typer.Option(help="dsif: start from DSIF demonstrations (DQfD); none: plain DQN."),
+    ] = "none",
+    demo_episodes: Annotated[int, typer.Option(min=0, help="Teacher episodes first.")] = 0,
+    pretrain_steps: Annotated[
+        int, typer.Option(min=0, help="Gradient steps on the demonstrations alone.")
+    ] = 0,
+    eps_start: Annotated[float, typer.Option(min=0.0, max=1.0, help="Initial ε.")] = 1.0,
     seed: Annotated[int, typer.Option(help="Seed of torch, NumPy and the trace draws.")] = 0,
     eps_decay_steps: Annotated[int, typer.Option(min=1, help="Steps of ε decay.")] = 50_000,
     log_csv: Annotated[
@@ -53,6 +62,9 @@ def train_sched2_command(
             episodes=episodes,
             time_budget_s=None if minutes is None else minutes * 60.0,
             eps_decay_steps=eps_decay_steps,
+            eps_start=eps_start,
+            demo_episodes=demo_episodes if teacher != "none" else 0,
+            pretrain_steps=pretrain_steps if teacher != "none" else 0,
         )
         target = out_dir or Path("runs") / run_name(workload, seed)
         with Progress(
@@ -96,6 +108,7 @@ def train_sched2_command(
                 one_gpu_frac=one_gpu_frac,
                 servers=servers,
                 order=window,
+                teacher=None if teacher == "none" else teacher,
                 log_csv=log_csv,
                 on_episode=show,
             )

@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -88,6 +88,17 @@ class DQNConfig:
     """Features of the job/statistics encoder (G)."""
     hidden: int = 256
     """Width of the head's hidden layer (w_2)."""
+    demo_episodes: int = 0
+    """Episodes played by the teacher first; their transitions are flagged as demonstrations."""
+    pretrain_steps: int = 0
+    """Gradient steps on the demonstrations alone, after the demo episodes."""
+    margin: float = 0.8
+    """Large-margin value of DQfD's supervised loss (Q of other actions + margin ≤ Q of the
+    demonstrated one)."""
+    margin_weight: float = 1.0
+    """Weight of the large-margin loss on demonstration transitions (0 disables it)."""
+    teacher_explore: float = 0.5
+    """Share of ε-exploration actions taken from the teacher (the rest uniform over legal)."""
     eval_every: int = 5
     """Episodes between greedy evaluations on the validation traces (0: never)."""
     threads: int = 1
@@ -167,6 +178,7 @@ class Batch(NamedTuple):
     next_obs: torch.Tensor
     next_masks: torch.Tensor
     dones: torch.Tensor
+    demos: torch.Tensor
     weights: torch.Tensor
     indices: npt.NDArray[np.int64]
 
@@ -234,6 +246,7 @@ class PrioritizedReplay:
         self.actions = np.zeros(capacity, dtype=np.int64)
         self.rewards = np.zeros(capacity, dtype=np.float32)
         self.dones = np.zeros(capacity, dtype=np.float32)
+        self.demos = np.zeros(capacity, dtype=np.float32)
         self.tree = SumTree(capacity)
         self.max_priority = 1.0
         self.pos = 0
@@ -252,8 +265,12 @@ class PrioritizedReplay:
         next_mask: npt.NDArray[np.bool_],
         done: bool,
         priority: float | None = None,
+        demo: bool = False,
     ) -> None:
-        """Store a transition with ``priority`` (default: the max so far), before ^α."""
+        """Store a transition with ``priority`` (default: the max so far), before ^α.
+
+        ``demo`` flags a teacher's transition (it also gets the large-margin loss).
+        """
         i = self.pos
         self.obs[i] = obs
         self.actions[i] = action
@@ -261,6 +278,7 @@ class PrioritizedReplay:
         self.next_obs[i] = next_obs
         self.next_masks[i] = next_mask
         self.dones[i] = float(done)
+        self.demos[i] = float(demo)
         p = self.max_priority if priority is None else priority
         self.tree.update(i, p**self.alpha)
         self.pos = (i + 1) % self.capacity
@@ -288,6 +306,7 @@ class PrioritizedReplay:
             torch.from_numpy(self.next_obs[idx]),
             torch.from_numpy(self.next_masks[idx]),
             torch.from_numpy(self.dones[idx]),
+            torch.from_numpy(self.demos[idx]),
             torch.as_tensor(weights, dtype=torch.float32),
             idx,
         )
@@ -337,9 +356,16 @@ def td_step(
             next_value = next_q_target.masked_fill(illegal, float("-inf")).max(dim=1).values
         next_value = torch.where(batch.dones > 0, torch.zeros_like(next_value), next_value)
         y = batch.rewards + config.gamma * next_value
-    q = net(batch.obs).gather(1, batch.actions.unsqueeze(1)).squeeze(1)
+    q_all = net(batch.obs)
+    q = q_all.gather(1, batch.actions.unsqueeze(1)).squeeze(1)
     td = y - q
     loss = (batch.weights * nn.functional.smooth_l1_loss(q, y, reduction="none")).mean()
+    if config.margin_weight > 0 and bool(batch.demos.any()):
+        margins = torch.full_like(q_all, config.margin)
+        margins.scatter_(1, batch.actions.unsqueeze(1), 0.0)
+        violation = (q_all + margins).max(dim=1).values - q
+        supervised = (batch.weights * batch.demos * violation).sum() / batch.demos.sum()
+        loss = loss + config.margin_weight * supervised
     optimizer.zero_grad()
     loss.backward()
     nn.utils.clip_grad_norm_(net.parameters(), config.grad_clip)
@@ -367,6 +393,14 @@ EnvFactory = Callable[[], Any]
 Evaluate = Callable[[Sched2QNet], dict[str, float]]
 
 
+class Teacher(Protocol):
+    """A demonstrator: ``act(builder)`` gives its action; ``reset()`` at each episode start."""
+
+    def reset(self) -> None: ...
+
+    def act(self, builder: Any) -> int: ...
+
+
 def train(
     env: Any,
     config: DQNConfig,
@@ -374,6 +408,8 @@ def train(
     evaluate: Evaluate | None = None,
     log_csv: str | Path | None = None,
     on_episode: Callable[[EpisodeLog], None] | None = None,
+    teacher: Teacher | None = None,
+    on_best: Callable[[Sched2QNet, dict[str, float]], None] | None = None,
 ) -> tuple[Sched2QNet, list[EpisodeLog], dict[str, float]]:
     """Train SCED²'s DQN on ``env`` (a `Sched2Env`) for ``config.episodes`` episodes.
 
@@ -384,6 +420,10 @@ def train(
             ``"avg_effectiveness"``; the best network by it is returned (None: the last).
         log_csv: write one `EpisodeLog` row per episode here.
         on_episode: called after every episode (progress bars).
+        teacher: demonstrator for the first ``config.demo_episodes`` episodes and a share of
+            the exploration (DQfD); None for plain DQN as SCED².
+        on_best: called with the network and its metrics whenever validation improves
+            (to checkpoint as training goes).
 
     Returns:
         ``(net, log, best_metrics)``: the best (or last) network, the per-episode log and the
@@ -414,33 +454,50 @@ def train(
             writer.writeheader()
         for episode in range(config.episodes):
             obs, info = env.reset(seed=int(rng.integers(0, 2**31 - 1)))
+            if teacher is not None:
+                teacher.reset()
+            demo = teacher is not None and episode < config.demo_episodes
             mask = info["action_mask"]
             done = False
             losses: list[float] = []
             result: dict[str, Any] = {}
             while not done:
                 eps = epsilon_at(config, step)
-                if rng.random() < eps:
-                    action = int(rng.choice(np.flatnonzero(mask)))
+                if demo and teacher is not None:
+                    action = teacher.act(env.builder)
+                elif rng.random() < eps:
+                    if teacher is not None and rng.random() < config.teacher_explore:
+                        action = teacher.act(env.builder)
+                    else:
+                        action = int(rng.choice(np.flatnonzero(mask)))
                 else:
                     action = greedy_action(net, obs, mask)
                 next_obs, reward, terminated, truncated, info = env.step(action)
                 next_mask = info["action_mask"]
-                buffer.add(obs, action, reward, next_obs, next_mask, terminated)
+                buffer.add(obs, action, reward, next_obs, next_mask, terminated, demo=demo)
                 obs, mask = next_obs, next_mask
                 done = terminated or truncated
-                step += 1
-                if step >= config.learning_starts and step % config.train_freq == 0:
+                if not demo:
+                    step += 1
+                if not demo and step >= config.learning_starts and step % config.train_freq == 0:
                     progress = min(1.0, (episode + 1) / max(1, config.episodes))
                     beta = config.beta_start + progress * (1.0 - config.beta_start)
                     batch = buffer.sample(config.batch_size, beta)
                     loss, prios = td_step(net, target, optimizer, batch, config)
                     buffer.update_priorities(batch.indices, prios.tolist())
                     losses.append(loss)
-                if step % config.target_update == 0:
+                if not demo and step % config.target_update == 0:
                     target.load_state_dict(net.state_dict())
                 if done:
                     result = info.get("result", {})
+            pretrained = demo and episode == config.demo_episodes - 1
+            if pretrained:
+                for _ in range(config.pretrain_steps):
+                    batch = buffer.sample(config.batch_size, config.beta_start)
+                    loss, prios = td_step(net, target, optimizer, batch, config)
+                    buffer.update_priorities(batch.indices, prios.tolist())
+                    losses.append(loss)
+                target.load_state_dict(net.state_dict())
             metrics: dict[str, float] = {}
             last = episode == config.episodes - 1
             out_of_time = (
@@ -451,6 +508,7 @@ def train(
                 (config.eval_every and (episode + 1) % config.eval_every == 0)
                 or last
                 or out_of_time
+                or pretrained
             ):
                 metrics = evaluate(net)
                 if not best_metrics or metrics["avg_effectiveness"] > best_metrics.get(
@@ -458,6 +516,8 @@ def train(
                 ):
                     best_metrics = dict(metrics)
                     best_state = copy.deepcopy(net.state_dict())
+                    if on_best is not None:
+                        on_best(net, best_metrics)
             row = EpisodeLog(
                 episode=episode,
                 steps=step,

@@ -15,9 +15,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from dlsched.rl.dqn import DQNConfig, EpisodeLog, train
+from dlsched.rl.dqn import DQNConfig, EpisodeLog, Sched2QNet, train
 from dlsched.rl.envs.sched2 import Sched2Env, workload_traces
 from dlsched.rl.sched2_scheduler import evaluate, save_policy
+from dlsched.rl.sched2_teacher import DsifTeacher
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +71,7 @@ def train_sched2(
     one_gpu_frac: float | None = None,
     servers: int | None = None,
     order: str = "arrival",
+    teacher: str | None = None,
     log_csv: str | Path | None = None,
     on_episode: Callable[[EpisodeLog], None] | None = None,
 ) -> tuple[Path, dict[str, float]]:
@@ -84,6 +86,8 @@ def train_sched2(
         one_gpu_frac: share of 1-GPU jobs (sched2 only).
         servers: cluster size (default: the workload's).
         order: which waiting jobs fill the J slots, ``"arrival"`` (SCED²) or ``"shortest"``.
+        teacher: ``"dsif"`` to start from DSIF demonstrations (`sched2_teacher`, DQfD) for
+            ``config.demo_episodes`` episodes; None for plain DQN as SCED².
         log_csv: per-episode CSV log (default ``out_dir/train_log.csv``).
         on_episode: progress callback.
 
@@ -97,31 +101,52 @@ def train_sched2(
     traces = workload_traces(workload, **options)
     env = Sched2Env(traces, order=order)
     validation = [traces(s) for s in VALIDATION_SEEDS]
+    if teacher not in (None, "dsif"):
+        raise ValueError(f"unknown sched2 teacher {teacher!r}; choose dsif or none")
     out = Path(out_dir)
     log_path = Path(log_csv) if log_csv is not None else out / "train_log.csv"
-    net, history, best = train(
+    params = {k: v for k, v in options.items() if v is not None}
+    history: list[EpisodeLog] = []
+    method = (
+        f"DQfD: {config.demo_episodes} DSIF-teacher episodes, {config.pretrain_steps} "
+        "pre-training steps, then DQN"
+        if teacher
+        else "DQN"
+    )
+
+    def save(net: Sched2QNet, metrics: dict[str, float]) -> None:
+        steps = history[-1].steps if history else 0
+        save_policy(
+            out,
+            net,
+            config,
+            workload=workload,
+            workload_params={**params, "window_order": order, "teacher": teacher or "none"},
+            seeds={"train": [config.seed], "validation": list(VALIDATION_SEEDS)},
+            steps=steps,
+            validation=metrics,
+            notes=(
+                f"{method}; {order}-order window; saved after {len(history)} episodes of "
+                f"{num_jobs} jobs ({steps} agent steps, "
+                f"{history[-1].wall_s if history else 0:.0f} s wall) as the best greedy "
+                "validation effectiveness so far"
+            ),
+        )
+
+    def record(row: EpisodeLog) -> None:
+        history.append(row)
+        if on_episode is not None:
+            on_episode(row)
+
+    net, _, best = train(
         env,
         config,
         evaluate=lambda n: evaluate(n, validation),
         log_csv=log_path,
-        on_episode=on_episode,
+        on_episode=record,
+        teacher=DsifTeacher() if teacher == "dsif" else None,
+        on_best=save,
     )
-    params = {k: v for k, v in options.items() if v is not None}
-    steps = history[-1].steps if history else 0
-    save_policy(
-        out,
-        net,
-        config,
-        workload=workload,
-        workload_params=params,
-        seeds={"train": [config.seed], "validation": list(VALIDATION_SEEDS)},
-        steps=steps,
-        validation=best,
-        notes=(
-            f"{len(history)} episodes of {num_jobs} jobs, {steps} env steps, "
-            f"{history[-1].wall_s if history else 0:.0f} s wall; best of periodic greedy "
-            "evaluations on the validation traces"
-        ),
-    )
+    save(net, best)
     log.info("sched2 policy written to %s (validation %s)", out, best)
     return out, best
