@@ -18,6 +18,10 @@ sequence of small actions, each chosen from the state updated by the previous on
   ``J`` by arrival; the void action then moves to the next ``J`` (the resources they took stay
   taken) and only the last batch's void ends the slot.
 
+The void action that would end a slot in which no job got enough to train is masked while
+some other action is legal, so a policy can never leave the cluster idle with jobs waiting
+(which would stall the simulation).
+
 Jobs whose slot allocation lacks a worker or (PS jobs) a PS cannot train and are left out of
 the `Decision`; their reserved resources stay idle for the slot, as in DL2.
 
@@ -34,6 +38,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dlsched.core import Arch, ClusterView, Decision, JobRun, JobSpec
+from dlsched.schedulers.common import tasks_that_fit
 from dlsched.workloads.dl2 import JOB_TYPES
 
 DEFAULT_J = 40
@@ -90,31 +95,72 @@ class Dl2Shape:
         return {"J": self.J, "L": self.L, "obs_dim": self.obs_dim, "num_actions": self.num_actions}
 
 
+Need = tuple[float, float, float]
+
+
 class _Free:
-    """Scratch copy of free resources per server; tasks go where most of them fit."""
+    """Scratch copy of free resources per server; tasks go where most of them fit.
+
+    Plain lists with a per-task-shape cache of how many tasks fit on each server, updated only
+    for the server that changed (a policy takes tens of actions a slot).
+    """
 
     def __init__(self, free: npt.NDArray[np.float64]) -> None:
-        self.free = free
+        self.rows: list[list[float]] = free.tolist()
+        self.totals = [float(x) for x in free.sum(axis=0)]
+        self._fits: dict[Need, list[int]] = {}
 
-    def _fits(self, need: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = np.where(need > 0, (self.free + _EPS) / np.where(need > 0, need, 1.0), np.inf)
-        return np.floor(ratio.min(axis=1))
+    def fits(self, need: Need) -> list[int]:
+        counts = self._fits.get(need)
+        if counts is None:
+            counts = self._fits[need] = [tasks_that_fit(row, need) for row in self.rows]
+        return counts
 
-    def place(self, need: npt.NDArray[np.float64]) -> int | None:
-        """Take one task of ``need`` on the server where most fit; its index, or None."""
-        if not np.any(need > 0):
+    def best(self, need: Need) -> int | None:
+        """Server where most tasks of ``need`` fit (lowest id on ties); None if none fits."""
+        counts = self.fits(need)
+        most = max(counts)
+        return counts.index(most) if most >= 1 else None
+
+    def _change(self, server: int, need: Need, sign: float) -> None:
+        row = self.rows[server]
+        for r in range(3):
+            row[r] += sign * need[r]
+            self.totals[r] += sign * need[r]
+        for shape, counts in self._fits.items():
+            counts[server] = tasks_that_fit(row, shape)
+
+    def place(self, need: Need) -> int | None:
+        """Take one task of ``need`` where most fit; its server (-1 for no demand), or None."""
+        if not any(x > 0 for x in need):
             return -1
-        fits = self._fits(need)
-        server = int(np.argmax(fits))
-        if fits[server] < 1:
-            return None
-        self.free[server] -= need
+        server = self.best(need)
+        if server is not None:
+            self._change(server, need, -1.0)
         return server
 
-    def undo(self, server: int, need: npt.NDArray[np.float64]) -> None:
+    def undo(self, server: int, need: Need) -> None:
         if server >= 0:
-            self.free[server] += need
+            self._change(server, need, 1.0)
+
+    def can_place(self, need: Need) -> bool:
+        return not any(x > 0 for x in need) or self.best(need) is not None
+
+    def can_place_both(self, worker: Need, ps: Need) -> bool:
+        """Whether a worker (placed first, as `place` would) and then a PS both fit."""
+        if not any(x > 0 for x in worker):
+            return self.can_place(ps)
+        sw = self.best(worker)
+        if sw is None:
+            return False
+        if not any(x > 0 for x in ps):
+            return True
+        counts = self.fits(ps)
+        if any(c >= 1 for i, c in enumerate(counts) if i != sw):
+            return True
+        row = self.rows[sw]
+        left = [row[r] - worker[r] for r in range(3)]
+        return tasks_that_fit(left, ps) >= 1
 
 
 class Dl2Slot:
@@ -141,6 +187,7 @@ class Dl2Slot:
                     tracker[server] += np.asarray(demand.as_tuple()) * n
         self.free = _Free(tracker)
         self.counts: dict[int, list[int]] = {run.job_id: [0, 0] for run in self.jobs}
+        self._specs = {run.job_id: run.spec for run in self.jobs}
         self.order: list[int] = []  # job ids in the order they first got a task
         self.batch = 0
         self.done = False
@@ -165,7 +212,7 @@ class Dl2Slot:
         self._w = np.zeros(J, dtype=np.int64)
         self._p = np.zeros(J, dtype=np.int64)
         self._shape_of = np.zeros(J, dtype=np.int64)
-        self._needs: list[tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]] = []
+        self._needs: list[tuple[Need, Need]] = []
         shape_ids: dict[tuple[tuple[float, ...], tuple[float, ...]], int] = {}
         for i, run in enumerate(self.rows):
             spec = run.spec
@@ -188,7 +235,7 @@ class Dl2Slot:
             key = (spec.worker_demand.as_tuple(), spec.ps_demand.as_tuple())
             if key not in shape_ids:
                 shape_ids[key] = len(self._needs)
-                self._needs.append((np.asarray(key[0]), np.asarray(key[1])))
+                self._needs.append(key)
             self._shape_of[i] = shape_ids[key]
             self._refresh_row(i)
         self._present = np.arange(J) < n
@@ -208,7 +255,7 @@ class Dl2Slot:
     # -- SlotBuilder -----------------------------------------------------------------------------
 
     def observation(self) -> npt.NDArray[np.float32]:
-        free = self.free.free.sum(axis=0)
+        free = self.free.totals
         glob = np.zeros(GLOBAL, dtype=np.float32)
         for r in range(3):
             glob[r] = free[r] / self.capacity[r] if self.capacity[r] > 0 else 0.0
@@ -219,19 +266,11 @@ class Dl2Slot:
     def _shape_ok(self) -> npt.NDArray[np.bool_]:
         """(num shapes, 3): whether a worker, a PS, both fit now."""
         ok = np.zeros((len(self._needs), 3), dtype=bool)
+        free = self.free
         for k, (wn, pn) in enumerate(self._needs):
-            sw = self.free.place(wn)
-            ok[k, ADD_WORKER] = sw is not None
-            if sw is not None:
-                sp = self.free.place(pn)
-                ok[k, ADD_BOTH] = sp is not None
-                if sp is not None:
-                    self.free.undo(sp, pn)
-                self.free.undo(sw, wn)
-            sp = self.free.place(pn)
-            ok[k, ADD_PS] = sp is not None
-            if sp is not None:
-                self.free.undo(sp, pn)
+            ok[k, ADD_WORKER] = free.can_place(wn)
+            ok[k, ADD_PS] = free.can_place(pn)
+            ok[k, ADD_BOTH] = ok[k, ADD_WORKER] and ok[k, ADD_PS] and free.can_place_both(wn, pn)
         return ok
 
     def action_mask(self) -> npt.NDArray[np.bool_]:
@@ -250,7 +289,14 @@ class Dl2Slot:
         per[:, ADD_PS] = can_p & ok[:, ADD_PS]
         per[:, ADD_BOTH] = can_w & can_p & ok[:, ADD_BOTH]
         mask[: 3 * J] = per.reshape(-1)
+        if self.batch + 1 >= self.num_batches and per.any() and not self._any_trains():
+            mask[self.shape.void] = False  # never end a slot with an idle cluster (no stalls)
         return mask
+
+    def _any_trains(self) -> bool:
+        """Whether some job got enough this slot to train (a worker, and a PS if it needs one)."""
+        specs = self._specs
+        return any(_can_train(specs[j], *self.counts[j]) for j in self.order)
 
     def apply(self, action: int) -> bool:
         """Take ``action`` (must be legal); True once the last batch's void ends the slot."""

@@ -10,7 +10,8 @@ holds that loop once; each algorithm supplies only:
   ``action_mask()`` (bool vector, True = legal), ``apply(action)`` (returns True when the round
   is over) and ``decision()`` (the `Decision` built so far);
 * a network: ``torch.nn.Module`` mapping a ``(1, obs_dim)`` float tensor to ``(1, n_actions)``
-  logits (or Q-values: the loop takes the arg-max either way).
+  logits (or Q-values: the loop takes the arg-max either way), or any `ArrayPolicy` (an object
+  with ``logits(obs) -> ndarray``, e.g. a NumPy copy of the network, much faster at batch 1).
 
 The same builder serves the Gymnasium environment during training, so the scheduler and the
 environment cannot disagree on what the policy sees. Networks run under
@@ -52,6 +53,12 @@ class SlotBuilder(Protocol):
         ...
 
 
+class ArrayPolicy(Protocol):
+    """A policy evaluated on NumPy arrays: one observation in, one score per action out."""
+
+    def logits(self, obs: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]: ...
+
+
 class SlotEncoder(Protocol):
     """Starts a `SlotBuilder` for a scheduling point."""
 
@@ -88,7 +95,7 @@ class PolicyScheduler(BaseScheduler):
     Args:
         name: registry name (``"dl2"``).
         encoder: turns a view into a `SlotBuilder`.
-        net: logits (or Q-values) network; put in eval mode here.
+        net: logits (or Q-values) network, put in eval mode here; or an `ArrayPolicy`.
         preemptive: whether decisions are the whole desired state (elastic, DL2) or only start
             pending jobs (DeepRM, SCED²).
         max_actions: safety cap on actions per scheduling point (the builder should end first).
@@ -102,7 +109,7 @@ class PolicyScheduler(BaseScheduler):
         self,
         name: str,
         encoder: SlotEncoder,
-        net: torch.nn.Module,
+        net: torch.nn.Module | ArrayPolicy,
         *,
         preemptive: bool,
         max_actions: int = 100_000,
@@ -110,7 +117,7 @@ class PolicyScheduler(BaseScheduler):
     ) -> None:
         self.name = name
         self.encoder = encoder
-        self.net = net.eval()
+        self.net = net.eval() if isinstance(net, torch.nn.Module) else net
         self.preemptive = preemptive  # type: ignore[misc]  # per instance, read by the engine
         self.max_actions = max_actions
         self.sample_seed = sample_seed
@@ -129,8 +136,17 @@ class PolicyScheduler(BaseScheduler):
                 mask = builder.action_mask()
                 if not mask.any():
                     break
-                obs = torch.from_numpy(builder.observation()).unsqueeze(0)
-                logits = self.net(obs)[0]
+                if isinstance(self.net, torch.nn.Module):
+                    obs = torch.from_numpy(builder.observation()).unsqueeze(0)
+                    logits = self.net(obs)[0]
+                else:
+                    scores = self.net.logits(builder.observation())
+                    if self._generator is None:  # greedy without a torch round trip
+                        action = int(np.argmax(np.where(mask, scores, -np.inf)))
+                        if builder.apply(action):
+                            break
+                        continue
+                    logits = torch.from_numpy(np.asarray(scores, dtype=np.float32))
                 if builder.apply(masked_choice(logits, mask, self._generator)):
                     break
             else:

@@ -7,18 +7,19 @@ step is the slot's reward ``Σ_i t_i / E_i`` — epochs each job trained during 
 total epochs — and every other step's reward is 0. ``info["slot_reward"]`` repeats it and
 ``info["slot"]`` counts slots, so an algorithm can give the reward to every sample of the slot
 (DL2 §4.2). An episode ends (``terminated``) when every job finished; it is ``truncated`` after
-``max_slots`` slots.
+``max_slots`` slots, or when the simulator reports a stall (jobs left idle too long).
 
 Observation: a float32 vector in ``[0, 10]`` (`Dl2Shape.obs_dim`); action masks are exposed
 as `action_masks()` (sb3-contrib) and ``info["action_mask"]``; a masked action acts as the void
 action (so random agents and `check_env` still make progress; a masked policy never takes one).
 Traces come from the named workload with a seed drawn from ``self.np_random`` (or taken in turn
-from ``seeds``); the simulator's noise is seeded from the same draw, so ``reset(seed=s)``
-makes an episode reproducible.
+from ``seeds``; drawn seeds are ≥ `TRAIN_SEED_MIN`); the simulator's noise is seeded from the
+same draw, so ``reset(seed=s)`` makes an episode reproducible.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -29,8 +30,16 @@ import numpy.typing as npt
 from dlsched.core import ClusterView
 from dlsched.rl.dl2_state import OBS_HIGH, Dl2Shape, Dl2Slot
 from dlsched.rl.sim_driver import SimDriver
+from dlsched.sim import SimulationStalled
 from dlsched.workloads.base import Workload
 from dlsched.workloads.registry import make_workload
+
+log = logging.getLogger(__name__)
+
+
+TRAIN_SEED_MIN = 1_000_000
+"""Trace seeds drawn by the environment are at least this, so smaller (validation) seeds are
+never trained on."""
 
 
 class Dl2Env(gym.Env[npt.NDArray[np.float32], np.int64]):
@@ -52,7 +61,7 @@ class Dl2Env(gym.Env[npt.NDArray[np.float32], np.int64]):
         *,
         shape: Dl2Shape | None = None,
         seeds: Sequence[int] | None = None,
-        max_slots: int = 5000,
+        max_slots: int = 2000,
         **workload_options: Any,
     ) -> None:
         super().__init__()
@@ -71,7 +80,7 @@ class Dl2Env(gym.Env[npt.NDArray[np.float32], np.int64]):
         self.driver: SimDriver | None = None
         self.slot: Dl2Slot | None = None
         self.slots = 0
-        self.teacher_hook: Any = None
+        self.stalled = False
 
     # -- Gymnasium API -----------------------------------------------------------------------
 
@@ -84,13 +93,14 @@ class Dl2Env(gym.Env[npt.NDArray[np.float32], np.int64]):
         elif self.seeds:
             self.trace_seed = self.seeds[self._episode % len(self.seeds)]
         else:
-            self.trace_seed = int(self.np_random.integers(2**31 - 1))
+            self.trace_seed = int(self.np_random.integers(TRAIN_SEED_MIN, 2**31 - 1))
         self._episode += 1
         self.workload = make_workload(
             self.workload_name, seed=self.trace_seed, **self.workload_options
         )
         self.driver = SimDriver(self.workload, seed=self.trace_seed, preemptive=True)
         self.slots = 0
+        self.stalled = False
         t = self.driver.next_point()
         if t is None:
             raise ValueError(f"workload {self.workload_name!r} seed {self.trace_seed}: no jobs")
@@ -110,8 +120,8 @@ class Dl2Env(gym.Env[npt.NDArray[np.float32], np.int64]):
         if not self.slot.apply(a):
             return self.slot.observation(), 0.0, False, False, self._info(0.0)
         reward = self._run_slot()
-        terminated = self.slot is None
-        truncated = not terminated and self.slots >= self.max_slots
+        terminated = self.slot is None and not self.stalled
+        truncated = self.stalled or (not terminated and self.slots >= self.max_slots)
         obs = (
             self.slot.observation()
             if self.slot is not None
@@ -141,9 +151,15 @@ class Dl2Env(gym.Env[npt.NDArray[np.float32], np.int64]):
         sim = self.driver.sim
         t0 = sim.now_s
         before = {run.job_id: run.work_done(t0) for run in self.slot.jobs}
-        self.driver.apply(self.slot.decision())
         self.slots += 1
-        t1 = self.driver.next_point()
+        try:
+            self.driver.apply(self.slot.decision())
+            t1 = self.driver.next_point()
+        except SimulationStalled:
+            log.warning("trace %d: the policy left every job idle too long", self.trace_seed)
+            self.slot = None
+            self.stalled = True
+            return 0.0
         t_end = sim.now_s if t1 is None else t1
         reward = 0.0
         for run in self.slot.jobs:

@@ -1,0 +1,641 @@
+"""DL2 (Peng et al., arXiv 1909.06040): supervised warm-up from a heuristic, then actor-critic RL.
+
+One readable file, CleanRL style: `Dl2Config` holds every hyper-parameter (defaults from DL2
+§6.2), the networks are two small MLPs, and three functions do the work:
+
+* `collect_teacher` + `supervised` — **offline supervised learning** (§4.2): replay a heuristic
+  (``drf``, ``fifo``, ``srtf``, ``tetris``, ``optimus``, ``efficient-srtf``, …) on generated
+  traces, decompose each slot's allocation into DL2's incremental actions
+  (`Dl2Slot.teacher_action`) and fit the policy with cross-entropy over legal actions.
+  ``dagger`` > 0 lets the learner drive part of the time while the teacher still labels
+  (DAgger), so the policy also learns to recover from its own mistakes.
+* `reinforce` — **online RL** (§4.2–4.3): actor-critic; the advantage of every sample of slot
+  ``k`` is ``r_k + γ V(s_{k+1}) − V(s)`` with ``V`` a value network trained by TD, ``r_k`` the
+  slot's reward ``Σ t_i/E_i``; entropy bonus β; job-aware exploration (with probability ε the
+  policy's action is replaced by one that fixes a job in a poor state: workers without PS, PS
+  without workers, worker/PS ratio beyond 10); mini-batches drawn from an experience replay
+  buffer of recent samples.
+* Ablations (Table 2): ``value_net=False`` uses a moving average of slot rewards as baseline
+  (advantage ``r_k − b``); ``exploration=False``; ``replay=False`` trains on the latest rollout
+  only.
+
+`evaluate` runs a policy greedily through `dlsched.simulate` (the `PolicyScheduler`), so
+validation numbers are the same ones ``dlsched compare`` reports. `save` / `load` use
+`dlsched.rl.checkpoint` (plain tensors + JSON card, checked J and L).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+import torch
+from torch import nn
+
+from dlsched.rl.checkpoint import PolicyCard, load_checkpoint, save_checkpoint
+from dlsched.rl.dl2_state import GLOBAL, Dl2Encoder, Dl2Shape
+from dlsched.rl.envs.dl2 import Dl2Env
+from dlsched.rl.policy_scheduler import PolicyScheduler
+from dlsched.schedulers.registry import make_scheduler
+from dlsched.workloads.dl2 import JOB_TYPES
+
+log = logging.getLogger(__name__)
+
+ALGORITHM = "dl2"
+
+
+@dataclass
+class Dl2Config:
+    """Hyper-parameters of DL2 (defaults: DL2 §6.2 unless said otherwise)."""
+
+    J: int = 40
+    """Job rows of the state (jobs decided per batch)."""
+    job_types: tuple[str, ...] = JOB_TYPES
+    """The L job types of the one-hot."""
+    hidden: tuple[int, ...] = (256, 256)
+    """Hidden layer sizes of the policy and value networks (§6.2: two of 256)."""
+    arch: str = "rows"
+    """``"mlp"``: DL2's flat MLP over the whole state; ``"rows"`` (ours, default): the same
+    layers applied to every job row with the rows' mean as context (`RowNet`), so ranking jobs
+    is learnt once for all rows instead of per row position."""
+    sl_lr: float = 0.005
+    """Adam learning rate of supervised learning (§6.2)."""
+    rl_lr: float = 1e-4
+    """Adam learning rate of RL, policy and value (§6.2)."""
+    batch_size: int = 256
+    """Mini-batch size, samples (§6.2)."""
+    gamma: float = 0.9
+    """Discount per time slot (§6.2)."""
+    epsilon: float = 0.4
+    """Probability of the job-aware exploration override in a poor state (§6.2)."""
+    entropy_beta: float = 0.1
+    """Entropy regularisation weight β (§6.2)."""
+    replay_size: int = 8192
+    """Experience replay capacity, samples (§6.2)."""
+    slots_per_update: int = 8
+    """Time slots simulated between two RL updates (ours)."""
+    value_net: bool = True
+    """Ablation: False replaces the value network by a moving-average baseline."""
+    exploration: bool = True
+    """Ablation: False disables job-aware exploration."""
+    replay: bool = True
+    """Ablation: False trains on the latest rollout only."""
+    baseline_decay: float = 0.95
+    """Moving-average factor of the baseline when ``value_net`` is False (ours)."""
+    dagger: float = 0.0
+    """Fraction of supervised-data slots driven by the learner, labelled by the teacher (ours)."""
+    grad_clip: float = 10.0
+    """Global gradient-norm clip (ours)."""
+    seed: int = 0
+    """Seeds torch, NumPy and Python's random, and the environment."""
+
+    def shape(self) -> Dl2Shape:
+        return Dl2Shape(J=self.J, job_types=tuple(self.job_types))
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["hidden"] = list(self.hidden)
+        data["job_types"] = list(self.job_types)
+        return data
+
+
+def seed_everything(seed: int) -> None:
+    """Seed Python, NumPy's legacy global and torch (all randomness of training)."""
+    random.seed(seed)
+    np.random.seed(seed % (2**32))
+    torch.manual_seed(seed)
+
+
+def mlp(inputs: int, hidden: Sequence[int], outputs: int) -> nn.Sequential:
+    """Fully connected ReLU network."""
+    layers: list[nn.Module] = []
+    size = inputs
+    for h in hidden:
+        layers += [nn.Linear(size, h), nn.ReLU()]
+        size = h
+    layers.append(nn.Linear(size, outputs))
+    return nn.Sequential(*layers)
+
+
+class RowNet(nn.Module):
+    """Shared per-row network: DL2's state and action layout, permutation-equivariant.
+
+    Each job row goes through the same MLP to an embedding ``h_i``; the mean of the present
+    rows' embeddings is the context ``c``. Row ``i``'s three action logits are
+    ``A h_i + B [c, g] + b`` (``g`` the global entries); the void logit (or, for a value
+    network, the value) comes from ``[c, g]`` through a small MLP. Output layout equals the
+    flat MLP's: ``(B, 3J + 1)`` (or ``(B, 1)``).
+
+    Args:
+        shape: J and L.
+        hidden: hidden sizes of the row MLP (its last size is the embedding size).
+        value: True for a value head (one output) instead of action logits.
+    """
+
+    def __init__(self, shape: Dl2Shape, hidden: Sequence[int], value: bool = False) -> None:
+        super().__init__()
+        self.J, self.row_dim, self.L = shape.J, shape.row_dim, shape.L
+        emb = hidden[-1]
+        self.rows = mlp(self.row_dim, hidden[:-1], emb)
+        self.value = value
+        self.row_head = nn.Linear(emb, 3)
+        self.ctx_row = nn.Linear(emb + GLOBAL, 3, bias=False)
+        self.ctx_head = nn.Sequential(nn.Linear(emb + GLOBAL, emb), nn.ReLU(), nn.Linear(emb, 1))
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        b = obs.shape[0]
+        rows = obs[:, : self.J * self.row_dim].reshape(b, self.J, self.row_dim)
+        glob = obs[:, self.J * self.row_dim :]
+        h = torch.relu(self.rows(rows))
+        present = rows[:, :, self.L : self.L + 1]  # the "row present" entry
+        ctx = (h * present).sum(dim=1) / present.sum(dim=1).clamp(min=1.0)
+        cg = torch.cat([ctx, glob], dim=1)
+        tail = self.ctx_head(cg)
+        if self.value:
+            return tail
+        per_row = self.row_head(h) + self.ctx_row(cg)[:, None, :]
+        return torch.cat([per_row.reshape(b, 3 * self.J), tail], dim=1)
+
+
+class NumpyPolicy:
+    """Inference-only NumPy copy of a policy network (a few matrix products, no torch calls).
+
+    Used by the scheduler: one decision takes tens of forward passes of batch 1, where torch's
+    per-call overhead dominates. ``logits(obs)`` returns the same numbers as the network.
+    """
+
+    def __init__(self, net: nn.Module) -> None:
+        def layers(seq: nn.Sequential) -> list[tuple[np.ndarray, np.ndarray]]:
+            out = []
+            for m in seq:
+                if isinstance(m, nn.Linear):
+                    w = m.weight.detach().numpy().T.astype(np.float32).copy()
+                    b = m.bias.detach().numpy().astype(np.float32).copy()
+                    out.append((w, b))
+            return out
+
+        self.row_net = isinstance(net, RowNet)
+        if isinstance(net, RowNet):
+            self.J, self.row_dim, self.L = net.J, net.row_dim, net.L
+            self.rows = layers(net.rows)
+            self.head_w = net.row_head.weight.detach().numpy().T.copy()
+            self.head_b = net.row_head.bias.detach().numpy().copy()
+            self.ctx_row = net.ctx_row.weight.detach().numpy().T.copy()
+            self.ctx = layers(net.ctx_head)
+        elif isinstance(net, nn.Sequential):
+            self.mlp = layers(net)
+        else:
+            raise ValueError(f"no NumPy inference for {type(net).__name__}")
+
+    @staticmethod
+    def _run(x: np.ndarray, layers: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+        for k, (w, b) in enumerate(layers):
+            x = x @ w + b
+            if k + 1 < len(layers):
+                np.maximum(x, 0.0, out=x)
+        return x
+
+    def logits(self, obs: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        """Logits for one observation (1-D in, 1-D out)."""
+        if not self.row_net:
+            return self._run(obs[None, :], self.mlp)[0]
+        rows = obs[: self.J * self.row_dim].reshape(self.J, self.row_dim)
+        glob = obs[self.J * self.row_dim :]
+        h = np.maximum(self._run(rows, self.rows), 0.0)
+        present = rows[:, self.L]
+        ctx = present @ h / max(float(present.sum()), 1.0)
+        cg = np.concatenate([ctx, glob])
+        per_row = h @ self.head_w + self.head_b + cg @ self.ctx_row
+        tail = self._run(cg[None, :], self.ctx)[0]
+        return np.concatenate([per_row.reshape(-1), tail]).astype(np.float32, copy=False)
+
+
+def make_policy(cfg: Dl2Config) -> nn.Module:
+    """Policy network: observation → logits over the 3J + 1 actions."""
+    shape = cfg.shape()
+    if cfg.arch == "rows":
+        return RowNet(shape, cfg.hidden)
+    if cfg.arch == "mlp":
+        return mlp(shape.obs_dim, cfg.hidden, shape.num_actions)
+    raise ValueError(f"unknown DL2 network arch {cfg.arch!r}; choose rows or mlp")
+
+
+def make_value(cfg: Dl2Config) -> nn.Module:
+    """Value network: observation → expected discounted slot rewards."""
+    if cfg.arch == "rows":
+        return RowNet(cfg.shape(), cfg.hidden, value=True)
+    return mlp(cfg.shape().obs_dim, cfg.hidden, 1)
+
+
+def masked_logits(logits: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
+    """Illegal actions get a very negative logit (finite, so entropies stay defined)."""
+    return logits.masked_fill(~masks, -1e9)
+
+
+class Batch(NamedTuple):
+    """Samples for one update (tensors of equal first dimension)."""
+
+    obs: torch.Tensor
+    masks: torch.Tensor
+    actions: torch.Tensor
+    rewards: torch.Tensor
+    next_obs: torch.Tensor
+    dones: torch.Tensor
+
+
+# -- supervised learning -----------------------------------------------------------------------
+
+
+@dataclass
+class TeacherData:
+    """Imitation samples: observations, legal-action masks and the teacher's actions."""
+
+    obs: list[npt.NDArray[np.float32]] = field(default_factory=list)
+    masks: list[npt.NDArray[np.bool_]] = field(default_factory=list)
+    actions: list[int] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.actions)
+
+    def tensors(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        return (
+            torch.from_numpy(np.stack(self.obs)),
+            torch.from_numpy(np.stack(self.masks)),
+            torch.tensor(self.actions, dtype=torch.long),
+        )
+
+
+def collect_teacher(
+    env: Dl2Env,
+    teacher: str,
+    episodes: int,
+    *,
+    learner: nn.Module | None = None,
+    dagger: float = 0.0,
+    seed: int = 0,
+) -> TeacherData:
+    """Run ``teacher`` in ``env`` and record (state, mask, teacher action) for every step.
+
+    Args:
+        env: the environment (its traces are the training traces).
+        teacher: scheduler registry name of the heuristic to imitate.
+        episodes: traces to run.
+        learner: policy network acting in a ``dagger`` fraction of slots (labels stay the
+            teacher's).
+        dagger: fraction of slots in which ``learner`` acts.
+        seed: seeds the environment resets and the DAgger coin.
+    """
+    rng = np.random.default_rng(seed)
+    data = TeacherData()
+    for episode in range(episodes):
+        scheduler = make_scheduler(teacher)
+        reset = getattr(scheduler, "reset", None)
+        if callable(reset):
+            reset()
+        obs, info = env.reset(seed=seed * 100_003 + episode)
+        done = False
+        while not done:
+            decision = scheduler.decide(env.view())
+            targets = {j: (t.num_workers, t.num_ps) for j, t in decision.targets.items()}
+            order = list(decision.targets)
+            learner_acts = learner is not None and rng.random() < dagger
+            slot_end = False
+            while not slot_end and not done:
+                assert env.slot is not None
+                label = env.slot.teacher_action(targets, order)
+                mask = info["action_mask"]
+                data.obs.append(obs)
+                data.masks.append(mask)
+                data.actions.append(label)
+                action = label
+                if learner_acts and learner is not None:
+                    with torch.inference_mode():
+                        logits = learner(torch.from_numpy(obs).unsqueeze(0))[0]
+                    action = int(torch.argmax(masked_logits(logits, torch.from_numpy(mask))))
+                obs, _, terminated, truncated, info = env.step(action)
+                slot_end = bool(info["slot_end"])
+                done = terminated or truncated
+    return data
+
+
+def supervised(
+    policy: nn.Module,
+    data: TeacherData,
+    cfg: Dl2Config,
+    steps: int,
+    *,
+    optimizer: torch.optim.Optimizer | None = None,
+    on_step: Callable[[int, float, float], None] | None = None,
+) -> float:
+    """Cross-entropy on the teacher's actions for ``steps`` mini-batches; returns agreement.
+
+    Agreement is the fraction of ``data`` where the policy's greedy legal action equals the
+    teacher's (measured after training, on all of ``data``).
+
+    Args:
+        on_step: called as ``on_step(step, loss, batch_agreement)`` after every update.
+    """
+    obs, masks, actions = data.tensors()
+    opt = optimizer or torch.optim.Adam(policy.parameters(), lr=cfg.sl_lr)
+    gen = torch.Generator().manual_seed(cfg.seed)
+    policy.train()
+    for step in range(steps):
+        idx = torch.randint(len(actions), (min(cfg.batch_size, len(actions)),), generator=gen)
+        logits = masked_logits(policy(obs[idx]), masks[idx])
+        loss = nn.functional.cross_entropy(logits, actions[idx])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if on_step is not None:
+            agree = float((logits.argmax(dim=1) == actions[idx]).float().mean())
+            on_step(step + 1, float(loss.detach()), agree)
+    return agreement(policy, data)
+
+
+def agreement(policy: nn.Module, data: TeacherData) -> float:
+    """Fraction of samples where the greedy legal action equals the teacher's."""
+    obs, masks, actions = data.tensors()
+    with torch.inference_mode():
+        pred = masked_logits(policy(obs), masks).argmax(dim=1)
+    return float((pred == actions).float().mean())
+
+
+# -- reinforcement learning ----------------------------------------------------------------------
+
+
+class Replay:
+    """Ring buffer of the most recent samples (experience replay, §4.3)."""
+
+    def __init__(self, capacity: int, obs_dim: int, num_actions: int) -> None:
+        self.capacity = capacity
+        self.obs = np.zeros((capacity, obs_dim), dtype=np.float32)
+        self.next_obs = np.zeros((capacity, obs_dim), dtype=np.float32)
+        self.masks = np.zeros((capacity, num_actions), dtype=bool)
+        self.actions = np.zeros(capacity, dtype=np.int64)
+        self.rewards = np.zeros(capacity, dtype=np.float32)
+        self.dones = np.zeros(capacity, dtype=np.float32)
+        self.size = 0
+        self.pos = 0
+
+    def add(
+        self,
+        obs: npt.NDArray[np.float32],
+        mask: npt.NDArray[np.bool_],
+        action: int,
+        reward: float,
+        next_obs: npt.NDArray[np.float32],
+        done: bool,
+    ) -> None:
+        i = self.pos
+        self.obs[i], self.masks[i], self.actions[i] = obs, mask, action
+        self.rewards[i], self.next_obs[i], self.dones[i] = reward, next_obs, float(done)
+        self.pos = (self.pos + 1) % self.capacity
+        self.size = min(self.size + 1, self.capacity)
+
+    def batch(self, idx: npt.NDArray[np.int64]) -> Batch:
+        return Batch(
+            torch.from_numpy(self.obs[idx]),
+            torch.from_numpy(self.masks[idx]),
+            torch.from_numpy(self.actions[idx]),
+            torch.from_numpy(self.rewards[idx]),
+            torch.from_numpy(self.next_obs[idx]),
+            torch.from_numpy(self.dones[idx]),
+        )
+
+    def latest(self, n: int) -> Batch:
+        """The ``n`` most recently added samples."""
+        n = min(n, self.size)
+        idx = (self.pos - 1 - np.arange(n)) % self.capacity
+        return self.batch(idx.astype(np.int64))
+
+
+@dataclass
+class Learner:
+    """Networks, optimisers and running state of an RL run (what `--resume` restores)."""
+
+    cfg: Dl2Config
+    policy: nn.Module
+    value: nn.Module
+    policy_opt: torch.optim.Optimizer
+    value_opt: torch.optim.Optimizer
+    baseline: float = 0.0
+    updates: int = 0
+
+    @staticmethod
+    def create(cfg: Dl2Config, policy: nn.Module | None = None) -> Learner:
+        policy = policy if policy is not None else make_policy(cfg)
+        value = make_value(cfg)
+        return Learner(
+            cfg,
+            policy,
+            value,
+            torch.optim.Adam(policy.parameters(), lr=cfg.rl_lr),
+            torch.optim.Adam(value.parameters(), lr=cfg.rl_lr),
+        )
+
+    def update(self, batch: Batch) -> dict[str, float]:
+        """One actor-critic step on ``batch``; returns losses and the mean entropy."""
+        cfg = self.cfg
+        self.policy.train()
+        logits = masked_logits(self.policy(batch.obs), batch.masks)
+        logp_all = torch.log_softmax(logits, dim=1)
+        logp = logp_all.gather(1, batch.actions[:, None])[:, 0]
+        entropy = -(logp_all.exp() * logp_all).sum(dim=1)
+        stats: dict[str, float] = {}
+        if cfg.value_net:
+            values = self.value(batch.obs)[:, 0]
+            with torch.no_grad():
+                nxt = self.value(batch.next_obs)[:, 0]
+                target = batch.rewards + cfg.gamma * (1.0 - batch.dones) * nxt
+            advantage = (target - values).detach()
+            value_loss = nn.functional.mse_loss(values, target)
+            self.value_opt.zero_grad()
+            value_loss.backward()
+            nn.utils.clip_grad_norm_(self.value.parameters(), cfg.grad_clip)
+            self.value_opt.step()
+            stats["value_loss"] = float(value_loss)
+        else:
+            mean_r = float(batch.rewards.mean())
+            advantage = batch.rewards - self.baseline
+            self.baseline = cfg.baseline_decay * self.baseline + (1 - cfg.baseline_decay) * mean_r
+        policy_loss = -(logp * advantage).mean() - cfg.entropy_beta * entropy.mean()
+        self.policy_opt.zero_grad()
+        policy_loss.backward()
+        nn.utils.clip_grad_norm_(self.policy.parameters(), cfg.grad_clip)
+        self.policy_opt.step()
+        self.updates += 1
+        stats["policy_loss"] = float(policy_loss)
+        stats["entropy"] = float(entropy.mean())
+        stats["advantage"] = float(advantage.abs().mean())
+        return stats
+
+
+class Rollout:
+    """Runs the current policy in the environment, slot by slot, filling the replay buffer."""
+
+    def __init__(self, env: Dl2Env, learner: Learner, seed: int) -> None:
+        self.env = env
+        self.learner = learner
+        cfg = learner.cfg
+        shape = cfg.shape()
+        self.replay = Replay(cfg.replay_size, shape.obs_dim, shape.num_actions)
+        self.rng = np.random.default_rng(seed)
+        self.gen = torch.Generator().manual_seed(seed)
+        self.seed = seed
+        self.episodes = 0
+        self.obs, self.info = env.reset(seed=seed)
+        self.slot_rewards: list[float] = []
+        self.episode_return = 0.0
+        self.last_return = float("nan")
+
+    def _act(self, obs: npt.NDArray[np.float32], mask: npt.NDArray[np.bool_]) -> int:
+        cfg = self.learner.cfg
+        if cfg.exploration and self.env.slot is not None and self.rng.random() < cfg.epsilon:
+            fixes = self.env.slot.poor_state_fixes()
+            if fixes:
+                return int(fixes[int(self.rng.integers(len(fixes)))])
+        with torch.inference_mode():
+            logits = self.learner.policy(torch.from_numpy(obs).unsqueeze(0))[0]
+        probs = torch.softmax(masked_logits(logits, torch.from_numpy(mask)), dim=0)
+        return int(torch.multinomial(probs, 1, generator=self.gen).item())
+
+    def run(self, slots: int) -> int:
+        """Simulate ``slots`` time slots; every sample of a slot gets that slot's reward."""
+        self.learner.policy.eval()
+        added = 0
+        for _ in range(slots):
+            pending: list[tuple[npt.NDArray[np.float32], npt.NDArray[np.bool_], int]] = []
+            while True:
+                mask = self.info["action_mask"]
+                action = self._act(self.obs, mask)
+                pending.append((self.obs, mask, action))
+                self.obs, reward, terminated, truncated, self.info = self.env.step(action)
+                if self.info["slot_end"]:
+                    break
+            for obs, mask, action in pending:
+                self.replay.add(obs, mask, action, float(reward), self.obs, terminated)
+            added += len(pending)
+            self.episode_return += float(reward)
+            if terminated or truncated:
+                self.episodes += 1
+                self.last_return = self.episode_return
+                self.episode_return = 0.0
+                self.obs, self.info = self.env.reset(seed=self.seed * 100_003 + self.episodes)
+        return added
+
+
+def reinforce(
+    learner: Learner,
+    rollout: Rollout,
+    steps: int,
+    *,
+    on_step: Callable[[int, dict[str, float]], None] | None = None,
+) -> None:
+    """``steps`` actor-critic updates, each after ``slots_per_update`` simulated slots."""
+    cfg = learner.cfg
+    rng = np.random.default_rng(cfg.seed + learner.updates)
+    for _ in range(steps):
+        added = rollout.run(cfg.slots_per_update)
+        replay = rollout.replay
+        if cfg.replay:
+            idx = rng.integers(replay.size, size=min(cfg.batch_size, replay.size))
+            batch = replay.batch(idx.astype(np.int64))
+        else:
+            batch = replay.latest(added)
+        stats = learner.update(batch)
+        if on_step is not None:
+            on_step(learner.updates, stats)
+
+
+# -- evaluation and checkpoints --------------------------------------------------------------
+
+
+def make_scheduler_for(policy: nn.Module, cfg: Dl2Config | Dl2Shape) -> PolicyScheduler:
+    """The greedy `PolicyScheduler` running ``policy`` (registry name ``dl2``)."""
+    shape = cfg.shape() if isinstance(cfg, Dl2Config) else cfg
+    return PolicyScheduler("dl2", Dl2Encoder(shape), NumpyPolicy(policy), preemptive=True)
+
+
+def evaluate(
+    policy: nn.Module,
+    cfg: Dl2Config,
+    seeds: Sequence[int],
+    workload: str = "dl2",
+    **workload_options: Any,
+) -> float:
+    """Mean average JCT (s) of the greedy policy over ``seeds`` (via `dlsched.simulate`).
+
+    A policy that stalls the simulation (leaves jobs idle for good) scores ``inf``.
+    """
+    from dlsched.sim import SimulationStalled, simulate
+
+    jcts = []
+    for seed in seeds:
+        scheduler = make_scheduler_for(policy, cfg)
+        try:
+            result = simulate(workload, scheduler, seed=seed, **workload_options)
+        except SimulationStalled:
+            log.warning("validation seed %d: the policy stalled the simulation", seed)
+            return float("inf")
+        jcts.append(float(result.summary()["avg_jct_s"]))
+    policy.train()
+    return float(np.mean(jcts))
+
+
+def save(
+    directory: str | Path,
+    policy: nn.Module,
+    cfg: Dl2Config,
+    *,
+    workload: str,
+    workload_params: dict[str, Any],
+    seeds: dict[str, list[int]],
+    steps: dict[str, int],
+    validation: dict[str, float],
+    notes: str = "",
+) -> Path:
+    """Save the policy network with its card (see `dlsched.rl.checkpoint`)."""
+    card = PolicyCard(
+        algorithm=ALGORITHM,
+        workload=workload,
+        workload_params=workload_params,
+        shapes=cfg.shape().fields(),
+        seeds=seeds,
+        steps=steps,
+        validation=validation,
+        hyperparams=cfg.to_dict(),
+        notes=notes,
+    )
+    return save_checkpoint(directory, policy.state_dict(), card)
+
+
+def load(path: str | Path, shape: Dl2Shape | None = None) -> tuple[nn.Module, Dl2Config]:
+    """Load a DL2 policy; ValueError if it was made for another J or L than ``shape``'s.
+
+    With ``shape`` None the checkpoint's own J and job types are used.
+    """
+    from dlsched.rl.checkpoint import read_card
+
+    card = read_card(path)
+    hp = dict(card.hyperparams)
+    cfg = Dl2Config(
+        J=int(hp.get("J", 40)),
+        job_types=tuple(hp.get("job_types", JOB_TYPES)),
+        hidden=tuple(hp.get("hidden", (256, 256))),
+        arch=str(hp.get("arch", "mlp")),
+    )
+    expect = shape.fields() if shape is not None else cfg.shape().fields()
+    state, _ = load_checkpoint(path, algorithm=ALGORITHM, shapes=expect)
+    policy = make_policy(cfg)
+    try:
+        policy.load_state_dict(state)
+    except RuntimeError as exc:
+        first = str(exc).splitlines()[0]
+        raise ValueError(f"checkpoint {path}: weights do not fit the network ({first})") from None
+    return policy.eval(), cfg

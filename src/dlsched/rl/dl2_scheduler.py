@@ -1,0 +1,37 @@
+"""The ``dl2`` scheduler: DL2's trained policy network behind the `Scheduler` protocol.
+
+``dl2`` loads the policy shipped in the package (``dlsched/policies/dl2/``, trained on the
+``dl2`` workload; its ``card.json`` says how); ``dl2:PATH`` loads another checkpoint directory
+made by ``dlsched train dl2``. The checkpoint must have been made for the same state shape
+(J job rows, L job types) or loading fails with a one-line ValueError. torch is imported only
+when the scheduler is built, so listing schedulers stays fast.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dlsched.schedulers.base import Scheduler
+from dlsched.schedulers.registry import register
+
+SHIPPED = Path(__file__).resolve().parent.parent / "policies" / "dl2"
+"""Directory of the policy shipped with the package."""
+
+
+def load_dl2(path: str | Path | None = None) -> Scheduler:
+    """The greedy DL2 policy scheduler from ``path`` (default: the shipped policy)."""
+    from dlsched.rl.dl2 import load, make_scheduler_for
+
+    where = Path(path) if path is not None else SHIPPED
+    policy, cfg = load(where)
+    return make_scheduler_for(policy, cfg)
+
+
+@register(
+    "dl2",
+    setting="elastic PS (dl2)",
+    source="DL2 (Peng et al. 2019), trained here",
+    description="policy network: SL from a heuristic, then actor-critic RL; dl2:PATH loads another",
+)
+def _make(arg: str | None) -> Scheduler:
+    return load_dl2(arg)
