@@ -296,6 +296,7 @@ def reproduce(
 _COMMAND_MODULES: tuple[str, ...] = (
     "dlsched.commands.live",
     "dlsched.commands.train_sched2",
+    "dlsched.commands.train_dl2",
 )
 for _module in _COMMAND_MODULES:
     importlib.import_module(_module)

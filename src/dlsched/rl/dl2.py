@@ -459,7 +459,7 @@ class Learner:
             value_loss.backward()
             nn.utils.clip_grad_norm_(self.value.parameters(), cfg.grad_clip)
             self.value_opt.step()
-            stats["value_loss"] = float(value_loss)
+            stats["value_loss"] = float(value_loss.detach())
         else:
             mean_r = float(batch.rewards.mean())
             advantage = batch.rewards - self.baseline
@@ -470,9 +470,9 @@ class Learner:
         nn.utils.clip_grad_norm_(self.policy.parameters(), cfg.grad_clip)
         self.policy_opt.step()
         self.updates += 1
-        stats["policy_loss"] = float(policy_loss)
-        stats["entropy"] = float(entropy.mean())
-        stats["advantage"] = float(advantage.abs().mean())
+        stats["policy_loss"] = float(policy_loss.detach())
+        stats["entropy"] = float(entropy.detach().mean())
+        stats["advantage"] = float(advantage.detach().abs().mean())
         return stats
 
 
