@@ -117,6 +117,20 @@ def per_step_baseline(returns: Sequence[npt.NDArray[np.float64]]) -> npt.NDArray
     return padded.mean(axis=0) if returns else padded.sum(axis=0)
 
 
+def group_baseline(values: npt.NDArray[np.float64], episodes: int) -> npt.NDArray[np.float64]:
+    """`per_step_baseline` of every jobset at once.
+
+    Args:
+        values: ``(L, B)`` returns, zero after each episode's end; episodes of one jobset are
+            ``episodes`` consecutive columns.
+        episodes: N.
+
+    Returns:
+        ``(L, B // N)`` baselines.
+    """
+    return values.reshape(values.shape[0], -1, episodes).mean(axis=2)
+
+
 def discounted_returns(rewards: npt.NDArray[np.float64], gamma: float) -> npt.NDArray[np.float64]:
     """``v_t = Σ_{s>=t} γ^{s-t} r_s`` along axis 0 of ``(L, …)`` rewards."""
     out = np.zeros_like(rewards)
@@ -342,8 +356,7 @@ def _run_task(task: _Task) -> _TaskResult:
     choose = policy_chooser(net, rng, greedy=False, mask_invalid=cfg.mask_invalid)
     roll = run_batch(batch, choose, record=True, mask_invalid=cfg.mask_invalid)
     values = discounted_returns(roll.rewards, cfg.gamma)  # (L, B), zero after each episode's end
-    groups = values.reshape(values.shape[0], len(jobsets), n)
-    baseline = groups.mean(axis=2)  # (L, jobsets): per-timestep mean over the N episodes
+    baseline = group_baseline(values, n)
     s = roll.samples
     advantage = values[s.step, s.episode] - baseline[s.step, s.episode // n]
     net.zero_grad()
