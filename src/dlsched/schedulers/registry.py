@@ -56,6 +56,7 @@ _MODULES = (
     "dlsched.schedulers.kubeflow_static",
     "dlsched.schedulers.tiresias",
     "dlsched.schedulers.las",
+    "dlsched.rl.deeprm_scheduler",
 )
 
 
