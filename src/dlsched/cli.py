@@ -297,6 +297,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "dlsched.commands.live",
     "dlsched.commands.train_sched2",
     "dlsched.commands.train_dl2",
+    "dlsched.commands.train_deeprm",
 )
 for _module in _COMMAND_MODULES:
     importlib.import_module(_module)
