@@ -41,6 +41,11 @@ EXPERIMENTS: dict[str, ExperimentEntry] = {
             "SCED² Fig. 7-10 and Table III: shipped DQN policy vs SIF/DSIF/SAF/LRF/SPF/FIFO",
         ),
         ExperimentEntry(
+            "deeprm",
+            "dlsched.experiments.deeprm:run",
+            "DeepRM Figs. 4-7: slowdown vs load, objectives at 130 %, learning curve, withholding",
+        ),
+        ExperimentEntry(
             "kubeflow",
             "dlsched.experiments.kubeflow:run",
             "Kubeflow dynamic vs static scheduler on three workload mixes",

@@ -1,0 +1,193 @@
+"""DeepRM: baseline, network equivalence, training, Simulator agreement, shipped policies."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+import torch
+
+import dlsched
+from dlsched.core import ClusterView, Decision
+from dlsched.rl.checkpoint import PolicyCard, save_checkpoint
+from dlsched.rl.deeprm_core import DeepRMBatch, DeepRMShape, Jobset
+from dlsched.rl.deeprm_net import DeepRMPolicyNet
+from dlsched.rl.deeprm_policy import DeepRMEncoder, shipped_policies
+from dlsched.rl.reinforce import (
+    Reinforce,
+    ReinforceConfig,
+    group_baseline,
+    make_jobsets,
+    per_step_baseline,
+    run_batch,
+    sjf_actions,
+)
+from dlsched.schedulers.base import BaseScheduler
+from dlsched.workloads.deeprm import make_deeprm
+
+# -- REINFORCE pieces -----------------------------------------------------------------------
+
+
+def test_baseline_is_the_zero_padded_per_step_mean() -> None:
+    returns = [np.array([1.0, 2.0, 3.0]), np.array([3.0]), np.array([2.0, 4.0])]
+    np.testing.assert_allclose(per_step_baseline(returns), [2.0, 2.0, 1.0])
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(1, 9, 6)
+    values = np.zeros((8, 6))
+    for i, n in enumerate(lengths):
+        values[:n, i] = rng.normal(size=n)
+    grouped = group_baseline(values, 3)
+    for g in range(2):
+        cols = [values[: lengths[i], i] for i in range(3 * g, 3 * g + 3)]
+        np.testing.assert_allclose(grouped[: max(map(len, cols)), g], per_step_baseline(cols))
+
+
+def test_index_network_equals_dense_network_on_images() -> None:
+    shape = DeepRMShape(slots=3, backlog=30)
+    torch.manual_seed(0)
+    net = DeepRMPolicyNet(shape, hidden=(7, 5))
+    batch = DeepRMBatch(make_jobsets([1, 2, 3], load=1.9, horizon_steps=20), shape)
+    rng = np.random.default_rng(0)
+    for _ in range(25):
+        mask = batch.action_masks()
+        batch.step((rng.random(mask.shape) * mask).argmax(1))
+    assert batch.backlog.max() > 0
+    images = torch.from_numpy(batch.images())
+    index = torch.from_numpy(batch.index())
+    dense = net(images)
+    fast = net.forward_index(index)
+    torch.testing.assert_close(dense, fast, rtol=1e-5, atol=1e-5)
+    grads = []
+    for out in (dense, fast):
+        net.zero_grad()
+        (out * torch.arange(out.numel()).reshape(out.shape)).sum().backward(retain_graph=True)
+        grads.append([p.grad.clone() for p in net.parameters() if p.grad is not None])
+    for a, b in zip(*grads, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
+
+
+def test_short_training_improves_mean_reward() -> None:
+    config = ReinforceConfig(
+        load=1.0, jobsets=4, episodes=10, horizon_steps=15, workers=1, lr=0.01, seed=0
+    )
+    trainer = Reinforce(config)
+    rewards = [trainer.step().mean_reward for _ in range(6)]
+    assert np.mean(rewards[-3:]) > rewards[0] + 5.0
+
+
+# -- the environment and the Simulator agree ------------------------------------------------
+
+Pick = Callable[[npt.NDArray[np.bool_], npt.NDArray[np.int64], npt.NDArray[np.int64]], int]
+"""(valid slots, first-fit offsets, lengths) of one state → action."""
+
+
+def sjf_now(
+    fits: npt.NDArray[np.bool_], first: npt.NDArray[np.int64], length: npt.NDArray[np.int64]
+) -> int:
+    now = fits & (first == 0)
+    return int(np.where(now, length, 10**9).argmin()) + 1 if now.any() else 0
+
+
+def first_valid(
+    fits: npt.NDArray[np.bool_], first: npt.NDArray[np.int64], length: npt.NDArray[np.int64]
+) -> int:
+    """Reserves jobs in the future too (whatever fits somewhere in the horizon)."""
+    return int(fits.argmax()) + 1 if fits.any() else 0
+
+
+class SlotPolicy(BaseScheduler):
+    """``pick`` run through the deeprm scheduler's bookkeeping (`DeepRMEncoder`)."""
+
+    name = "slot-policy"
+
+    def __init__(self, pick: Pick) -> None:
+        self.pick = pick
+        self.encoder = DeepRMEncoder()
+
+    def reset(self) -> None:
+        self.encoder.reset()
+
+    def decide(self, view: ClusterView) -> Decision:
+        builder = self.encoder.start(view)
+        while True:
+            fits, first = builder._fit()
+            length, _ = builder._slot_arrays()
+            if builder.apply(self.pick(fits, first, length[0])):
+                return builder.decision()
+
+
+def env_starts(jobset: Jobset, pick: Pick) -> npt.NDArray[np.int64]:
+    def choose(
+        batch: DeepRMBatch, rows: npt.NDArray[np.int64], _mask: npt.NDArray[np.bool_]
+    ) -> npt.NDArray[np.int64]:
+        fits, first = batch.fits()
+        return np.array([pick(fits[r], first[r], batch.slot_len[r]) for r in rows])
+
+    batch = DeepRMBatch([jobset], max_steps=10_000)
+    run_batch(batch, choose)
+    assert batch.terminated[0]
+    return batch.start[0, : len(jobset)]
+
+
+@pytest.mark.parametrize(
+    ("pick", "load", "seed", "interval"),
+    [
+        (sjf_now, 0.5, 1, None),  # work-conserving: event-driven scheduling points suffice
+        (sjf_now, 1.9, 3, None),
+        (first_valid, 1.3, 2, 1.0),  # reserves ahead: needs a point at every step, as DeepRM
+        (first_valid, 1.9, 3, 1.0),
+    ],
+)
+def test_env_and_simulator_agree(
+    pick: Pick, load: float, seed: int, interval: float | None
+) -> None:
+    workload = make_deeprm(seed, load=load, horizon_steps=40)
+    jobset = Jobset.from_workload(workload)
+    result = dlsched.simulate(workload, SlotPolicy(pick), seed, interval_s=interval)
+    assert len(result.records) == len(jobset)
+    sim = {r.job_id: r.start_s for r in result.records}
+    starts = env_starts(jobset, pick)
+    assert [sim[int(j)] for j in jobset.job_ids] == starts.astype(float).tolist()
+
+
+def test_slot_sjf_equals_registered_sjf_without_a_queue_beyond_the_slots() -> None:
+    workload = make_deeprm(5, load=0.4, horizon_steps=40)
+    jobset = Jobset.from_workload(workload)
+    batch = DeepRMBatch([jobset])
+    run_batch(batch, sjf_actions)
+    result = dlsched.simulate(workload, "sjf", 5)
+    assert result.summary()["avg_slowdown"] == pytest.approx(batch.slowdowns(0).mean())
+
+
+# -- trained policies as schedulers ----------------------------------------------------------
+
+
+def test_shipped_policies_load_and_finish_every_job() -> None:
+    paths = shipped_policies()
+    assert {p.name for p in paths} >= {"load0.7", "load1.3"}
+    for spec in ("deeprm", "deeprm:0.7", "deeprm:1.3"):
+        for load in (0.7, 1.3):
+            result = dlsched.simulate("deeprm", spec, 4, load=load, num_jobs=40)
+            assert len(result.records) == result.num_jobs == 40
+
+
+def test_checkpoint_path_runs_and_wrong_cards_are_refused(tmp_path: Path) -> None:
+    shape = DeepRMShape()
+    net = DeepRMPolicyNet(shape)
+    card = PolicyCard(
+        algorithm="deeprm",
+        workload="deeprm",
+        workload_params={"load": 1.0},
+        shapes=shape.shapes(),
+        hyperparams={"hidden": [20], "action_selection": "sample"},
+    )
+    save_checkpoint(tmp_path / "ok", net.state_dict(), card)
+    result = dlsched.simulate("deeprm", f"deeprm:{tmp_path / 'ok'}", 1, load=1.0, num_jobs=30)
+    assert len(result.records) == 30
+    card.algorithm = "dl2"
+    save_checkpoint(tmp_path / "bad", net.state_dict(), card)
+    with pytest.raises(ValueError, match="algorithm"):
+        dlsched.simulate("deeprm", f"deeprm:{tmp_path / 'bad'}", 1, num_jobs=5)
