@@ -329,6 +329,7 @@ class DeepRMBatch:
         self.sys_cnt = np.zeros(b, np.int64)
         self.dropped = np.zeros(b, np.int64)
         self.start = np.full((b, jmax + 1), -1, np.int64)
+        self.was_dropped = np.zeros((b, jmax + 1), bool)
         self.terminated = np.zeros(b, bool)
         self.truncated = np.zeros(b, bool)
         self._fits: tuple[BoolArray, IntArray] | None = None
@@ -463,6 +464,7 @@ class DeepRMBatch:
             self.sys_inv[ra] += 1.0 / self.length[ra, j[admitted]]
             self.sys_cnt[ra] += 1
             self.dropped[rows[~admitted]] += 1
+            self.was_dropped[rows[~admitted], j[~admitted]] = True
             self.next_job[rows] += 1
 
     def _check_done(self) -> None:
@@ -472,17 +474,18 @@ class DeepRMBatch:
 
     # -- metrics ----------------------------------------------------------------------------
 
-    def slowdowns(self, i: int) -> FloatArray:
-        """Slowdown ``(start + T_j − arrival) / T_j`` of every started job of episode ``i``."""
-        n = int(self.num_jobs[i])
-        start = self.start[i, :n]
-        ok = start >= 0
-        length = self.length[i, :n][ok]
-        return np.asarray((start[ok] + length - self.arrival[i, :n][ok]) / length, np.float64)
-
     def completion_times(self, i: int) -> FloatArray:
-        """Completion time ``start + T_j − arrival`` in steps of every started job."""
+        """Completion time ``start + T_j − arrival`` in steps of every admitted job that has
+        arrived in episode ``i``; a job not started yet (truncated episode) counts as if it
+        started now (a lower bound)."""
         n = int(self.num_jobs[i])
-        start = self.start[i, :n]
-        ok = start >= 0
-        return np.asarray(start[ok] + self.length[i, :n][ok] - self.arrival[i, :n][ok], float)
+        arrival = self.arrival[i, :n]
+        keep = ~self.was_dropped[i, :n] & (arrival <= self.now[i])
+        start = np.where(self.start[i, :n] >= 0, self.start[i, :n], self.now[i])
+        return np.asarray((start + self.length[i, :n] - arrival)[keep], np.float64)
+
+    def slowdowns(self, i: int) -> FloatArray:
+        """Slowdowns (`completion_times` / ``T_j``) of episode ``i``'s admitted jobs."""
+        n = int(self.num_jobs[i])
+        keep = ~self.was_dropped[i, :n] & (self.arrival[i, :n] <= self.now[i])
+        return self.completion_times(i) / self.length[i, :n][keep]

@@ -2,7 +2,8 @@
 
 `train_deeprm` writes into ``out_dir``:
 
-* ``progress.csv`` — one row per iteration: elapsed and iteration seconds, mean and max episode
+* ``progress.csv`` — one row per iteration: wall seconds since the start (pre-training and
+  validations included) and the iteration's seconds, mean and max episode
   reward, mean slowdown of the sampled episodes (DeepRM Fig. 6), samples, dropped and truncated
   episodes, and, every ``validate_every`` iterations, the mean slowdown on held-out validation
   jobsets with sampled and with arg-max actions;
@@ -118,10 +119,9 @@ def train_deeprm(
         writer.writeheader()
         if config.pretrain_epochs > 0:
             trainer.pretrain()
-        pre_s = time.perf_counter() - wall0
         for it in range(1, config.iterations + 1):
             stats = trainer.step()
-            stats.elapsed_s += pre_s
+            stats.elapsed_s = time.perf_counter() - wall0  # wall time, validation included
             row: dict[str, object] = asdict(stats)
             over = time_budget_s is not None and stats.elapsed_s >= time_budget_s
             if it % validate_every == 0 or it == config.iterations or over:
