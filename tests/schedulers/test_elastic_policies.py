@@ -178,3 +178,24 @@ def test_efficient_srtf_serves_smallest_remaining_time_times_share_first(gpus, e
     decided = counts(policy.decide(s.view()))
     assert decided == expected
     assert list(decided) == list(expected)  # served in that order
+
+
+def test_config_fit_recovers_a_model_from_per_configuration_means():
+    """Speeds from Optimus' model; the usual configuration is run 50 times with ±20 % noise
+    (mean exact), five others once: the per-configuration fit predicts an unseen setting."""
+    from dlsched.schedulers.speed_estimate import ObservedSpeeds, step_time
+
+    theta = (2.0, 0.1, 0.3, 0.02, 0.05)
+
+    def true(p: int, w: int) -> float:
+        return 1.0 / step_time(theta, p, w)
+
+    samples = [(1, 1, true(1, 1) * (1.2 if k % 2 else 0.8)) for k in range(50)]
+    samples += [(p, w, true(p, w)) for p, w in ((1, 2), (2, 2), (2, 4), (4, 4), (1, 4))]
+    run = JobRun(ps(0, 10.0))
+    run.observed.extend(samples)
+    speeds = ObservedSpeeds(measured_first=True, config_fit=True)
+    speeds.update([run])
+    fresh = JobRun(ps(1, 10.0))  # same model, nothing observed itself
+    assert speeds.speed(fresh, 3, 8) == pytest.approx(true(3, 8), rel=0.01)
+    assert speeds.speed(fresh, 1, 1) == pytest.approx(true(1, 1), rel=1e-9)  # the mean

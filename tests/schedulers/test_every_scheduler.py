@@ -34,6 +34,10 @@ SMALL = {
 }
 
 
+NO_CHECKPOINT = re.compile(r"checkpoint|shipped polic|no (trained )?polic", re.IGNORECASE)
+"""How a learned scheduler's factory says it has no trained policy to load."""
+
+
 def workloads_for(setting: str) -> list[str]:
     """The generated workloads a setting names; every one for ``any`` or when none is named."""
     named = [w for w in GENERATED if re.search(rf"\b{w}\b", setting)]
@@ -53,7 +57,7 @@ def build(name: str) -> Scheduler:
     try:
         return make_scheduler(name)
     except (OSError, ValueError) as err:
-        if "checkpoint" in str(err).lower():
+        if NO_CHECKPOINT.search(str(err)):
             pytest.skip(f"{name}: no checkpoint ({err})")
         raise
 

@@ -70,7 +70,7 @@ class EfficientSrtf(BaseScheduler):
     preemptive: ClassVar[bool] = True
 
     def __init__(self) -> None:
-        self.speeds = ObservedSpeeds(measured_first=True)
+        self.speeds = ObservedSpeeds(measured_first=True, config_fit=True)
         self._settings: dict[tuple[object, ...], tuple[int, int, float, float]] = {}
 
     def reset(self) -> None:

@@ -17,7 +17,13 @@ configuration that jobs of the model have been measured at `MIN_MEASURED` times 
 answered by the mean of those measurements (noise has mean 1, so the mean is unbiased), and the
 fit elsewhere is scaled to agree with that mean at the job's current configuration — the fit
 then only supplies the *shape* around where the job runs, which is where Optimus' model is least
-wrong. `OracleSpeeds` answers the same question from ``view.oracle_speed`` for schedulers
+wrong. With ``config_fit=True`` a model's pooled fit is instead made, once the model has been
+seen in `MIN_CONFIGS` configurations, on one row per configuration — its mean measured speed —
+minimising *relative* step-time error: every configuration counts the same however often it ran,
+so the few runs at larger settings shape the fit as much as the many at the usual one (with raw
+samples the most-run configuration dominates and the fit says little about adding workers); it
+is then preferred to a job's own fit.
+`OracleSpeeds` answers the same question from ``view.oracle_speed`` for schedulers
 labelled ``is_oracle``.
 
 Fits are refreshed lazily: a pooled fit is refitted only when its samples grew by
@@ -31,9 +37,10 @@ from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
+from scipy.optimize import nnls
 
 from dlsched.core import Allocation, ClusterView, JobRun, JobSpec
-from dlsched.models.optimus_fit import MIN_CONFIGS, OptimusFit
+from dlsched.models.optimus_fit import MIN_CONFIGS, OptimusFit, features
 
 BATCH = 1.0
 """Optimus' total batch size ``M``; it only rescales θ0, so one constant serves every job."""
@@ -97,10 +104,14 @@ class ObservedSpeeds:
     Args:
         measured_first: answer from the mean measured speed where a configuration of the model
             was measured at least `MIN_MEASURED` times (module docstring).
+        config_fit: fit each model's pool to its per-configuration mean speeds, by relative
+            error (module docstring).
     """
 
-    def __init__(self, measured_first: bool = False) -> None:
+    def __init__(self, measured_first: bool = False, config_fit: bool = False) -> None:
         self.measured_first = measured_first
+        self.config_fit = config_fit
+        self._config_theta: dict[str, tuple[int, tuple[float, float, float, float, float]]] = {}
         self._measured: dict[str, dict[tuple[int, int], list[float]]] = {}
         self._versions: dict[str, int] = {}
         self._jobs: dict[int, _Fit] = {}
@@ -112,6 +123,7 @@ class ObservedSpeeds:
         """Forget every sample (a new episode)."""
         self._measured.clear()
         self._versions.clear()
+        self._config_theta.clear()
         self._jobs.clear()
         self._seen.clear()
         self._models.clear()
@@ -142,7 +154,13 @@ class ObservedSpeeds:
             self._seen[run.job_id] = len(observed)
 
     def theta(self, spec: JobSpec) -> tuple[float, float, float, float, float]:
-        """θ of the fit that speaks for ``spec`` (own, model pool or global pool)."""
+        """θ of the fit that speaks for ``spec``: own, model pool or global pool — with
+        ``config_fit``, the model's per-configuration fit first (jobs of one model share a
+        speed curve, and one job's own raw samples are few and noisy)."""
+        if self.config_fit:
+            theta = self._fit_configs(spec.model)
+            if theta is not None:
+                return theta
         own = self._jobs.get(spec.job_id)
         if own is not None and len(own.configs) >= MIN_CONFIGS:
             return own.current()
@@ -150,6 +168,28 @@ class ObservedSpeeds:
         if pool is not None and pool.num_samples:
             return pool.current()
         return self._all.current()
+
+    def _fit_configs(self, model: str) -> tuple[float, float, float, float, float] | None:
+        """θ fitted to ``model``'s mean speed per configuration, relative error; None if it has
+        fewer than `MIN_CONFIGS` configurations (or NNLS gives θ = 0). Cached per version."""
+        measured = self._measured.get(model, {})
+        if len(measured) < MIN_CONFIGS:
+            return None
+        version = self.version(model)
+        cached = self._config_theta.get(model)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        # row (features · mean speed) · θ ≈ 1: the step-time error relative to the mean's
+        rows = np.array([features(BATCH, p, w) * (t / n) for (p, w), (n, t) in measured.items()])
+        norms = np.linalg.norm(rows, axis=0)
+        norms[norms == 0] = 1.0
+        scaled, _ = nnls(rows / norms, np.ones(len(rows)))
+        x = scaled / norms
+        if not np.any(x > 0):
+            return None
+        theta = (float(x[0]), float(x[1]), float(x[2]), float(x[3]), float(x[4]))
+        self._config_theta[model] = (version, theta)
+        return theta
 
     def version(self, model: str) -> int:
         """Changes whenever jobs of ``model`` brought new samples (for callers' caches)."""
