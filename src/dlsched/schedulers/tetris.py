@@ -7,9 +7,11 @@ capacity) times the inverse of its estimated remaining time (remaining epochs ov
 its requested (PS, workers), estimated from observed speeds, `ObservedSpeeds`); pick the
 highest, and — as DL2 §6.3 describes Tetris — keep adding bundles to that job (its minimum
 first) until it reaches the threshold or the next bundle does not fit. Repeat with the next
-best job until every job has been served once. The threshold defaults to the job's caps (DL2's
-code uses its ``MAX_NUM_WORKERS`` = 16); ``tetris:N`` caps a job at N workers. Fixed-size jobs
-take their requested size when picked (remaining ideal seconds as remaining time).
+best job until every job has been served once. The threshold defaults to the workers the job
+asked for (DL2's code fills to its ``MAX_NUM_WORKERS`` = 16, which on the measured speeds wastes
+most of what it adds, as `srtf`'s docstring explains); ``tetris:N`` fills a job to N workers
+(within its caps). Fixed-size jobs take their requested size when picked (remaining ideal
+seconds as remaining time).
 
 DL2's code (``tetris_env.py``) scores per server and adds the remaining-time term with a weight;
 we score against the whole cluster (one number per job, cheap) and multiply, as the issue asks.
