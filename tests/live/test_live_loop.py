@@ -9,12 +9,10 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
-from live_helpers import assert_matches_reference, config
 from typer.testing import CliRunner
 
 from dlsched.cli import app
 from dlsched.core import ClusterView, Decision
-from dlsched.live import LiveJob
 from dlsched.live.cluster import LiveCluster, LiveSnapshot
 from dlsched.live.online import OnlineLearning
 from dlsched.live.stream import LiveJobRequest, make_stream
@@ -44,7 +42,7 @@ def _assert_all_gone(cluster: LiveCluster) -> None:
 
 def test_drf_loop_finishes_every_job_with_hot_scaling(tmp_path: Path) -> None:
     cluster = LiveCluster(
-        _stream([0.0, 0.5]), make_scheduler("drf"), slot_s=0.4, cores=2, horizon_s=40
+        _stream([0.0, 0.3]), make_scheduler("drf"), slot_s=0.4, cores=2, horizon_s=40
     )
     result = cluster.run()
     assert [r.job_id for r in result.records] == [0, 1]
@@ -75,25 +73,13 @@ class NewestFirst(BaseScheduler):
 
 
 def test_preempted_job_is_suspended_and_resumed() -> None:
-    cluster = LiveCluster(_stream([0.0, 0.6], steps=50), NewestFirst(), slot_s=0.3, horizon_s=40)
+    cluster = LiveCluster(_stream([0.0, 0.3], steps=50), NewestFirst(), slot_s=0.3, horizon_s=40)
     result = cluster.run()
     assert len(result.records) == 2
     actions = [(e.job_id, e.action) for e in cluster.events]
     assert (0, "suspend") in actions and (0, "resume") in actions
     assert actions.index((0, "suspend")) < actions.index((1, "start"))
     _assert_all_gone(cluster)
-
-
-def test_suspend_and_resume_lose_nothing() -> None:
-    cfg = config(total_steps=40)
-    with LiveJob(cfg, 2, 2, timeout_s=30) as job:
-        job.wait(steps=8, timeout_s=30)
-        version = job.suspend()
-        assert job.suspended and job.pids() == [] and version >= 8
-        job.resume(1, 3)
-        job.wait(timeout_s=60)
-        params = job.parameters()
-    assert_matches_reference(params, cfg)
 
 
 def test_ctrl_c_stops_every_process() -> None:
@@ -108,7 +94,7 @@ def test_ctrl_c_stops_every_process() -> None:
 
 
 def test_cli_live_run_writes_simulator_outputs(tmp_path: Path) -> None:
-    args = ["live", "run", "-s", "srtf", "-n", "2", "--slot", "0.3", "--steps", "30"]
+    args = ["live", "run", "-s", "srtf", "-n", "2", "--slot", "0.3", "--steps", "20"]
     args += ["--arrival-gap", "0.3", "--step-sleep", "0.01", "--models", "smooth"]
     args += ["--out", str(tmp_path), "--json"]
     res = CliRunner().invoke(app, args)
