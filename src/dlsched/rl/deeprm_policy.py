@@ -11,8 +11,13 @@ on:
   would drop (backlog full) wait in an overflow queue instead — the Simulator never drops a
   job — and join the backlog as it empties (`DeepRMEncoder.overflowed` counts them);
 * a chosen job is reserved at the first step at which it fits (as in the environment); it is
-  started when that step comes. Such a step is always a completion in the Simulator (the job
-  fits only once something ends), so an event-driven run reaches it.
+  started when that step comes;
+* ∅ is not offered while the cluster is idle and a slot job fits (``idle_guard``): a policy
+  trained with sampling may still rank ∅ first there, and its arg-max would never start
+  anything once arrivals stop.
+
+A reserved job's step is always a completion in the Simulator (the job fits only once something
+ends), so an event-driven run reaches it.
 
 The policy acts at every scheduling point the Simulator offers: every arrival and completion on
 the ``deeprm`` workload. DeepRM also lets it act at steps where nothing happens; run with
@@ -61,6 +66,9 @@ class DeepRMEncoder:
     offered: list[float] = field(default_factory=lambda: [0.0, 0.0])
     """Σ duration × demand of the jobs seen, per resource (slot-steps), for the load estimate."""
     first_step: int | None = None
+    idle_guard: bool = True
+    """Do not offer ∅ while nothing runs or is reserved and a slot job fits (see
+    `dlsched.rl.reinforce.policy_chooser`): an arg-max policy would otherwise wait forever."""
 
     def __post_init__(self) -> None:
         self.reset()
@@ -190,7 +198,9 @@ class DeepRMBuilder:
         return render(self.shape, self.used[None], length, demand, backlog)[0].ravel()
 
     def action_mask(self) -> npt.NDArray[np.bool_]:
-        return np.concatenate([[True], self._fit()[0]])
+        fits = self._fit()[0]
+        idle = self.encoder.idle_guard and not self.used.any() and bool(fits.any())
+        return np.concatenate([[not idle], fits])
 
     def reserve_job(self, job: int) -> bool:
         """Reserve ``job`` at its first fit from now; False if it fits nowhere in the horizon."""

@@ -185,10 +185,17 @@ def sjf_actions(
 
 
 def policy_chooser(
-    net: DeepRMPolicyNet, rng: np.random.Generator, *, greedy: bool, mask_invalid: bool = True
+    net: DeepRMPolicyNet,
+    rng: np.random.Generator,
+    *,
+    greedy: bool,
+    mask_invalid: bool = True,
+    idle_guard: bool = False,
 ) -> Chooser:
     """Actions from ``net``: sampled from its softmax (or arg-max), over valid actions only if
-    ``mask_invalid``."""
+    ``mask_invalid``. With ``idle_guard`` ∅ is not offered while the cluster is idle (nothing
+    running or reserved in the horizon) and a slot job fits: an arg-max policy that prefers ∅
+    there would otherwise wait forever once arrivals stop."""
     with torch.no_grad():
         table = net.prefix_table()
 
@@ -200,6 +207,9 @@ def policy_chooser(
         logits = logits.astype(np.float64)
         if mask_invalid:
             logits[~mask] = -np.inf
+        if idle_guard:
+            idle = (batch.used[rows].sum(axis=(1, 2)) == 0) & mask[:, 1:].any(axis=1)
+            logits[idle, 0] = -np.inf
         if greedy:
             return logits.argmax(1)
         logits -= logits.max(1, keepdims=True)
@@ -520,10 +530,16 @@ def evaluate(
     mask_invalid: bool = True,
     shape: DeepRMShape | None = None,
     max_steps: int = 1000,
+    idle_guard: bool = True,
 ) -> Rollout:
-    """Run ``net`` once on each jobset (in DeepRM's own discrete-time cluster)."""
+    """Run ``net`` once on each jobset (in DeepRM's own discrete-time cluster), as deployed:
+    ``idle_guard`` on (see `policy_chooser`)."""
     batch = DeepRMBatch(jobsets, shape or net.shape, objective=objective, max_steps=max_steps)
     choose = policy_chooser(
-        net, np.random.default_rng(seed), greedy=greedy, mask_invalid=mask_invalid
+        net,
+        np.random.default_rng(seed),
+        greedy=greedy,
+        mask_invalid=mask_invalid,
+        idle_guard=idle_guard,
     )
     return run_batch(batch, choose, mask_invalid=mask_invalid)
