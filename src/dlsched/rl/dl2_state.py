@@ -7,7 +7,7 @@ sequence of small actions, each chosen from the state updated by the previous on
   a few observable extras): ``x`` the job type one-hot over ``L`` types; ``d`` time slots it
   has run; ``e`` remaining epochs; ``r`` dominant share of the cluster allocated to it so far
   this slot; ``w``/``u`` workers/PS allocated so far this slot; extras: row present, fraction
-  of its epochs done, workers/PS it held last slot. Then four global entries: free fraction of
+  of its epochs done, workers/PS it held last slot, row position ``i / J``. Then four global entries: free fraction of
   GPU, CPU and memory in this slot's scratch copy, and how many active jobs wait beyond this
   batch (÷ J). Everything is what a real scheduler observes (`ClusterView`: progress, counts,
   free resources); no speed function, noisy or not, is read.
@@ -43,8 +43,9 @@ from dlsched.workloads.dl2 import JOB_TYPES
 
 DEFAULT_J = 40
 """Job rows of the state (DL2 §4.1 and Fig. 17)."""
-ROW_EXTRA = 9
-"""Per-row entries besides the type one-hot: present, d, e, done, r, w, u, last w, last u."""
+ROW_EXTRA = 10
+"""Per-row entries besides the type one-hot: present, d, e, done, r, w, u, last w, last u,
+row position (i / J)."""
 GLOBAL = 4
 """Global entries: free GPU, CPU and memory fractions; jobs beyond this batch ÷ J."""
 COUNT_SCALE = 16.0
@@ -228,6 +229,7 @@ class Dl2Slot:
             row[L + 3] = 1.0 - left / total
             row[L + 7] = run.allocation.num_workers / COUNT_SCALE
             row[L + 8] = run.allocation.num_ps / COUNT_SCALE
+            row[L + 9] = i / J
             w, p = self.counts[run.job_id]
             self._w[i], self._p[i] = w, p
             self._max_w[i] = spec.max_workers

@@ -57,6 +57,7 @@ _MODULES = (
     "dlsched.schedulers.tiresias",
     "dlsched.schedulers.las",
     "dlsched.rl.deeprm_scheduler",
+    "dlsched.rl.dl2_scheduler",
 )
 
 

@@ -1,0 +1,92 @@
+"""DL2's algorithm: supervised imitation, seeded determinism, checkpoints with wrong shapes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from dlsched.rl.dl2 import (
+    Dl2Config,
+    Learner,
+    Rollout,
+    agreement,
+    collect_teacher,
+    load,
+    make_policy,
+    reinforce,
+    save,
+    seed_everything,
+    supervised,
+)
+from dlsched.rl.dl2_state import Dl2Shape
+from dlsched.rl.envs.dl2 import Dl2Env
+
+torch.set_num_threads(1)  # tiny networks: threads only contend on a 2-core CI box
+
+SMALL = {"servers": 3, "num_jobs": 20}
+
+
+def _small(seed: int = 0, **kw: object) -> tuple[Dl2Config, Dl2Env]:
+    cfg = Dl2Config(J=8, hidden=(32, 32), arch="mlp", seed=seed, **kw)  # type: ignore[arg-type]
+    seed_everything(seed)
+    return cfg, Dl2Env(shape=cfg.shape(), **SMALL)
+
+
+def test_supervised_agrees_with_teacher_on_unseen_traces() -> None:
+    cfg, env = _small()
+    data = collect_teacher(env, "drf", 3, seed=0)
+    held_out = collect_teacher(env, "drf", 2, seed=9)
+    policy = make_policy(cfg)
+    untrained = agreement(policy, held_out)
+    supervised(policy, data, cfg, 300)
+    assert agreement(policy, held_out) >= 0.9 > untrained
+
+
+def _first_updates(seed: int) -> tuple[list[torch.Tensor], list[dict[str, float]]]:
+    cfg, env = _small(seed, batch_size=32, slots_per_update=2)
+    learner = Learner.create(cfg)
+    stats: list[dict[str, float]] = []
+    reinforce(learner, Rollout(env, learner, seed), 3, on_step=lambda _s, st: stats.append(st))
+    return [p.detach().clone() for p in learner.policy.parameters()], stats
+
+
+def test_same_seed_same_first_updates() -> None:
+    params_a, stats_a = _first_updates(3)
+    params_b, stats_b = _first_updates(3)
+    params_c, _ = _first_updates(4)
+    assert stats_a == stats_b
+    assert all(torch.equal(a, b) for a, b in zip(params_a, params_b, strict=True))
+    assert not all(torch.equal(a, c) for a, c in zip(params_a, params_c, strict=True))
+
+
+@pytest.mark.parametrize("switch", ["value_net", "exploration", "replay"])
+def test_ablations_run(switch: str) -> None:
+    cfg, env = _small(1, batch_size=32, slots_per_update=2, **{switch: False})
+    learner = Learner.create(cfg)
+    before = [p.detach().clone() for p in learner.policy.parameters()]
+    reinforce(learner, Rollout(env, learner, 1), 2)
+    after = list(learner.policy.parameters())
+    assert not all(torch.equal(a, b) for a, b in zip(before, after, strict=True))
+
+
+def test_checkpoint_for_other_j_or_l_is_refused(tmp_path: Path) -> None:
+    cfg = Dl2Config(J=8, hidden=(16,))
+    save(
+        tmp_path,
+        make_policy(cfg),
+        cfg,
+        workload="dl2",
+        workload_params={},
+        seeds={},
+        steps={},
+        validation={},
+    )
+    _policy, loaded = load(tmp_path)
+    assert loaded.J == 8
+    with pytest.raises(ValueError, match="J is 8, this setting needs 40") as info:
+        load(tmp_path, Dl2Shape(J=40))
+    assert "\n" not in str(info.value)
+    with pytest.raises(ValueError, match="L is 8, this setting needs 3"):
+        load(tmp_path, Dl2Shape(J=8, job_types=("a", "b", "c")))
