@@ -58,6 +58,7 @@ _MODULES = (
     "dlsched.schedulers.las",
     "dlsched.rl.deeprm_scheduler",
     "dlsched.rl.dl2_scheduler",
+    "dlsched.rl.sched2_scheduler",
 )
 
 
