@@ -85,9 +85,10 @@ class DeepRMEncoder:
         self.first_step = None
 
     def load_estimate(self, now: int) -> float:
-        """Offered load seen so far (fraction of capacity), over at least ``T`` steps."""
+        """Offered load seen so far: Σ duration × demand of the arrived jobs over the capacity of
+        the steps since the first arrival (an unbiased, at first noisy, estimate)."""
         start = self.first_step if self.first_step is not None else now
-        span = max(now - start + 1, self.shape.horizon)
+        span = max(now - start + 1, 1)
         return float(np.mean(self.offered)) / (self.shape.res_slots * span)
 
     def start(self, view: ClusterView) -> DeepRMBuilder:
