@@ -204,7 +204,21 @@ def train_dl2(spec: TrainSpec, progress: Progress | None = None) -> Path:
         log.info("SL data: %d samples from %s", len(data), spec.teacher)
         opt = torch.optim.Adam(run.learner.policy.parameters(), lr=cfg.sl_lr)
         stat = 0.0
+        rounds = 0
         while run.sl_done < spec.sl_steps:
+            if cfg.dagger > 0 and rounds > 0:  # DAgger: the learner drives, the teacher labels
+                more = collect_teacher(
+                    env,
+                    spec.teacher,
+                    1,
+                    learner=run.learner.policy,
+                    dagger=cfg.dagger,
+                    seed=cfg.seed + 7919 * rounds,
+                )
+                data.obs += more.obs
+                data.masks += more.masks
+                data.actions += more.actions
+            rounds += 1
             chunk = min(spec.eval_every, spec.sl_steps - run.sl_done)
             agreements: list[float] = []
 

@@ -1,0 +1,111 @@
+"""DL2's policy (issue 4): validation JCT against the heuristics, and decision time per slot.
+
+Run::
+
+    nice .venv/bin/python benchmarks/dl2_policy.py                      # shipped policy
+    nice .venv/bin/python benchmarks/dl2_policy.py --policy runs/x      # another checkpoint
+    nice .venv/bin/python benchmarks/dl2_policy.py --servers 500 --seeds 101-103
+
+Prints, side by side in one run on the same traces (seeds never used for training):
+
+* average JCT of ``drf``, ``optimus``, ``efficient-srtf`` and ``dl2`` on the ``dl2`` workload
+  (13 servers by default) and DL2's ratio to each;
+* the wall time of one whole DL2 decision (every inference of one time slot), p50 and p99, on
+  one core (torch and the process pinned to one CPU), over the slots of a heavily loaded trace
+  in which all J = 40 rows are filled.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import time
+
+import numpy as np
+import torch
+
+from dlsched.core import ClusterView, Decision
+from dlsched.experiments.compare import parse_seeds
+from dlsched.rl.dl2_scheduler import SHIPPED, load_dl2
+from dlsched.schedulers.base import Scheduler
+from dlsched.schedulers.registry import make_scheduler
+from dlsched.sim import simulate
+
+BASELINES = ("drf", "optimus", "efficient-srtf")
+
+
+def compare(policy: str, seeds: list[int], servers: int | None) -> dict[str, float]:
+    """Mean average JCT (s) per scheduler over ``seeds``."""
+    means: dict[str, float] = {}
+    for name in (*BASELINES, "dl2"):
+        jcts = []
+        for seed in seeds:
+            scheduler = load_dl2(policy) if name == "dl2" else make_scheduler(name)
+            result = simulate("dl2", scheduler, seed=seed, servers=servers)
+            jcts.append(float(result.summary()["avg_jct_s"]))
+        means[name] = float(np.mean(jcts))
+        print(f"  {name:15s} avg JCT {means[name]:9.0f} s   per seed: {[round(j) for j in jcts]}")
+    return means
+
+
+class _Timed:
+    """Times the inner scheduler's decisions on views with at least ``min_jobs`` active jobs."""
+
+    preemptive = True
+    is_oracle = False
+
+    def __init__(self, inner: Scheduler, min_jobs: int) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.min_jobs = min_jobs
+        self.times_s: list[float] = []
+
+    def decide(self, view: ClusterView) -> Decision:
+        t0 = time.perf_counter()
+        decision = self.inner.decide(view)
+        dt = time.perf_counter() - t0
+        if len(view.jobs()) >= self.min_jobs:
+            self.times_s.append(dt)
+        return decision
+
+
+def decision_times(policy: str, seeds: list[int], load: float) -> np.ndarray:
+    """Seconds per whole-slot decision with all 40 rows filled (heavily loaded 13 servers)."""
+    times: list[float] = []
+    for seed in seeds:
+        timed = _Timed(load_dl2(policy), min_jobs=40)
+        simulate("dl2", timed, seed=seed, load=load)  # type: ignore[arg-type]
+        times += timed.times_s
+    return np.asarray(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--policy", default=str(SHIPPED), help="checkpoint directory")
+    parser.add_argument("--seeds", default="101-110", help="validation seeds")
+    parser.add_argument("--servers", type=int, default=None, help="cluster size (default 13)")
+    parser.add_argument("--timing-seeds", default="101-102", help="traces for decision time")
+    parser.add_argument("--timing-load", type=float, default=3.0, help="load for decision time")
+    parser.add_argument("--skip-timing", action="store_true")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+    print(f"machine: {platform.platform()}, {os.cpu_count()} CPUs, pinned to one; torch 1 thread")
+    seeds = parse_seeds(args.seeds)
+    print(f"dl2 workload, servers={args.servers or 13}, seeds {args.seeds}, policy {args.policy}")
+    means = compare(args.policy, seeds, args.servers)
+    for name in BASELINES:
+        print(f"  dl2 / {name:15s} = {means['dl2'] / means[name]:.3f}")
+    if not args.skip_timing:
+        times = decision_times(args.policy, parse_seeds(args.timing_seeds), args.timing_load)
+        p50, p99 = np.percentile(times, [50, 99]) * 1e3
+        print(
+            f"decision time per slot, 40 jobs, 1 core: p50 {p50:.2f} ms, p99 {p99:.2f} ms "
+            f"over {len(times)} slots (load {args.timing_load})"
+        )
+
+
+if __name__ == "__main__":
+    main()
