@@ -157,6 +157,8 @@ def live_run(
             if not err.is_terminal:
                 err.print()
         except KeyboardInterrupt:
+            if not err.is_terminal:
+                err.print()
             cluster.close()
             left = cluster.alive_pids()
             err.print(f"interrupted: every job stopped ({len(left)} processes left)")

@@ -49,7 +49,13 @@ def launch(
 
 
 def _child(target: Callable[[Any], None], args: Any) -> None:
+    import signal
+
     from dlsched.live.node import setup_child
+
+    # Ctrl-C reaches the whole process group: the owner stops its jobs' processes in order
+    # (SHUTDOWN, then terminate), so a child must not die half-way with a traceback of its own.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     level = "WARNING"
     config_json = getattr(args, "config_json", None)
