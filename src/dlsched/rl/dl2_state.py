@@ -7,10 +7,10 @@ sequence of small actions, each chosen from the state updated by the previous on
   a few observable extras): ``x`` the job type one-hot over ``L`` types; ``d`` time slots it
   has run; ``e`` remaining epochs; ``r`` dominant share of the cluster allocated to it so far
   this slot; ``w``/``u`` workers/PS allocated so far this slot; extras: row present, fraction
-  of its epochs done, workers/PS it held last slot, row position ``i / J``. Then four global entries: free fraction of
-  GPU, CPU and memory in this slot's scratch copy, and how many active jobs wait beyond this
-  batch (÷ J). Everything is what a real scheduler observes (`ClusterView`: progress, counts,
-  free resources); no speed function, noisy or not, is read.
+  of its epochs done, workers/PS it held last slot, row position ``i / J``. Then four global
+  entries: free fraction of GPU, CPU and memory in this slot's scratch copy, and how many
+  active jobs wait beyond this batch (÷ J). Everything is what a real scheduler observes
+  (`ClusterView`: progress, counts, free resources); no speed function, noisy or not, is read.
 * **Actions** ``3J + 1``: ``3i`` add a worker to row ``i``, ``3i + 1`` add a PS, ``3i + 2``
   add one of each, ``3J`` the void action that ends the batch. Actions that would exceed the
   job's caps or that do not fit in the free resources are masked.
@@ -26,7 +26,7 @@ Jobs whose slot allocation lacks a worker or (PS jobs) a PS cannot train and are
 the `Decision`; their reserved resources stay idle for the slot, as in DL2.
 
 Scales: ``d`` is ``log1p(slots)/5``, ``e`` is ``log1p(epochs)/12``, ``r`` is 10 × share, counts
-are ÷ 16 (`COUNT_SCALE`); all entries are clipped to ``[0, OBS_HIGH]``.
+are ÷ 16 (`COUNT_SCALE`); all entries are clipped to ``[0, OBS_HIGH]`` as they are written.
 """
 
 from __future__ import annotations
@@ -177,6 +177,7 @@ class Dl2Slot:
         self.now_s = view.now_s
         cluster = view.cluster
         self.capacity = cluster.capacity_array.sum(axis=0)
+        self._cap = [float(c) for c in self.capacity]
         self.jobs: list[JobRun] = view.jobs()
         tracker = cluster.free_array
         for run in view.running:  # the slot is decided from scratch: give everything back
@@ -207,14 +208,16 @@ class Dl2Slot:
         start = self.batch * J
         self.rows: list[JobRun] = self.jobs[start : start + J]
         n = len(self.rows)
-        self._obs_rows = np.zeros((J, self.shape.row_dim), dtype=np.float32)
+        self._obs = np.zeros(self.shape.obs_dim, dtype=np.float32)
+        self._obs_rows = self._obs[: J * self.shape.row_dim].reshape(J, self.shape.row_dim)
         self._max_w = np.zeros(J, dtype=np.int64)
         self._max_p = np.zeros(J, dtype=np.int64)
         self._w = np.zeros(J, dtype=np.int64)
         self._p = np.zeros(J, dtype=np.int64)
         self._shape_of = np.zeros(J, dtype=np.int64)
         self._needs: list[tuple[Need, Need]] = []
-        shape_ids: dict[tuple[tuple[float, ...], tuple[float, ...]], int] = {}
+        shape_ids: dict[tuple[Need, Need], int] = {}
+        self._demand: list[tuple[Need, Need]] = []
         for i, run in enumerate(self.rows):
             spec = run.spec
             row = self._obs_rows[i]
@@ -224,11 +227,11 @@ class Dl2Slot:
             total = max(spec.total_work, _EPS)
             left = run.remaining_work(self.now_s)
             row[L + 0] = 1.0
-            row[L + 1] = math.log1p(run.slots_run) / 5.0
-            row[L + 2] = math.log1p(left) / 12.0
-            row[L + 3] = 1.0 - left / total
-            row[L + 7] = run.allocation.num_workers / COUNT_SCALE
-            row[L + 8] = run.allocation.num_ps / COUNT_SCALE
+            row[L + 1] = min(OBS_HIGH, math.log1p(run.slots_run) / 5.0)
+            row[L + 2] = min(OBS_HIGH, math.log1p(left) / 12.0)
+            row[L + 3] = min(1.0, max(0.0, 1.0 - left / total))
+            row[L + 7] = min(OBS_HIGH, run.allocation.num_workers / COUNT_SCALE)
+            row[L + 8] = min(OBS_HIGH, run.allocation.num_ps / COUNT_SCALE)
             row[L + 9] = i / J
             w, p = self.counts[run.job_id]
             self._w[i], self._p[i] = w, p
@@ -239,17 +242,21 @@ class Dl2Slot:
                 shape_ids[key] = len(self._needs)
                 self._needs.append(key)
             self._shape_of[i] = shape_ids[key]
+            self._demand.append((key[0], key[1]))
             self._refresh_row(i)
         self._present = np.arange(J) < n
         self._beyond = max(0, len(self.jobs) - start - n) / J
 
     def _refresh_row(self, i: int) -> None:
         L = self.shape.L
-        spec = self.rows[i].spec
+        wd, pd = self._demand[i]
         w, p = int(self._w[i]), int(self._p[i])
         row = self._obs_rows[i]
-        share = spec.demand(w, p).as_tuple()
-        dom = max((s / c for s, c in zip(share, self.capacity, strict=True) if c > 0), default=0.0)
+        dom = 0.0
+        for r in range(3):
+            cap = self._cap[r]
+            if cap > 0:
+                dom = max(dom, (wd[r] * w + pd[r] * p) / cap)
         row[L + 4] = min(OBS_HIGH, SHARE_SCALE * dom)
         row[L + 5] = w / COUNT_SCALE
         row[L + 6] = p / COUNT_SCALE
@@ -258,12 +265,11 @@ class Dl2Slot:
 
     def observation(self) -> npt.NDArray[np.float32]:
         free = self.free.totals
-        glob = np.zeros(GLOBAL, dtype=np.float32)
+        glob = self._obs[self.shape.J * self.shape.row_dim :]
         for r in range(3):
-            glob[r] = free[r] / self.capacity[r] if self.capacity[r] > 0 else 0.0
-        glob[3] = self._beyond
-        obs = np.concatenate([self._obs_rows.reshape(-1), glob])
-        return np.clip(obs, 0.0, OBS_HIGH).astype(np.float32, copy=False)
+            glob[r] = min(1.0, max(0.0, free[r] / self._cap[r])) if self._cap[r] > 0 else 0.0
+        glob[3] = min(OBS_HIGH, self._beyond)
+        return self._obs.copy()
 
     def _shape_ok(self) -> npt.NDArray[np.bool_]:
         """(num shapes, 3): whether a worker, a PS, both fit now."""
