@@ -8,7 +8,9 @@ jobs, load 1.8; seeds from `dlsched.rl.sched2_train.TEST_SEEDS`, never trained o
 * the baselines SIF, DSIF, SAF (oracle), LRF, SPF, FIFO on the same traces.
 
 Prints a table of means and the targets: SCED² vs the best baseline on average JCT, makespan
-and average fragmentation (Eq. 1, time-averaged), and decision-time p99 ≤ 5 ms.
+and average fragmentation (Eq. 1, time-averaged), and decision-time p99 ≤ 5 ms, both as wall
+time and as the thread's CPU time (wall time on a shared, busy machine includes waiting for the
+core).
 
 Usage: ``nice -n 10 .venv/bin/python benchmarks/sched2_policy.py [--traces 5] [--mix 0.68]``
 """
@@ -40,6 +42,7 @@ class Timed(BaseScheduler):
         self.inner = inner
         self.name = inner.name
         self.times: list[float] = []
+        self.cpu_times: list[float] = []
 
     def reset(self) -> None:
         reset = getattr(self.inner, "reset", None)
@@ -47,9 +50,10 @@ class Timed(BaseScheduler):
             reset()
 
     def decide(self, view: ClusterView) -> Decision:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
         decision = self.inner.decide(view)
         self.times.append(time.perf_counter() - t0)
+        self.cpu_times.append(time.thread_time() - c0)
         return decision
 
 
@@ -58,6 +62,9 @@ def main() -> None:
     parser.add_argument("--traces", type=int, default=5, help="held-out test traces")
     parser.add_argument("--mix", type=float, default=0.68, help="share of 1-GPU jobs")
     parser.add_argument("--policy", default="sched2", help="scheduler spec (sched2:PATH)")
+    parser.add_argument(
+        "--timing-only", action="store_true", help="time the policy; skip the baselines"
+    )
     args = parser.parse_args()
     torch.set_num_threads(1)
     if hasattr(os, "sched_setaffinity"):
@@ -70,7 +77,7 @@ def main() -> None:
         s = simulate(workload, timed).summary()
         assert s["finished"] == s["jobs"], f"sched2 left jobs unfinished on seed {seed}"
         rows.setdefault("sched2", []).append(s)
-        for name in BASELINES:
+        for name in () if args.timing_only else BASELINES:
             rows.setdefault(name, []).append(simulate(workload, name).summary())
     print(
         f"sched2 workload, {args.mix:.0%} one-GPU jobs, load {DEFAULT_LOAD}, "
@@ -80,14 +87,17 @@ def main() -> None:
     means = {n: {m: float(np.mean([r[m] for r in rs])) for m in METRICS} for n, rs in rows.items()}
     for name, m in means.items():
         print(f"{name:10s}" + "".join(f"{m[k]:20.3f}" for k in METRICS))
-    times_ms = np.asarray(timed.times) * 1e3
-    p50, p99 = np.percentile(times_ms, [50, 99])
-    print(
-        f"decision time per scheduling event: {times_ms.size} events, p50 {p50:.3f} ms, "
-        f"p99 {p99:.3f} ms, max {times_ms.max():.3f} ms (1 thread, 1 core) "
-        f"-> target p99 <= 5 ms {'MET' if p99 <= 5.0 else 'NOT MET'}"
-    )
+    for label, values in (("wall", timed.times), ("CPU", timed.cpu_times)):
+        ms = np.asarray(values) * 1e3
+        p50, p99 = np.percentile(ms, [50, 99])
+        print(
+            f"decision time per scheduling event ({label}): {ms.size} events, p50 {p50:.3f} ms, "
+            f"p99 {p99:.3f} ms, max {ms.max():.3f} ms (1 thread, 1 core) "
+            f"-> target p99 <= 5 ms {'MET' if p99 <= 5.0 else 'NOT MET'}"
+        )
     ours = means["sched2"]
+    if args.timing_only:
+        return
     for metric in ("avg_jct_s", "makespan_s", "avg_fragmentation"):
         best_name = min(BASELINES, key=lambda n: means[n][metric])
         best = means[best_name][metric]

@@ -85,6 +85,25 @@ def test_window_orders_arrival_or_shortest():
     assert max(work) <= min(r.spec.total_work for r in b.waiting[10:])
 
 
+def test_builder_state_matches_the_simulators_metrics():
+    from dlsched.sim.metrics import gpu_remaining_matrix
+
+    env = Sched2Env(servers=2, num_jobs=80, load=4.0)
+    env.reset(seed=0, options={"trace_seed": 5})
+    for _ in range(40):
+        env.step(env.shape.slots)
+    b = env.builder
+    assert b is not None and b.view.running and len(b.waiting) > 10
+    expected = gpu_remaining_matrix(b.view.cluster, b.view.running, b.now_s)
+    np.testing.assert_allclose(b.gpu_time_s, expected)
+    rest = b.waiting[10:]
+    stats = b.observation()[-4:]
+    assert stats[0] == pytest.approx(np.log1p(len(rest)), rel=1e-5)
+    assert stats[1] == pytest.approx(np.mean([r.spec.num_gpus for r in rest]) / 8, rel=1e-5)
+    mean_work = np.mean([r.spec.total_work for r in rest])
+    assert stats[2] == pytest.approx(np.log1p(mean_work / 3600), rel=1e-5)
+
+
 def test_trace_windows_restart_at_zero_and_keep_jobs():
     traces = workload_traces("sched2", num_jobs=50, window=10)
     w = traces(7)

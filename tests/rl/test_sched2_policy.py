@@ -27,9 +27,9 @@ def test_card_describes_the_shipped_policy():
     assert 0.0 < card.validation["avg_effectiveness"] <= 1.0
 
 
-@pytest.mark.parametrize("seed", [11, 12])
-def test_shipped_policy_runs_every_job_without_over_allocation(seed):
-    workload = make_workload("sched2", seed=seed, num_jobs=150, load=1.8)
+def test_shipped_policy_runs_every_job_without_over_allocation():
+    seed = 11
+    workload = make_workload("sched2", seed=seed, num_jobs=80, load=2.5)
     result, finished = checked_run(workload, make_scheduler("sched2"), seed)
     assert sorted(finished) == sorted(j.job_id for j in workload.jobs)
     assert len(result.records) == len(workload.jobs)
@@ -42,7 +42,7 @@ def test_cluster_shape_mismatch_is_one_clear_error():
 
 def test_scheduler_and_environment_agree():
     net, shape, _ = load_policy()
-    options = {"num_jobs": 80, "load": 1.8}
+    options = {"num_jobs": 50, "load": 1.8}
     env = Sched2Env(**options)
     obs, info = env.reset(seed=0, options={"trace_seed": 21})
     done = False

@@ -19,7 +19,7 @@ the agent can match SIF and improve on it with locality-aware choices and holds.
 **Observation** (flat float32, ``N·M + J·(k + 2) + 4`` values; times as ``log1p(t / 1 h)``):
 
 * GPU state, ``N × M``: remaining time of the job on each GPU (0 = free), from the job's
-  remaining work over its measured rate (`dlsched.sim.metrics.gpu_remaining_matrix`); jobs
+  remaining work over its measured rate (as `dlsched.sim.metrics.gpu_remaining_matrix`); jobs
   picked this round count with their profiled time on the placement they got.
 * for each of the first ``J`` waiting jobs: its ``k`` profiled execution times
   (`sched2_profile.JobProfile.times_s`), its GPU demand over ``M``, its waiting time; zeros for
@@ -45,7 +45,6 @@ from dlsched.core import Allocation, ClusterView, Decision, JobRun, Target
 from dlsched.rl.sched2_profile import K_PROFILES, Profiler
 from dlsched.schedulers.common import tasks_that_fit
 from dlsched.schedulers.saf import pack_allocation
-from dlsched.sim.metrics import gpu_remaining_matrix
 
 J_SLOTS = 10
 """Waiting jobs the agent chooses among (SCED² §IV-A: the first 10)."""
@@ -128,6 +127,30 @@ class Picked:
     estimated_s: float
 
 
+def remaining_matrix(view: ClusterView, gpus_per_server: int) -> npt.NDArray[np.float64]:
+    """``(N, M)`` remaining seconds of the job on each GPU, 0 when free.
+
+    The same values as `dlsched.sim.metrics.gpu_remaining_matrix` (remaining work over the
+    measured rate plus any rescale pause, 1e9 s when the rate is 0), built with plain lists
+    because it runs at every scheduling point.
+    """
+    rows: list[list[float]] = [[] for _ in range(view.cluster.num_servers)]
+    now = view.now_s
+    for run in view.running:
+        per_task = run.spec.worker_demand.gpu
+        if per_task <= 0:
+            continue
+        left = min(run.remaining_work(now) / run.rate, 1e9) if run.rate > 0 else 1e9
+        left += max(0.0, run.paused_until_s - now)
+        for server, n in run.allocation.workers:
+            rows[server].extend([left] * round(n * per_task))
+    matrix = np.zeros((len(rows), gpus_per_server), dtype=np.float64)
+    for i, row in enumerate(rows):
+        if row:
+            matrix[i, : len(row)] = row[:gpus_per_server]
+    return matrix
+
+
 class Sched2Builder:
     """One scheduling point being decided action by action (see the module docstring)."""
 
@@ -137,10 +160,20 @@ class Sched2Builder:
         self.profiler = profiler
         self.now_s = view.now_s
         self.free: list[list[float]] = view.cluster.free_array.tolist()
-        self.gpu_time_s = gpu_remaining_matrix(view.cluster, view.running, view.now_s)
+        self.gpu_time_s = remaining_matrix(view, shape.gpus_per_server)
         self.waiting: list[JobRun] = list(view.pending)
-        if shape.order == "shortest":
-            self.waiting.sort(key=lambda r: (r.remaining_work(self.now_s), r.spec.submit_time_s))
+        if shape.order == "shortest":  # pending jobs make no progress: remaining work is fixed
+            self.waiting.sort(
+                key=lambda r: (r.spec.total_work - r.progress_s, r.spec.submit_time_s)
+            )
+        specs = [r.spec for r in self.waiting]
+        self._totals = [
+            float(len(specs)),
+            float(sum(s.num_gpus for s in specs)),
+            float(sum(s.total_work for s in specs)),
+            float(sum(s.submit_time_s for s in specs)),
+        ]
+        self._rows: dict[int, npt.NDArray[np.float64]] = {}
         self.picked: list[Picked] = []
         self.nothing_running = not view.running
         self._free_gpus = [row[0] for row in self.free]
@@ -156,19 +189,29 @@ class Sched2Builder:
         m = shape.gpus_per_server
         gpu = scale_time(self.gpu_time_s[:, :m]).reshape(-1)
         jobs = np.zeros((shape.slots, shape.job_features), dtype=np.float64)
+        count, gpus, work, submit = self._totals
         for i, run in enumerate(self.window()):
-            prof = self.profiler.profile(run.spec)
-            jobs[i, : shape.k] = scale_time(np.asarray(prof.times_s))
-            jobs[i, shape.k] = run.spec.num_gpus / m
-            jobs[i, shape.k + 1] = scale_time(self.now_s - run.spec.submit_time_s)
-        rest = self.waiting[shape.slots :]
+            spec = run.spec
+            row = self._rows.get(spec.job_id)
+            if row is None:
+                row = self._rows[spec.job_id] = scale_time(
+                    np.asarray(self.profiler.profile(spec).times_s)
+                )
+            jobs[i, : shape.k] = row
+            jobs[i, shape.k] = spec.num_gpus / m
+            jobs[i, shape.k + 1] = math.log1p((self.now_s - spec.submit_time_s) / TIME_SCALE_S)
+            count, gpus, work, submit = (
+                count - 1,
+                gpus - spec.num_gpus,
+                work - spec.total_work,
+                submit - spec.submit_time_s,
+            )
         stats = np.zeros(4, dtype=np.float64)
-        if rest:
-            stats[0] = math.log1p(len(rest))
-            stats[1] = float(np.mean([r.spec.num_gpus for r in rest])) / m
-            stats[2] = float(scale_time(float(np.mean([r.spec.total_work for r in rest]))))
-            waits = [self.now_s - r.spec.submit_time_s for r in rest]
-            stats[3] = float(scale_time(float(np.mean(waits))))
+        if count >= 0.5:  # the other waiting jobs, beyond the window
+            stats[0] = math.log1p(count)
+            stats[1] = gpus / count / m
+            stats[2] = math.log1p(max(work / count, 0.0) / TIME_SCALE_S)
+            stats[3] = math.log1p(max(self.now_s - submit / count, 0.0) / TIME_SCALE_S)
         return np.concatenate([gpu, jobs.reshape(-1), stats]).astype(np.float32)
 
     def _fits(self, run: JobRun) -> bool:
@@ -213,6 +256,12 @@ class Sched2Builder:
             row[free_slots] = estimate
         self.picked.append(Picked(run, alloc, estimate))
         del self.waiting[action]
+        spec = run.spec
+        totals = self._totals
+        totals[0] -= 1
+        totals[1] -= spec.num_gpus
+        totals[2] -= spec.total_work
+        totals[3] -= spec.submit_time_s
         return not self.action_mask()[:-1].any()
 
     def decision(self) -> Decision:
