@@ -5,7 +5,16 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from dlsched.core import Allocation, Arch, Cluster, ClusterView, JobRun, JobSpec, Resources
+from dlsched.core import (
+    Allocation,
+    Arch,
+    Cluster,
+    ClusterView,
+    Decision,
+    JobRun,
+    JobSpec,
+    Resources,
+)
 from dlsched.placement import make_placement
 from dlsched.schedulers.base import Scheduler
 from dlsched.sim import Result, SimConfig, Simulator
@@ -144,20 +153,14 @@ def scene(servers: int = 1, capacity: Resources = GPU_SERVER) -> Scene:
     return Scene(Cluster.homogeneous(servers, capacity))
 
 
-def counts(decision: object) -> dict[int, tuple[int, int]]:
+def counts(decision: Decision) -> dict[int, tuple[int, int]]:
     """Job id → (workers, PS) of a decision, in decision order."""
-    targets = decision.targets  # type: ignore[attr-defined]
-    return {j: (t.num_workers, t.num_ps) for j, t in targets.items()}
+    return {j: (t.num_workers, t.num_ps) for j, t in decision.targets.items()}
 
 
 class CheckedSimulator(Simulator):
-    """A simulator that checks capacity at every scheduling point and that jobs finish once.
+    """A simulator that checks capacity at every scheduling point and that jobs finish once."""
 
-    Args:
-        on_decision: called with (view, decision) at every scheduling point, for extra checks.
-    """
-
-    on_decision: Callable[[ClusterView, object], None] | None = None
     finished_ids: list[int]
 
     def _schedule_point(self, t: float) -> None:
@@ -208,7 +211,7 @@ def checked_run(
     if oracle_for_all is not None:
         decide = scheduler.decide
 
-        def spied(view: ClusterView) -> object:
+        def spied(view: ClusterView) -> Decision:
             return decide(
                 ClusterView(
                     now_s=view.now_s,
