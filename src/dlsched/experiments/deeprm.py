@@ -6,7 +6,7 @@ point at every time step (``interval_s = 1``, as DeepRM's agent acts every step)
 scheduler:
 
 * **Fig. 4** (``fig4.csv``, ``fig4.png``): average slowdown vs load for ``deeprm`` (the shipped
-  policies, each decision using the one trained nearest the load seen so far), ``sjf``,
+  policy trained nearest the point's load, ``deeprm:LOAD``), ``sjf``,
   ``packer``, ``tetris-star`` and ``random``. The heuristics see every pending job; DeepRM sees
   its ``M = 10`` slots and the backlog count, as in the paper.
 * **Fig. 5** (``fig5.csv``, ``fig5.png``): average slowdown and average completion time at load
@@ -101,7 +101,8 @@ def fig4(out: Path, size: Size) -> tuple[list[Path], dict[tuple[float, str], tup
     for load in size.loads:
         for seed in _seeds(size):
             for name in SCHEDULERS:
-                s = _run(load, seed, name).summary()
+                spec = f"deeprm:{load}" if name == "deeprm" else name
+                s = _run(load, seed, spec).summary()
                 rows.append(
                     {
                         "load": load,
@@ -299,7 +300,7 @@ def fig7(out: Path, size: Size, load: float = 1.1) -> tuple[list[Path], dict[str
     rows = []
     lengths: dict[str, list[float]] = {}
     for name in ("deeprm", "tetris-star"):
-        probe = WithholdingProbe(make_scheduler(name))
+        probe = WithholdingProbe(make_scheduler(f"deeprm:{load}" if name == "deeprm" else name))
         by_class: dict[str, list[float]] = {"short": [], "long": []}
         for seed in _seeds(size):
             result = _run(load, seed, probe)  # type: ignore[arg-type]
