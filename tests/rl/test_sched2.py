@@ -184,3 +184,20 @@ def test_short_training_improves_average_effectiveness_on_a_tiny_setting():
     after = evaluate(net, validation)["avg_effectiveness"]
     assert len(log) == 12
     assert after > before + 0.02, (before, after)
+
+
+def test_dsif_teacher_takes_legal_actions_and_finishes_every_job():
+    from dlsched.rl.sched2_teacher import DsifTeacher
+
+    env = Sched2Env(servers=2, num_jobs=40, load=3.0, order="shortest")
+    teacher = DsifTeacher()
+    _, info = env.reset(seed=0, options={"trace_seed": 8})
+    teacher.reset()
+    done = False
+    while not done:
+        action = teacher.act(env.builder)
+        assert info["action_mask"][action]
+        _, _, terminated, truncated, info = env.step(action)
+        done = terminated or truncated
+    assert info["result"]["finished"] == 40
+    assert max(teacher.delays.values(), default=0) <= 3

@@ -46,6 +46,7 @@ def train_sched2_command(
         int, typer.Option(min=0, help="Gradient steps on the demonstrations alone.")
     ] = 0,
     eps_start: Annotated[float, typer.Option(min=0.0, max=1.0, help="Initial ε.")] = 1.0,
+    lr: Annotated[float, typer.Option(min=0.0, help="Adam learning rate.")] = 2.5e-4,
     seed: Annotated[int, typer.Option(help="Seed of torch, NumPy and the trace draws.")] = 0,
     eps_decay_steps: Annotated[int, typer.Option(min=1, help="Steps of ε decay.")] = 50_000,
     log_csv: Annotated[
@@ -63,6 +64,7 @@ def train_sched2_command(
             time_budget_s=None if minutes is None else minutes * 60.0,
             eps_decay_steps=eps_decay_steps,
             eps_start=eps_start,
+            lr=lr,
             demo_episodes=demo_episodes if teacher != "none" else 0,
             pretrain_steps=pretrain_steps if teacher != "none" else 0,
         )
