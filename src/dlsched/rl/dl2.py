@@ -90,6 +90,8 @@ class Dl2Config:
     """Moving-average factor of the baseline when ``value_net`` is False (ours)."""
     dagger: float = 0.0
     """Fraction of supervised-data slots driven by the learner, labelled by the teacher (ours)."""
+    normalize_advantage: bool = True
+    """Standardise advantages per mini-batch (ours; CleanRL's ``norm_adv``)."""
     grad_clip: float = 10.0
     """Global gradient-norm clip (ours)."""
     seed: int = 0
@@ -464,6 +466,8 @@ class Learner:
             mean_r = float(batch.rewards.mean())
             advantage = batch.rewards - self.baseline
             self.baseline = cfg.baseline_decay * self.baseline + (1 - cfg.baseline_decay) * mean_r
+        if cfg.normalize_advantage and advantage.numel() > 1:
+            advantage = (advantage - advantage.mean()) / (advantage.std() + 1e-8)
         policy_loss = -(logp * advantage).mean() - cfg.entropy_beta * entropy.mean()
         self.policy_opt.zero_grad()
         policy_loss.backward()
@@ -586,6 +590,40 @@ def evaluate(
         jcts.append(float(result.summary()["avg_jct_s"]))
     policy.train()
     return float(np.mean(jcts))
+
+
+def discounted_return(
+    policy: nn.Module, cfg: Dl2Config, env: Dl2Env, trace_seeds: Sequence[int]
+) -> float:
+    """Mean over traces of the greedy policy's ``Σ_k γ^k r_k`` (RL's objective), slot rewards.
+
+    Args:
+        env: environment to run in (its workload options apply).
+        trace_seeds: trace seeds (``reset(options={"trace_seed": s})``).
+    """
+    scheduler = make_scheduler_for(policy, cfg)
+    returns = []
+    for seed in trace_seeds:
+        env.reset(seed=seed, options={"trace_seed": seed})
+        total, discount, done = 0.0, 1.0, False
+        while not done:
+            assert env.slot is not None
+            decision_builder = env.slot
+            action = _greedy(scheduler, decision_builder)
+            _, reward, terminated, truncated, info = env.step(action)
+            if info["slot_end"]:
+                total += discount * reward
+                discount *= cfg.gamma
+            done = terminated or truncated
+        returns.append(total)
+    return float(np.mean(returns))
+
+
+def _greedy(scheduler: PolicyScheduler, slot: Any) -> int:
+    mask = slot.action_mask()
+    net = scheduler.net
+    assert isinstance(net, NumpyPolicy)
+    return int(np.argmax(np.where(mask, net.logits(slot.observation()), -np.inf)))
 
 
 def save(
