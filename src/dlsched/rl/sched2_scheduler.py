@@ -122,6 +122,7 @@ def evaluate(
 )
 def _make(arg: str | None) -> Scheduler:
     net, shape, card = load_policy(arg)
-    where = f"sched2 policy {arg or POLICY_DIR.name} ({card.workload})"
+    source = f"checkpoint {arg}" if arg else "shipped policy"
+    where = f"sched2 ({source}, trained on {card.workload})"
     seed = int(card.hyperparams.get("profile_seed", 0))
     return make_scheduler_from(net, shape, profile_seed=seed, where=where)

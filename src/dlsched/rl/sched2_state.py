@@ -290,8 +290,9 @@ class Sched2Encoder:
         servers, gpus = cluster_shape(view)
         if (servers, gpus) != (self.shape.servers, self.shape.gpus_per_server):
             raise ValueError(
-                f"{self.where}: policy made for {self.shape.servers} servers x "
+                f"{self.where}: made for {self.shape.servers} servers x "
                 f"{self.shape.gpus_per_server} GPUs, this cluster has {servers} x {gpus}; "
-                "pass --servers to match or train one with `dlsched train sched2 --workload ...`"
+                f"pass --servers {self.shape.servers} or train a policy for it with "
+                "`dlsched train sched2 --workload ...`"
             )
         return Sched2Builder(view, self.shape, self.profiler)
