@@ -219,8 +219,10 @@ def fig6(out: Path, references: dict[str, float]) -> list[Path]:
     ]
     if val:
         ax_s.plot(*zip(*val, strict=True), marker="o", label="deeprm (validation, arg-max)")
-    for name, value in references.items():
-        ax_s.axhline(value, linestyle="--", linewidth=1, label=f"{name} (held-out)")
+    for k, (name, value) in enumerate(references.items()):
+        ax_s.axhline(
+            value, linestyle="--", linewidth=1, color=f"C{k + 2}", label=f"{name} (held-out)"
+        )
     ax_s.set_xlabel("iteration")
     ax_s.set_ylabel("average slowdown")
     ax_s.legend(fontsize=7)
