@@ -183,6 +183,8 @@ class NumpyPolicy:
             return out
 
         self.row_net = isinstance(net, RowNet)
+        self._last_rows: np.ndarray | None = None
+        self._last_h = np.zeros(0, dtype=np.float32)
         if isinstance(net, RowNet):
             self.J, self.row_dim, self.L = net.J, net.row_dim, net.L
             self.rows = layers(net.rows)
@@ -203,13 +205,29 @@ class NumpyPolicy:
                 np.maximum(x, 0.0, out=x)
         return x
 
+    def _embed(self, rows: npt.NDArray[np.float32]) -> np.ndarray:
+        """Row embeddings, recomputing only rows that differ from the previous call's (an
+        action changes one row, so a slot's forward passes cost one row each, not J)."""
+        last = self._last_rows
+        if last is not None and last.shape == rows.shape:
+            changed = np.flatnonzero((rows != last).any(axis=1))
+            if changed.size < rows.shape[0] // 2:
+                h = self._last_h.copy()
+                if changed.size:
+                    h[changed] = np.maximum(self._run(rows[changed], self.rows), 0.0)
+                self._last_rows, self._last_h = rows.copy(), h
+                return h
+        h = np.maximum(self._run(rows, self.rows), 0.0)
+        self._last_rows, self._last_h = rows.copy(), h
+        return h
+
     def logits(self, obs: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
         """Logits for one observation (1-D in, 1-D out)."""
         if not self.row_net:
             return self._run(obs[None, :], self.mlp)[0]
         rows = obs[: self.J * self.row_dim].reshape(self.J, self.row_dim)
         glob = obs[self.J * self.row_dim :]
-        h = np.maximum(self._run(rows, self.rows), 0.0)
+        h = self._embed(rows)
         present = rows[:, self.L]
         ctx = present @ h / max(float(present.sum()), 1.0)
         cg = np.concatenate([ctx, glob])
