@@ -191,6 +191,8 @@ class Dl2Slot:
         self.counts: dict[int, list[int]] = {run.job_id: [0, 0] for run in self.jobs}
         self._specs = {run.job_id: run.spec for run in self.jobs}
         self.order: list[int] = []  # job ids in the order they first got a task
+        self._served: set[int] = set()
+        self._trains = False  # some job can train with this slot's counts (they only grow)
         self.batch = 0
         self.done = False
         self.actions = 0
@@ -297,14 +299,9 @@ class Dl2Slot:
         per[:, ADD_PS] = can_p & ok[:, ADD_PS]
         per[:, ADD_BOTH] = can_w & can_p & ok[:, ADD_BOTH]
         mask[: 3 * J] = per.reshape(-1)
-        if self.batch + 1 >= self.num_batches and per.any() and not self._any_trains():
+        if not self._trains and self.batch + 1 >= self.num_batches and per.any():
             mask[self.shape.void] = False  # never end a slot with an idle cluster (no stalls)
         return mask
-
-    def _any_trains(self) -> bool:
-        """Whether some job got enough this slot to train (a worker, and a PS if it needs one)."""
-        specs = self._specs
-        return any(_can_train(specs[j], *self.counts[j]) for j in self.order)
 
     def apply(self, action: int) -> bool:
         """Take ``action`` (must be legal); True once the last batch's void ends the slot."""
@@ -333,11 +330,14 @@ class Dl2Slot:
             self.free.undo(sw, wn)
             raise ValueError(f"action {action}: no room for a PS")
         job_id = self.rows[i].job_id
-        if job_id not in self.order:
+        if job_id not in self._served:
+            self._served.add(job_id)
             self.order.append(job_id)
         self._w[i] += add_w
         self._p[i] += add_p
-        self.counts[job_id] = [int(self._w[i]), int(self._p[i])]
+        counts = self.counts[job_id] = [int(self._w[i]), int(self._p[i])]
+        if not self._trains:
+            self._trains = _can_train(self._specs[job_id], *counts)
         self._refresh_row(i)
         return False
 
