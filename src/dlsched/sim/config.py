@@ -51,7 +51,8 @@ class SimConfig:
         rescale: cost model for resizing and resuming jobs.
         seed: seed of the simulator's own randomness (noise).
         timeline_step_s: minimum spacing of timeline samples, seconds (None: ``interval_s``, or
-            600 s when event-driven).
+            when event-driven 600 s or the arrival span / 2,000 if larger, so that a months-long
+            trace keeps a timeline of a few thousand samples).
         idle_retry_s: when jobs wait on an idle cluster and nothing else will happen, ask the
             scheduler again after this many seconds (policies that delay jobs on purpose).
         max_idle_retries: after this many fruitless retries in a row the run stops with

@@ -72,6 +72,10 @@ class Simulator:
         self.finished: list[JobRun] = []
         self.last_status: dict[int, Status] = {}
         self.timeline = Timeline()
+        span_s = self.specs[-1].submit_time_s - self.specs[0].submit_time_s if self.specs else 0.0
+        self._timeline_step_s = (
+            config.timeline_step_s or config.interval_s or max(600.0, span_s / 2000)
+        )
         self._pending_keys: list[tuple[float, int]] = []
         self._noise: dict[int, float] = {}
         self._next_arrival = 0
@@ -384,8 +388,7 @@ class Simulator:
             self.now_s = t
 
     def _record_timeline(self, t: float) -> None:
-        step = self.config.timeline_step_s or self.config.interval_s or 600.0
-        if self.timeline.times and t - self.timeline.times[-1] < step:
+        if self.timeline.times and t - self.timeline.times[-1] < self._timeline_step_s:
             return
         total = self.cluster.total
         self.timeline.add(
