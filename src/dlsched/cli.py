@@ -54,6 +54,13 @@ OptionOpt = Annotated[
     list[str] | None,
     typer.Option("--option", "-o", help="Workload generator option KEY=VALUE (repeatable)."),
 ]
+OnBadRowOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--on-bad-row",
+        help="Trace workloads: fail on the first bad row (default) or skip bad rows (counted).",
+    ),
+]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 PlotOpt = Annotated[Path | None, typer.Option(help="Write a PNG figure to this path.")]
 
@@ -88,6 +95,16 @@ def _parse_options(options: list[str] | None) -> dict[str, Any]:
     return parsed
 
 
+def _workload_options(option: list[str] | None, on_bad_row: str | None) -> dict[str, Any]:
+    """Generator options from ``-o KEY=VALUE`` plus ``--on-bad-row``."""
+    options = _parse_options(option)
+    if on_bad_row is not None:
+        if on_bad_row not in ("fail", "skip"):
+            raise ValueError(f"--on-bad-row must be 'fail' or 'skip', got {on_bad_row!r}")
+        options["on_bad_row"] = on_bad_row
+    return options
+
+
 def _clean(obj: dict[str, Any]) -> dict[str, Any]:
     """JSON-safe: NaN and infinities become null."""
     return {
@@ -118,6 +135,7 @@ def simulate(
     noise: NoiseOpt = None,
     horizon: Annotated[float | None, typer.Option(min=0.0, help="Stop at this time (s).")] = None,
     option: OptionOpt = None,
+    on_bad_row: OnBadRowOpt = None,
     json_out: JsonOpt = False,
     plot: PlotOpt = None,
     jobs_csv: Annotated[Path | None, typer.Option(help="Write per-job records as CSV.")] = None,
@@ -135,7 +153,7 @@ def simulate(
             placement=placement,
             noise=noise,
             horizon_s=horizon,
-            **_parse_options(option),
+            **_workload_options(option, on_bad_row),
         )
         if jobs_csv is not None:
             result.write_jobs_csv(jobs_csv)
@@ -168,6 +186,7 @@ def compare(
     placement: PlacementOpt = None,
     noise: NoiseOpt = None,
     option: OptionOpt = None,
+    on_bad_row: OnBadRowOpt = None,
     json_out: JsonOpt = False,
     plot: PlotOpt = None,
 ) -> None:
@@ -184,7 +203,11 @@ def compare(
         for name in names:
             make_scheduler(name)  # fail fast on unknown names, before any run
         options = dict(
-            servers=servers, load=load, placement=placement, noise=noise, **_parse_options(option)
+            servers=servers,
+            load=load,
+            placement=placement,
+            noise=noise,
+            **_workload_options(option, on_bad_row),
         )
         with Progress(
             TextColumn("{task.description}"),

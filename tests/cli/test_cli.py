@@ -113,6 +113,9 @@ def test_trace_info_summarises_a_csv(tmp_path: Path):
         (["simulate", "--placement", "spread"], "unknown placement"),
         (["reproduce", "no-such-experiment"], "unknown experiment"),
         (["trace", "info", "/no/such/trace.csv"], "/no/such/trace.csv"),
+        (["simulate", "-o", "bogus=1"], "no option 'bogus'"),
+        (["simulate", "--on-bad-row", "skip"], "no option 'on_bad_row'"),
+        (["simulate", "--on-bad-row", "maybe"], "--on-bad-row"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_code_2(args: list[str], message: str):
@@ -131,3 +134,13 @@ def test_bad_trace_row_names_file_row_and_column(tmp_path: Path):
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert len(lines) == 1, result.output
     assert "bad.csv" in lines[0] and "duration" in lines[0]
+
+
+def test_on_bad_row_skip_counts_what_it_skipped(tmp_path: Path):
+    trace = tmp_path / "bad.csv"
+    trace.write_text("submit_time,duration,num_gpus\n0,100,1\n10,-5,1\n20,50,2\n")
+    args = ["simulate", "-w", f"trace:{trace}", "-s", "fifo", "--on-bad-row", "skip", "--json"]
+    result = invoke(*args)
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert (summary["jobs"], summary["finished"], summary["skipped_rows"]) == (2, 2, 1)

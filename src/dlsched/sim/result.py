@@ -137,6 +137,11 @@ class Result:
             "events": self.events,
             "decisions": self.decisions,
             "wall_s": self.wall_s,
+            **(
+                {"skipped_rows": self.params["skipped_rows"]}
+                if "skipped_rows" in self.params
+                else {}
+            ),
         }
 
     def write_jobs_csv(self, path: str | Path) -> None:

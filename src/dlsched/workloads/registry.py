@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -99,6 +100,15 @@ def make_workload(
     if not entry.takes_arg and sep:
         raise ValueError(f"workload {name!r} takes no ':' argument")
     fn = entry.function()
+    params = inspect.signature(fn).parameters
+    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        accepted = [k for k, p in params.items() if p.kind is inspect.Parameter.KEYWORD_ONLY]
+        unknown = sorted(set(overrides) - set(accepted))
+        if unknown:
+            raise ValueError(
+                f"workload {name!r} has no option {', '.join(map(repr, unknown))}; "
+                f"its options are {', '.join(accepted)}"
+            )
     if entry.takes_arg:
         return fn(arg or None, seed=seed, servers=servers, load=load, **overrides)
     return fn(seed=seed, servers=servers, load=load, **overrides)
