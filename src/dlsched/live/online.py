@@ -2,7 +2,8 @@
 
 The live loop gives a learning scheduler every slot's `ClusterView` and its `Decision`; the
 scheduler turns the measured progress into rewards, updates its policy and saves it. Learned
-schedulers that support this implement `OnlineLearning`; this module holds no RL code.
+schedulers that support this implement `OnlineLearning`; this module holds no RL code (DL2's
+online phase is `dlsched.rl.dl2_online`, built here by `make_learning_scheduler`).
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ class OnlineLearning(Protocol):
     """A scheduler that keeps learning from live feedback.
 
     ``observe_slot`` is called after every decision with the view it decided from (progress and
-    speeds as measured) and what it decided; ``save_policy`` writes the updated policy and
-    returns the file written.
+    speeds as measured) and what it decided; ``save_policy`` writes the updated policy as a
+    checkpoint directory ``path`` and returns the weights file written in it.
     """
 
     def observe_slot(self, view: ClusterView, decision: Decision) -> None: ...
@@ -36,12 +37,13 @@ class OnlineLearner:
 
     Args:
         scheduler: the learning scheduler.
-        out_dir: where the policy goes (``policy_online.pt``; the working directory if None).
+        out_dir: where the policy goes (checkpoint directory ``policy_online/``, loadable as
+            ``--scheduler dl2:OUT/policy_online``; the working directory if None).
     """
 
     def __init__(self, scheduler: OnlineLearning, out_dir: Path | None) -> None:
         self.scheduler = scheduler
-        self.path = (out_dir or Path.cwd()) / "policy_online.pt"
+        self.path = (out_dir or Path.cwd()) / "policy_online"
         self.slots = 0
 
     def observe(self, view: ClusterView, decision: Decision) -> None:
@@ -56,6 +58,9 @@ class OnlineLearner:
 def make_learning_scheduler(name: str) -> Scheduler:
     """Build ``name`` for ``--learn``: it must be a learning scheduler and registered.
 
+    ``dl2`` (or ``dl2:PATH``) gives DL2's online-learning variant (`dlsched.rl.dl2_online`),
+    starting from the shipped policy (or PATH); the registered ``dl2`` stays greedy.
+
     Raises:
         ValueError: naming what is missing.
     """
@@ -66,6 +71,11 @@ def make_learning_scheduler(name: str) -> Scheduler:
         raise ValueError(f"--learn needs --scheduler dl2 (online RL); {base!r} does not learn")
     if base not in schedulers():
         raise ValueError(f"--learn: no {base!r} scheduler is registered in this installation")
+    if base == "dl2":
+        from dlsched.rl.dl2_online import load_dl2_online
+
+        arg = name.partition(":")[2]
+        return load_dl2_online(arg or None)
     return make_scheduler(name)
 
 
