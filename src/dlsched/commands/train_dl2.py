@@ -57,6 +57,22 @@ def train_dl2_command(
         float, typer.Option(min=0.0, max=1.0, help="Share of SL slots driven by the learner.")
     ] = 0.0,
     seed: Annotated[int, typer.Option(help="Seed of torch, NumPy and the training traces.")] = 0,
+    speed_model: Annotated[
+        str,
+        typer.Option(
+            help="Training simulator's speeds: measured, or optimus (Optimus' model fitted to "
+            "a few noisy measured samples: the OfflineRL baseline)."
+        ),
+    ] = "measured",
+    fit_samples: Annotated[
+        int, typer.Option(min=1, help="With --speed-model optimus: observed configs per type.")
+    ] = 10,
+    clusters: Annotated[
+        int,
+        typer.Option(
+            min=1, help="Simulated clusters training one global policy in RL (federated, A3C)."
+        ),
+    ] = 1,
     resume: Annotated[bool, typer.Option(help="Continue from OUT/last if it exists.")] = False,
 ) -> None:
     """Train DL2: imitate TEACHER, then improve by RL; the best policy goes to OUT."""
@@ -66,12 +82,15 @@ def train_dl2_command(
     from dlsched.rl.checkpoint import read_card
     from dlsched.rl.dl2 import Dl2Config
     from dlsched.rl.dl2_train import LOG_FILE, TrainSpec, train_dl2
+    from dlsched.rl.offline_rl import SPEED_MODELS, FitSpec
 
     with _one_line_errors():
         torch.set_num_threads(1)
         sizes = tuple(int(x) for x in hidden.split(",") if x.strip())
         if not sizes:
             raise ValueError(f"--hidden {hidden!r}: expected sizes like 64,64")
+        if speed_model not in SPEED_MODELS:
+            raise ValueError(f"--speed-model {speed_model!r}: choose {' or '.join(SPEED_MODELS)}")
         options = _parse_options(option)
         if servers is not None:
             options["servers"] = servers
@@ -99,6 +118,9 @@ def train_dl2_command(
             val_seeds=parse_seeds(val_seeds),
             config=config,
             resume=resume,
+            speed_model=speed_model,
+            fit=FitSpec(samples=fit_samples, seed=seed),
+            clusters=clusters,
         )
         with Progress(
             TextColumn("{task.description}"),

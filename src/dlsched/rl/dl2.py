@@ -43,6 +43,7 @@ from dlsched.rl.dl2_state import GLOBAL, Dl2Encoder, Dl2Shape
 from dlsched.rl.envs.dl2 import Dl2Env
 from dlsched.rl.policy_scheduler import PolicyScheduler
 from dlsched.schedulers.registry import make_scheduler
+from dlsched.workloads.base import Workload
 from dlsched.workloads.dl2 import JOB_TYPES
 
 log = logging.getLogger(__name__)
@@ -461,6 +462,25 @@ class Learner:
 
     def update(self, batch: Batch) -> dict[str, float]:
         """One actor-critic step on ``batch``; returns losses and the mean entropy."""
+        stats = self.backward(batch)
+        self.step()
+        return stats
+
+    def step(self) -> None:
+        """Clip the gradients left by `backward` and apply them with the optimisers."""
+        nn.utils.clip_grad_norm_(self.policy.parameters(), self.cfg.grad_clip)
+        self.policy_opt.step()
+        if self.cfg.value_net:
+            nn.utils.clip_grad_norm_(self.value.parameters(), self.cfg.grad_clip)
+            self.value_opt.step()
+        self.updates += 1
+
+    def backward(self, batch: Batch) -> dict[str, float]:
+        """Actor-critic gradients of ``batch`` into the networks' ``.grad`` (no step).
+
+        Federated training (`dlsched.rl.dl2_federated`) ships these gradients to the global
+        learner, which applies them with `step`.
+        """
         cfg = self.cfg
         self.policy.train()
         logits = masked_logits(self.policy(batch.obs), batch.masks)
@@ -477,8 +497,6 @@ class Learner:
             value_loss = nn.functional.mse_loss(values, target)
             self.value_opt.zero_grad()
             value_loss.backward()
-            nn.utils.clip_grad_norm_(self.value.parameters(), cfg.grad_clip)
-            self.value_opt.step()
             stats["value_loss"] = float(value_loss.detach())
         else:
             mean_r = float(batch.rewards.mean())
@@ -489,9 +507,6 @@ class Learner:
         policy_loss = -(logp * advantage).mean() - cfg.entropy_beta * entropy.mean()
         self.policy_opt.zero_grad()
         policy_loss.backward()
-        nn.utils.clip_grad_norm_(self.policy.parameters(), cfg.grad_clip)
-        self.policy_opt.step()
-        self.updates += 1
         stats["policy_loss"] = float(policy_loss.detach())
         stats["entropy"] = float(entropy.detach().mean())
         stats["advantage"] = float(advantage.detach().abs().mean())
@@ -578,10 +593,12 @@ def reinforce(
 # -- evaluation and checkpoints --------------------------------------------------------------
 
 
-def make_scheduler_for(policy: nn.Module, cfg: Dl2Config | Dl2Shape) -> PolicyScheduler:
-    """The greedy `PolicyScheduler` running ``policy`` (registry name ``dl2``)."""
+def make_scheduler_for(
+    policy: nn.Module, cfg: Dl2Config | Dl2Shape, name: str = "dl2"
+) -> PolicyScheduler:
+    """The greedy `PolicyScheduler` running ``policy`` (registry name ``name``)."""
     shape = cfg.shape() if isinstance(cfg, Dl2Config) else cfg
-    return PolicyScheduler("dl2", Dl2Encoder(shape), NumpyPolicy(policy), preemptive=True)
+    return PolicyScheduler(name, Dl2Encoder(shape), NumpyPolicy(policy), preemptive=True)
 
 
 def evaluate(
@@ -589,19 +606,30 @@ def evaluate(
     cfg: Dl2Config,
     seeds: Sequence[int],
     workload: str = "dl2",
+    *,
+    transform: Callable[[Workload], Workload] | None = None,
     **workload_options: Any,
 ) -> float:
     """Mean average JCT (s) of the greedy policy over ``seeds`` (via `dlsched.simulate`).
 
     A policy that stalls the simulation (leaves jobs idle for good) scores ``inf``.
+
+    Args:
+        transform: applied to each generated trace before simulating it (OfflineRL validates
+            in its fitted-speed simulator, `dlsched.rl.offline_rl`).
     """
     from dlsched.sim import SimulationStalled, simulate
+    from dlsched.workloads.registry import make_workload
 
     jcts = []
     for seed in seeds:
         scheduler = make_scheduler_for(policy, cfg)
         try:
-            result = simulate(workload, scheduler, seed=seed, **workload_options)
+            if transform is None:
+                result = simulate(workload, scheduler, seed=seed, **workload_options)
+            else:
+                trace = transform(make_workload(workload, seed=seed, **workload_options))
+                result = simulate(trace, scheduler, seed=seed)
         except SimulationStalled:
             log.warning("validation seed %d: the policy stalled the simulation", seed)
             return float("inf")

@@ -39,7 +39,15 @@ from dlsched.rl.dl2 import (
     seed_everything,
     supervised,
 )
+from dlsched.rl.dl2_federated import FederatedPool
 from dlsched.rl.envs.dl2 import Dl2Env
+from dlsched.rl.offline_rl import (
+    SPEED_MODELS,
+    FitSpec,
+    FittedPS,
+    fit_speed_model,
+    fitted_transform,
+)
 from dlsched.workloads.registry import make_workload
 
 log = logging.getLogger(__name__)
@@ -64,6 +72,12 @@ class TrainSpec:
         val_seeds: trace seeds of validation (never trained on).
         config: DL2 hyper-parameters.
         resume: continue from ``out/last`` if it exists.
+        speed_model: ``"measured"`` (the workload's own speeds) or ``"optimus"``: train and
+            validate in a simulator whose speeds come from Optimus' model fitted to a few noisy
+            measured samples (the OfflineRL baseline, `dlsched.rl.offline_rl`).
+        fit: how the Optimus model is fitted when ``speed_model == "optimus"``.
+        clusters: simulated clusters training one global policy in RL (> 1: federated,
+            `dlsched.rl.dl2_federated`, one process each; 1: the single-process path).
     """
 
     out: Path
@@ -77,6 +91,19 @@ class TrainSpec:
     val_seeds: Sequence[int] = (201, 202, 203)
     config: Dl2Config = field(default_factory=Dl2Config)
     resume: bool = False
+    speed_model: str = "measured"
+    fit: FitSpec = field(default_factory=FitSpec)
+    clusters: int = 1
+
+    def fitted_model(self) -> FittedPS | None:
+        """The fitted speed model of ``speed_model`` (None for the measured speeds)."""
+        if self.speed_model == "measured":
+            return None
+        if self.speed_model == "optimus":
+            return fit_speed_model(self.fit, tuple(self.config.job_types))
+        raise ValueError(
+            f"unknown speed model {self.speed_model!r}; choose {' or '.join(SPEED_MODELS)}"
+        )
 
 
 Progress = Callable[[str, int, int, float | None], None]
@@ -95,6 +122,8 @@ class _Run:
         self.rl_done = 0
         self.best = float("inf")
         self.learner = Learner.create(self.cfg)
+        self.fitted = spec.fitted_model()
+        self.transform = fitted_transform(self.fitted) if self.fitted is not None else None
         spec.out.mkdir(parents=True, exist_ok=True)
         self.log_path = spec.out / LOG_FILE
 
@@ -121,6 +150,13 @@ class _Run:
         spec = self.spec
         params = dict(make_workload(spec.workload, seed=0, **spec.workload_options).params)
         params.pop("seed", None)
+        if self.fitted is not None:
+            params.update(self.fitted.params())
+        notes = f"teacher={spec.teacher}; best of validations every {spec.eval_every} updates"
+        if spec.speed_model != "measured":
+            notes += f"; trained and validated with {spec.speed_model} speeds (OfflineRL)"
+        if spec.clusters > 1:
+            notes += f"; RL federated over {spec.clusters} clusters"
         save(
             directory,
             self.learner.policy,
@@ -130,7 +166,7 @@ class _Run:
             seeds={"validation": list(spec.val_seeds), "run": [self.cfg.seed]},
             steps={"sl": self.sl_done, "rl": self.rl_done, "sl_episodes": spec.sl_episodes},
             validation={"avg_jct_s": val},
-            notes=f"teacher={spec.teacher}; best of validations every {spec.eval_every} updates",
+            notes=notes,
         )
 
     def checkpoint(self, val: float) -> None:
@@ -157,6 +193,7 @@ class _Run:
             self.cfg,
             spec.val_seeds,
             spec.workload,
+            transform=self.transform,
             **spec.workload_options,
         )
         if val < self.best:
@@ -195,7 +232,7 @@ def train_dl2(spec: TrainSpec, progress: Progress | None = None) -> Path:
     run = _Run(spec, progress)
     if spec.resume:
         run.restore()
-    env = Dl2Env(spec.workload, shape=cfg.shape(), **spec.workload_options)
+    env = Dl2Env(spec.workload, shape=cfg.shape(), transform=run.transform, **spec.workload_options)
     env.reset(seed=cfg.seed)
 
     # -- supervised warm-up ------------------------------------------------------------------
@@ -242,7 +279,18 @@ def train_dl2(spec: TrainSpec, progress: Progress | None = None) -> Path:
 
     # -- online RL ----------------------------------------------------------------------------
     if run.rl_done < spec.rl_steps:
-        rollout = Rollout(env, run.learner, seed=cfg.seed + run.rl_done)
+        pool: FederatedPool | None = None
+        if spec.clusters > 1:
+            pool = FederatedPool(
+                cfg,
+                spec.clusters,
+                spec.workload,
+                spec.workload_options,
+                transform=run.transform,
+                seed=cfg.seed + run.rl_done,
+            )
+        else:
+            rollout = Rollout(env, run.learner, seed=cfg.seed + run.rl_done)
         while run.rl_done < spec.rl_steps:
             chunk = min(spec.eval_every, spec.rl_steps - run.rl_done)
             entropies: list[float] = []
@@ -257,11 +305,21 @@ def train_dl2(spec: TrainSpec, progress: Progress | None = None) -> Path:
                 if progress is not None:
                     progress("rl", base + len(entropies), spec.rl_steps, None)
 
-            reinforce(run.learner, rollout, chunk, on_step=on_rl)
+            if pool is not None:
+                try:
+                    pool.train(run.learner, chunk, on_step=on_rl)
+                except BaseException:
+                    pool.close()
+                    raise
+            else:
+                reinforce(run.learner, rollout, chunk, on_step=on_rl)
             run.rl_done += chunk
             val = run.validate("rl", run.rl_done, sum(entropies) / max(1, len(entropies)))
             if progress is not None:
                 progress("rl", run.rl_done, spec.rl_steps, val)
+        if pool is not None:
+            log.info("federated updates per cluster: %s", pool.contributions)
+            pool.close()
     if not (spec.out / "card.json").exists():  # nothing trained: still leave a usable card
         run.validate("init", 0, 0.0)
     card = read_card(spec.out)

@@ -20,7 +20,7 @@ same draw, so ``reset(seed=s)`` makes an episode reproducible.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -50,6 +50,8 @@ class Dl2Env(gym.Env[npt.NDArray[np.float32], np.int64]):
         shape: J and the job types of the state.
         seeds: trace seeds to cycle through (None: drawn from ``np_random``).
         max_slots: slots before the episode is truncated.
+        transform: applied to every generated trace before it is simulated (OfflineRL swaps
+            the measured speed model for a fitted one, `dlsched.rl.offline_rl`).
         **workload_options: generator options (``servers=13``, ``load=1.0``, ``num_jobs=200``).
     """
 
@@ -62,6 +64,7 @@ class Dl2Env(gym.Env[npt.NDArray[np.float32], np.int64]):
         shape: Dl2Shape | None = None,
         seeds: Sequence[int] | None = None,
         max_slots: int = 2000,
+        transform: Callable[[Workload], Workload] | None = None,
         **workload_options: Any,
     ) -> None:
         super().__init__()
@@ -70,6 +73,7 @@ class Dl2Env(gym.Env[npt.NDArray[np.float32], np.int64]):
         self.shape = shape or Dl2Shape()
         self.seeds = list(seeds) if seeds is not None else None
         self.max_slots = max_slots
+        self.transform = transform
         self.observation_space = gym.spaces.Box(
             0.0, OBS_HIGH, shape=(self.shape.obs_dim,), dtype=np.float32
         )
@@ -98,6 +102,8 @@ class Dl2Env(gym.Env[npt.NDArray[np.float32], np.int64]):
         self.workload = make_workload(
             self.workload_name, seed=self.trace_seed, **self.workload_options
         )
+        if self.transform is not None:
+            self.workload = self.transform(self.workload)
         self.driver = SimDriver(self.workload, seed=self.trace_seed, preemptive=True)
         self.slots = 0
         self.stalled = False
