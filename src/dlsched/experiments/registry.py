@@ -46,6 +46,11 @@ EXPERIMENTS: dict[str, ExperimentEntry] = {
             "DeepRM Figs. 4-7: slowdown vs load, objectives at 130 %, learning curve, withholding",
         ),
         ExperimentEntry(
+            "dl2",
+            "dlsched.experiments.dl2:run",
+            "DL2 Figs. 9, 10, 13-17 and Table 2: shipped policy vs baselines, training, ablations",
+        ),
+        ExperimentEntry(
             "kubeflow",
             "dlsched.experiments.kubeflow:run",
             "Kubeflow dynamic vs static scheduler on three workload mixes",
