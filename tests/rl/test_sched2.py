@@ -163,7 +163,7 @@ def test_prioritized_replay_alpha_zero_is_uniform_and_weights_normalised():
 
 def test_short_training_improves_average_effectiveness_on_a_tiny_setting():
     from dlsched.rl.dqn import train
-    from dlsched.rl.sched2_scheduler import evaluate
+    from dlsched.rl.sched2_policy import evaluate
 
     options = {"servers": 1, "num_jobs": 30, "load": 3.0}
     env = Sched2Env(**options)

@@ -8,7 +8,7 @@ import pytest
 
 from dlsched.rl.dqn import greedy_action
 from dlsched.rl.envs.sched2 import Sched2Env
-from dlsched.rl.sched2_scheduler import POLICY_DIR, load_policy, make_scheduler_from
+from dlsched.rl.sched2_policy import POLICY_DIR, load_policy, make_scheduler_from
 from dlsched.schedulers.registry import make_scheduler
 from dlsched.sim import simulate
 from dlsched.workloads.registry import make_workload

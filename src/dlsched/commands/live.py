@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 from types import FrameType
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Group
@@ -18,12 +18,10 @@ from rich.live import Live
 from rich.table import Table
 
 from dlsched.cli import _clean, _fmt_metric, _one_line_errors, err, live_app, out
-from dlsched.live.cluster import LiveCluster, LiveSnapshot, ScalingEvent
-from dlsched.live.job import LiveJobError
-from dlsched.live.models import MODELS
-from dlsched.live.online import make_learning_scheduler, online_learner
-from dlsched.live.stream import make_stream
 from dlsched.schedulers.registry import make_scheduler
+
+if TYPE_CHECKING:  # the live runtime imports PyTorch: only when `live run` runs
+    from dlsched.live.cluster import LiveSnapshot, ScalingEvent
 
 
 def render(snap: LiveSnapshot, scheduler: str) -> Group:
@@ -79,6 +77,8 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 
 
 def _write_outputs(out_dir: Path, summary: dict[str, Any], events: list[ScalingEvent]) -> None:
+    from dlsched.live.cluster import ScalingEvent
+
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     with (out_dir / "scaling_events.csv").open("w", newline="") as fh:
@@ -122,6 +122,12 @@ def live_run(
     127.0.0.1); decisions are applied with hot scaling. All processes are stopped on exit,
     Ctrl-C included.
     """
+    from dlsched.live.cluster import LiveCluster
+    from dlsched.live.job import LiveJobError
+    from dlsched.live.models import MODELS
+    from dlsched.live.online import make_learning_scheduler, online_learner
+    from dlsched.live.stream import make_stream
+
     with _one_line_errors():
         names = tuple(m.strip() for m in models.split(",") if m.strip())
         unknown = [m for m in names if m not in MODELS]

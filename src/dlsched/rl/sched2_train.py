@@ -17,7 +17,7 @@ from typing import Any
 
 from dlsched.rl.dqn import DQNConfig, EpisodeLog, Sched2QNet, train
 from dlsched.rl.envs.sched2 import Sched2Env, workload_traces
-from dlsched.rl.sched2_scheduler import evaluate, save_policy
+from dlsched.rl.sched2_policy import evaluate, save_policy
 from dlsched.rl.sched2_teacher import DsifTeacher
 
 log = logging.getLogger(__name__)

@@ -86,17 +86,33 @@ def gpu_remaining_matrix(cluster: Cluster, running: Iterable[JobRun], now_s: flo
 
 
 def fragmentation(cluster: Cluster, running: Iterable[JobRun], now_s: float) -> float:
-    """Average SCED² fragmentation (Eq. 1) over servers with GPUs; 0 for CPU-only clusters."""
+    """Average SCED² fragmentation (Eq. 1) over servers with GPUs; 0 for CPU-only clusters.
+
+    Equal to `server_fragmentation` of each server's row of `gpu_remaining_matrix`, averaged,
+    but computed from per-server sums of remaining time and its square (no matrix): it runs at
+    every timeline sample, over every running job.
+    """
     gpus = cluster.capacity_array[:, 0].astype(int)
-    if not gpus.any():
+    has_gpus = gpus > 0
+    if not has_gpus.any():
         return 0.0
-    matrix = gpu_remaining_matrix(cluster, running, now_s)[gpus > 0]
-    # server_fragmentation row by row, vectorised: padding zeros change neither sum
-    total = matrix.sum(axis=1)
-    squares = np.einsum("ij,ij->i", matrix, matrix)
-    busy = squares > 0
-    values = np.zeros(len(matrix))
-    values[busy] = 1.0 - total[busy] ** 2 / (gpus[gpus > 0][busy] * squares[busy])
+    total = [0.0] * cluster.num_servers
+    squares = [0.0] * cluster.num_servers
+    for run in running:
+        per_task = run.spec.worker_demand.gpu
+        if per_task <= 0:
+            continue
+        left = min(run.remaining_work(now_s) / run.rate, 1e9) if run.rate > 0 else 1e9
+        left += max(0.0, run.paused_until_s - now_s)
+        for server, n in run.allocation.workers:
+            k = round(n * per_task)
+            total[server] += k * left
+            squares[server] += k * left * left
+    sums = np.asarray(total)[has_gpus]
+    sq = np.asarray(squares)[has_gpus]
+    busy = sq > 0
+    values = np.zeros(len(sums))
+    values[busy] = 1.0 - sums[busy] ** 2 / (gpus[has_gpus][busy] * sq[busy])
     return float(values.mean())
 
 
