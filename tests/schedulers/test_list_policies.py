@@ -228,3 +228,23 @@ def test_saf_is_labelled_an_oracle_and_needs_the_oracle():
     assert "oracle" in schedulers()["saf"].description
     with pytest.raises(PermissionError):
         Saf().decide(saf_scene().view())
+
+
+class _FifoWithoutMemory(Fifo):
+    """FIFO that re-checks the blocked head at every point (no skipping)."""
+
+    def decide(self, view):  # type: ignore[no-untyped-def]
+        self._blocked = None
+        return super().decide(view)
+
+
+@pytest.mark.parametrize("workload", ["sched2", "philly"])
+def test_fifo_skipping_a_still_blocked_head_changes_no_start_time(workload: str) -> None:
+    import dlsched
+
+    options = {"max_jobs": 400} if workload == "philly" else {}
+    starts = []
+    for scheduler in (Fifo(), _FifoWithoutMemory()):
+        result = dlsched.simulate(workload=workload, scheduler=scheduler, seed=3, **options)
+        starts.append({record.job_id: record.start_s for record in result.records})
+    assert starts[0] == starts[1]

@@ -32,6 +32,20 @@ class Server:
     capacity: Resources
 
 
+_ZERO = (0.0, 0.0, 0.0)
+
+
+def _usage_rows(spec: JobSpec, alloc: Allocation) -> dict[int, tuple[float, float, float]]:
+    """`usage` as plain (gpu, cpu, mem) tuples (the engine's hot path)."""
+    rows: dict[int, tuple[float, float, float]] = {}
+    for tasks, demand in ((alloc.workers, spec.worker_demand), (alloc.ps, spec.ps_demand)):
+        g, c, m = demand.as_tuple()
+        for server, n in tasks:
+            have = rows.get(server, _ZERO)
+            rows[server] = (have[0] + g * n, have[1] + c * n, have[2] + m * n)
+    return rows
+
+
 def usage(spec: JobSpec, alloc: Allocation) -> dict[int, Resources]:
     """Resources that ``alloc`` takes on each server for job ``spec``."""
     per_server: dict[int, Resources] = {}
@@ -48,6 +62,9 @@ class Cluster:
     Usage is held as an ``(N, 3)`` array of (gpu, cpu, mem) so that placement policies can scan
     servers with NumPy. Read it through `free_array` / `capacity_array`; change it only with
     `allocate` and `release` (the engine does).
+
+    Attributes:
+        version: counts changes of usage; equal versions mean nothing was taken or given back.
     """
 
     def __init__(self, servers: Iterable[Server | Resources]) -> None:
@@ -60,6 +77,7 @@ class Cluster:
         self._used = np.zeros_like(self._capacity)
         self._allocations: dict[int, Allocation] = {}
         self.total = Resources(*(float(x) for x in self._capacity.sum(axis=0)))
+        self.version = 0
 
     @staticmethod
     def homogeneous(num_servers: int, capacity: Resources) -> Cluster:
@@ -88,7 +106,7 @@ class Cluster:
         return Resources(*(float(x) for x in self._capacity[server_id] - self._used[server_id]))
 
     def used_total(self) -> Resources:
-        return Resources(*(float(x) for x in self._used.sum(axis=0)))
+        return Resources(*self._used.sum(axis=0).tolist())
 
     def allocation_of(self, job_id: int) -> Allocation:
         return self._allocations.get(job_id, Allocation.EMPTY)
@@ -100,15 +118,18 @@ class Cluster:
 
     def check(self, spec: JobSpec, alloc: Allocation) -> Status:
         """Whether ``alloc`` would fit, once the job's current allocation is given back."""
-        current = usage(spec, self.allocation_of(spec.job_id))
-        for server, need in usage(spec, alloc).items():
+        current = _usage_rows(spec, self.allocation_of(spec.job_id))
+        for server, need in _usage_rows(spec, alloc).items():
             if not 0 <= server < self.num_servers:
                 return Status.invalid(f"job {spec.job_id}: no server {server}")
-            back = current.get(server, Resources())
-            free = self._capacity[server] - self._used[server] + back.as_tuple()
-            if np.any(np.asarray(need.as_tuple()) > free + _EPS):
+            back = current.get(server, _ZERO)
+            cap = self._capacity[server].tolist()
+            used = self._used[server].tolist()
+            if any(need[r] > cap[r] - used[r] + back[r] + _EPS for r in range(3)):
+                free = self._capacity[server] - self._used[server] + back
                 return Status.unschedulable(
-                    f"job {spec.job_id}: server {server} has {_fmt(free)} free, needs {need}"
+                    f"job {spec.job_id}: server {server} has {_fmt(free)} free, "
+                    f"needs {Resources(*need)}"
                 )
         return Status.success()
 
@@ -118,10 +139,11 @@ class Cluster:
         if not status.ok:
             return status
         self.release(spec)
-        for server, need in usage(spec, alloc).items():
-            self._used[server] += need.as_tuple()
+        for server, need in _usage_rows(spec, alloc).items():
+            self._used[server] += need
         if not alloc.is_empty:
             self._allocations[spec.job_id] = alloc
+        self.version += 1
         return status
 
     def release(self, spec: JobSpec) -> None:
@@ -129,9 +151,11 @@ class Cluster:
         alloc = self._allocations.pop(spec.job_id, None)
         if alloc is None:
             return
-        for server, need in usage(spec, alloc).items():
-            self._used[server] -= need.as_tuple()
-        np.maximum(self._used, 0.0, out=self._used)  # float drift never shows as negative use
+        for server, need in _usage_rows(spec, alloc).items():
+            row = self._used[server]
+            row -= need
+            np.maximum(row, 0.0, out=row)  # float drift never shows as negative use
+        self.version += 1
 
     def assert_consistent(self) -> None:
         """Raise AssertionError if any server is over capacity (used by tests)."""

@@ -54,18 +54,18 @@ class FreeTracker:
     """
 
     def __init__(self, cluster: Cluster, release: list[JobRun] | None = None) -> None:
-        self.free: list[list[float]] = cluster.free_array.tolist()
+        free = cluster.free_array
+        self.free: list[list[float]] = free.tolist()
+        self._total: list[float] = free.sum(axis=0).tolist()
+        self._counts: dict[tuple[float, float, float], list[int]] = {}
         for run in release or ():
             self._give_back(run.spec, run.allocation)
-        self._counts: dict[tuple[float, float, float], list[int]] = {}
 
     def _give_back(self, spec: JobSpec, alloc: Allocation) -> None:
         for tasks, demand in ((alloc.workers, spec.worker_demand), (alloc.ps, spec.ps_demand)):
             need = demand.as_tuple()
             for server, n in tasks:
-                row = self.free[server]
-                for r in range(3):
-                    row[r] += need[r] * n
+                self._add(server, need, n)
 
     def _counts_for(self, need: tuple[float, float, float]) -> list[int]:
         """Tasks of ``need`` that fit on each server (cached per task shape)."""
@@ -80,8 +80,10 @@ class FreeTracker:
     def _add(self, server: int, need: tuple[float, float, float], n: int) -> None:
         """Change server ``server``'s free resources by ``n`` tasks of ``need`` (n < 0 takes)."""
         row = self.free[server]
+        total = self._total
         for r in range(3):
             row[r] += need[r] * n
+            total[r] += need[r] * n
         for shape, counts in self._counts.items():
             counts[server] = tasks_that_fit(row, shape)
 
@@ -91,6 +93,13 @@ class FreeTracker:
         ``one_at_a_time=False``. Returns what went where, or None (and no change)."""
         if not any(x > 0 for x in need):
             return []
+        total = self._total
+        if (
+            need[0] * n > total[0] + _EPS
+            or need[1] * n > total[1] + _EPS
+            or need[2] * n > total[2] + _EPS
+        ):
+            return None  # not even the sum over servers is enough
         counts = self._counts_for(need)
         if sum(counts) < n:
             return None

@@ -16,14 +16,25 @@ class Fifo(BaseScheduler):
     name = "fifo"
     preemptive: ClassVar[bool] = False
 
+    def __init__(self) -> None:
+        # (cluster, its version, head job id) when the head last did not fit
+        self._blocked: tuple[int, int, int] | None = None
+
+    def reset(self) -> None:
+        self._blocked = None
+
     def decide(self, view: ClusterView) -> Decision:
         decision = Decision()
         if not view.pending:
             return decision
+        head = (id(view.cluster), view.cluster.version, view.pending[0].job_id)
+        if head == self._blocked:  # nothing was given back since the head did not fit
+            return decision
         tracker = FreeTracker(view.cluster)
-        for run in view.pending:
+        for i, run in enumerate(view.pending):
             workers, ps = requested(run.spec)
             if not tracker.take(run.spec, workers, ps):
+                self._blocked = head if i == 0 else None
                 break
             decision.set(run.job_id, workers, ps)
         return decision
