@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich import box
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -112,16 +113,12 @@ def _clean(obj: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _fmt_metric(name: str, value: float, ci: float | None = None) -> str:
+def _fmt_metric(name: str, value: float) -> str:
     if math.isnan(value):
         return "—"
     if name.endswith("_s"):
-        text = f"{value / 3600:.2f} h" if value >= 3600 else f"{value:.1f} s"
-        if ci is not None:
-            text += f" ± {ci / 3600:.2f}" if value >= 3600 else f" ± {ci:.1f}"
-        return text
-    text = f"{value:.3f}"
-    return text + (f" ± {ci:.3f}" if ci is not None else "")
+        return f"{value / 3600:.2f} h" if value >= 3600 else f"{value:.1f} s"
+    return f"{value:.3f}"
 
 
 @app.command()
@@ -234,17 +231,55 @@ def compare(
     if json_out:
         print(json.dumps([_clean(r.summary()) for r in results]))
         return
-    table = Table(title=f"{workload} · seeds {seeds} · mean ± 95 % CI")
-    table.add_column("scheduler")
-    for metric in METRICS:
-        table.add_column(metric, justify="right")
-    table.add_column("unfinished", justify="right")
-    for row in rows:
-        cells = [_fmt_metric(m, row.mean[m], row.ci95[m]) for m in METRICS]
-        table.add_row(row.scheduler, *cells, str(row.unfinished))
-    out.print(table)
+    out.print(_comparison_table(rows, METRICS, f"{workload} · seeds {seeds}"))
     if plot is not None:
         err.print(f"wrote {plot}")
+
+
+_HEADERS = {
+    "avg_jct_s": "avg\nJCT",
+    "p95_jct_s": "p95\nJCT",
+    "makespan_s": "make-\nspan",
+    "avg_slowdown": "avg\nslow-\ndown",
+    "avg_wait_s": "avg\nwait",
+    "gpu_util": "GPU\nutil",
+}
+
+
+def _comparison_table(rows: list[Any], metrics: tuple[str, ...], title: str) -> Table:
+    """Means with their 95 % CI below (none for one run); one time unit per column, named in
+    its header, so that the table fits 80 columns (``--json`` keeps the keys, in seconds).
+    Unfinished jobs get a column only when there are any."""
+    show_unfinished = any(row.unfinished for row in rows)
+    title += " · mean ± 95 % CI" if any(row.runs > 1 for row in rows) else " · one run each"
+    table = Table(title=title, box=box.SIMPLE_HEAD, collapse_padding=True, pad_edge=False)
+    table.add_column("scheduler", no_wrap=True)
+    formats: list[tuple[str, float, int]] = []  # (metric, divisor, decimals)
+    for metric in metrics:
+        header = _HEADERS.get(metric, metric)
+        divisor, decimals = 1.0, 3
+        if metric.endswith("_s"):
+            in_hours = max((row.mean[metric] for row in rows), default=0.0) >= 3600
+            divisor, decimals = (3600.0, 2) if in_hours else (1.0, 1)
+            header += "\n(h)" if in_hours else "\n(s)"
+        table.add_column(header, justify="right")
+        formats.append((metric, divisor, decimals))
+    if show_unfinished:
+        table.add_column("jobs\nleft", justify="right")
+    for row in rows:
+        cells = []
+        for metric, divisor, decimals in formats:
+            mean, ci = row.mean[metric], row.ci95[metric]
+            text = "—" if math.isnan(mean) else f"{mean / divisor:.{decimals}f}"
+            if row.runs > 1 and not math.isnan(ci):
+                text += f"\n± {ci / divisor:.{decimals}f}"
+            cells.append(text)
+        if show_unfinished:
+            cells.append(str(row.unfinished))
+        table.add_row(row.scheduler, *cells)
+    if not show_unfinished:
+        table.caption = "every job finished"
+    return table
 
 
 @app.command("list")

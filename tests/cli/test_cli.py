@@ -84,6 +84,20 @@ def test_compare_table_names_every_scheduler():
     assert "sjf" in result.stdout and "random" in result.stdout and "±" in result.stdout
 
 
+def test_compare_table_fits_80_columns_and_shows_unfinished_jobs_only_when_there_are_any():
+    names = "fifo,drf,efficient-srtf"
+    done = runner.invoke(app, ["compare", "--schedulers", names, "--seeds", "1-2"])
+    cut = runner.invoke(
+        app, ["compare", "--schedulers", names, "--seeds", "1", "-o", "horizon_s=20000"]
+    )
+    for result in (done, cut):
+        assert result.exit_code == 0, result.output
+        assert max(len(line) for line in result.stdout.splitlines()) <= 80
+        assert "…" not in result.stdout  # nothing truncated
+    assert "every job finished" in done.stdout and "left" not in done.stdout
+    assert "left" in cut.stdout and "±" not in cut.stdout  # one seed: no interval
+
+
 def test_list_shows_workloads_schedulers_and_experiments():
     result = runner.invoke(app, ["list"], env={"COLUMNS": "200"})
     assert result.exit_code == 0
