@@ -567,6 +567,17 @@ class Rollout:
         return added
 
 
+def next_batch(cfg: Dl2Config, rollout: Rollout, rng: np.random.Generator) -> Batch:
+    """Simulate ``slots_per_update`` slots, then draw the mini-batch to learn from: a random
+    sample of the replay buffer, or (without replay) exactly the samples just added."""
+    added = rollout.run(cfg.slots_per_update)
+    replay = rollout.replay
+    if cfg.replay:
+        idx = rng.integers(replay.size, size=min(cfg.batch_size, replay.size))
+        return replay.batch(idx.astype(np.int64))
+    return replay.latest(added)
+
+
 def reinforce(
     learner: Learner,
     rollout: Rollout,
@@ -578,13 +589,7 @@ def reinforce(
     cfg = learner.cfg
     rng = np.random.default_rng(cfg.seed + learner.updates)
     for _ in range(steps):
-        added = rollout.run(cfg.slots_per_update)
-        replay = rollout.replay
-        if cfg.replay:
-            idx = rng.integers(replay.size, size=min(cfg.batch_size, replay.size))
-            batch = replay.batch(idx.astype(np.int64))
-        else:
-            batch = replay.latest(added)
+        batch = next_batch(cfg, rollout, rng)
         stats = learner.update(batch)
         if on_step is not None:
             on_step(learner.updates, stats)

@@ -34,7 +34,7 @@ import numpy.typing as npt
 import torch
 from torch import nn
 
-from dlsched.rl.dl2 import Dl2Config, Learner, Rollout
+from dlsched.rl.dl2 import Dl2Config, Learner, Rollout, next_batch
 from dlsched.rl.envs.dl2 import Dl2Env
 from dlsched.workloads.base import Workload
 
@@ -94,14 +94,7 @@ def _cluster(
             policy_w, value_w = msg
             _load(learner.policy, policy_w)
             _load(learner.value, value_w)
-            added = rollout.run(cfg.slots_per_update)
-            replay = rollout.replay
-            if cfg.replay:
-                idx = rng.integers(replay.size, size=min(cfg.batch_size, replay.size))
-                batch = replay.batch(idx.astype(np.int64))
-            else:
-                batch = replay.latest(added)
-            stats = learner.backward(batch)
+            stats = learner.backward(next_batch(cfg, rollout, rng))
             stats["episode_return"] = rollout.last_return
             outbox.put(("grads", rank, _grads(learner.policy), _grads(learner.value), stats))
     except Exception:  # report, so the parent fails loudly instead of waiting forever
