@@ -94,10 +94,11 @@ class FreeTracker:
         if not any(x > 0 for x in need):
             return []
         total = self._total
+        slack = _EPS * len(self.free)  # the per-server fit counts allow _EPS on each server
         if (
-            need[0] * n > total[0] + _EPS
-            or need[1] * n > total[1] + _EPS
-            or need[2] * n > total[2] + _EPS
+            need[0] * n > total[0] + slack
+            or need[1] * n > total[1] + slack
+            or need[2] * n > total[2] + slack
         ):
             return None  # not even the sum over servers is enough
         counts = self._counts_for(need)
