@@ -227,7 +227,7 @@ def compare(
         if plot is not None:
             from dlsched.experiments.plots import plot_comparison
 
-            plot_comparison(rows, plot, title=f"{workload}: average JCT over seeds {seeds}")
+            plot_comparison(rows, plot, title=f"{workload}: average JCT, seeds {seeds}")
     if json_out:
         print(json.dumps([_clean(r.summary()) for r in results]))
         return

@@ -46,6 +46,16 @@ def plot_run(result: Result, path: str | Path) -> Path:
     return _save(fig, path)
 
 
+_LABELS = {
+    "avg_jct_s": "average JCT",
+    "p95_jct_s": "p95 JCT",
+    "makespan_s": "makespan",
+    "avg_wait_s": "average wait",
+    "avg_slowdown": "average slowdown",
+    "gpu_util": "GPU utilisation",
+}
+
+
 def plot_comparison(
     rows: Sequence[Summary], path: str | Path, metric: str = "avg_jct_s", title: str = ""
 ) -> Path:
@@ -56,7 +66,8 @@ def plot_comparison(
     means = [r.mean[metric] / scale for r in rows]
     errors = [r.ci95[metric] / scale for r in rows]
     ax.bar(names, means, yerr=errors, capsize=4, color="tab:blue")
-    ax.set_ylabel(metric.replace("_s", " (h)") if scale != 1.0 else metric)
-    ax.set_title(title or f"{metric} (mean, 95 % CI)")
+    label = _LABELS.get(metric, metric)
+    ax.set_ylabel(f"{label} (h)" if scale != 1.0 else label)
+    ax.set_title(f"{title or label}\n(mean and 95 % CI)", fontsize=11)
     plt.setp(ax.get_xticklabels(), rotation=30, ha="right")
     return _save(fig, path)
