@@ -6,7 +6,8 @@ allocation that would put a server over its capacity, so over-allocation cannot 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,6 +18,26 @@ from dlsched.core.job import JobSpec
 from dlsched.core.resources import Resources
 
 _EPS = 1e-9
+_UNBOUNDED = 1 << 30
+_MAX_CACHED_SHAPES = 64
+"""`Cluster.fits` keeps counts for at most this many task shapes (then starts afresh)."""
+
+
+def tasks_that_fit(free: Sequence[float], need: tuple[float, float, float]) -> int:
+    """How many tasks of ``need`` fit in one server's ``free`` (gpu, cpu, mem).
+
+    ``floor((free + 1e-9) / need)`` over the resources ``need`` uses, the smallest, at least 0;
+    a huge number (2**30) if ``need`` is all zeros. The same floating-point operations as
+    `dlsched.placement.base.capacity_for`, one server at a time.
+    """
+    best = _UNBOUNDED
+    for r in range(3):
+        want = need[r]
+        if want > 0:
+            n = math.floor((free[r] + _EPS) / want)
+            if n < best:
+                best = n
+    return best if best > 0 else 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,9 +80,11 @@ def usage(spec: JobSpec, alloc: Allocation) -> dict[int, Resources]:
 class Cluster:
     """Capacity and current usage of every server, and each job's allocation.
 
-    Usage is held as an ``(N, 3)`` array of (gpu, cpu, mem) so that placement policies can scan
-    servers with NumPy. Read it through `free_array` / `capacity_array`; change it only with
-    `allocate` and `release` (the engine does).
+    Usage is held per server as plain ``[gpu, cpu, mem]`` lists (the engine changes it thousands
+    of times a run, a few servers at a time, where NumPy's per-call cost would dominate); read
+    it as ``(N, 3)`` arrays through `free_array` / `capacity_array` (placement policies scanning
+    servers with NumPy), as lists through `free_rows`, or as per-server task counts through
+    `fits`. Change it only with `allocate` and `release` (the engine does).
 
     Attributes:
         version: counts changes of usage; equal versions mean nothing was taken or given back.
@@ -74,7 +97,13 @@ class Cluster:
         if not self.servers:
             raise ValueError("a cluster needs at least one server")
         self._capacity = np.array([s.capacity.as_tuple() for s in self.servers], dtype=np.float64)
-        self._used = np.zeros_like(self._capacity)
+        self._capacity.flags.writeable = False
+        self._cap_rows: list[list[float]] = self._capacity.tolist()
+        self._used: list[list[float]] = [[0.0, 0.0, 0.0] for _ in self.servers]
+        self._free: list[list[float]] = [list(row) for row in self._cap_rows]
+        # task shape -> tasks of that shape that fit on each server, and servers to recount
+        self._fits: dict[tuple[float, float, float], list[int]] = {}
+        self._stale: dict[tuple[float, float, float], set[int]] = {}
         self._allocations: dict[int, Allocation] = {}
         self.total = Resources(*(float(x) for x in self._capacity.sum(axis=0)))
         self.version = 0
@@ -93,20 +122,57 @@ class Cluster:
     @property
     def capacity_array(self) -> npt.NDArray[np.float64]:
         """Read-only ``(N, 3)`` array of capacities (gpu, cpu, mem)."""
-        view = self._capacity.view()
-        view.flags.writeable = False
-        return view
+        return self._capacity
+
+    @property
+    def capacity_rows(self) -> list[list[float]]:
+        """Capacity ``[gpu, cpu, mem]`` of each server as plain lists, read-only."""
+        return self._cap_rows
 
     @property
     def free_array(self) -> npt.NDArray[np.float64]:
         """``(N, 3)`` array of free resources (a fresh copy)."""
-        return self._capacity - self._used
+        return np.array(self._free, dtype=np.float64)
+
+    def free_rows(self) -> list[list[float]]:
+        """Free ``[gpu, cpu, mem]`` of each server, read-only: copy a row before changing it.
+
+        The outer list is a fresh copy, so a caller may replace its rows (copy-on-write).
+        """
+        return list(self._free)
 
     def free(self, server_id: int) -> Resources:
-        return Resources(*(float(x) for x in self._capacity[server_id] - self._used[server_id]))
+        return Resources(*self._free[server_id])
+
+    def fits(self, need: tuple[float, float, float]) -> list[int]:
+        """Tasks of shape ``need`` (gpu, cpu, mem) that fit on each server now, read-only.
+
+        `tasks_that_fit` of every server's free resources, kept per shape and recounted only on
+        the servers whose usage changed since the last call.
+        """
+        counts = self._fits.get(need)
+        if counts is None:
+            if len(self._fits) >= _MAX_CACHED_SHAPES:
+                self._fits.clear()
+                self._stale.clear()
+            counts = self._fits[need] = [tasks_that_fit(row, need) for row in self._free]
+            self._stale[need] = set()
+            return counts
+        stale = self._stale[need]
+        if stale:
+            free = self._free
+            for server in stale:
+                counts[server] = tasks_that_fit(free[server], need)
+            stale.clear()
+        return counts
 
     def used_total(self) -> Resources:
-        return Resources(*self._used.sum(axis=0).tolist())
+        gpu = cpu = mem = 0.0
+        for row in self._used:
+            gpu += row[0]
+            cpu += row[1]
+            mem += row[2]
+        return Resources(gpu, cpu, mem)
 
     def allocation_of(self, job_id: int) -> Allocation:
         return self._allocations.get(job_id, Allocation.EMPTY)
@@ -118,15 +184,29 @@ class Cluster:
 
     def check(self, spec: JobSpec, alloc: Allocation) -> Status:
         """Whether ``alloc`` would fit, once the job's current allocation is given back."""
-        current = _usage_rows(spec, self.allocation_of(spec.job_id))
-        for server, need in _usage_rows(spec, alloc).items():
-            if not 0 <= server < self.num_servers:
+        current = self._allocations.get(spec.job_id)
+        return self._check(spec, _usage_rows(spec, alloc), current)
+
+    def _check(
+        self,
+        spec: JobSpec,
+        rows: dict[int, tuple[float, float, float]],
+        current: Allocation | None,
+    ) -> Status:
+        back_rows = _usage_rows(spec, current) if current is not None else {}
+        num_servers = len(self.servers)
+        for server, need in rows.items():
+            if not 0 <= server < num_servers:
                 return Status.invalid(f"job {spec.job_id}: no server {server}")
-            back = current.get(server, _ZERO)
-            cap = self._capacity[server].tolist()
-            used = self._used[server].tolist()
-            if any(need[r] > cap[r] - used[r] + back[r] + _EPS for r in range(3)):
-                free = self._capacity[server] - self._used[server] + back
+            back = back_rows.get(server, _ZERO)
+            cap = self._cap_rows[server]
+            used = self._used[server]
+            if (
+                need[0] > cap[0] - used[0] + back[0] + _EPS
+                or need[1] > cap[1] - used[1] + back[1] + _EPS
+                or need[2] > cap[2] - used[2] + back[2] + _EPS
+            ):
+                free = np.asarray(self._free[server]) + back
                 return Status.unschedulable(
                     f"job {spec.job_id}: server {server} has {_fmt(free)} free, "
                     f"needs {Resources(*need)}"
@@ -135,12 +215,17 @@ class Cluster:
 
     def allocate(self, spec: JobSpec, alloc: Allocation) -> Status:
         """Give ``spec`` the allocation ``alloc`` in place of what it holds; all or nothing."""
-        status = self.check(spec, alloc)
+        rows = _usage_rows(spec, alloc)
+        status = self._check(spec, rows, self._allocations.get(spec.job_id))
         if not status.ok:
             return status
         self.release(spec)
-        for server, need in _usage_rows(spec, alloc).items():
-            self._used[server] += need
+        for server, need in rows.items():
+            row = self._used[server]
+            row[0] += need[0]
+            row[1] += need[1]
+            row[2] += need[2]
+            self._changed(server)
         if not alloc.is_empty:
             self._allocations[spec.job_id] = alloc
         self.version += 1
@@ -153,19 +238,26 @@ class Cluster:
             return
         for server, need in _usage_rows(spec, alloc).items():
             row = self._used[server]
-            row -= need
-            np.maximum(row, 0.0, out=row)  # float drift never shows as negative use
+            # float drift never shows as negative use
+            row[0] = max(row[0] - need[0], 0.0)
+            row[1] = max(row[1] - need[1], 0.0)
+            row[2] = max(row[2] - need[2], 0.0)
+            self._changed(server)
         self.version += 1
+
+    def _changed(self, server: int) -> None:
+        """Recompute ``server``'s free resources and mark its fit counts stale."""
+        cap = self._cap_rows[server]
+        used = self._used[server]
+        self._free[server] = [cap[0] - used[0], cap[1] - used[1], cap[2] - used[2]]
+        for stale in self._stale.values():
+            stale.add(server)
 
     def assert_consistent(self) -> None:
         """Raise AssertionError if any server is over capacity (used by tests)."""
-        over = self._used > self._capacity + 1e-6
-        if np.any(over):
-            server = int(np.argwhere(over)[0][0])
-            raise AssertionError(
-                f"server {server} over-allocated: used {self._used[server]}, "
-                f"capacity {self._capacity[server]}"
-            )
+        for server, (used, cap) in enumerate(zip(self._used, self._cap_rows, strict=True)):
+            if any(u > c + 1e-6 for u, c in zip(used, cap, strict=True)):
+                raise AssertionError(f"server {server} over-allocated: used {used}, capacity {cap}")
 
 
 def _fmt(vec: npt.NDArray[np.float64]) -> str:

@@ -7,15 +7,13 @@ so a job lands on the first nodes with room, as the tf-operator's pods would.
 
 from __future__ import annotations
 
-import numpy as np
-import numpy.typing as npt
-
 from dlsched.core import Allocation, Cluster, JobSpec, Status
-from dlsched.placement.tasks import most_tasks, place_tasks
+from dlsched.placement.tasks import FreeRows, most_tasks, place_tasks
 
 
-def first_fit(_free: npt.NDArray[np.float64], fits: npt.NDArray[np.int64], _left: int) -> int:
-    return int(np.flatnonzero(fits > 0)[0])
+def first_fit(_free: FreeRows, fits: list[int], _left: int) -> int:
+    """The first server (in id order) with room for a task."""
+    return next(server for server, n in enumerate(fits) if n > 0)
 
 
 class Gang:

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import numpy as np
-import numpy.typing as npt
+import math
 
 from dlsched.core import Allocation, Cluster, JobSpec, Status
-from dlsched.placement.tasks import most_tasks, place_tasks
+from dlsched.placement.tasks import FreeRows, most_tasks, place_tasks
 
 
 class LoadBalance:
@@ -21,15 +20,19 @@ class LoadBalance:
     def place(
         self, cluster: Cluster, spec: JobSpec, current: Allocation, num_workers: int, num_ps: int
     ) -> Allocation | Status:
-        cap = cluster.capacity_array
-        safe_cap = np.where(cap > 0, cap, 1.0)
+        cap = cluster.capacity_rows
 
-        def least_loaded(
-            free: npt.NDArray[np.float64], fits: npt.NDArray[np.int64], _left: int
-        ) -> int:
-            share = np.where(cap > 0, free / safe_cap, np.inf).min(axis=1)
-            share[fits <= 0] = -np.inf
-            return int(np.argmax(share))
+        def least_loaded(free: FreeRows, fits: list[int], _left: int) -> int:
+            best, best_share = 0, -math.inf
+            for server, row in enumerate(free):
+                if fits[server] <= 0:
+                    share = -math.inf
+                else:
+                    caps = cap[server]
+                    share = min(row[r] / caps[r] if caps[r] > 0 else math.inf for r in range(3))
+                if server == 0 or share > best_share:
+                    best, best_share = server, share
+            return best
 
         return place_tasks(
             cluster,

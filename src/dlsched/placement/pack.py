@@ -6,21 +6,23 @@ none, put as many as fit on the server with the most room, and repeat for the re
 
 from __future__ import annotations
 
-import numpy as np
-import numpy.typing as npt
-
 from dlsched.core import Allocation, Cluster, JobSpec, Status
-from dlsched.placement.tasks import fewest_tasks, place_tasks
+from dlsched.placement.tasks import FreeRows, fewest_tasks, place_tasks
 
 
-def best_fit_or_largest(
-    _free: npt.NDArray[np.float64], fits: npt.NDArray[np.int64], left: int
-) -> int:
-    """The tightest server that takes all ``left`` tasks, else the one with most room."""
-    whole = np.flatnonzero(fits >= left)
-    if whole.size:
-        return int(whole[np.argmin(fits[whole])])
-    return int(np.argmax(fits))
+def best_fit_or_largest(_free: FreeRows, fits: list[int], left: int) -> int:
+    """The tightest server that takes all ``left`` tasks, else the one with most room.
+
+    Ties go to the lowest server id.
+    """
+    best = -1
+    best_fits = 0
+    for server, n in enumerate(fits):
+        if n >= left and (best < 0 or n < best_fits):
+            best, best_fits = server, n
+    if best >= 0:
+        return best
+    return fits.index(max(fits))
 
 
 class Pack:

@@ -1,17 +1,21 @@
-"""Shared mechanics of placement: adding and removing tasks of a job across servers."""
+"""Shared mechanics of placement: adding and removing tasks of a job across servers.
+
+Placement runs once per job start or resize, tens of thousands of times in a trace replay, on
+clusters of tens of servers: it works on plain Python lists and starts from the cluster's own
+per-server fit counts (`Cluster.fits`), recounting only the servers it changes.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-import numpy as np
-import numpy.typing as npt
+from collections.abc import Callable, Sequence
 
 from dlsched.core import Allocation, Cluster, JobSpec, Status
-from dlsched.placement.base import capacity_for
+from dlsched.core.cluster import tasks_that_fit
 
-# Picks the server for the next tasks: (free (N,3), fits per server, tasks left) → server index.
-Chooser = Callable[[npt.NDArray[np.float64], npt.NDArray[np.int64], int], int]
+FreeRows = list[Sequence[float]]
+"""Per server, free ``(gpu, cpu, mem)``."""
+# Picks the server for the next tasks: (free rows, tasks that fit per server, tasks left) → server.
+Chooser = Callable[[FreeRows, list[int], int], int]
 # Picks the server to take one task from: task counts per server → server id.
 Remover = Callable[[dict[int, int]], int]
 
@@ -29,26 +33,29 @@ def fewest_tasks(counts: dict[int, int]) -> int:
 def grow(
     counts: dict[int, int],
     add: int,
-    free: npt.NDArray[np.float64],
+    free: FreeRows,
+    fits: list[int],
     demand: tuple[float, float, float],
     choose: Chooser,
     one_at_a_time: bool,
 ) -> bool:
-    """Add ``add`` tasks of ``demand``, taking from ``free`` in place; False if they do not fit.
+    """Add ``add`` tasks of ``demand``; False if they do not fit.
 
-    With ``one_at_a_time`` each task is placed separately (spreading), otherwise as many as fit
-    go to the chosen server (packing).
+    Takes from ``free`` (replacing the rows it changes, never writing into one) and keeps
+    ``fits`` (`tasks_that_fit` of each row) up to date. With ``one_at_a_time`` each task is
+    placed separately (spreading), otherwise as many as fit go to the chosen server (packing).
     """
-    need = np.asarray(demand, dtype=np.float64)
+    g, c, m = demand
     left = add
     while left > 0:
-        fits = capacity_for(free, demand)
-        if not fits.any():
+        if not any(fits):
             return False
         server = choose(free, fits, left)
-        n = 1 if one_at_a_time else int(min(left, fits[server]))
+        n = 1 if one_at_a_time else min(left, fits[server])
         counts[server] = counts.get(server, 0) + n
-        free[server] -= need * n
+        row = free[server]
+        row = free[server] = (row[0] - g * n, row[1] - c * n, row[2] - m * n)
+        fits[server] = tasks_that_fit(row, demand)
         left -= n
     return True
 
@@ -66,7 +73,8 @@ def place_tasks(
     policy: str,
 ) -> Allocation | Status:
     """Resize workers and PS of ``spec`` from ``current``, keeping existing tasks in place."""
-    free = cluster.free_array
+    free: FreeRows = list(cluster.free_rows())
+    taken: set[int] = set()  # servers whose row the workers' side changed
     sides = []
     for have, want, demand in (
         (current.workers, num_workers, spec.worker_demand.as_tuple()),
@@ -79,9 +87,15 @@ def place_tasks(
             counts[server] -= 1
             if counts[server] == 0:
                 del counts[server]
-        if want > total and not grow(counts, want - total, free, demand, choose, one_at_a_time):
-            return Status.unschedulable(
-                f"job {spec.job_id}: {want} tasks of (gpu, cpu, mem)={demand} do not fit ({policy})"
-            )
+        if want > total:
+            fits = list(cluster.fits(demand))
+            for server in taken:
+                fits[server] = tasks_that_fit(free[server], demand)
+            if not grow(counts, want - total, free, fits, demand, choose, one_at_a_time):
+                return Status.unschedulable(
+                    f"job {spec.job_id}: {want} tasks of (gpu, cpu, mem)={demand} do not fit "
+                    f"({policy})"
+                )
+            taken.update(counts)
         sides.append(counts.items())
     return Allocation.of(sides[0], sides[1])

@@ -2,29 +2,13 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from dlsched.core import Allocation, Arch, Cluster, JobRun, JobSpec, Resources
+from dlsched.core.cluster import tasks_that_fit
 
 _EPS = 1e-9
 _UNBOUNDED = 1 << 30
-
-
-def tasks_that_fit(free: list[float], need: tuple[float, float, float]) -> int:
-    """How many tasks of ``need`` fit in one server's ``free`` (gpu, cpu, mem).
-
-    As `dlsched.placement.base.capacity_for`: a huge number if ``need`` is all zeros.
-    """
-    best = _UNBOUNDED
-    for r in range(3):
-        want = need[r]
-        if want > 0:
-            n = math.floor((free[r] + _EPS) / want)
-            if n < best:
-                best = n
-    return best if best > 0 else 0
 
 
 _VECTOR_SERVERS = 16
@@ -47,16 +31,18 @@ class FreeTracker:
     It places tasks greedily where most of them fit, which approximates the engine's placement;
     when the two disagree the engine's placement reports a `Status` and nothing over-allocates.
     Plain Python lists (clusters have tens of servers): a scheduler calls `take` once per task
-    bundle, thousands of times an episode, where NumPy's per-call overhead would dominate.
+    bundle, thousands of times an episode, where NumPy's per-call overhead would dominate. The
+    copy is made on write, one server at a time, and fit counts start from the cluster's own
+    (`Cluster.fits`), recounted only on the servers this copy changed.
 
     Attributes:
-        free: per server, ``[gpu, cpu, mem]`` still free in this scratch copy.
+        free: per server, ``[gpu, cpu, mem]`` still free in this scratch copy (read-only rows).
     """
 
     def __init__(self, cluster: Cluster, release: list[JobRun] | None = None) -> None:
-        free = cluster.free_array
-        self.free: list[list[float]] = free.tolist()
-        self._total: list[float] = free.sum(axis=0).tolist()
+        self._cluster = cluster
+        self.free: list[list[float]] = cluster.free_rows()
+        self._touched: set[int] = set()  # servers whose row differs from the cluster's
         self._counts: dict[tuple[float, float, float], list[int]] = {}
         for run in release or ():
             self._give_back(run.spec, run.allocation)
@@ -71,19 +57,26 @@ class FreeTracker:
         """Tasks of ``need`` that fit on each server (cached per task shape)."""
         counts = self._counts.get(need)
         if counts is None:
-            if len(self.free) > _VECTOR_SERVERS:
-                counts = self._counts[need] = _tasks_that_fit_all(self.free, need)
+            touched = self._touched
+            if len(touched) > _VECTOR_SERVERS:
+                counts = _tasks_that_fit_all(self.free, need)
             else:
-                counts = self._counts[need] = [tasks_that_fit(row, need) for row in self.free]
+                counts = list(self._cluster.fits(need))
+                free = self.free
+                for server in touched:
+                    counts[server] = tasks_that_fit(free[server], need)
+            self._counts[need] = counts
         return counts
 
     def _add(self, server: int, need: tuple[float, float, float], n: int) -> None:
         """Change server ``server``'s free resources by ``n`` tasks of ``need`` (n < 0 takes)."""
         row = self.free[server]
-        total = self._total
-        for r in range(3):
-            row[r] += need[r] * n
-            total[r] += need[r] * n
+        row = self.free[server] = [
+            row[0] + need[0] * n,
+            row[1] + need[1] * n,
+            row[2] + need[2] * n,
+        ]
+        self._touched.add(server)
         for shape, counts in self._counts.items():
             counts[server] = tasks_that_fit(row, shape)
 
@@ -93,14 +86,6 @@ class FreeTracker:
         ``one_at_a_time=False``. Returns what went where, or None (and no change)."""
         if not any(x > 0 for x in need):
             return []
-        total = self._total
-        slack = _EPS * len(self.free)  # the per-server fit counts allow _EPS on each server
-        if (
-            need[0] * n > total[0] + slack
-            or need[1] * n > total[1] + slack
-            or need[2] * n > total[2] + slack
-        ):
-            return None  # not even the sum over servers is enough
         counts = self._counts_for(need)
         if sum(counts) < n:
             return None
