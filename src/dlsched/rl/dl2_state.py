@@ -103,25 +103,33 @@ class _Free:
     """Scratch copy of free resources per server; tasks go where most of them fit.
 
     Plain lists with a per-task-shape cache of how many tasks fit on each server, updated only
-    for the server that changed (a policy takes tens of actions a slot).
+    for the server that changed (a policy takes tens of actions a slot), plus per shape the
+    number of servers where one fits and the best server (recomputed only when it may have
+    changed), so the legality checks of every action cost O(shapes), not O(servers).
     """
 
     def __init__(self, free: npt.NDArray[np.float64]) -> None:
         self.rows: list[list[float]] = free.tolist()
         self.totals = [float(x) for x in free.sum(axis=0)]
         self._fits: dict[Need, list[int]] = {}
+        self._nfit: dict[Need, int] = {}  # servers where at least one task fits
+        self._best: dict[Need, int] = {}  # best server (-1: none); absent when stale
 
     def fits(self, need: Need) -> list[int]:
         counts = self._fits.get(need)
         if counts is None:
             counts = self._fits[need] = [tasks_that_fit(row, need) for row in self.rows]
+            self._nfit[need] = sum(1 for c in counts if c >= 1)
         return counts
 
     def best(self, need: Need) -> int | None:
         """Server where most tasks of ``need`` fit (lowest id on ties); None if none fits."""
-        counts = self.fits(need)
-        most = max(counts)
-        return counts.index(most) if most >= 1 else None
+        server = self._best.get(need)
+        if server is None:
+            counts = self.fits(need)
+            most = max(counts)
+            server = self._best[need] = counts.index(most) if most >= 1 else -1
+        return server if server >= 0 else None
 
     def _change(self, server: int, need: Need, sign: float) -> None:
         row = self.rows[server]
@@ -129,11 +137,17 @@ class _Free:
             row[r] += sign * need[r]
             self.totals[r] += sign * need[r]
         for shape, counts in self._fits.items():
-            counts[server] = tasks_that_fit(row, shape)
+            old = counts[server]
+            new = counts[server] = tasks_that_fit(row, shape)
+            if new != old:
+                self._nfit[shape] += (new >= 1) - (old >= 1)
+                # a drop elsewhere than at the best server keeps the first maximum in place
+                if new > old or self._best.get(shape) == server:
+                    self._best.pop(shape, None)
 
     def place(self, need: Need) -> int | None:
         """Take one task of ``need`` where most fit; its server (-1 for no demand), or None."""
-        if not any(x > 0 for x in need):
+        if not (need[0] > 0 or need[1] > 0 or need[2] > 0):
             return -1
         server = self.best(need)
         if server is not None:
@@ -145,19 +159,19 @@ class _Free:
             self._change(server, need, 1.0)
 
     def can_place(self, need: Need) -> bool:
-        return not any(x > 0 for x in need) or self.best(need) is not None
+        return not (need[0] > 0 or need[1] > 0 or need[2] > 0) or self.best(need) is not None
 
     def can_place_both(self, worker: Need, ps: Need) -> bool:
         """Whether a worker (placed first, as `place` would) and then a PS both fit."""
-        if not any(x > 0 for x in worker):
+        if not (worker[0] > 0 or worker[1] > 0 or worker[2] > 0):
             return self.can_place(ps)
         sw = self.best(worker)
         if sw is None:
             return False
-        if not any(x > 0 for x in ps):
+        if not (ps[0] > 0 or ps[1] > 0 or ps[2] > 0):
             return True
         counts = self.fits(ps)
-        if any(c >= 1 for i, c in enumerate(counts) if i != sw):
+        if self._nfit[ps] - (counts[sw] >= 1) > 0:  # a PS fits on another server
             return True
         row = self.rows[sw]
         left = [row[r] - worker[r] for r in range(3)]
@@ -180,13 +194,22 @@ class Dl2Slot:
         self._cap = [float(c) for c in self.capacity]
         self.jobs: list[JobRun] = view.jobs()
         tracker = cluster.free_array
+        rows = tracker.tolist()
+        given_back = False
         for run in view.running:  # the slot is decided from scratch: give everything back
             for tasks, demand in (
                 (run.allocation.workers, run.spec.worker_demand),
                 (run.allocation.ps, run.spec.ps_demand),
             ):
+                d = demand.as_tuple()
                 for server, n in tasks:
-                    tracker[server] += np.asarray(demand.as_tuple()) * n
+                    row = rows[server]  # float64 arithmetic, as NumPy's in-place add
+                    row[0] += d[0] * n
+                    row[1] += d[1] * n
+                    row[2] += d[2] * n
+                    given_back = True
+        if given_back:
+            tracker = np.array(rows, dtype=np.float64)
         self.free = _Free(tracker)
         self.counts: dict[int, list[int]] = {run.job_id: [0, 0] for run in self.jobs}
         self._specs = {run.job_id: run.spec for run in self.jobs}
@@ -197,62 +220,79 @@ class Dl2Slot:
         self.done = False
         self.actions = 0
         self._type_index = {t: i for i, t in enumerate(shape.job_types)}
+        self._num_batches = max(1, math.ceil(len(self.jobs) / shape.J))
+        J = shape.J
+        self._obs = np.zeros(shape.obs_dim, dtype=np.float32)
+        self._obs_rows = self._obs[: J * shape.row_dim].reshape(J, shape.row_dim)
+        self._glob = self._obs[J * shape.row_dim :]
         self._load_batch()
 
     # -- batch ---------------------------------------------------------------------------------
 
     @property
     def num_batches(self) -> int:
-        return max(1, math.ceil(len(self.jobs) / self.shape.J))
+        return self._num_batches
 
     def _load_batch(self) -> None:
         J, L = self.shape.J, self.shape.L
         start = self.batch * J
         self.rows: list[JobRun] = self.jobs[start : start + J]
         n = len(self.rows)
-        self._obs = np.zeros(self.shape.obs_dim, dtype=np.float32)
-        self._obs_rows = self._obs[: J * self.shape.row_dim].reshape(J, self.shape.row_dim)
-        self._max_w = np.zeros(J, dtype=np.int64)
-        self._max_p = np.zeros(J, dtype=np.int64)
-        self._w = np.zeros(J, dtype=np.int64)
-        self._p = np.zeros(J, dtype=np.int64)
+        if self.batch > 0:
+            self._obs[:] = 0.0
+        obs_rows = self._obs_rows
+        self._w = [0] * J
+        self._p = [0] * J
+        self._max_w = [0] * J
+        self._max_p = [0] * J
+        self._cap_ok = np.zeros((J, 3), dtype=bool)  # legal by the job's caps: w, PS, both
         self._shape_of = np.zeros(J, dtype=np.int64)
+        self._row_shape: list[int] = []
         self._needs: list[tuple[Need, Need]] = []
         shape_ids: dict[tuple[Need, Need], int] = {}
         self._demand: list[tuple[Need, Need]] = []
+        self._ok: npt.NDArray[np.bool_] | None = None  # per-shape fits; None when stale
+        values: list[list[float]] = []
         for i, run in enumerate(self.rows):
             spec = run.spec
-            row = self._obs_rows[i]
+            row = [0.0] * (L + ROW_EXTRA)
             t = self._type_index.get(spec.model)
             if t is not None:
                 row[t] = 1.0
             total = max(spec.total_work, _EPS)
             left = run.remaining_work(self.now_s)
+            alloc = run.allocation
             row[L + 0] = 1.0
             row[L + 1] = min(OBS_HIGH, math.log1p(run.slots_run) / 5.0)
             row[L + 2] = min(OBS_HIGH, math.log1p(left) / 12.0)
             row[L + 3] = min(1.0, max(0.0, 1.0 - left / total))
-            row[L + 7] = min(OBS_HIGH, run.allocation.num_workers / COUNT_SCALE)
-            row[L + 8] = min(OBS_HIGH, run.allocation.num_ps / COUNT_SCALE)
+            row[L + 7] = min(OBS_HIGH, alloc.num_workers / COUNT_SCALE)
+            row[L + 8] = min(OBS_HIGH, alloc.num_ps / COUNT_SCALE)
             row[L + 9] = i / J
             w, p = self.counts[run.job_id]
             self._w[i], self._p[i] = w, p
             self._max_w[i] = spec.max_workers
             self._max_p[i] = spec.max_ps if spec.arch is Arch.PS else 0
             key = (spec.worker_demand.as_tuple(), spec.ps_demand.as_tuple())
-            if key not in shape_ids:
-                shape_ids[key] = len(self._needs)
+            k = shape_ids.get(key)
+            if k is None:
+                k = shape_ids[key] = len(self._needs)
                 self._needs.append(key)
-            self._shape_of[i] = shape_ids[key]
+            self._row_shape.append(k)
             self._demand.append((key[0], key[1]))
-            self._refresh_row(i)
+            values.append(row)
+        if n:
+            obs_rows[:n] = values  # float64 → float32, as writing entry by entry
+            self._shape_of[:n] = self._row_shape
+            for i in range(n):
+                self._refresh_row(i)
         self._present = np.arange(J) < n
         self._beyond = max(0, len(self.jobs) - start - n) / J
 
     def _refresh_row(self, i: int) -> None:
         L = self.shape.L
         wd, pd = self._demand[i]
-        w, p = int(self._w[i]), int(self._p[i])
+        w, p = self._w[i], self._p[i]
         row = self._obs_rows[i]
         dom = 0.0
         for r in range(3):
@@ -262,25 +302,38 @@ class Dl2Slot:
         row[L + 4] = min(OBS_HIGH, SHARE_SCALE * dom)
         row[L + 5] = w / COUNT_SCALE
         row[L + 6] = p / COUNT_SCALE
+        can_w, can_p = w < self._max_w[i], p < self._max_p[i]
+        cap_ok = self._cap_ok[i]
+        cap_ok[ADD_WORKER] = can_w
+        cap_ok[ADD_PS] = can_p
+        cap_ok[ADD_BOTH] = can_w and can_p
 
     # -- SlotBuilder -----------------------------------------------------------------------------
 
     def observation(self) -> npt.NDArray[np.float32]:
+        return self.observation_view().copy()
+
+    def observation_view(self) -> npt.NDArray[np.float32]:
+        """The observation in place (no copy): valid until the next `apply`; do not change it."""
         free = self.free.totals
-        glob = self._obs[self.shape.J * self.shape.row_dim :]
+        glob = self._glob
+        cap = self._cap
         for r in range(3):
-            glob[r] = min(1.0, max(0.0, free[r] / self._cap[r])) if self._cap[r] > 0 else 0.0
+            glob[r] = min(1.0, max(0.0, free[r] / cap[r])) if cap[r] > 0 else 0.0
         glob[3] = min(OBS_HIGH, self._beyond)
-        return self._obs.copy()
+        return self._obs
 
     def _shape_ok(self) -> npt.NDArray[np.bool_]:
-        """(num shapes, 3): whether a worker, a PS, both fit now."""
-        ok = np.zeros((len(self._needs), 3), dtype=bool)
-        free = self.free
-        for k, (wn, pn) in enumerate(self._needs):
-            ok[k, ADD_WORKER] = free.can_place(wn)
-            ok[k, ADD_PS] = free.can_place(pn)
-            ok[k, ADD_BOTH] = ok[k, ADD_WORKER] and ok[k, ADD_PS] and free.can_place_both(wn, pn)
+        """(num shapes, 3): whether a worker, a PS, both fit now (cached until an action)."""
+        ok = self._ok
+        if ok is None:
+            free = self.free
+            flags: list[tuple[bool, bool, bool]] = []
+            for wn, pn in self._needs:
+                w = free.can_place(wn)
+                p = free.can_place(pn)
+                flags.append((w, p, w and p and free.can_place_both(wn, pn)))
+            ok = self._ok = np.array(flags, dtype=bool).reshape(len(self._needs), 3)
         return ok
 
     def action_mask(self) -> npt.NDArray[np.bool_]:
@@ -291,15 +344,9 @@ class Dl2Slot:
         mask[self.shape.void] = True
         if not self.rows:
             return mask
-        ok = self._shape_ok()[self._shape_of]  # (J, 3)
-        can_w = self._present & (self._w < self._max_w)
-        can_p = self._present & (self._p < self._max_p)
-        per = np.zeros((J, 3), dtype=bool)
-        per[:, ADD_WORKER] = can_w & ok[:, ADD_WORKER]
-        per[:, ADD_PS] = can_p & ok[:, ADD_PS]
-        per[:, ADD_BOTH] = can_w & can_p & ok[:, ADD_BOTH]
+        per = self._cap_ok & self._shape_ok()[self._shape_of]  # (J, 3); absent rows: all False
         mask[: 3 * J] = per.reshape(-1)
-        if not self._trains and self.batch + 1 >= self.num_batches and per.any():
+        if not self._trains and self.batch + 1 >= self._num_batches and per.any():
             mask[self.shape.void] = False  # never end a slot with an idle cluster (no stalls)
         return mask
 
@@ -309,7 +356,7 @@ class Dl2Slot:
             raise ValueError("the slot is already decided")
         self.actions += 1
         if action == self.shape.void:
-            if self.batch + 1 < self.num_batches:
+            if self.batch + 1 < self._num_batches:
                 self.batch += 1
                 self._load_batch()
                 return False
@@ -318,7 +365,7 @@ class Dl2Slot:
         i, kind = divmod(int(action), 3)
         if not (0 <= i < len(self.rows)):
             raise ValueError(f"action {action}: no job in row {i}")
-        wn, pn = self._needs[self._shape_of[i]]
+        wn, pn = self._needs[self._row_shape[i]]
         add_w = kind in (ADD_WORKER, ADD_BOTH)
         add_p = kind in (ADD_PS, ADD_BOTH)
         if (add_w and self._w[i] >= self._max_w[i]) or (add_p and self._p[i] >= self._max_p[i]):
@@ -329,15 +376,16 @@ class Dl2Slot:
         if add_p and self.free.place(pn) is None:
             self.free.undo(sw, wn)
             raise ValueError(f"action {action}: no room for a PS")
+        self._ok = None
         job_id = self.rows[i].job_id
         if job_id not in self._served:
             self._served.add(job_id)
             self.order.append(job_id)
-        self._w[i] += add_w
-        self._p[i] += add_p
-        counts = self.counts[job_id] = [int(self._w[i]), int(self._p[i])]
+        w = self._w[i] = self._w[i] + add_w
+        p = self._p[i] = self._p[i] + add_p
+        self.counts[job_id] = [w, p]
         if not self._trains:
-            self._trains = _can_train(self._specs[job_id], *counts)
+            self._trains = _can_train(self._specs[job_id], w, p)
         self._refresh_row(i)
         return False
 
