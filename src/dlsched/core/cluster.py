@@ -19,6 +19,8 @@ from dlsched.core.resources import Resources
 
 _EPS = 1e-9
 _UNBOUNDED = 1 << 30
+_EXACT_LIMIT = 2.0**40
+"""Whole amounts below this add up exactly in float64 (up to 2**13 servers)."""
 _MAX_CACHED_SHAPES = 64
 """`Cluster.fits` keeps counts for at most this many task shapes (then starts afresh)."""
 
@@ -105,6 +107,10 @@ class Cluster:
         self._fits: dict[tuple[float, float, float], list[int]] = {}
         self._stale: dict[tuple[float, float, float], set[int]] = {}
         self._allocations: dict[int, Allocation] = {}
+        # Usage summed over servers, kept up to date while every amount taken or given back is
+        # a whole number: such sums are exact in any order, so they equal `used_total`'s.
+        self._used_sum = [0.0, 0.0, 0.0]
+        self._sum_exact = True
         self.total = Resources(*(float(x) for x in self._capacity.sum(axis=0)))
         self.version = 0
 
@@ -167,6 +173,9 @@ class Cluster:
         return counts
 
     def used_total(self) -> Resources:
+        """Resources in use, summed over servers in server order."""
+        if self._sum_exact:
+            return Resources(*self._used_sum)
         gpu = cpu = mem = 0.0
         for row in self._used:
             gpu += row[0]
@@ -226,6 +235,8 @@ class Cluster:
             row[1] += need[1]
             row[2] += need[2]
             self._changed(server)
+            if self._sum_exact:
+                self._add_to_sum(need, 1.0)
         if not alloc.is_empty:
             self._allocations[spec.job_id] = alloc
         self.version += 1
@@ -239,11 +250,25 @@ class Cluster:
         for server, need in _usage_rows(spec, alloc).items():
             row = self._used[server]
             # float drift never shows as negative use
+            if self._sum_exact and (row[0] < need[0] or row[1] < need[1] or row[2] < need[2]):
+                self._sum_exact = False
             row[0] = max(row[0] - need[0], 0.0)
             row[1] = max(row[1] - need[1], 0.0)
             row[2] = max(row[2] - need[2], 0.0)
             self._changed(server)
+            if self._sum_exact:
+                self._add_to_sum(need, -1.0)
         self.version += 1
+
+    def _add_to_sum(self, need: tuple[float, float, float], sign: float) -> None:
+        """Add ``sign * need`` to the running sum, or stop keeping it if that is not exact."""
+        if all(x.is_integer() and abs(x) < _EXACT_LIMIT for x in need):
+            total = self._used_sum
+            total[0] += sign * need[0]
+            total[1] += sign * need[1]
+            total[2] += sign * need[2]
+        else:
+            self._sum_exact = False
 
     def _changed(self, server: int) -> None:
         """Recompute ``server``'s free resources and mark its fit counts stale."""

@@ -18,6 +18,14 @@ def _normalise(counts: Iterable[tuple[int, int]]) -> tuple[tuple[int, int], ...]
     return tuple(sorted(merged.items()))
 
 
+def _total(counts: tuple[tuple[int, int], ...]) -> int:
+    if not counts:
+        return 0
+    if len(counts) == 1:
+        return counts[0][1]
+    return sum(n for _, n in counts)
+
+
 @dataclass(frozen=True, slots=True)
 class Allocation:
     """Where one job's tasks run: task counts per server id.
@@ -41,11 +49,11 @@ class Allocation:
 
     @property
     def num_workers(self) -> int:
-        return sum(n for _, n in self.workers)
+        return _total(self.workers)
 
     @property
     def num_ps(self) -> int:
-        return sum(n for _, n in self.ps)
+        return _total(self.ps)
 
     @property
     def num_servers(self) -> int:

@@ -87,7 +87,8 @@ class JobRun:
         paused_until_s: the job makes no progress before this time (rescale / restart cost).
         first_start_s: when it first got resources (None before).
         finish_s: when it finished (None before).
-        slots_run: scheduling points at which it held resources (DL2's ``d``).
+        slots_run: scheduling points at which it held resources (DL2's ``d``); a property,
+            counted by the engine's shared clock while the job runs (see `count_slots`).
         attained_gpu_s: GPU-seconds received so far (Tiresias' attained service).
         observed: (num_ps, num_workers, speed) samples the scheduler could have measured.
         rescales: times its allocation changed while it was running.
@@ -103,12 +104,33 @@ class JobRun:
     paused_until_s: float = 0.0
     first_start_s: float | None = None
     finish_s: float | None = None
-    slots_run: int = 0
     attained_gpu_s: float = 0.0
     observed: list[tuple[int, int, float]] = field(default_factory=list)
     rescales: int = 0
     ideal_duration_s: float = 0.0
     version: int = 0
+    _slots_base: int = field(default=0, repr=False)
+    _slots_clock: list[int] | None = field(default=None, repr=False)
+
+    @property
+    def slots_run(self) -> int:
+        clock = self._slots_clock
+        return self._slots_base if clock is None else self._slots_base + clock[0]
+
+    @slots_run.setter
+    def slots_run(self, value: int) -> None:
+        clock = self._slots_clock
+        self._slots_base = value if clock is None else value - clock[0]
+
+    def count_slots(self, clock: list[int] | None) -> None:
+        """From now on add ``clock[0]``'s increments to `slots_run` (None: stop adding).
+
+        The engine shares one one-element counter among its running jobs and bumps it once
+        per scheduling point, instead of bumping every running job's count.
+        """
+        value = self.slots_run
+        self._slots_clock = clock
+        self.slots_run = value
 
     @property
     def job_id(self) -> int:

@@ -27,6 +27,11 @@ from dlsched.sim.result import Result
 log = logging.getLogger(__name__)
 
 
+def _arrival_key(run: JobRun) -> tuple[float, int]:
+    """Order of the pending list: submission time, then job id."""
+    return run.spec.submit_time_s, run.spec.job_id
+
+
 class SimulationStalled(RuntimeError):
     """Jobs wait or hold resources without progress, and nothing will ever change that."""
 
@@ -76,7 +81,8 @@ class Simulator:
         self._timeline_step_s = (
             config.timeline_step_s or config.interval_s or max(600.0, span_s / 2000)
         )
-        self._pending_keys: list[tuple[float, int]] = []
+        self._running_list: list[JobRun] | None = []  # running's values; None when stale
+        self._slot_clock = [0]  # scheduling points so far, shared by the running jobs
         self._noise: dict[int, float] = {}
         self._next_arrival = 0
         self._gpu_used = 0.0
@@ -88,10 +94,10 @@ class Simulator:
         self._check_fits()
 
     def _check_fits(self) -> None:
-        cap = self.cluster.capacity_array
+        limit = (self.cluster.capacity_array.sum(axis=0) + 1e-9).tolist()
         for spec in self.specs:
             need = spec.demand(spec.min_workers, min(spec.num_ps, 1) if spec.arch is Arch.PS else 0)
-            if np.any(np.asarray(need.as_tuple()) > cap.sum(axis=0) + 1e-9):
+            if need.gpu > limit[0] or need.cpu > limit[1] or need.mem > limit[2]:
                 raise ValueError(
                     f"job {spec.job_id} needs {need} at its smallest, more than the whole cluster"
                 )
@@ -175,7 +181,7 @@ class Simulator:
             now_s=t,
             cluster=self.cluster,
             pending=self.pending,
-            running=list(self.running.values()),
+            running=self._running_view(),
             interval_s=self.config.interval_s,
             last_status=self.last_status,
             _oracle=self.model.speed if getattr(self.scheduler, "is_oracle", False) else None,
@@ -183,15 +189,27 @@ class Simulator:
         decision = self.scheduler.decide(view)
         self._decisions += 1
         self.last_status = self._apply(decision, t)
-        for run in self.running.values():
-            run.slots_run += 1
+        self._slot_clock[0] += 1  # every running job's slots_run (see JobRun.count_slots)
         self._record_timeline(t)
         self._watch_for_stall(t)
 
+    def _running_view(self) -> list[JobRun]:
+        """The running jobs as a list, rebuilt only after one started or stopped.
+
+        Schedulers get the same list object at consecutive points while nothing changed; they
+        only read it.
+        """
+        running = self._running_list
+        if running is None:
+            running = self._running_list = list(self.running.values())
+        return running
+
     def _watch_for_stall(self, t: float) -> None:
-        progressing = any(run.rate > 0 for run in self.running.values())
-        waiting = self.pending or self.running
-        if progressing or not waiting or self._next_arrival < len(self.specs):
+        if (
+            self._next_arrival < len(self.specs)
+            or not (self.pending or self.running)
+            or any(run.rate > 0 for run in self.running.values())
+        ):
             self._idle_retries = 0
             return
         if self.queue.peek_time() < math.inf:  # a tick is coming anyway
@@ -311,12 +329,16 @@ class Simulator:
         if new.is_empty:
             run.rate = 0.0
             del self.running[spec.job_id]
+            self._running_list = None
+            run.count_slots(None)
             self._noise.pop(spec.job_id, None)
             self._add_pending(run)
         else:
             if old.is_empty:
                 self._remove_pending(run)
                 self.running[spec.job_id] = run
+                self._running_list = None
+                run.count_slots(self._slot_clock)
                 if run.first_start_s is None:
                     run.first_start_s = t
                 else:
@@ -359,20 +381,25 @@ class Simulator:
         self.cluster.release(run.spec)
         run.allocation = Allocation.EMPTY
         del self.running[run.job_id]
+        self._running_list = None
+        run.count_slots(None)
         self._noise.pop(run.job_id, None)
         self.finished.append(run)
         self._refresh_usage()
 
     def _add_pending(self, run: JobRun) -> None:
-        key = (run.spec.submit_time_s, run.job_id)
-        i = bisect.bisect(self._pending_keys, key)
-        self._pending_keys.insert(i, key)
-        self.pending.insert(i, run)
+        pending = self.pending
+        if not pending or _arrival_key(pending[-1]) < _arrival_key(run):
+            pending.append(run)  # an arrival, the usual case
+        else:
+            pending.insert(bisect.bisect(pending, _arrival_key(run), key=_arrival_key), run)
 
     def _remove_pending(self, run: JobRun) -> None:
-        i = bisect.bisect_left(self._pending_keys, (run.spec.submit_time_s, run.job_id))
-        del self._pending_keys[i]
-        del self.pending[i]
+        pending = self.pending
+        if pending[0] is run:
+            del pending[0]  # the head, the usual case
+        else:
+            del pending[bisect.bisect_left(pending, _arrival_key(run), key=_arrival_key)]
 
     # -- accounting ------------------------------------------------------------------------
 
