@@ -262,11 +262,19 @@ class Cluster:
 
     def _add_to_sum(self, need: tuple[float, float, float], sign: float) -> None:
         """Add ``sign * need`` to the running sum, or stop keeping it if that is not exact."""
-        if all(x.is_integer() and abs(x) < _EXACT_LIMIT for x in need):
+        g, c, m = need
+        if (
+            g.is_integer()
+            and c.is_integer()
+            and m.is_integer()
+            and abs(g) < _EXACT_LIMIT
+            and abs(c) < _EXACT_LIMIT
+            and abs(m) < _EXACT_LIMIT
+        ):
             total = self._used_sum
-            total[0] += sign * need[0]
-            total[1] += sign * need[1]
-            total[2] += sign * need[2]
+            total[0] += sign * g
+            total[1] += sign * c
+            total[2] += sign * m
         else:
             self._sum_exact = False
 

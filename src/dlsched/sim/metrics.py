@@ -90,7 +90,7 @@ def fragmentation(cluster: Cluster, running: Iterable[JobRun], now_s: float) -> 
 
     Equal to `server_fragmentation` of each server's row of `gpu_remaining_matrix`, averaged,
     but computed from per-server sums of remaining time and its square (no matrix): it runs at
-    every timeline sample, over every running job.
+    every timeline sample, over every running job, so `JobRun.remaining_work` is inlined here.
     """
     gpus = cluster.capacity_array[:, 0].astype(int)
     has_gpus = gpus > 0
@@ -102,8 +102,21 @@ def fragmentation(cluster: Cluster, running: Iterable[JobRun], now_s: float) -> 
         per_task = run.spec.worker_demand.gpu
         if per_task <= 0:
             continue
-        left = min(run.remaining_work(now_s) / run.rate, 1e9) if run.rate > 0 else 1e9
-        left += max(0.0, run.paused_until_s - now_s)
+        rate = run.rate
+        if rate > 0:
+            work = run.spec.total_work
+            start = max(run.progress_time_s, run.paused_until_s)
+            done = (
+                run.progress_s
+                if now_s <= start
+                else min(work, run.progress_s + rate * (now_s - start))
+            )
+            left = min(max(0.0, work - done) / rate, 1e9)
+        else:
+            left = 1e9
+        paused = run.paused_until_s - now_s
+        if paused > 0.0:
+            left += paused
         for server, n in run.allocation.workers:
             k = round(n * per_task)
             total[server] += k * left
