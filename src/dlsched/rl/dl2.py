@@ -38,8 +38,9 @@ import numpy.typing as npt
 import torch
 from torch import nn
 
+from dlsched.core import ClusterView, Decision
 from dlsched.rl.checkpoint import PolicyCard, load_checkpoint, save_checkpoint
-from dlsched.rl.dl2_state import GLOBAL, Dl2Encoder, Dl2Shape
+from dlsched.rl.dl2_state import GLOBAL, Dl2Encoder, Dl2Shape, Dl2Slot
 from dlsched.rl.envs.dl2 import Dl2Env
 from dlsched.rl.policy_scheduler import PolicyScheduler
 from dlsched.schedulers.registry import make_scheduler
@@ -186,6 +187,9 @@ class NumpyPolicy:
         self.row_net = isinstance(net, RowNet)
         self._last_rows: np.ndarray | None = None
         self._last_h = np.zeros(0, dtype=np.float32)
+        self._present_n: float | None = None  # rows present (at least 1), as `logits` divides
+        self._cg: np.ndarray | None = None
+        self._scores = np.zeros(0, dtype=np.float32)
         if isinstance(net, RowNet):
             self.J, self.row_dim, self.L = net.J, net.row_dim, net.L
             self.rows = layers(net.rows)
@@ -227,14 +231,88 @@ class NumpyPolicy:
         if not self.row_net:
             return self._run(obs[None, :], self.mlp)[0]
         rows = obs[: self.J * self.row_dim].reshape(self.J, self.row_dim)
-        glob = obs[self.J * self.row_dim :]
-        h = self._embed(rows)
+        return self._head(self._embed(rows), rows, obs[self.J * self.row_dim :]).copy()
+
+    def logits_row_changed(self, obs: npt.NDArray[np.float32], row: int) -> npt.NDArray[np.float32]:
+        """`logits` when job row ``row`` is the only row that differs from the previous call's.
+
+        Skips comparing the rows: only row ``row`` is re-embedded, by the same operations
+        `logits` would run, so the numbers are identical. The caller guarantees the premise
+        (one DL2 action changes exactly the row it acts on). The result is a buffer reused by
+        the next call: read it before calling again.
+        """
+        last = self._last_rows
+        if not self.row_net or last is None or not self.J // 2 > 1:
+            return self.logits(obs)
+        J, rd = self.J, self.row_dim
+        rows = obs[: J * rd].reshape(J, rd)
+        x = rows[row : row + 1]
+        (w1, b1), *rest = self.rows
+        x = x @ w1 + b1
+        for w, b in rest:  # as `_run` over the row layers, then the embedding's ReLU
+            np.maximum(x, 0.0, out=x)
+            x = x @ w + b
+        h = self._last_h
+        np.maximum(x[0], 0.0, out=h[row])
+        same_present = last[row, self.L] == rows[row, self.L]
+        last[row] = rows[row]
+        return self._head(h, rows, obs[J * rd :], reuse_present=bool(same_present))
+
+    def _head(
+        self,
+        h: np.ndarray,
+        rows: npt.NDArray[np.float32],
+        glob: npt.NDArray[np.float32],
+        *,
+        reuse_present: bool = False,
+    ) -> npt.NDArray[np.float32]:
+        """Logits from the row embeddings ``h`` (same operations, into reused buffers)."""
         present = rows[:, self.L]
-        ctx = present @ h / max(float(present.sum()), 1.0)
-        cg = np.concatenate([ctx, glob])
-        per_row = h @ self.head_w + self.head_b + cg @ self.ctx_row
-        tail = self._run(cg[None, :], self.ctx)[0]
-        return np.concatenate([per_row.reshape(-1), tail]).astype(np.float32, copy=False)
+        if not reuse_present or self._present_n is None:
+            self._present_n = max(float(present.sum()), 1.0)
+        emb = h.shape[1]
+        if self._cg is None or self._cg.shape[0] != emb + glob.shape[0]:
+            self._cg = np.empty(emb + glob.shape[0], dtype=np.float32)
+            self._scores = np.empty(3 * self.J + 1, dtype=np.float32)
+        cg, scores = self._cg, self._scores
+        np.divide(present @ h, self._present_n, out=cg[:emb])
+        cg[emb:] = glob
+        np.add(h @ self.head_w + self.head_b, cg @ self.ctx_row, out=scores[:-1].reshape(-1, 3))
+        scores[-1:] = self._run(cg[None, :], self.ctx)[0]
+        return scores
+
+
+class Dl2PolicyScheduler(PolicyScheduler):
+    """`PolicyScheduler` for DL2 with a fast greedy loop over a `NumpyPolicy` row network.
+
+    Same decisions as the generic loop (same observations, masks and arithmetic), but the
+    observation is read in place and, after an action on row ``i``, only row ``i`` is
+    re-embedded without comparing all rows (`NumpyPolicy.logits_row_changed`). Sampling,
+    torch networks and the flat MLP take the generic loop.
+    """
+
+    def decide(self, view: ClusterView) -> Decision:
+        net = self.net
+        if self._generator is not None or not isinstance(net, NumpyPolicy) or not net.row_net:
+            return super().decide(view)
+        slot = self.encoder.start(view)
+        assert isinstance(slot, Dl2Slot)
+        changed: int | None = None  # the row the last action changed, within this batch
+        batch = slot.batch
+        for _ in range(self.max_actions):
+            mask = slot.mask_view()
+            obs = slot.observation_view()
+            scores = net.logits(obs) if changed is None else net.logits_row_changed(obs, changed)
+            action = int(np.where(mask, scores, -np.inf).argmax())
+            if not mask[action]:  # nothing legal (the generic loop's `not mask.any()`)
+                break
+            if slot.apply(action):
+                break
+            changed = action // 3 if slot.batch == batch else None
+            batch = slot.batch
+        else:
+            log.warning("%s: stopped after %d actions in one round", self.name, self.max_actions)
+        return slot.decision()
 
 
 def make_policy(cfg: Dl2Config) -> nn.Module:
@@ -600,10 +678,10 @@ def reinforce(
 
 def make_scheduler_for(
     policy: nn.Module, cfg: Dl2Config | Dl2Shape, name: str = "dl2"
-) -> PolicyScheduler:
-    """The greedy `PolicyScheduler` running ``policy`` (registry name ``name``)."""
+) -> Dl2PolicyScheduler:
+    """The greedy `Dl2PolicyScheduler` running ``policy`` (registry name ``name``)."""
     shape = cfg.shape() if isinstance(cfg, Dl2Config) else cfg
-    return PolicyScheduler(name, Dl2Encoder(shape), NumpyPolicy(policy), preemptive=True)
+    return Dl2PolicyScheduler(name, Dl2Encoder(shape), NumpyPolicy(policy), preemptive=True)
 
 
 def evaluate(

@@ -225,6 +225,8 @@ class Dl2Slot:
         self._obs = np.zeros(shape.obs_dim, dtype=np.float32)
         self._obs_rows = self._obs[: J * shape.row_dim].reshape(J, shape.row_dim)
         self._glob = self._obs[J * shape.row_dim :]
+        self._mask = np.zeros(shape.num_actions, dtype=bool)
+        self._mask_rows = self._mask[: 3 * J].reshape(J, 3)
         self._load_batch()
 
     # -- batch ---------------------------------------------------------------------------------
@@ -285,7 +287,11 @@ class Dl2Slot:
             obs_rows[:n] = values  # float64 → float32, as writing entry by entry
             self._shape_of[:n] = self._row_shape
             for i in range(n):
-                self._refresh_row(i)
+                if self._w[i] or self._p[i]:
+                    self._refresh_row(i)
+                else:  # r, w, u stay 0; only the caps
+                    can_w, can_p = self._max_w[i] > 0, self._max_p[i] > 0
+                    self._cap_ok[i] = (can_w, can_p, can_w and can_p)
         self._present = np.arange(J) < n
         self._beyond = max(0, len(self.jobs) - start - n) / J
 
@@ -337,17 +343,22 @@ class Dl2Slot:
         return ok
 
     def action_mask(self) -> npt.NDArray[np.bool_]:
-        J = self.shape.J
-        mask = np.zeros(self.shape.num_actions, dtype=bool)
+        return self.mask_view().copy()
+
+    def mask_view(self) -> npt.NDArray[np.bool_]:
+        """`action_mask` in place (no copy): valid until the next `apply`; do not change it."""
+        mask = self._mask
         if self.done:
+            mask[:] = False
             return mask
-        mask[self.shape.void] = True
+        void = self.shape.void
+        mask[void] = True
         if not self.rows:
             return mask
-        per = self._cap_ok & self._shape_ok()[self._shape_of]  # (J, 3); absent rows: all False
-        mask[: 3 * J] = per.reshape(-1)
+        per = self._mask_rows  # (J, 3); absent rows: all False
+        np.logical_and(self._cap_ok, self._shape_ok()[self._shape_of], out=per)
         if not self._trains and self.batch + 1 >= self._num_batches and per.any():
-            mask[self.shape.void] = False  # never end a slot with an idle cluster (no stalls)
+            mask[void] = False  # never end a slot with an idle cluster (no stalls)
         return mask
 
     def apply(self, action: int) -> bool:
