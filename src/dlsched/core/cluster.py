@@ -32,13 +32,16 @@ def tasks_that_fit(free: Sequence[float], need: tuple[float, float, float]) -> i
     a huge number (2**30) if ``need`` is all zeros. The same floating-point operations as
     `dlsched.placement.base.capacity_for`, one server at a time.
     """
-    best = _UNBOUNDED
-    for r in range(3):
-        want = need[r]
-        if want > 0:
-            n = math.floor((free[r] + _EPS) / want)
-            if n < best:
-                best = n
+    g, c, m = need
+    best = math.floor((free[0] + _EPS) / g) if g > 0 else _UNBOUNDED
+    if c > 0:
+        n = math.floor((free[1] + _EPS) / c)
+        if n < best:
+            best = n
+    if m > 0:
+        n = math.floor((free[2] + _EPS) / m)
+        if n < best:
+            best = n
     return best if best > 0 else 0
 
 

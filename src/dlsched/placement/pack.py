@@ -15,14 +15,11 @@ def best_fit_or_largest(_free: FreeRows, fits: list[int], left: int) -> int:
 
     Ties go to the lowest server id.
     """
-    best = -1
-    best_fits = 0
-    for server, n in enumerate(fits):
-        if n >= left and (best < 0 or n < best_fits):
-            best, best_fits = server, n
-    if best >= 0:
-        return best
-    return fits.index(max(fits))
+    most = max(fits)
+    if most < left:
+        return fits.index(most)
+    # the first server holding the fewest fits that are still enough
+    return fits.index(min([n for n in fits if n >= left]))
 
 
 class Pack:

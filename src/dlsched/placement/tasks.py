@@ -7,7 +7,7 @@ per-server fit counts (`Cluster.fits`), recounting only the servers it changes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from dlsched.core import Allocation, Cluster, JobSpec, Status
 from dlsched.core.cluster import tasks_that_fit
@@ -75,11 +75,14 @@ def place_tasks(
     """Resize workers and PS of ``spec`` from ``current``, keeping existing tasks in place."""
     free: FreeRows = list(cluster.free_rows())
     taken: set[int] = set()  # servers whose row the workers' side changed
-    sides = []
+    sides: list[Iterable[tuple[int, int]]] = []
     for have, want, demand in (
         (current.workers, num_workers, spec.worker_demand.as_tuple()),
         (current.ps, num_ps, spec.ps_demand.as_tuple()),
     ):
+        if not have and not want:
+            sides.append(())
+            continue
         counts = dict(have)
         total = sum(counts.values())
         for _ in range(total - want):

@@ -117,8 +117,9 @@ def fragmentation(cluster: Cluster, running: Iterable[JobRun], now_s: float) -> 
         paused = run.paused_until_s - now_s
         if paused > 0.0:
             left += paused
+        whole = per_task == 1.0  # one GPU a task: k = n without rounding
         for server, n in run.allocation.workers:
-            k = round(n * per_task)
+            k = n if whole else round(n * per_task)
             total[server] += k * left
             squares[server] += k * left * left
     sums = np.asarray(total)[has_gpus]
