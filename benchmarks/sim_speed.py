@@ -6,10 +6,12 @@ repository root::
 
     .venv/bin/python benchmarks/sim_speed.py [--repeat 3]
 
-Set-up (untimed, printed apart) is loading the trace for Philly and one warm-up episode for
-dl2 (first-use imports). Each case runs in a fresh process so that peak memory
-(``ru_maxrss``) is the case's own. Rates are per second of the process's CPU time, which other
-load on the machine barely changes; the wall time is printed next to it.
+Set-up (untimed, printed apart) is loading the trace and the scheduler registry for Philly
+(the registry imports every scheduler module on first use, SciPy included: about a second) and
+one warm-up episode for dl2 (the same first-use imports). Each case runs in a fresh process
+so that peak memory (``ru_maxrss``) is the case's own. Rates are per second of the process's
+CPU time, which other load on the machine changes less than wall time (on a 2-core box shared
+with other jobs it still varies by 10-20%); the wall time is printed next to it.
 """
 
 from __future__ import annotations
@@ -25,11 +27,13 @@ from typing import Any
 
 def _case(name: str, queue: Any) -> None:
     import dlsched
+    from dlsched.schedulers.registry import make_scheduler
     from dlsched.workloads.registry import make_workload
 
     if name == "philly-fifo":
         t0 = time.perf_counter()
         workload = make_workload("philly", seed=0)
+        make_scheduler("fifo")  # first use imports every scheduler module
         setup_s = time.perf_counter() - t0
         cpu0 = time.process_time()
         result = dlsched.simulate(workload=workload, scheduler="fifo", seed=0)

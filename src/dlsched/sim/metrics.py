@@ -89,41 +89,42 @@ def fragmentation(cluster: Cluster, running: Iterable[JobRun], now_s: float) -> 
     """Average SCED² fragmentation (Eq. 1) over servers with GPUs; 0 for CPU-only clusters.
 
     Equal to `server_fragmentation` of each server's row of `gpu_remaining_matrix`, averaged,
-    but computed from per-server sums of remaining time and its square (no matrix): it runs at
-    every timeline sample, over every running job, so `JobRun.remaining_work` is inlined here.
+    but computed from per-server sums of remaining time and its square (no matrix), with NumPy
+    over the running jobs: it runs at every timeline sample. The per-server sums add the jobs'
+    terms in the same order as a loop would (``np.bincount`` accumulates in input order).
     """
     gpus = cluster.capacity_array[:, 0].astype(int)
     has_gpus = gpus > 0
     if not has_gpus.any():
         return 0.0
-    total = [0.0] * cluster.num_servers
-    squares = [0.0] * cluster.num_servers
-    for run in running:
-        per_task = run.spec.worker_demand.gpu
-        if per_task <= 0:
-            continue
-        rate = run.rate
-        if rate > 0:
-            work = run.spec.total_work
-            start = max(run.progress_time_s, run.paused_until_s)
-            done = (
-                run.progress_s
-                if now_s <= start
-                else min(work, run.progress_s + rate * (now_s - start))
-            )
-            left = min(max(0.0, work - done) / rate, 1e9)
-        else:
-            left = 1e9
-        paused = run.paused_until_s - now_s
-        if paused > 0.0:
-            left += paused
-        whole = per_task == 1.0  # one GPU a task: k = n without rounding
-        for server, n in run.allocation.workers:
-            k = n if whole else round(n * per_task)
-            total[server] += k * left
-            squares[server] += k * left * left
-    sums = np.asarray(total)[has_gpus]
-    sq = np.asarray(squares)[has_gpus]
+    runs = [run for run in running if run.spec.worker_demand.gpu > 0]
+    num_servers = cluster.num_servers
+    if runs:
+        rate = np.array([run.rate for run in runs])
+        progress = np.array([run.progress_s for run in runs])
+        paused = np.array([run.paused_until_s for run in runs])
+        start = np.maximum([run.progress_time_s for run in runs], paused)
+        work = np.array([run.spec.total_work for run in runs])
+        moving = (rate > 0) & (now_s > start)
+        done = np.where(moving, np.minimum(work, progress + rate * (now_s - start)), progress)
+        safe_rate = np.where(rate > 0, rate, 1.0)
+        left = np.where(rate > 0, np.minimum(np.maximum(0.0, work - done) / safe_rate, 1e9), 1e9)
+        left += np.maximum(0.0, paused - now_s)
+        # one entry per (job, server) pair: server, GPUs there, the job's remaining time
+        pairs = [run.allocation.workers for run in runs]
+        servers = np.array([server for tasks in pairs for server, _ in tasks], dtype=np.intp)
+        counts = np.array([n for tasks in pairs for _, n in tasks], dtype=np.float64)
+        per_task = np.array([run.spec.worker_demand.gpu for run in runs])
+        lengths = [len(tasks) for tasks in pairs]
+        pair_left = np.repeat(left, lengths)
+        k = np.round(counts * np.repeat(per_task, lengths))
+        weight = k * pair_left
+        total = np.bincount(servers, weights=weight, minlength=num_servers)
+        squares = np.bincount(servers, weights=weight * pair_left, minlength=num_servers)
+    else:
+        total = squares = np.zeros(num_servers)
+    sums = total[has_gpus]
+    sq = squares[has_gpus]
     busy = sq > 0
     values = np.zeros(len(sums))
     values[busy] = 1.0 - sums[busy] ** 2 / (gpus[has_gpus][busy] * sq[busy])

@@ -15,7 +15,17 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from dlsched.core import Allocation, Arch, Cluster, ClusterView, Decision, JobRun, JobSpec, Status
+from dlsched.core import (
+    Allocation,
+    Arch,
+    Cluster,
+    ClusterView,
+    Decision,
+    JobRun,
+    JobSpec,
+    Resources,
+    Status,
+)
 from dlsched.models.base import ThroughputModel
 from dlsched.placement.base import Placement
 from dlsched.schedulers.base import Scheduler
@@ -85,6 +95,8 @@ class Simulator:
         self._slot_clock = [0]  # scheduling points so far, shared by the running jobs
         self._noise: dict[int, float] = {}
         self._next_arrival = 0
+        # submission times in arrival order, then +inf: the next arrival's time without a test
+        self._arrival_times = [spec.submit_time_s for spec in self.specs] + [math.inf]
         self._gpu_used = 0.0
         self._cpu_used = 0.0
         self._busy_gpu_s = 0.0
@@ -95,9 +107,16 @@ class Simulator:
 
     def _check_fits(self) -> None:
         limit = (self.cluster.capacity_array.sum(axis=0) + 1e-9).tolist()
+        fit: set[tuple[Resources, Resources, int, int]] = set()  # smallest sizes known to fit
         for spec in self.specs:
-            need = spec.demand(spec.min_workers, min(spec.num_ps, 1) if spec.arch is Arch.PS else 0)
-            if need.gpu > limit[0] or need.cpu > limit[1] or need.mem > limit[2]:
+            ps = min(spec.num_ps, 1) if spec.arch is Arch.PS else 0
+            key = (spec.worker_demand, spec.ps_demand, spec.min_workers, ps)
+            if key in fit:
+                continue
+            need = spec.demand(spec.min_workers, ps)
+            if need.gpu <= limit[0] and need.cpu <= limit[1] and need.mem <= limit[2]:
+                fit.add(key)
+            else:
                 raise ValueError(
                     f"job {spec.job_id} needs {need} at its smallest, more than the whole cluster"
                 )
@@ -128,9 +147,7 @@ class Simulator:
         return Result.build(self, wall_s=time.perf_counter() - wall0)
 
     def _next_arrival_time(self) -> float:
-        if self._next_arrival < len(self.specs):
-            return self.specs[self._next_arrival].submit_time_s
-        return math.inf
+        return self._arrival_times[self._next_arrival]
 
     def _next_tick_after(self, t: float) -> float:
         interval = self.config.interval_s
@@ -141,7 +158,8 @@ class Simulator:
         """Handle every event at time ``t``; return True if a scheduling point follows."""
         changed = False
         tick = False
-        while self._next_arrival_time() <= t:
+        times = self._arrival_times
+        while times[self._next_arrival] <= t:
             spec = self.specs[self._next_arrival]
             self._next_arrival += 1
             run = JobRun(spec, progress_time_s=t)
@@ -149,8 +167,9 @@ class Simulator:
             self.runs[spec.job_id] = run
             self._add_pending(run)
             changed = True
-        while self.queue.peek_time() <= t:
-            _, kind, payload = self.queue.pop()
+        queue = self.queue
+        while queue.peek_time() <= t:
+            _, kind, payload = queue.pop()
             if kind is EventKind.COMPLETION:
                 job_id, version = payload
                 run = self.runs[job_id]
