@@ -6,6 +6,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+import numpy.typing as npt
 
 from dlsched.core import Cluster, JobRun
 
@@ -99,6 +100,8 @@ def fragmentation(cluster: Cluster, running: Iterable[JobRun], now_s: float) -> 
         return 0.0
     runs = [run for run in running if run.spec.worker_demand.gpu > 0]
     num_servers = cluster.num_servers
+    total: npt.NDArray[np.float64] = np.zeros(num_servers)
+    squares: npt.NDArray[np.float64] = np.zeros(num_servers)
     if runs:
         rate = np.array([run.rate for run in runs])
         progress = np.array([run.progress_s for run in runs])
@@ -121,8 +124,6 @@ def fragmentation(cluster: Cluster, running: Iterable[JobRun], now_s: float) -> 
         weight = k * pair_left
         total = np.bincount(servers, weights=weight, minlength=num_servers)
         squares = np.bincount(servers, weights=weight * pair_left, minlength=num_servers)
-    else:
-        total = squares = np.zeros(num_servers)
     sums = total[has_gpus]
     sq = squares[has_gpus]
     busy = sq > 0
