@@ -122,8 +122,10 @@ def fragmentation(cluster: Cluster, running: Iterable[JobRun], now_s: float) -> 
         pair_left = np.repeat(left, lengths)
         k = np.round(counts * np.repeat(per_task, lengths))
         weight = k * pair_left
-        total = np.bincount(servers, weights=weight, minlength=num_servers)
-        squares = np.bincount(servers, weights=weight * pair_left, minlength=num_servers)
+        total = np.asarray(np.bincount(servers, weight, num_servers), dtype=np.float64)
+        squares = np.asarray(
+            np.bincount(servers, weight * pair_left, num_servers), dtype=np.float64
+        )
     sums = total[has_gpus]
     sq = squares[has_gpus]
     busy = sq > 0
