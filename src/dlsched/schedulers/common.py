@@ -84,7 +84,7 @@ class FreeTracker:
         """Place ``n`` tasks, as many as fit on the server where most fit first (lowest id on
         ties) — `dlsched.placement.tasks.grow`'s rule with a most-room chooser and
         ``one_at_a_time=False``. Returns what went where, or None (and no change)."""
-        if not any(x > 0 for x in need):
+        if not (need[0] > 0 or need[1] > 0 or need[2] > 0):
             return []
         counts = self._counts_for(need)
         if sum(counts) < n:

@@ -103,11 +103,21 @@ def fragmentation(cluster: Cluster, running: Iterable[JobRun], now_s: float) -> 
     total: npt.NDArray[np.float64] = np.zeros(num_servers)
     squares: npt.NDArray[np.float64] = np.zeros(num_servers)
     if runs:
-        rate = np.array([run.rate for run in runs])
-        progress = np.array([run.progress_s for run in runs])
-        paused = np.array([run.paused_until_s for run in runs])
-        start = np.maximum([run.progress_time_s for run in runs], paused)
-        work = np.array([run.spec.total_work for run in runs])
+        state = np.array(
+            [
+                (
+                    run.rate,
+                    run.progress_s,
+                    run.paused_until_s,
+                    run.progress_time_s,
+                    run.spec.total_work,
+                    run.spec.worker_demand.gpu,
+                )
+                for run in runs
+            ]
+        )
+        rate, progress, paused, since, work, per_task = state.T
+        start = np.maximum(since, paused)
         moving = (rate > 0) & (now_s > start)
         done = np.where(moving, np.minimum(work, progress + rate * (now_s - start)), progress)
         safe_rate = np.where(rate > 0, rate, 1.0)
@@ -117,7 +127,6 @@ def fragmentation(cluster: Cluster, running: Iterable[JobRun], now_s: float) -> 
         pairs = [run.allocation.workers for run in runs]
         servers = np.array([server for tasks in pairs for server, _ in tasks], dtype=np.intp)
         counts = np.array([n for tasks in pairs for _, n in tasks], dtype=np.float64)
-        per_task = np.array([run.spec.worker_demand.gpu for run in runs])
         lengths = [len(tasks) for tasks in pairs]
         pair_left = np.repeat(left, lengths)
         k = np.round(counts * np.repeat(per_task, lengths))

@@ -249,6 +249,8 @@ class Simulator:
         statuses: dict[int, Status] = {}
         preemptive = getattr(self.scheduler, "preemptive", False)
         targets = decision.targets
+        if not targets and not (preemptive and self.running):
+            return statuses  # nothing to start, resize or stop
         shrink: list[tuple[JobRun, int, int, Allocation | None]] = []
         grow: list[tuple[JobRun, int, int, Allocation | None]] = []
         if preemptive:
