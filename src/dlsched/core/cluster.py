@@ -72,6 +72,11 @@ def _usage_rows(spec: JobSpec, alloc: Allocation) -> dict[int, tuple[float, floa
     return rows
 
 
+def _whole(rows: dict[int, tuple[float, float, float]]) -> bool:
+    """True if every amount is a whole number small enough to add up exactly in float64."""
+    return all(x.is_integer() and abs(x) < _EXACT_LIMIT for need in rows.values() for x in need)
+
+
 def usage(spec: JobSpec, alloc: Allocation) -> dict[int, Resources]:
     """Resources that ``alloc`` takes on each server for job ``spec``."""
     per_server: dict[int, Resources] = {}
@@ -110,6 +115,8 @@ class Cluster:
         self._fits: dict[tuple[float, float, float], list[int]] = {}
         self._stale: dict[tuple[float, float, float], set[int]] = {}
         self._allocations: dict[int, Allocation] = {}
+        # job id -> what its allocation takes per server, and whether those are whole amounts
+        self._held: dict[int, tuple[dict[int, tuple[float, float, float]], bool]] = {}
         # Usage summed over servers, kept up to date while every amount taken or given back is
         # a whole number: such sums are exact in any order, so they equal `used_total`'s.
         self._used_sum = [0.0, 0.0, 0.0]
@@ -205,7 +212,8 @@ class Cluster:
         rows: dict[int, tuple[float, float, float]],
         current: Allocation | None,
     ) -> Status:
-        back_rows = _usage_rows(spec, current) if current is not None else {}
+        held = self._held.get(spec.job_id) if current is not None else None
+        back_rows = held[0] if held is not None else {}
         num_servers = len(self.servers)
         for server, need in rows.items():
             if not 0 <= server < num_servers:
@@ -232,16 +240,17 @@ class Cluster:
         if not status.ok:
             return status
         self.release(spec)
+        whole = _whole(rows)
+        self._add_to_sum(rows, whole, 1.0)
         for server, need in rows.items():
             row = self._used[server]
             row[0] += need[0]
             row[1] += need[1]
             row[2] += need[2]
             self._changed(server)
-            if self._sum_exact:
-                self._add_to_sum(need, 1.0)
         if not alloc.is_empty:
             self._allocations[spec.job_id] = alloc
+            self._held[spec.job_id] = (rows, whole)
         self.version += 1
         return status
 
@@ -250,36 +259,33 @@ class Cluster:
         alloc = self._allocations.pop(spec.job_id, None)
         if alloc is None:
             return
-        for server, need in _usage_rows(spec, alloc).items():
+        rows, whole = self._held.pop(spec.job_id)
+        for server, need in rows.items():
             row = self._used[server]
+            if row[0] < need[0] or row[1] < need[1] or row[2] < need[2]:
+                self._sum_exact = False  # the clamp below changes amounts; sum afresh
             # float drift never shows as negative use
-            if self._sum_exact and (row[0] < need[0] or row[1] < need[1] or row[2] < need[2]):
-                self._sum_exact = False
             row[0] = max(row[0] - need[0], 0.0)
             row[1] = max(row[1] - need[1], 0.0)
             row[2] = max(row[2] - need[2], 0.0)
             self._changed(server)
-            if self._sum_exact:
-                self._add_to_sum(need, -1.0)
+        self._add_to_sum(rows, whole, -1.0)
         self.version += 1
 
-    def _add_to_sum(self, need: tuple[float, float, float], sign: float) -> None:
-        """Add ``sign * need`` to the running sum, or stop keeping it if that is not exact."""
-        g, c, m = need
-        if (
-            g.is_integer()
-            and c.is_integer()
-            and m.is_integer()
-            and abs(g) < _EXACT_LIMIT
-            and abs(c) < _EXACT_LIMIT
-            and abs(m) < _EXACT_LIMIT
-        ):
-            total = self._used_sum
+    def _add_to_sum(
+        self, rows: dict[int, tuple[float, float, float]], whole: bool, sign: float
+    ) -> None:
+        """Add ``sign`` times ``rows`` to the running sum, or stop keeping it if not exact."""
+        if not self._sum_exact:
+            return
+        if not whole:
+            self._sum_exact = False
+            return
+        total = self._used_sum
+        for g, c, m in rows.values():
             total[0] += sign * g
             total[1] += sign * c
             total[2] += sign * m
-        else:
-            self._sum_exact = False
 
     def _changed(self, server: int) -> None:
         """Recompute ``server``'s free resources and mark its fit counts stale."""
