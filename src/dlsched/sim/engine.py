@@ -21,6 +21,10 @@ class EventKind(IntEnum):
     """Ask the scheduler again while jobs wait on an idle cluster (see `SimConfig.idle_retry_s`)."""
 
 
+_KINDS = tuple(sorted(EventKind))
+"""EventKind by value (indexing a tuple is much cheaper than calling the enum)."""
+
+
 class EventQueue:
     """A priority queue of timed events with deterministic tie-breaking."""
 
@@ -44,7 +48,7 @@ class EventQueue:
         """Remove and return the next ``(time_s, kind, payload)``."""
         time_s, kind, _, payload = heapq.heappop(self._heap)
         self.handled += 1
-        return time_s, EventKind(kind), payload
+        return time_s, _KINDS[kind], payload
 
     def __len__(self) -> int:
         return len(self._heap)
