@@ -28,8 +28,12 @@ class LoadBalance:
                 if fits[server] <= 0:
                     share = -math.inf
                 else:
-                    caps = cap[server]
-                    share = min(row[r] / caps[r] if caps[r] > 0 else math.inf for r in range(3))
+                    c0, c1, c2 = cap[server]
+                    share = min(
+                        row[0] / c0 if c0 > 0 else math.inf,
+                        row[1] / c1 if c1 > 0 else math.inf,
+                        row[2] / c2 if c2 > 0 else math.inf,
+                    )
                 if server == 0 or share > best_share:
                     best, best_share = server, share
             return best
