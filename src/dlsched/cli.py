@@ -7,6 +7,7 @@ import json
 import logging
 import math
 import sys
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -194,6 +195,9 @@ def compare(
         names = [s.strip() for s in schedulers.split(",") if s.strip()]
         if not names:
             raise ValueError("--schedulers: give at least one name")
+        repeated = [name for name, n in Counter(names).items() if n > 1]
+        if repeated:
+            raise ValueError(f"--schedulers: {repeated[0]!r} given twice")
         seed_list = parse_seeds(seeds)
         from dlsched.schedulers.registry import make_scheduler
 

@@ -115,7 +115,7 @@ def train_dl2_command(
             sl_steps=sl_steps if teacher.lower() != "none" else 0,
             rl_steps=rl_steps,
             eval_every=eval_every,
-            val_seeds=parse_seeds(val_seeds),
+            val_seeds=parse_seeds(val_seeds, "--val-seeds"),
             config=config,
             resume=resume,
             speed_model=speed_model,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -15,11 +16,12 @@ from dlsched.sim import Result, simulate
 METRICS = ("avg_jct_s", "p95_jct_s", "makespan_s", "avg_slowdown", "avg_wait_s", "gpu_util")
 
 
-def parse_seeds(text: str) -> list[int]:
+def parse_seeds(text: str, option: str = "--seeds") -> list[int]:
     """``"1-10"``, ``"1,3,5"``, ``"7"`` or a mix (``"1-3,8"``) → list of seeds.
 
     Raises:
-        ValueError: naming the part that is not a seed or range.
+        ValueError: naming ``option`` and the part that is not a seed or range, a negative seed,
+            or a seed given twice (it would count twice in the means and intervals).
     """
     seeds: list[int] = []
     for part in text.split(","):
@@ -34,9 +36,14 @@ def parse_seeds(text: str) -> list[int]:
             else:
                 seeds.append(int(part))
         except ValueError:
-            raise ValueError(f"--seeds: {part!r} is not a seed or a range like 1-10") from None
+            raise ValueError(f"{option}: {part!r} is not a seed or a range like 1-10") from None
     if not seeds:
-        raise ValueError("--seeds: no seed given")
+        raise ValueError(f"{option}: no seed given")
+    if min(seeds) < 0:
+        raise ValueError(f"{option}: {min(seeds)} is negative; seeds are integers >= 0")
+    repeated = [seed for seed, n in Counter(seeds).items() if n > 1]
+    if repeated:
+        raise ValueError(f"{option}: seed {repeated[0]} given twice; each run would count twice")
     return seeds
 
 
