@@ -56,6 +56,21 @@ def test_lrf_starts_the_fewest_gpus_first():
     ]
 
 
+def test_lrf_reused_on_another_cluster_orders_by_that_clusters_shares():
+    # no GPUs: ranked by dominant share, which flips between a CPU-poor and a memory-poor cluster
+    cpu_heavy, mem_heavy = Resources(cpu=4, mem=4), Resources(cpu=1, mem=8)
+    lrf = Lrf()
+    orders = []
+    for capacity in (Resources(gpu=4, cpu=8, mem=64), Resources(gpu=4, cpu=64, mem=16)):
+        s = scene(capacity=capacity)
+        s.wait(replica(0, cpu_heavy))
+        s.wait(replica(1, mem_heavy))
+        reused, fresh = counts(lrf.decide(s.view())), counts(Lrf().decide(s.view()))
+        assert list(reused) == list(fresh)
+        orders.append(list(reused))
+    assert orders == [[1, 0], [0, 1]]
+
+
 def test_spf_starts_the_smallest_gpu_time_product_first():
     # C (600 GPU-s) first; A (800) does not fit in the 2 GPUs left and is skipped; B (1000) fits
     assert list(counts(Spf().decide(three_jobs_on_four_gpus().view())).items()) == [

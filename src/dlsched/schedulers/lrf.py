@@ -33,9 +33,30 @@ class Lrf(BaseScheduler):
     name = "lrf"
     preemptive: ClassVar[bool] = False
 
+    def __init__(self) -> None:
+        # job id -> its key, for the cluster total it was computed with (a job's key never
+        # changes; long queues are sorted at every point)
+        self._keys: dict[int, tuple[float, float, float, int]] = {}
+        self._keys_total: Resources | None = None
+
+    def reset(self) -> None:
+        self._keys.clear()
+        self._keys_total = None
+
     def decide(self, view: ClusterView) -> Decision:
         total = view.cluster.total
-        return start_in_order(view, sorted(view.pending, key=lambda r: resource_key(r, total)))
+        if total != self._keys_total:
+            self._keys.clear()
+            self._keys_total = total
+        keys = self._keys
+
+        def key(run: JobRun) -> tuple[float, float, float, int]:
+            found = keys.get(run.job_id)
+            if found is None:
+                found = keys[run.job_id] = resource_key(run, total)
+            return found
+
+        return start_in_order(view, sorted(view.pending, key=key))
 
 
 @register(

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
-from dlsched.core import ClusterView, Decision, JobRun
+from dlsched.core import ClusterView, Decision, JobRun, JobSpec
 from dlsched.schedulers.common import FreeTracker, requested
 
 _EPS = 1e-9
@@ -43,16 +43,15 @@ def start_in_order(
     """
     decision = Decision()
     tracker = FreeTracker(view.cluster)
-    total = list(tracker.total().as_tuple())
+    free = list(tracker.total().as_tuple())
     for run in runs:
         workers, ps = size(run)
-        need = run.spec.demand(workers, ps).as_tuple()
-        if any(need[r] > total[r] + _EPS for r in range(3)):
+        need = _demand(run.spec, workers, ps)
+        if _exceeds(need, free):
             continue  # cannot fit anywhere: skip the per-server check
         if tracker.take(run.spec, workers, ps):
             decision.set(run.job_id, workers, ps)
-            for r in range(3):
-                total[r] -= need[r]
+            _subtract(free, need)
     return decision
 
 
@@ -71,11 +70,16 @@ def run_in_order(
         priority order; running jobs left out are preempted by the engine.
     """
     chooser = FreeTracker(view.cluster, release=list(view.running))
+    free = list(chooser.total().as_tuple())
     chosen: list[JobRun] = []
     for run in runs:
         workers, ps = _counts(run, size)
+        need = _demand(run.spec, workers, ps)
+        if _exceeds(need, free):
+            continue  # cannot fit anywhere: skip the per-server check
         if chooser.take(run.spec, workers, ps):
             chosen.append(run)
+            _subtract(free, need)
     chosen_ids = {run.job_id for run in chosen}
     tracker = FreeTracker(
         view.cluster, release=[r for r in view.running if r.job_id not in chosen_ids]
@@ -97,6 +101,30 @@ def run_in_order(
         ):
             decision.set(run.job_id, run.allocation.num_workers, run.allocation.num_ps)
     return decision
+
+
+def _demand(spec: JobSpec, workers: int, ps: int) -> tuple[float, float, float]:
+    """``spec.demand(workers, ps)`` as a tuple, by the same float operations.
+
+    Long queues check thousands of jobs a scheduling point, most of which cannot fit anywhere;
+    building `Resources` objects for each was most of the cost.
+    """
+    wd, pd = spec.worker_demand, spec.ps_demand
+    return (
+        wd.gpu * workers + pd.gpu * ps,
+        wd.cpu * workers + pd.cpu * ps,
+        wd.mem * workers + pd.mem * ps,
+    )
+
+
+def _exceeds(need: tuple[float, float, float], free: list[float]) -> bool:
+    return need[0] > free[0] + _EPS or need[1] > free[1] + _EPS or need[2] > free[2] + _EPS
+
+
+def _subtract(free: list[float], need: tuple[float, float, float]) -> None:
+    free[0] -= need[0]
+    free[1] -= need[1]
+    free[2] -= need[2]
 
 
 def _counts(run: JobRun, size: Size) -> tuple[int, int]:
