@@ -333,7 +333,17 @@ def trace_info(
     table.add_column("field")
     table.add_column("value")
     for key, value in data.items():
-        table.add_row(key, str(value))
+        if value is None or value == []:
+            continue  # undated trace, nothing skipped
+        if key in ("first_submit_s", "last_submit_s"):
+            shown = f"{value:.0f}"  # as in the file (often a Unix time)
+        elif isinstance(value, float):
+            shown = _fmt_metric(key, value) if key.endswith("_s") else f"{value:,.1f}"
+        elif isinstance(value, int):
+            shown = f"{value:,}"
+        else:
+            shown = str(value)
+        table.add_row(key, shown)
     out.print(table)
 
 

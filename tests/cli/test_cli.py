@@ -112,6 +112,9 @@ def test_trace_info_summarises_a_csv(tmp_path: Path):
     assert result.exit_code == 0, result.output
     info = json.loads(result.stdout)
     assert info["jobs"] == 3
+    shown = runner.invoke(app, ["trace", "info", str(trace)], env={"COLUMNS": "120"}).output
+    assert "200.0 s" in shown  # duration_p50_s with its unit
+    assert "None" not in shown and "skip_reasons" not in shown  # undated, nothing skipped
 
 
 @pytest.mark.parametrize(
