@@ -8,7 +8,7 @@ import logging
 import math
 import sys
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
@@ -122,6 +122,27 @@ def _fmt_metric(name: str, value: float) -> str:
     return f"{value:.3f}"
 
 
+@contextmanager
+def _job_progress(description: str) -> Iterator[Callable[[int, int], None]]:
+    """A progress bar of finished jobs on stderr (only on a terminal), and its callback."""
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+        disable=not err.is_terminal,
+    ) as progress:
+        task = progress.add_task(description, total=None)
+
+        def on_job_finished(finished: int, total: int) -> None:
+            if finished == 1 or finished == total or finished % max(1, total // 500) == 0:
+                progress.update(task, completed=finished, total=total)
+
+        yield on_job_finished
+
+
 @app.command()
 def simulate(
     workload: WorkloadOpt = "dl2",
@@ -141,7 +162,7 @@ def simulate(
     """Simulate one workload under one scheduler and print its metrics."""
     import dlsched
 
-    with _one_line_errors():
+    with _one_line_errors(), _job_progress(f"{workload} · {scheduler}") as on_job_finished:
         result = dlsched.simulate(
             workload,
             scheduler,
@@ -151,6 +172,7 @@ def simulate(
             placement=placement,
             noise=noise,
             horizon_s=horizon,
+            on_job_finished=on_job_finished,
             **_workload_options(option, on_bad_row),
         )
         if jobs_csv is not None:

@@ -206,3 +206,15 @@ def test_ps_job_gets_both_kinds_of_task_or_nothing(workers, ps):
     assert sim.last_status[0].code is Code.INVALID
     assert "cannot train" in sim.last_status[0].reason
     assert sim.cluster.free_array.sum() == sim.cluster.capacity_array.sum()
+
+
+def test_on_job_finished_reports_each_finish_and_changes_nothing():
+    import dlsched
+
+    calls: list[tuple[int, int]] = []
+    watched = dlsched.simulate(
+        "dl2", "drf", seed=3, num_jobs=30, on_job_finished=lambda k, n: calls.append((k, n))
+    )
+    plain = dlsched.simulate("dl2", "drf", seed=3, num_jobs=30)
+    assert calls == [(k, 30) for k in range(1, 31)]
+    assert watched.records == plain.records

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from dlsched.placement import make_placement
@@ -14,6 +16,10 @@ from dlsched.workloads.base import Workload
 from dlsched.workloads.registry import make_workload
 
 _UNSET: Any = object()
+
+
+def _with_total(callback: Callable[[int, int], None], total: int, finished: int) -> None:
+    callback(finished, total)
 
 
 def simulate(
@@ -29,6 +35,7 @@ def simulate(
     on_events: bool | None = None,
     horizon_s: float | None = None,
     rescale: RescaleCost | None = None,
+    on_job_finished: Callable[[int, int], None] | None = None,
     **overrides: Any,
 ) -> Result:
     """Run one workload under one scheduler and return its `Result`.
@@ -46,6 +53,8 @@ def simulate(
         on_events: schedule at every arrival/completion; default the workload's.
         horizon_s: stop at this time (s); unfinished jobs are reported as such.
         rescale: rescale/restart cost model.
+        on_job_finished: called with (jobs finished, jobs in the workload) after each finish,
+            e.g. to show progress.
         **overrides: workload generator options (``num_jobs=50``, ``mix="large-jobs"``, …).
     """
     if isinstance(workload, str):
@@ -70,6 +79,9 @@ def simulate(
         make_placement(placement or workload.placement),
         config,
         workload_name=workload.name,
+        on_job_finished=None
+        if on_job_finished is None
+        else partial(_with_total, on_job_finished, len(workload.jobs)),
     )
     result = sim.run()
     result.params = dict(workload.params)

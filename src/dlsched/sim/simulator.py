@@ -11,7 +11,7 @@ import bisect
 import logging
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -57,6 +57,8 @@ class Simulator:
         placement: where tasks go when the decision does not say.
         config: timing, noise, rescale costs, horizon.
         workload_name: for the result.
+        on_job_finished: called with the number of jobs finished so far, after each finish
+            (progress display; it must not change the simulation).
     """
 
     def __init__(
@@ -68,6 +70,7 @@ class Simulator:
         placement: Placement,
         config: SimConfig,
         workload_name: str = "",
+        on_job_finished: Callable[[int], None] | None = None,
     ) -> None:
         self.specs = sorted(jobs, key=lambda j: (j.submit_time_s, j.job_id))
         if len({j.job_id for j in self.specs}) != len(self.specs):
@@ -78,6 +81,7 @@ class Simulator:
         self.placement = placement
         self.config = config
         self.workload_name = workload_name
+        self.on_job_finished = on_job_finished
         self.rng = np.random.default_rng(config.seed)
         self.queue = EventQueue()
         self.now_s = 0.0
@@ -407,6 +411,8 @@ class Simulator:
         self._noise.pop(run.job_id, None)
         self.finished.append(run)
         self._refresh_usage()
+        if self.on_job_finished is not None:
+            self.on_job_finished(len(self.finished))
 
     def _add_pending(self, run: JobRun) -> None:
         pending = self.pending
