@@ -16,7 +16,14 @@ from typing import Annotated, Any
 import typer
 from rich import box
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 
 app = typer.Typer(
@@ -122,18 +129,27 @@ def _fmt_metric(name: str, value: float) -> str:
     return f"{value:.3f}"
 
 
-@contextmanager
-def _job_progress(description: str) -> Iterator[Callable[[int, int], None]]:
-    """A progress bar of finished jobs on stderr (only on a terminal), and its callback."""
-    with Progress(
-        TextColumn("{task.description}"),
+def progress_bar(
+    *extra: ProgressColumn, label: str = "{task.description}", transient: bool = False
+) -> Progress:
+    """The CLI's progress bar on stderr: label, bar, done/total, elapsed, then ``extra``
+    columns. Disabled when stderr is not a terminal (pipes and CI get no control codes)."""
+    return Progress(
+        TextColumn(label),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
+        *extra,
         console=err,
-        transient=True,
+        transient=transient,
         disable=not err.is_terminal,
-    ) as progress:
+    )
+
+
+@contextmanager
+def _job_progress(description: str) -> Iterator[Callable[[int, int], None]]:
+    """A progress bar of finished jobs on stderr (only on a terminal), and its callback."""
+    with progress_bar(transient=True) as progress:
         task = progress.add_task(description, total=None)
 
         def on_job_finished(finished: int, total: int) -> None:
@@ -232,15 +248,7 @@ def compare(
             noise=noise,
             **_workload_options(option, on_bad_row),
         )
-        with Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=err,
-            transient=True,
-            disable=not err.is_terminal,
-        ) as progress:
+        with progress_bar(transient=True) as progress:
             task = progress.add_task(f"{workload}", total=len(names) * len(seed_list))
             results = run_grid(
                 workload,

@@ -6,10 +6,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from dlsched.cli import _one_line_errors, err, out, train_app
+from dlsched.cli import _one_line_errors, out, progress_bar, train_app
 
 
 @train_app.command("deeprm")
@@ -61,14 +60,7 @@ def train_deeprm_command(
             seed=seed,
             pretrain_epochs=pretrain_epochs,
         )
-        with Progress(
-            TextColumn("deeprm {task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=err,
-            disable=not err.is_terminal,
-        ) as progress:
+        with progress_bar(label="deeprm {task.description}") as progress:
             task = progress.add_task(f"load {load}", total=iterations)
 
             def advance(stats: object) -> None:

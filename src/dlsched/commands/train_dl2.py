@@ -6,10 +6,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import TextColumn
 from rich.table import Table
 
-from dlsched.cli import _one_line_errors, _parse_options, err, out, train_app
+from dlsched.cli import _one_line_errors, _parse_options, out, progress_bar, train_app
 
 
 @train_app.command("dl2")
@@ -122,15 +122,7 @@ def train_dl2_command(
             fit=FitSpec(samples=fit_samples, seed=seed),
             clusters=clusters,
         )
-        with Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TextColumn("{task.fields[val]}"),
-            console=err,
-            disable=not err.is_terminal,
-        ) as progress:
+        with progress_bar(TextColumn("{task.fields[val]}")) as progress:
             tasks = {
                 "sl": progress.add_task(f"SL from {teacher}", total=max(spec.sl_steps, 1), val=""),
                 "rl": progress.add_task("RL", total=max(spec.rl_steps, 1), val=""),

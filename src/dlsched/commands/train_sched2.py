@@ -6,9 +6,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from dlsched.cli import _one_line_errors, err, out, train_app
+from dlsched.cli import _one_line_errors, err, out, progress_bar, train_app
 
 
 @train_app.command("sched2")
@@ -69,14 +68,7 @@ def train_sched2_command(
             pretrain_steps=pretrain_steps if teacher != "none" else 0,
         )
         target = out_dir or Path("runs") / run_name(workload, seed)
-        with Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=err,
-            disable=not err.is_terminal,
-        ) as progress:
+        with progress_bar() as progress:
             task = progress.add_task("sched2 episodes", total=episodes)
 
             def show(row: EpisodeLog) -> None:
