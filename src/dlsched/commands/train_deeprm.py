@@ -77,7 +77,8 @@ def train_deeprm_command(
                 validate_every=validate_every,
                 on_iteration=advance,
             )
-    table = Table(title=f"deeprm · load {load} · {outcome.iterations} iterations")
+    plural = "" if outcome.iterations == 1 else "s"
+    table = Table(title=f"deeprm · load {load} · {outcome.iterations} iteration{plural}")
     table.add_column("field")
     table.add_column("value", justify="right")
     table.add_row("best validation slowdown", f"{outcome.best_slowdown:.3f} ({outcome.best_mode})")
