@@ -56,7 +56,7 @@ def test_lrf_starts_the_fewest_gpus_first():
     ]
 
 
-def test_lrf_reused_on_another_cluster_orders_by_that_clusters_shares():
+def test_lrf_reused_instance_ranks_by_the_current_cluster_and_jobs():
     # no GPUs: ranked by dominant share, which flips between a CPU-poor and a memory-poor cluster
     cpu_heavy, mem_heavy = Resources(cpu=4, mem=4), Resources(cpu=1, mem=8)
     lrf = Lrf()
@@ -69,6 +69,11 @@ def test_lrf_reused_on_another_cluster_orders_by_that_clusters_shares():
         assert list(reused) == list(fresh)
         orders.append(list(reused))
     assert orders == [[1, 0], [0, 1]]
+    # the same ids for other jobs (a new run without reset): ranked by the new jobs' demands
+    s = scene(capacity=Resources(gpu=4, cpu=64, mem=16))
+    s.wait(replica(0, mem_heavy))
+    s.wait(replica(1, cpu_heavy))
+    assert list(counts(lrf.decide(s.view()))) == [1, 0]
 
 
 def test_spf_starts_the_smallest_gpu_time_product_first():

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from dlsched.core import ClusterView, Decision, JobRun, Resources
+from dlsched.core import ClusterView, Decision, JobRun, JobSpec, Resources
 from dlsched.schedulers.base import BaseScheduler, Scheduler
 from dlsched.schedulers.common import requested
 from dlsched.schedulers.ordered import start_in_order
@@ -34,9 +34,9 @@ class Lrf(BaseScheduler):
     preemptive: ClassVar[bool] = False
 
     def __init__(self) -> None:
-        # job id -> its key, for the cluster total it was computed with (a job's key never
-        # changes; long queues are sorted at every point)
-        self._keys: dict[int, tuple[float, float, float, int]] = {}
+        # job id -> (its spec, its key) for the cluster total the keys were computed with: a
+        # job's key never changes, and long queues are sorted at every point
+        self._keys: dict[int, tuple[JobSpec, tuple[float, float, float, int]]] = {}
         self._keys_total: Resources | None = None
 
     def reset(self) -> None:
@@ -52,9 +52,9 @@ class Lrf(BaseScheduler):
 
         def key(run: JobRun) -> tuple[float, float, float, int]:
             found = keys.get(run.job_id)
-            if found is None:
-                found = keys[run.job_id] = resource_key(run, total)
-            return found
+            if found is None or found[0] is not run.spec:  # new, or another job with this id
+                found = keys[run.job_id] = (run.spec, resource_key(run, total))
+            return found[1]
 
         return start_in_order(view, sorted(view.pending, key=key))
 
