@@ -13,9 +13,8 @@ import numpy.typing as npt
 import pytest
 
 from dlsched.core import Allocation, Arch, Cluster, JobRun, JobSpec, Resources, Status
-from dlsched.core.cluster import tasks_that_fit
+from dlsched.core.cluster import capacity_for, tasks_that_fit
 from dlsched.placement import make_placement
-from dlsched.placement.base import capacity_for
 from dlsched.schedulers.common import FreeTracker
 from dlsched.schedulers.registry import make_scheduler
 from dlsched.sim import SimConfig, Simulator

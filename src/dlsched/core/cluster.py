@@ -30,7 +30,7 @@ def tasks_that_fit(free: Sequence[float], need: tuple[float, float, float]) -> i
 
     ``floor((free + 1e-9) / need)`` over the resources ``need`` uses, the smallest, at least 0;
     a huge number (2**30) if ``need`` is all zeros. The same floating-point operations as
-    `dlsched.placement.base.capacity_for`, one server at a time.
+    `capacity_for`, one server at a time.
     """
     g, c, m = need
     best = math.floor((free[0] + _EPS) / g) if g > 0 else _UNBOUNDED
@@ -43,6 +43,17 @@ def tasks_that_fit(free: Sequence[float], need: tuple[float, float, float]) -> i
         if n < best:
             best = n
     return best if best > 0 else 0
+
+
+def capacity_for(free: npt.ArrayLike, need: tuple[float, float, float]) -> npt.NDArray[np.int64]:
+    """`tasks_that_fit` for every server at once: ``free`` is ``(N, 3)`` (array or rows)."""
+    rows = np.asarray(free, dtype=np.float64)
+    demand = np.asarray(need, dtype=np.float64)
+    used = demand > 0
+    if not used.any():
+        return np.full(rows.shape[0], _UNBOUNDED, dtype=np.int64)
+    fits = np.floor((rows[:, used] + _EPS) / demand[used]).min(axis=1)
+    return np.maximum(fits, 0).astype(np.int64)
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from dlsched.core import Allocation, Arch, Cluster, JobRun, JobSpec, Resources
-from dlsched.core.cluster import tasks_that_fit
+from dlsched.core.cluster import capacity_for, tasks_that_fit
 
 _EPS = 1e-9
 _UNBOUNDED = 1 << 30
@@ -13,16 +11,6 @@ _UNBOUNDED = 1 << 30
 
 _VECTOR_SERVERS = 16
 """Above this many servers `FreeTracker` counts fits with NumPy (below, Python lists are faster)."""
-
-
-def _tasks_that_fit_all(free: list[list[float]], need: tuple[float, float, float]) -> list[int]:
-    """`tasks_that_fit` for every server at once (same floating-point operations)."""
-    wanted = [r for r in range(3) if need[r] > 0]
-    if not wanted:
-        return [_UNBOUNDED] * len(free)
-    rows = np.asarray(free)[:, wanted]
-    counts = np.floor((rows + _EPS) / np.asarray([need[r] for r in wanted])).min(axis=1)
-    return [int(c) for c in np.maximum(counts, 0)]
 
 
 class FreeTracker:
@@ -59,7 +47,7 @@ class FreeTracker:
         if counts is None:
             touched = self._touched
             if len(touched) > _VECTOR_SERVERS:
-                counts = _tasks_that_fit_all(self.free, need)
+                counts = capacity_for(self.free, need).tolist()
             else:
                 counts = list(self._cluster.fits(need))
                 free = self.free
