@@ -242,18 +242,13 @@ class NumpyPolicy:
         the next call: read it before calling again.
         """
         last = self._last_rows
-        if not self.row_net or last is None or not self.J // 2 > 1:
+        # below J = 4 `_embed` re-embeds every row for one change (batched: other rounding)
+        if not self.row_net or last is None or self.J < 4:
             return self.logits(obs)
         J, rd = self.J, self.row_dim
         rows = obs[: J * rd].reshape(J, rd)
-        x = rows[row : row + 1]
-        (w1, b1), *rest = self.rows
-        x = x @ w1 + b1
-        for w, b in rest:  # as `_run` over the row layers, then the embedding's ReLU
-            np.maximum(x, 0.0, out=x)
-            x = x @ w + b
         h = self._last_h
-        np.maximum(x[0], 0.0, out=h[row])
+        np.maximum(self._run(rows[row : row + 1], self.rows)[0], 0.0, out=h[row])
         same_present = last[row, self.L] == rows[row, self.L]
         last[row] = rows[row]
         return self._head(h, rows, obs[J * rd :], reuse_present=bool(same_present))

@@ -38,7 +38,8 @@ import numpy as np
 import numpy.typing as npt
 
 from dlsched.core import Arch, ClusterView, Decision, JobRun, JobSpec
-from dlsched.schedulers.common import tasks_that_fit
+from dlsched.core.cluster import tasks_that_fit
+from dlsched.schedulers.common import FreeTracker
 from dlsched.workloads.dl2 import JOB_TYPES
 
 DEFAULT_J = 40
@@ -108,9 +109,9 @@ class _Free:
     changed), so the legality checks of every action cost O(shapes), not O(servers).
     """
 
-    def __init__(self, free: npt.NDArray[np.float64]) -> None:
-        self.rows: list[list[float]] = free.tolist()
-        self.totals = [float(x) for x in free.sum(axis=0)]
+    def __init__(self, rows: list[list[float]]) -> None:
+        self.rows = rows
+        self.totals = [float(x) for x in np.asarray(rows).sum(axis=0)]
         self._fits: dict[Need, list[int]] = {}
         self._nfit: dict[Need, int] = {}  # servers where at least one task fits
         self._best: dict[Need, int] = {}  # best server (-1: none); absent when stale
@@ -193,24 +194,9 @@ class Dl2Slot:
         self.capacity = cluster.capacity_array.sum(axis=0)
         self._cap = [float(c) for c in self.capacity]
         self.jobs: list[JobRun] = view.jobs()
-        tracker = cluster.free_array
-        rows = tracker.tolist()
-        given_back = False
-        for run in view.running:  # the slot is decided from scratch: give everything back
-            for tasks, demand in (
-                (run.allocation.workers, run.spec.worker_demand),
-                (run.allocation.ps, run.spec.ps_demand),
-            ):
-                d = demand.as_tuple()
-                for server, n in tasks:
-                    row = rows[server]  # float64 arithmetic, as NumPy's in-place add
-                    row[0] += d[0] * n
-                    row[1] += d[1] * n
-                    row[2] += d[2] * n
-                    given_back = True
-        if given_back:
-            tracker = np.array(rows, dtype=np.float64)
-        self.free = _Free(tracker)
+        # the slot is decided from scratch: everything the running jobs hold is given back
+        given_back = FreeTracker(cluster, release=view.running).free
+        self.free = _Free([list(row) for row in given_back])  # _Free changes rows in place
         self.counts: dict[int, list[int]] = {run.job_id: [0, 0] for run in self.jobs}
         self._specs = {run.job_id: run.spec for run in self.jobs}
         self.order: list[int] = []  # job ids in the order they first got a task

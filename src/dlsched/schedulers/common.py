@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from dlsched.core import Allocation, Arch, Cluster, JobRun, JobSpec, Resources
 from dlsched.core.cluster import capacity_for, tasks_that_fit
 
@@ -27,12 +29,12 @@ class FreeTracker:
         free: per server, ``[gpu, cpu, mem]`` still free in this scratch copy (read-only rows).
     """
 
-    def __init__(self, cluster: Cluster, release: list[JobRun] | None = None) -> None:
+    def __init__(self, cluster: Cluster, release: Iterable[JobRun] = ()) -> None:
         self._cluster = cluster
         self.free: list[list[float]] = cluster.free_rows()
         self._touched: set[int] = set()  # servers whose row differs from the cluster's
         self._counts: dict[tuple[float, float, float], list[int]] = {}
-        for run in release or ():
+        for run in release:
             self._give_back(run.spec, run.allocation)
 
     def _give_back(self, spec: JobSpec, alloc: Allocation) -> None:
