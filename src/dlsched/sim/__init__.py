@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import partial
 from typing import Any
 
 from dlsched.placement import make_placement
@@ -16,10 +15,6 @@ from dlsched.workloads.base import Workload
 from dlsched.workloads.registry import make_workload
 
 _UNSET: Any = object()
-
-
-def _with_total(callback: Callable[[int, int], None], total: int, finished: int) -> None:
-    callback(finished, total)
 
 
 def simulate(
@@ -79,9 +74,7 @@ def simulate(
         make_placement(placement or workload.placement),
         config,
         workload_name=workload.name,
-        on_job_finished=None
-        if on_job_finished is None
-        else partial(_with_total, on_job_finished, len(workload.jobs)),
+        on_job_finished=on_job_finished,
     )
     result = sim.run()
     result.params = dict(workload.params)

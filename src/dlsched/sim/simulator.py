@@ -57,7 +57,7 @@ class Simulator:
         placement: where tasks go when the decision does not say.
         config: timing, noise, rescale costs, horizon.
         workload_name: for the result.
-        on_job_finished: called with the number of jobs finished so far, after each finish
+        on_job_finished: called with (jobs finished so far, jobs in all) after each finish
             (progress display; it must not change the simulation).
     """
 
@@ -70,7 +70,7 @@ class Simulator:
         placement: Placement,
         config: SimConfig,
         workload_name: str = "",
-        on_job_finished: Callable[[int], None] | None = None,
+        on_job_finished: Callable[[int, int], None] | None = None,
     ) -> None:
         self.specs = sorted(jobs, key=lambda j: (j.submit_time_s, j.job_id))
         if len({j.job_id for j in self.specs}) != len(self.specs):
@@ -353,17 +353,12 @@ class Simulator:
         run.version += 1
         if new.is_empty:
             run.rate = 0.0
-            del self.running[spec.job_id]
-            self._running_list = None
-            run.count_slots(None)
-            self._noise.pop(spec.job_id, None)
+            self._stop_running(run)
             self._add_pending(run)
         else:
             if old.is_empty:
                 self._remove_pending(run)
-                self.running[spec.job_id] = run
-                self._running_list = None
-                run.count_slots(self._slot_clock)
+                self._start_running(run)
                 if run.first_start_s is None:
                     run.first_start_s = t
                 else:
@@ -405,14 +400,22 @@ class Simulator:
         run.rate = 0.0
         self.cluster.release(run.spec)
         run.allocation = Allocation.EMPTY
+        self._stop_running(run)
+        self.finished.append(run)
+        self._refresh_usage()
+        if self.on_job_finished is not None:
+            self.on_job_finished(len(self.finished), len(self.specs))
+
+    def _start_running(self, run: JobRun) -> None:
+        self.running[run.job_id] = run
+        self._running_list = None
+        run.count_slots(self._slot_clock)
+
+    def _stop_running(self, run: JobRun) -> None:
         del self.running[run.job_id]
         self._running_list = None
         run.count_slots(None)
         self._noise.pop(run.job_id, None)
-        self.finished.append(run)
-        self._refresh_usage()
-        if self.on_job_finished is not None:
-            self.on_job_finished(len(self.finished))
 
     def _add_pending(self, run: JobRun) -> None:
         pending = self.pending
