@@ -8,10 +8,10 @@ import logging
 import math
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich import box
@@ -25,6 +25,9 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 from rich.table import Table
+
+if TYPE_CHECKING:  # SciPy comes with it: imported only by the commands that need it
+    from dlsched.experiments.compare import Summary
 
 app = typer.Typer(
     help="Schedule deep-learning training jobs on GPU clusters: simulate, compare, reproduce.",
@@ -280,7 +283,7 @@ _HEADERS = {
 }
 
 
-def _comparison_table(rows: list[Any], metrics: tuple[str, ...], title: str) -> Table:
+def _comparison_table(rows: Sequence[Summary], metrics: tuple[str, ...], title: str) -> Table:
     """Means with their 95 % CI below (none for one run); one time unit per column, named in
     its header, so that the table fits 80 columns (``--json`` keeps the keys, in seconds).
     Unfinished jobs get a column only when there are any."""

@@ -117,7 +117,7 @@ def _demand(spec: JobSpec, workers: int, ps: int) -> tuple[float, float, float]:
     )
 
 
-def _exceeds(need: tuple[float, float, float], free: list[float]) -> bool:
+def _exceeds(need: tuple[float, float, float], free: Sequence[float]) -> bool:
     return need[0] > free[0] + _EPS or need[1] > free[1] + _EPS or need[2] > free[2] + _EPS
 
 
@@ -166,19 +166,18 @@ def start_greedy(view: ClusterView, runs: Iterable[JobRun], score: Score) -> Dec
         workers, ps = requested(run.spec)
         if tracker.take(run.spec, workers, ps):
             decision.set(run.job_id, workers, ps)
-            need = run.spec.demand(workers, ps).as_tuple()
+            need = _demand(run.spec, workers, ps)
             free = (free[0] - need[0], free[1] - need[1], free[2] - need[2])
     return decision
 
 
 def run_fits(run: JobRun, free: tuple[float, float, float]) -> bool:
     """Whether the job's requested resources fit in ``free`` (summed over servers)."""
-    need = run.spec.demand(*requested(run.spec)).as_tuple()
-    return all(need[r] <= free[r] + _EPS for r in range(3))
+    return not _exceeds(_demand(run.spec, *requested(run.spec)), free)
 
 
 def alignment(run: JobRun, free: tuple[float, float, float], total: tuple[float, ...]) -> float:
     """Tetris' packing score: the dot product of the job's demand and the free resources,
     each as a fraction of the cluster's capacity (resources the cluster lacks are ignored)."""
-    need = run.spec.demand(*requested(run.spec)).as_tuple()
+    need = _demand(run.spec, *requested(run.spec))
     return sum(need[r] * free[r] / (total[r] * total[r]) for r in range(3) if total[r] > 0)
