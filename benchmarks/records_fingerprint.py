@@ -1,0 +1,108 @@
+"""Per-job records of a fixed comparison set of runs, to prove a refactor changed no result.
+
+Every registered scheduler runs on every generated workload and one Philly virtual cluster
+(seeds 1 and 2, plus DL2's 60-server setting and the shipped learned policies on held-out seeds);
+each run's per-job records (every float written with ``repr``, so bit-for-bit) and its event and
+decision counts go into one JSON file. A run that raises records its error message instead.
+
+    python benchmarks/records_fingerprint.py --out /tmp/before.json      # on the old code
+    python benchmarks/records_fingerprint.py --out /tmp/after.json       # on the new code
+    python benchmarks/records_fingerprint.py --diff /tmp/before.json /tmp/after.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import astuple
+from typing import Any
+
+WORKLOADS = ("dl2", "deeprm", "sched2", "kubeflow", "philly:7f04ca")
+SEEDS = (1, 2)
+EXTRA: tuple[tuple[str, str, int, dict[str, Any]], ...] = (
+    ("dl2", "dl2", 101, {}),
+    ("dl2", "dl2", 102, {"servers": 60}),
+    ("dl2", "offline-rl", 101, {}),
+    ("dl2", "drf", 3, {"servers": 200}),
+    ("deeprm", "deeprm", 9001, {"horizon_steps": 50}),
+    ("sched2", "sched2", 9001, {"load": 1.8}),
+)
+
+
+def _runs() -> list[tuple[str, str, int, dict[str, Any]]]:
+    from dlsched.schedulers.registry import schedulers
+
+    names = sorted(schedulers())
+    runs = [(w, s, seed, {}) for w in WORKLOADS for s in names for seed in SEEDS]
+    return runs + list(EXTRA)
+
+
+def _one(run: tuple[str, str, int, dict[str, Any]]) -> tuple[str, Any]:
+    import dlsched
+
+    workload, scheduler, seed, options = run
+    key = f"{workload}|{scheduler}|{seed}|{json.dumps(options, sort_keys=True)}"
+    try:
+        result = dlsched.simulate(workload=workload, scheduler=scheduler, seed=seed, **options)
+    except Exception as exc:  # the error is part of the behaviour being compared
+        return key, {"error": f"{type(exc).__name__}: {exc}"}
+    rows = [repr(astuple(r)) for r in result.records]
+    digest = hashlib.sha256("\n".join(rows).encode()).hexdigest()
+    return key, {
+        "sha256": digest,
+        "finished": len(rows),
+        "jobs": result.num_jobs,
+        "events": result.events,
+        "decisions": result.decisions,
+        "end_s": repr(result.end_s),
+        "gpu_util": repr(result.gpu_util),
+        "rows": rows,
+    }
+
+
+def _diff(before_path: str, after_path: str) -> int:
+    with open(before_path) as fh:
+        before = json.load(fh)
+    with open(after_path) as fh:
+        after = json.load(fh)
+    bad = 0
+    for key in sorted(set(before) | set(after)):
+        a, b = before.get(key), after.get(key)
+        if a is None or b is None:
+            print(f"only in {'after' if a is None else 'before'}: {key}")
+            bad += 1
+            continue
+        a = {k: v for k, v in a.items() if k != "rows"}
+        b = {k: v for k, v in b.items() if k != "rows"}
+        if a != b:
+            print(f"DIFFERS {key}: {a} != {b}")
+            bad += 1
+    print(f"{len(before)} runs before, {len(after)} after, {bad} differ")
+    return 1 if bad else 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", help="write the fingerprints here (JSON)")
+    parser.add_argument("--diff", nargs=2, metavar=("BEFORE", "AFTER"))
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args()
+    if args.diff:
+        return _diff(*args.diff)
+    if not args.out:
+        parser.error("give --out or --diff")
+    runs = _runs()
+    with ProcessPoolExecutor(args.workers) as pool:
+        results = dict(pool.map(_one, runs, chunksize=4))
+    with open(args.out, "w") as fh:
+        json.dump(results, fh, indent=0, sort_keys=True)
+    errors = sum("error" in v for v in results.values())
+    print(f"{len(results)} runs, {errors} raised, written to {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
