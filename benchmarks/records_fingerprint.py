@@ -40,11 +40,16 @@ def _runs() -> list[tuple[str, str, int, dict[str, Any]]]:
     return runs + list(EXTRA)
 
 
+def _key(run: tuple[str, str, int, dict[str, Any]]) -> str:
+    workload, scheduler, seed, options = run
+    return f"{workload}|{scheduler}|{seed}|{json.dumps(options, sort_keys=True)}"
+
+
 def _one(run: tuple[str, str, int, dict[str, Any]]) -> tuple[str, Any]:
     import dlsched
 
     workload, scheduler, seed, options = run
-    key = f"{workload}|{scheduler}|{seed}|{json.dumps(options, sort_keys=True)}"
+    key = _key(run)
     try:
         result = dlsched.simulate(workload=workload, scheduler=scheduler, seed=seed, **options)
     except Exception as exc:  # the error is part of the behaviour being compared
@@ -63,13 +68,15 @@ def _one(run: tuple[str, str, int, dict[str, Any]]) -> tuple[str, Any]:
     }
 
 
-def _diff(before_path: str, after_path: str) -> int:
+def _diff(before_path: str, after_path: str, only: str | None) -> int:
     with open(before_path) as fh:
         before = json.load(fh)
     with open(after_path) as fh:
         after = json.load(fh)
     bad = 0
     for key in sorted(set(before) | set(after)):
+        if only is not None and only not in key:
+            continue
         a, b = before.get(key), after.get(key)
         if a is None or b is None:
             print(f"only in {'after' if a is None else 'before'}: {key}")
@@ -89,12 +96,13 @@ def main() -> int:
     parser.add_argument("--out", help="write the fingerprints here (JSON)")
     parser.add_argument("--diff", nargs=2, metavar=("BEFORE", "AFTER"))
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--match", help="only runs whose key contains this text (e.g. philly)")
     args = parser.parse_args()
     if args.diff:
-        return _diff(*args.diff)
+        return _diff(*args.diff, args.match)
     if not args.out:
         parser.error("give --out or --diff")
-    runs = _runs()
+    runs = [r for r in _runs() if not args.match or args.match in _key(r)]
     with ProcessPoolExecutor(args.workers) as pool:
         results = dict(pool.map(_one, runs, chunksize=4))
     with open(args.out, "w") as fh:
