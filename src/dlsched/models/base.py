@@ -23,3 +23,18 @@ class ThroughputModel(Protocol):
     def ideal_speed(self, spec: JobSpec) -> float:
         """Speed at the job's requested task counts and best placement (for slowdown)."""
         ...
+
+    def best_speed(self, spec: JobSpec) -> float:
+        """Highest speed over every allocation the job may hold (its task-count bounds, best
+        placement), noise-free: ``total_work / best_speed`` is the job's no-wait lower bound."""
+        ...
+
+
+def no_wait_bound_s(spec: JobSpec, model: ThroughputModel) -> float:
+    """The job's completion time (s) if it ran from its arrival at its fastest allocation.
+
+    No queueing, no noise, no rescale: no schedule finishes the job sooner when interference
+    noise is off (with noise it bounds the mean). ``inf`` if the job can never train.
+    """
+    best = model.best_speed(spec)
+    return spec.total_work / best if best > 0 else float("inf")

@@ -26,3 +26,7 @@ class FixedDuration:
     def ideal_speed(self, spec: JobSpec) -> float:
         """1.0: ``total_work`` is the job's duration in seconds."""
         return 1.0
+
+    def best_speed(self, spec: JobSpec) -> float:
+        """1.0: more tasks than asked gain nothing."""
+        return 1.0

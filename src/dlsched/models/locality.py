@@ -157,3 +157,18 @@ class Locality:
     def ideal_speed(self, spec: JobSpec) -> float:
         """1.0: ``total_work`` is measured at the requested GPUs and best placement."""
         return 1.0
+
+    def best_speed(self, spec: JobSpec) -> float:
+        """Best speed over the GPU counts the job may use, each on its fewest servers."""
+        if spec.num_workers < 1:
+            return 0.0
+        if not spec.elastic:
+            return 1.0
+        s = self.sensitivity_of(spec.model)
+        best_k = math.ceil(spec.num_workers / self.gpus_per_server)
+        top = max(spec.max_workers, spec.num_workers)
+        return max(
+            g / spec.num_workers
+            * min(1.0, slowdown(s, best_k) / slowdown(s, math.ceil(g / self.gpus_per_server)))
+            for g in range(max(spec.min_workers, 1), top + 1)
+        )

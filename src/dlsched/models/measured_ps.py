@@ -225,6 +225,19 @@ class MeasuredPS:
             raise ValueError(f"job {spec.job_id}: MeasuredPS models PS jobs, got {spec.arch}")
         return self.epochs_per_s(spec.model, spec.num_ps, spec.num_workers)
 
+    def best_speed(self, spec: JobSpec) -> float:
+        """Highest epochs per second over 1..max_ps PS and 1..max_workers workers (measured
+        speeds are not monotone in the counts, so every pair is tried)."""
+        if spec.arch is not Arch.PS:
+            raise ValueError(f"job {spec.job_id}: MeasuredPS models PS jobs, got {spec.arch}")
+        table = self._table(spec.model)
+        top_ps = min(max(spec.max_ps, spec.num_ps), table.max_ps)
+        top_workers = min(max(spec.max_workers, spec.num_workers), table.max_workers)
+        if top_ps < 1 or top_workers < 1:
+            return 0.0
+        steps = float(table.table[1 : top_ps + 1, 1 : top_workers + 1].max())
+        return steps / self.steps_per_epoch[spec.model]
+
     def _table(self, model: str) -> _ModelTable:
         table = self._tables.get(model)
         if table is None:

@@ -58,3 +58,10 @@ class ReplicaScaling:
     def ideal_speed(self, spec: JobSpec) -> float:
         """1.0: ``total_work`` is the duration in seconds at the requested replica count."""
         return 1.0
+
+    def best_speed(self, spec: JobSpec) -> float:
+        """Speed at the most replicas the job can use (Amdahl's law only grows with ``n``)."""
+        if spec.num_workers < 1:
+            return 0.0
+        top = max(spec.max_workers, spec.num_workers)
+        return amdahl(top, self.serial_fraction) / amdahl(spec.num_workers, self.serial_fraction)

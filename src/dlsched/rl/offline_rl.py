@@ -95,6 +95,14 @@ class FittedPS:
         """Epochs per second at the job's requested counts by the fitted model."""
         return self.epochs_per_s(spec.model, spec.num_ps, spec.num_workers)
 
+    def best_speed(self, spec: JobSpec) -> float:
+        """Highest fitted epochs per second over the job's PS and worker counts."""
+        return max(
+            self.epochs_per_s(spec.model, p, w)
+            for p in range(1, max(spec.max_ps, spec.num_ps, 1) + 1)
+            for w in range(1, max(spec.max_workers, spec.num_workers, 1) + 1)
+        )
+
     def relative_error(self, measured: MeasuredPS | None = None) -> dict[str, float]:
         """Mean |fitted − measured| / measured over each type's measured points (≤ MAX_TASKS)."""
         measured = measured or MeasuredPS()
