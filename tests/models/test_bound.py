@@ -49,9 +49,8 @@ def test_best_speed_is_the_fastest_allowed_allocation() -> None:
         0, 0.0, "resnet-50", Arch.PS, 10.0, Resources(gpu=1, cpu=1, mem=1),
         num_workers=2, num_ps=1, min_workers=1, max_workers=8, max_ps=8,
     )  # fmt: skip
-    every = [
-        model.speed(spec, Allocation.of([(0, w)], [(1, p)])) for p in range(1, 9) for w in range(1, 9)
-    ]
+    pairs = [(p, w) for p in range(1, 9) for w in range(1, 9)]
+    every = [model.speed(spec, Allocation.of([(0, w)], [(1, p)])) for p, w in pairs]
     assert model.best_speed(spec) == max(every)
     assert model.best_speed(spec) > model.ideal_speed(spec)  # the bound uses more than asked
 

@@ -168,7 +168,8 @@ class Locality:
         best_k = math.ceil(spec.num_workers / self.gpus_per_server)
         top = max(spec.max_workers, spec.num_workers)
         return max(
-            g / spec.num_workers
+            g
+            / spec.num_workers
             * min(1.0, slowdown(s, best_k) / slowdown(s, math.ceil(g / self.gpus_per_server)))
             for g in range(max(spec.min_workers, 1), top + 1)
         )
