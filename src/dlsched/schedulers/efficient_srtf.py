@@ -30,6 +30,7 @@ gains, resource prices, optimistic estimates): ``benchmarks/RESULTS.md`` ("Basel
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import ClassVar
 
 import numpy as np
@@ -39,13 +40,16 @@ from dlsched.schedulers.base import BaseScheduler, Scheduler
 from dlsched.schedulers.common import FreeTracker, requested
 from dlsched.schedulers.optimus import give_minimum, marginal_greedy
 from dlsched.schedulers.registry import register
-from dlsched.schedulers.speed_estimate import ObservedSpeeds
+from dlsched.schedulers.speed_estimate import ObservedSpeeds, OracleSpeeds, SpeedFn
 
 
 def efficient_setting(
-    speeds: ObservedSpeeds, run: JobRun, total: Resources
+    speeds: ObservedSpeeds | OracleSpeeds, run: JobRun, total: Resources
 ) -> tuple[int, int, float, float]:
     """The PS job's most resource-efficient (workers, PS) and its speed and dominant share.
+
+    Args:
+        speeds: estimated (observed) speeds, or true ones for the oracle variant.
 
     Returns:
         ``(workers, ps, speed, share)``: speed in the observed unit (epochs/s), share of the
@@ -54,6 +58,8 @@ def efficient_setting(
     spec = run.spec
     max_ps, max_w = max(spec.max_ps, 1), max(spec.max_workers, spec.min_workers, 1)
     grid = speeds.speed_grid(spec, max_ps, max_w)
+    if grid.shape != (max_ps, max_w):
+        raise ValueError(f"speed grid of job {spec.job_id} has shape {grid.shape}")
     p = np.arange(1, max_ps + 1, dtype=np.float64)[:, None]
     w = np.arange(1, max_w + 1, dtype=np.float64)[None, :]
     share = np.zeros_like(grid)
@@ -106,16 +112,25 @@ class EfficientSrtf(BaseScheduler):
 
     def decide(self, view: ClusterView) -> Decision:
         jobs = view.jobs()
+        self.speeds.update(jobs)
+        return self._decide(view, jobs, self._efficient, self.speeds.speed)
+
+    def _decide(
+        self,
+        view: ClusterView,
+        jobs: list[JobRun],
+        efficient: Callable[[JobRun, Resources], tuple[int, int, float, float]],
+        speed: SpeedFn,
+    ) -> Decision:
         now = view.now_s
         total = view.cluster.total
-        self.speeds.update(jobs)
         offers: dict[int, tuple[int, int]] = {}
         keys: dict[int, float] = {}
         for run in jobs:
             spec = run.spec
             if spec.arch is Arch.PS:
-                workers, ps, speed, share = self._efficient(run, total)
-                left = run.remaining_work(now) / speed if speed > 0 else float("inf")
+                workers, ps, rate, share = efficient(run, total)
+                left = run.remaining_work(now) / rate if rate > 0 else float("inf")
             else:
                 workers, ps = requested(spec)
                 share = spec.demand(workers, ps).dominant_share(total)
@@ -130,10 +145,38 @@ class EfficientSrtf(BaseScheduler):
             if tracker.take(run.spec, workers, ps):
                 counts[run.job_id] = (workers, ps)
         give_minimum(ranked, tracker, counts)
-        marginal_greedy(ranked, tracker, counts, self.speeds.speed, now, total)
+        marginal_greedy(ranked, tracker, counts, speed, now, total)
         return Decision.from_counts(
             {r.job_id: counts[r.job_id] for r in ranked if r.job_id in counts}
         )
+
+
+class EfficientSrtfOracle(EfficientSrtf):
+    """ORACLE: the same rule on the simulator's true noise-free speeds.
+
+    What the rule could do if it knew how every job scales: a reference point, and a teacher a
+    learned policy may imitate in simulation (the policy itself then sees only what a real
+    scheduler observes).
+    """
+
+    name = "efficient-srtf-oracle"
+    is_oracle: ClassVar[bool] = True
+
+    def decide(self, view: ClusterView) -> Decision:
+        oracle = OracleSpeeds(view)
+        return self._decide(
+            view, view.jobs(), lambda run, total: efficient_setting(oracle, run, total), oracle
+        )
+
+
+@register(
+    "efficient-srtf-oracle",
+    setting="elastic PS (dl2)",
+    source="dlsched (ours)",
+    description="(oracle) efficient-srtf on the true noise-free speeds",
+)
+def _make_oracle(_arg: str | None) -> Scheduler:
+    return EfficientSrtfOracle()
 
 
 @register(

@@ -253,6 +253,20 @@ class OracleSpeeds:
         self._view = view
         self._cache: dict[tuple[int, int, int], float] = {}
 
+    def speed_grid(self, spec: JobSpec, max_ps: int, max_workers: int) -> npt.NDArray[np.float64]:
+        """True speeds for every ``(p, w)`` in ``1..max_ps × 1..max_workers`` (as
+        `ObservedSpeeds.speed_grid`)."""
+        return np.array(
+            [
+                [
+                    self._view.oracle_speed(spec, Allocation.of([(0, w)], [(0, p)]))
+                    for w in range(1, max_workers + 1)
+                ]
+                for p in range(1, max_ps + 1)
+            ],
+            dtype=np.float64,
+        ).reshape(max_ps, max_workers)
+
     def __call__(self, run: JobRun, num_ps: int, num_workers: int) -> float:
         key = (run.job_id, num_ps, num_workers)
         value = self._cache.get(key)
