@@ -20,3 +20,16 @@ def test_light_entry_points_do_not_import_torch(code: str) -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "False", result.stderr
+
+
+def test_python_m_dlsched_runs_the_cli() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "dlsched", "list"], capture_output=True, text=True, check=True
+    )
+    assert "efficient-srtf" in result.stdout
+
+
+def test_package_is_typed() -> None:
+    from importlib.resources import files
+
+    assert files("dlsched").joinpath("py.typed").is_file()

@@ -1,0 +1,5 @@
+"""``python -m dlsched``: the same CLI as the ``dlsched`` script."""
+
+from dlsched.cli import main
+
+main()
