@@ -41,7 +41,7 @@ from dlsched.live.config import JobConfig, Roster
 from dlsched.live.coordinator import ENDPOINT_FILE, CoordArgs, coordinator_main
 from dlsched.live.models import num_params
 from dlsched.live.node import NodeArgs
-from dlsched.live.protocol import Codec, ProtocolError, dealer, recv, send
+from dlsched.live.protocol import Codec, ProtocolError, dealer, random_identity, recv, send
 from dlsched.live.ps import ps_main
 from dlsched.live.worker import worker_main
 
@@ -233,13 +233,13 @@ class LiveJob:
         if endpoint != self._endpoint or self._ctl is None:
             if self._ctl is not None:
                 self._ctl.close(linger=0)
-            self._ctl = dealer(self._ctx, f"ctl-{uuid.uuid4().hex[:12]}", endpoint)
+            self._ctl = dealer(self._ctx, random_identity("ctl-"), endpoint)
             self._endpoint = endpoint
         if recover and old and old != endpoint:
             log.warning("coordinator came back on %s instead of %s", endpoint, old)
 
     def _launch_member(self, role: str, server: int = 0) -> str:
-        nonce = uuid.uuid4().hex[:16]
+        nonce = secrets.token_hex(16)
         args = NodeArgs(
             role,
             self.config.to_json(),
@@ -365,9 +365,7 @@ class LiveJob:
         """The current global parameters as one flat float32 vector, fetched from the PS."""
         roster = self.roster()
         flat = torch.full((self._bounds[-1][1],), float("nan")) if self._bounds else torch.zeros(0)
-        socks = {
-            p: dealer(self._ctx, f"c-{uuid.uuid4().hex[:12]}", ep) for p, ep in roster.ps.items()
-        }
+        socks = {p: dealer(self._ctx, random_identity("c-"), ep) for p, ep in roster.ps.items()}
         try:
             for sock in socks.values():
                 send(sock, self._codec.encode("FETCH", {}))
