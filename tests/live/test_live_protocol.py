@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 import torch
@@ -10,6 +11,7 @@ import zmq
 
 from dlsched.live.protocol import (
     MAX_HEADER_BYTES,
+    MAX_MESSAGE_AGE_S,
     Codec,
     ProtocolError,
     get_float,
@@ -19,10 +21,11 @@ from dlsched.live.protocol import (
 )
 
 CODEC = Codec("job1", "s3cret", "test")
+RECEIVER = Codec("job1", "s3cret", "receiver")
 
 
 def _header(frames: list[object]) -> dict[str, object]:
-    first = frames[0]
+    first = frames[1]
     assert isinstance(first, bytes)
     return dict(json.loads(first))
 
@@ -36,7 +39,7 @@ def test_round_trip_with_tensors() -> None:
         "s": torch.arange(20, dtype=torch.float32)[5:9],  # a view
     }
     frames = CODEC.encode("PUSH", {"step": 3}, tensors)
-    msg = CODEC.decode([bytes(memoryview(f)) for f in frames], {"PUSH"})
+    msg = RECEIVER.decode([bytes(memoryview(f)) for f in frames], {"PUSH"})
     assert msg.type == "PUSH" and msg.body == {"step": 3} and msg.src == "test"
     for name, t in tensors.items():
         assert torch.equal(msg.tensors[name], t)
@@ -51,7 +54,7 @@ def test_round_trip_over_zeromq_zero_copy() -> None:
         b.connect("inproc://t")
         big = torch.randn(100_000)
         a.send_multipart(CODEC.encode("PARAMS", {}, {"p0": big}), copy=False)
-        msg = CODEC.decode(b.recv_multipart(copy=False), {"PARAMS"})
+        msg = RECEIVER.decode(b.recv_multipart(copy=False), {"PARAMS"})
         assert torch.equal(msg.tensors["p0"], big)
         a.close(0)
         b.close(0)
@@ -66,7 +69,9 @@ def test_round_trip_over_zeromq_zero_copy() -> None:
         [b"not json"],
         [b"[1]"],
         [b"\xff\xfe"],
-        [b"x" * (MAX_HEADER_BYTES + 1)],
+        [b"\0" * 32, b"x" * (MAX_HEADER_BYTES + 1)],
+        [b"\0" * 32, b"{}"],
+        [b"short-mac", b"{}"],
     ],
 )
 def test_garbage_is_rejected(frames: list[bytes]) -> None:
@@ -75,20 +80,71 @@ def test_garbage_is_rejected(frames: list[bytes]) -> None:
 
 
 def test_wrong_secret_job_or_type_is_rejected() -> None:
-    with pytest.raises(ProtocolError, match="secret"):
-        CODEC.decode(Codec("job1", "other", "x").encode("PUSH"), {"PUSH"})
-    with pytest.raises(ProtocolError, match="job"):
-        CODEC.decode(Codec("job2", "s3cret", "x").encode("PUSH"), {"PUSH"})
+    with pytest.raises(ProtocolError, match="MAC"):
+        RECEIVER.decode(Codec("job1", "other", "x").encode("PUSH"), {"PUSH"})
+    with pytest.raises(ProtocolError, match="MAC"):  # the key depends on the job id too
+        RECEIVER.decode(Codec("job2", "s3cret", "x").encode("PUSH"), {"PUSH"})
     with pytest.raises(ProtocolError, match="type"):
-        CODEC.decode(CODEC.encode("SHUTDOWN"), {"PUSH"})
+        RECEIVER.decode(CODEC.encode("SHUTDOWN"), {"PUSH"})
+
+
+def test_secret_never_travels() -> None:
+    frames = Codec("job1", "s3cret-abcdef", "x").encode("PUSH", {"step": 1}, {"g0": torch.ones(2)})
+    assert all(b"s3cret-abcdef" not in bytes(memoryview(f)) for f in frames)
+    assert "secret" not in _header(frames)
+
+
+def test_message_without_mac_or_with_a_bad_mac_is_rejected() -> None:
+    frames = [
+        bytes(memoryview(f)) for f in CODEC.encode("PUSH", {"step": 1}, {"g0": torch.ones(4)})
+    ]
+    with pytest.raises(ProtocolError):  # the MAC frame dropped
+        RECEIVER.decode(frames[1:], {"PUSH"})
+    bad_mac = [bytes(32), *frames[1:]]
+    with pytest.raises(ProtocolError, match="MAC"):
+        RECEIVER.decode(bad_mac, {"PUSH"})
+    header = _header(frames)
+    header["body"] = {"step": 2}  # a changed header under the old MAC
+    with pytest.raises(ProtocolError, match="MAC"):
+        RECEIVER.decode([frames[0], json.dumps(header).encode(), frames[2]], {"PUSH"})
+    flipped = bytearray(frames[2])
+    flipped[0] ^= 1  # a changed tensor payload
+    with pytest.raises(ProtocolError, match="MAC"):
+        RECEIVER.decode([frames[0], frames[1], bytes(flipped)], {"PUSH"})
+    with pytest.raises(ProtocolError, match="MAC"):  # a payload frame dropped
+        RECEIVER.decode(frames[:2], {"PUSH"})
+    assert RECEIVER.decode(frames, {"PUSH"}).body == {"step": 1}  # the original is fine
+
+
+def test_replayed_and_stale_messages_are_rejected() -> None:
+    sender = Codec("job1", "s3cret", "sender")
+    receiver = Codec("job1", "s3cret", "receiver")
+    first = [bytes(memoryview(f)) for f in sender.encode("PUSH", {"n": 1})]
+    second = [bytes(memoryview(f)) for f in sender.encode("PUSH", {"n": 2})]
+    assert receiver.decode(first, {"PUSH"}).body == {"n": 1}
+    with pytest.raises(ProtocolError, match="replayed"):
+        receiver.decode(first, {"PUSH"})
+    assert receiver.decode(second, {"PUSH"}).body == {"n": 2}
+    with pytest.raises(ProtocolError, match="replayed"):  # an older one after a newer one
+        receiver.decode(first, {"PUSH"})
+    old = _header(first)
+    old.update(seq=99, ts=time.time() - MAX_MESSAGE_AGE_S - 1)
+    with pytest.raises(ProtocolError, match="stale"):
+        receiver.decode(sender.seal(old, []), {"PUSH"})
+    # another receiver has its own record: each sender's sequence is checked per receiver
+    assert Codec("job1", "s3cret", "other").decode(first, {"PUSH"}).body == {"n": 1}
 
 
 def _tamper(key: str, value: object, extra_frames: list[bytes] | None = None) -> list[bytes]:
     frames = CODEC.encode("PUSH", {}, {"g0": torch.ones(4)})
-    header = _header(frames)
+    header = _header([bytes(memoryview(f)) for f in frames])
     header[key] = value
-    payload = [bytes(memoryview(f)) for f in frames[1:]]
-    return [json.dumps(header).encode(), *(extra_frames if extra_frames is not None else payload)]
+    payload = [bytes(memoryview(f)) for f in frames[2:]]
+    # sealed with the right key: these reach the checks behind the MAC
+    return [
+        bytes(memoryview(f))
+        for f in CODEC.seal(header, extra_frames if extra_frames is not None else payload)
+    ]
 
 
 @pytest.mark.parametrize(
@@ -105,8 +161,9 @@ def _tamper(key: str, value: object, extra_frames: list[bytes] | None = None) ->
     ],
 )
 def test_inconsistent_tensor_frames_are_rejected(frames: list[bytes]) -> None:
-    with pytest.raises(ProtocolError):
-        CODEC.decode(frames, {"PUSH"})
+    with pytest.raises(ProtocolError) as err:
+        RECEIVER.decode(frames, {"PUSH"})
+    assert "MAC" not in str(err.value)
 
 
 def test_body_accessors_validate_types() -> None:

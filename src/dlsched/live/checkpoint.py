@@ -28,6 +28,23 @@ Shard = dict[int, tuple[torch.Tensor, torch.Tensor | None]]
 """Block index → (parameters, momentum or None), 1-D float32 tensors."""
 
 
+def confine(path: Path | str, root: Path | str) -> Path:
+    """``path`` resolved (symbolic links and ``..`` followed), if it lies inside ``root``.
+
+    Checkpoint and snapshot paths arrive in messages; a job reads and writes only under its own
+    directory.
+
+    Raises:
+        ValueError: if ``path`` resolves outside ``root``.
+    """
+    base = Path(root).resolve()
+    target = Path(path)
+    resolved = (target if target.is_absolute() else base / target).resolve()
+    if resolved != base and base not in resolved.parents:
+        raise ValueError(f"path {str(path)!r} is outside the job directory {str(base)!r}")
+    return resolved
+
+
 def write_blocks(
     path: Path, version: int, shard: Mapping[int, tuple[torch.Tensor, torch.Tensor | None]]
 ) -> int:

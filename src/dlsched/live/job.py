@@ -26,84 +26,30 @@ import tempfile
 import time
 import uuid
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 import torch
-import zmq
 
 from dlsched.live import launcher
 from dlsched.live.assignment import block_bounds, choose_removals
 from dlsched.live.config import JobConfig, Roster
+from dlsched.live.control import ControlChannel, LiveJobError
 from dlsched.live.coordinator import ENDPOINT_FILE, CoordArgs, coordinator_main
 from dlsched.live.models import num_params
 from dlsched.live.node import NodeArgs
-from dlsched.live.protocol import Codec, ProtocolError, dealer, recv, send
 from dlsched.live.ps import ps_main
+from dlsched.live.scaling_report import ScalingReport, fill_hot_report
 from dlsched.live.worker import worker_main
 
 log = logging.getLogger(__name__)
 
+__all__ = ["LiveJob", "LiveJobError", "ScalingReport"]
+
 _JOBS: weakref.WeakSet[LiveJob] = weakref.WeakSet()
-
-
-class LiveJobError(RuntimeError):
-    """A live job could not do what was asked (timeout, refused request, failed round)."""
-
-
-@dataclass(slots=True)
-class ScalingReport:
-    """What one `LiveJob.scale_to` did and how long each part took.
-
-    For hot scaling the four steps of DL2 §5 (Fig. 12) are timed separately; only step 4
-    interrupts training. For checkpoint-restart, ``details`` splits the suspension into
-    checkpointing, stopping and relaunching.
-
-    Attributes:
-        mode: ``"hot"`` or ``"restart"``.
-        before: (PS, workers) before.
-        after: (PS, workers) after.
-        clock: version (step count) at which the change took effect.
-        added_ps, removed_ps, added_workers, removed_workers: member ids.
-        registration_s: step 1, slowest newcomer's REGISTER round trip, seconds.
-        assignment_s: step 2, best-fit assignment + clock handshake with all members, seconds.
-        migration_s: step 3, from the first old PS reaching the clock to the last PS holding
-            its new blocks, seconds.
-        worker_update_s: step 4, mean suspension of the workers that kept training, seconds
-            (hot: from reaching the clock to resuming; restart: from stopping to the relaunched
-            workers' first step).
-        suspension_s: worker id → its suspension, seconds (hot only).
-        clock_wait_s: from the clock's commit to the first PS reaching it (training goes on).
-        moved_params: parameters that changed PS.
-        moved_bytes: bytes sent between PS (parameters and momentum).
-        wall_s: duration of the whole call (includes starting new processes), seconds.
-        details: mode-specific timings, seconds. Hot: ``stall_s``, the mean delay the change
-            added to the workers' step cadence (interval from the start of the last step before
-            the clock to the resumption, minus the usual step interval) — a stricter measure
-            than DL2's suspension, which starts only once the last parameters arrived.
-    """
-
-    mode: str
-    before: tuple[int, int]
-    after: tuple[int, int]
-    clock: int = 0
-    added_ps: list[int] = field(default_factory=list)
-    removed_ps: list[int] = field(default_factory=list)
-    added_workers: list[int] = field(default_factory=list)
-    removed_workers: list[int] = field(default_factory=list)
-    registration_s: float = 0.0
-    assignment_s: float = 0.0
-    migration_s: float = 0.0
-    worker_update_s: float = 0.0
-    suspension_s: dict[int, float] = field(default_factory=dict)
-    clock_wait_s: float = 0.0
-    moved_params: int = 0
-    moved_bytes: int = 0
-    wall_s: float = 0.0
-    details: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -151,11 +97,7 @@ class LiveJob:
         self.start_method = start_method
         self.timeout_s = timeout_s
         self._initial = (num_ps, num_workers)
-        self._ctx: zmq.Context[Any] = zmq.Context()
-        self._codec = Codec(self.job_id, self._secret, "ctl")
-        self._ctl: zmq.Socket[Any] | None = None
-        self._endpoint = ""
-        self._req = 0
+        self._control = ControlChannel(self.job_id, self._secret)
         self._coord: BaseProcess | None = None
         self._procs: dict[str, _Proc] = {}
         self._restarts = 0
@@ -230,16 +172,12 @@ class LiveJob:
                 raise LiveJobError("coordinator did not start")
             time.sleep(0.01)
         endpoint = endpoint_file.read_text().strip()
-        if endpoint != self._endpoint or self._ctl is None:
-            if self._ctl is not None:
-                self._ctl.close(linger=0)
-            self._ctl = dealer(self._ctx, f"ctl-{uuid.uuid4().hex[:12]}", endpoint)
-            self._endpoint = endpoint
+        self._control.connect(endpoint)
         if recover and old and old != endpoint:
             log.warning("coordinator came back on %s instead of %s", endpoint, old)
 
     def _launch_member(self, role: str, server: int = 0) -> str:
-        nonce = uuid.uuid4().hex[:16]
+        nonce = secrets.token_hex(16)
         args = NodeArgs(
             role,
             self.config.to_json(),
@@ -262,15 +200,12 @@ class LiveJob:
             return
         self._stopped = True
         self._stop_processes(timeout_s)
-        if self._ctl is not None:
-            self._ctl.close(linger=0)
-            self._ctl = None
-        self._ctx.term()
+        self._control.close()
         if self._own_workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
     def _stop_processes(self, timeout_s: float) -> None:
-        if self._coord is not None and self._coord.is_alive() and self._ctl is not None:
+        if self._coord is not None and self._coord.is_alive() and self._control.connected:
             try:
                 self._request("CTL_SHUTDOWN", {}, min(timeout_s, 5.0))
             except LiveJobError:
@@ -291,27 +226,13 @@ class LiveJob:
 
     # ------------------------------------------------------------------ control channel
 
+    @property
+    def _endpoint(self) -> str:
+        """The coordinator's endpoint."""
+        return self._control.endpoint
+
     def _request(self, type_: str, body: dict[str, Any], timeout_s: float) -> dict[str, Any]:
-        if self._ctl is None:
-            raise LiveJobError("job is not running")
-        self._req += 1
-        req = self._req
-        send(self._ctl, self._codec.encode(type_, {**body, "req": req}))
-        deadline = time.monotonic() + timeout_s
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise LiveJobError(f"{type_}: no answer from the coordinator in {timeout_s:.1f} s")
-            if not self._ctl.poll(int(min(left, 0.5) * 1000) + 1):
-                continue
-            _, frames = recv(self._ctl, routed=False)
-            try:
-                msg = self._codec.decode(frames, {"CTL_REPLY"})
-            except ProtocolError as exc:
-                log.warning("rejected reply: %s", exc)
-                continue
-            if msg.body.get("req") == req:
-                return msg.body
+        return self._control.request(type_, body, timeout_s)
 
     def status(self, timeout_s: float = 10.0) -> dict[str, Any]:
         """The coordinator's view: roster, members, progress, speed, round, events."""
@@ -363,28 +284,7 @@ class LiveJob:
 
     def parameters(self, timeout_s: float = 30.0) -> torch.Tensor:
         """The current global parameters as one flat float32 vector, fetched from the PS."""
-        roster = self.roster()
-        flat = torch.full((self._bounds[-1][1],), float("nan")) if self._bounds else torch.zeros(0)
-        socks = {
-            p: dealer(self._ctx, f"c-{uuid.uuid4().hex[:12]}", ep) for p, ep in roster.ps.items()
-        }
-        try:
-            for sock in socks.values():
-                send(sock, self._codec.encode("FETCH", {}))
-            for ps_id, sock in socks.items():
-                if not sock.poll(int(timeout_s * 1000)):
-                    raise LiveJobError(f"ps{ps_id} did not answer FETCH")
-                _, frames = recv(sock, routed=False)
-                msg = self._codec.decode(frames, {"PARAMS"})
-                for name, t in msg.tensors.items():
-                    b = int(name[1:])
-                    flat[slice(*self._bounds[b])] = t
-        finally:
-            for sock in socks.values():
-                sock.close(linger=0)
-        if torch.isnan(flat).any():
-            raise LiveJobError("some blocks were not returned by any PS")
-        return flat
+        return self._control.fetch_parameters(self.roster(), self._bounds, timeout_s)
 
     # ------------------------------------------------------------------ scaling
 
@@ -457,25 +357,7 @@ class LiveJob:
             if gone is not None:
                 launcher.stop(gone.proc, 5.0)
         new = Roster.from_dict(self.status()["roster"])
-        report.clock = int(rep["clock"])
-        report.added_ps = sorted(set(new.ps) - set(roster.ps))
-        report.removed_ps = sorted(remove_ps)
-        report.added_workers = sorted(set(new.workers) - set(roster.workers))
-        report.removed_workers = sorted(remove_w)
-        report.registration_s = float(rep["registration_s"])
-        report.assignment_s = float(rep["assignment_s"])
-        report.migration_s = float(rep["migration_s"])
-        report.suspension_s = {int(k[1:]): float(v) for k, v in rep["suspension_s"].items()}
-        report.worker_update_s = (
-            statistics.fmean(report.suspension_s.values()) if report.suspension_s else 0.0
-        )
-        report.clock_wait_s = float(rep["clock_wait_s"])
-        report.moved_params = int(rep["moved_params"])
-        report.moved_bytes = int(rep["moved_bytes"])
-        stall = [float(v) for v in rep.get("stall_s", {}).values()]
-        report.details = {"clock_retries": float(rep["clock_retries"])}
-        if stall:
-            report.details["stall_s"] = statistics.fmean(stall)
+        fill_hot_report(report, rep, roster, new, remove_ps, remove_w)
         report.wall_s = time.perf_counter() - t0
         return report
 

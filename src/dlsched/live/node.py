@@ -28,9 +28,12 @@ class NodeArgs:
         role: ``"ps"`` or ``"worker"``.
         config_json: the job's `JobConfig` as JSON.
         job: job id.
-        secret: the job's shared secret.
+        secret: the job's shared secret (travels only in these arguments, over the pipe that
+            starts the process; messages carry a MAC, never the secret).
         coordinator: endpoint of the coordinator's ROUTER.
-        nonce: launch token naming this process until the coordinator gives it an id.
+        nonce: launch token naming this process until the coordinator gives it an id; random
+            (`protocol.random_identity`), it also names the process's two coordinator
+            connections (``n-<nonce>``, ``h-<nonce>``), so it cannot be guessed.
         owner_pid: pid of the process that owns the job; members exit when it is gone.
         server: machine id the process stands for (for load-balanced removal).
         workdir: job directory (snapshots, checkpoints).
@@ -164,6 +167,7 @@ class Heartbeat(threading.Thread):
     def run(self) -> None:
         node = self.node
         sock = dealer(node.ctx, f"h-{node.args.nonce}", node.args.coordinator)
+        codec = node.codec.fork(f"{node.key}-hb")  # its own sequence numbers and replay record
         poller = zmq.Poller()
         poller.register(sock, zmq.POLLIN)
         interval = node.cfg.heartbeat_interval_s
@@ -175,7 +179,7 @@ class Heartbeat(threading.Thread):
                 if now >= next_send:
                     body = node.heartbeat_body()
                     body.update(nonce=node.args.nonce, t=now, rtt=self.rtt_s)
-                    send(sock, node.codec.encode("HEARTBEAT", body))
+                    send(sock, codec.encode("HEARTBEAT", body))
                     next_send = now + interval
                     if not pid_alive(node.args.owner_pid):
                         log.warning("%s: owner process gone, exiting", node.key)
@@ -187,7 +191,7 @@ class Heartbeat(threading.Thread):
                     continue
                 _, frames = recv(sock, routed=False)
                 try:
-                    msg = node.codec.decode(frames, {"HB_ACK", "SHUTDOWN"})
+                    msg = codec.decode(frames, {"HB_ACK", "SHUTDOWN"})
                 except ProtocolError as exc:
                     log.warning("%s: rejected heartbeat reply: %s", node.key, exc)
                     continue

@@ -1,23 +1,40 @@
-"""Wire format of the live runtime: a JSON header frame followed by raw tensor frames.
+"""Wire format of the live runtime: a MAC frame, a JSON header frame, then raw tensor frames.
 
-A message is one ZeroMQ multipart message ``[header, payload_0, ..., payload_k]``:
+A message is one ZeroMQ multipart message ``[mac, header, payload_0, ..., payload_k]``:
 
-- ``header`` is UTF-8 JSON ``{"v": 1, "job": ..., "secret": ..., "type": ..., "src": ...,
-  "body": {...}, "tensors": [[name, dtype, shape], ...]}`` of at most `MAX_HEADER_BYTES`;
+- ``mac`` is the 32-byte HMAC-SHA256, under a key derived from the job's secret, of the header and
+  every payload (each prefixed by its length), so no frame can be changed, added or dropped;
+- ``header`` is UTF-8 JSON ``{"v": 2, "job": ..., "sid": ..., "seq": ..., "ts": ..., "type": ...,
+  "src": ..., "body": {...}, "tensors": [[name, dtype, shape], ...]}`` of at most
+  `MAX_HEADER_BYTES`; ``sid`` names the sending `Codec` (random per instance) and ``seq`` counts
+  its messages, so a receiver refuses a replayed message (``seq`` not above the last one it
+  accepted from ``sid``) and one older than `MAX_MESSAGE_AGE_S` (``ts``, wall clock);
 - ``payload_i`` holds the raw little-endian bytes of tensor ``i`` (C order).
 
-Nothing is unpickled. A message whose secret or job id is wrong, whose type is not expected by
-the receiver, or whose tensor descriptions do not match the frames raises `ProtocolError`; every
-process logs and drops such messages and keeps running.
+The secret itself never travels: the owner hands it to its child processes through their launch
+arguments (the multiprocessing pipe). Nothing is unpickled. A message whose MAC, job id,
+sequence number or age is wrong, whose type is not expected by the receiver, or whose tensor
+descriptions do not match the frames raises `ProtocolError`; every process logs and drops such
+messages and keeps running.
+
+Sockets: DEALERs connect with unpredictable identities (`random_identity`) and ROUTERs never
+hand an identity over to a new connection, so a local process that connects with a guessed or
+old identity neither receives another peer's messages nor blocks them.
 """
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import json
 import logging
 import math
+import secrets
+import struct
+import threading
+import time
 import warnings
+from collections import OrderedDict
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,7 +45,13 @@ import zmq
 
 log = logging.getLogger(__name__)
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
+MAC_BYTES = 32
+"""Length of the HMAC-SHA256 frame, bytes."""
+MAX_MESSAGE_AGE_S = 300.0
+"""A message whose timestamp is older than this (or this far in the future), seconds, is refused."""
+MAX_SENDERS = 4096
+"""Senders whose last sequence number a `Codec` remembers (the oldest is forgotten first)."""
 MAX_HEADER_BYTES = 1 << 20
 """Largest accepted header frame, bytes."""
 MAX_TENSORS = 8192
@@ -42,6 +65,17 @@ _DTYPES: dict[str, tuple[torch.dtype, np.dtype[Any]]] = {
     "int64": (torch.int64, np.dtype("<i8")),
 }
 _DTYPE_NAMES = {torch_dtype: name for name, (torch_dtype, _) in _DTYPES.items()}
+_LEN = struct.Struct("<Q")
+
+
+def derive_key(secret: str, job: str) -> bytes:
+    """The per-job MAC key: HMAC-SHA256 of the job id under the shared secret."""
+    return hmac.new(secret.encode(), b"dlsched-live-mac\0" + job.encode(), hashlib.sha256).digest()
+
+
+def random_identity(prefix: str = "") -> str:
+    """A ZeroMQ routing identity no other process can guess (128 random bits)."""
+    return prefix + secrets.token_hex(16)
 
 
 class ProtocolError(ValueError):
@@ -66,18 +100,49 @@ class Message:
 
 
 class Codec:
-    """Encodes and checks messages of one job (its id and shared secret).
+    """Encodes, authenticates and checks messages of one job (its id and MAC key).
+
+    One instance per thread that sends or receives: its sequence counter and its record of the
+    last sequence number accepted per sender are guarded by a lock, but messages that one codec
+    sends over two sockets to the same receiver could arrive out of order and be refused.
 
     Args:
         job: job id, carried in every header.
-        secret: per-job shared secret; messages without it are rejected.
-        name: this process's name, put in ``src``.
+        secret: per-job shared secret; only a key derived from it is kept, never sent.
+        name: this process's name, put in ``src`` (informative only).
     """
 
     def __init__(self, job: str, secret: str, name: str) -> None:
         self.job = job
-        self._secret = secret
+        self._key = derive_key(secret, job)
         self.name = name
+        self._sid = secrets.token_hex(8)
+        self._seq = 0
+        self._seen: OrderedDict[str, int] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def fork(self, name: str) -> Codec:
+        """A codec of the same job and key with its own sender id and replay record."""
+        other = Codec.__new__(Codec)
+        other.job, other._key, other.name = self.job, self._key, name
+        other._sid, other._seq = secrets.token_hex(8), 0
+        other._seen, other._lock = OrderedDict(), threading.Lock()
+        return other
+
+    def _mac(self, header: bytes | memoryview, payloads: Sequence[Any]) -> bytes:
+        mac = hmac.new(self._key, digestmod=hashlib.sha256)
+        mac.update(_LEN.pack(len(header)))
+        mac.update(header)
+        for payload in payloads:
+            view = payload if isinstance(payload, memoryview) else memoryview(payload)
+            mac.update(_LEN.pack(view.nbytes))
+            mac.update(view)
+        return mac.digest()
+
+    def seal(self, header: Mapping[str, Any], payloads: Sequence[Any]) -> list[Any]:
+        """Frames ``[mac, header, *payloads]`` for an already built header (tests forge with it)."""
+        raw = json.dumps(header, separators=(",", ":")).encode()
+        return [self._mac(raw, payloads), raw, *payloads]
 
     def encode(
         self,
@@ -102,47 +167,55 @@ class Codec:
                 raise ProtocolError(f"unsupported dtype {t.dtype} for tensor {name!r}")
             descs.append([name, dtype, list(t.shape)])
             frames.append(t.numpy().reshape(-1).view(np.uint8) if t.numel() else b"")
+        with self._lock:
+            self._seq += 1
+            seq = self._seq
         header = {
             "v": PROTOCOL_VERSION,
             "job": self.job,
-            "secret": self._secret,
+            "sid": self._sid,
+            "seq": seq,
+            "ts": time.time(),
             "type": type_,
             "src": self.name,
             "body": dict(body or {}),
             "tensors": descs,
         }
-        return [json.dumps(header, separators=(",", ":")).encode(), *frames]
+        return self.seal(header, frames)
 
     def decode(self, frames: Sequence[Any], allowed: Collection[str]) -> Message:
-        """Check and decode ``frames`` (bytes or `zmq.Frame`).
+        """Authenticate, check and decode ``frames`` (bytes or `zmq.Frame`).
 
         Args:
             frames: the multipart message without any routing identity.
             allowed: message types the receiver accepts now.
 
         Raises:
-            ProtocolError: wrong secret or job, unexpected type, or inconsistent frames.
+            ProtocolError: bad MAC, wrong job, replayed or stale message, unexpected type, or
+                inconsistent frames.
         """
-        if not frames:
-            raise ProtocolError("empty message")
-        raw = _buffer(frames[0])
+        if len(frames) < 2:
+            raise ProtocolError("message without MAC and header")
+        mac = _buffer(frames[0])
+        raw = _buffer(frames[1])
         if len(raw) > MAX_HEADER_BYTES:
             raise ProtocolError(f"header of {len(raw)} bytes exceeds {MAX_HEADER_BYTES}")
+        payloads = [_buffer(f) for f in frames[2:]]
+        if len(payloads) > MAX_TENSORS:
+            raise ProtocolError(f"{len(payloads)} tensor frames exceed {MAX_TENSORS}")
+        if len(mac) != MAC_BYTES or not hmac.compare_digest(bytes(mac), self._mac(raw, payloads)):
+            raise ProtocolError("bad MAC")
         try:
             header = json.loads(bytes(raw))
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ProtocolError(f"header is not JSON: {exc}") from None
         if not isinstance(header, dict):
             raise ProtocolError("header is not a JSON object")
-        secret = header.get("secret")
-        if not isinstance(secret, str) or not hmac.compare_digest(
-            secret.encode(), self._secret.encode()
-        ):
-            raise ProtocolError("bad secret")
         if header.get("job") != self.job:
             raise ProtocolError(f"message for job {header.get('job')!r}, not {self.job!r}")
         if header.get("v") != PROTOCOL_VERSION:
             raise ProtocolError(f"protocol version {header.get('v')!r} not supported")
+        self._check_fresh(header)
         type_ = header.get("type")
         if not isinstance(type_, str) or type_ not in allowed:
             raise ProtocolError(f"unexpected message type {type_!r}")
@@ -151,18 +224,36 @@ class Codec:
         descs = header.get("tensors")
         if not isinstance(src, str) or not isinstance(body, dict) or not isinstance(descs, list):
             raise ProtocolError("header fields src/body/tensors have wrong types")
-        if len(descs) != len(frames) - 1 or len(descs) > MAX_TENSORS:
-            raise ProtocolError(f"{len(descs)} tensor descriptions for {len(frames) - 1} frames")
+        if len(descs) != len(payloads):
+            raise ProtocolError(f"{len(descs)} tensor descriptions for {len(payloads)} frames")
         tensors: dict[str, torch.Tensor] = {}
         with warnings.catch_warnings():
             # frames are read-only; tensors built on them are never written in place
             warnings.simplefilter("ignore", UserWarning)
-            for desc, frame in zip(descs, frames[1:], strict=True):
+            for desc, frame in zip(descs, payloads, strict=True):
                 name, tensor = _decode_tensor(desc, frame)
                 if name in tensors:
                     raise ProtocolError(f"duplicate tensor {name!r}")
                 tensors[name] = tensor
         return Message(type_, src, body, tensors)
+
+    def _check_fresh(self, header: dict[str, Any]) -> None:
+        """Refuse a replayed (sequence number not above the sender's last) or stale message."""
+        sid, seq, ts = header.get("sid"), header.get("seq"), header.get("ts")
+        if not isinstance(sid, str) or len(sid) > 64:
+            raise ProtocolError("header without a sender id")
+        if not isinstance(seq, int) or isinstance(seq, bool) or seq < 1:
+            raise ProtocolError("header without a sequence number")
+        if not isinstance(ts, int | float) or abs(time.time() - ts) > MAX_MESSAGE_AGE_S:
+            raise ProtocolError("stale message (timestamp out of range)")
+        with self._lock:
+            last = self._seen.get(sid, 0)
+            if seq <= last:
+                raise ProtocolError(f"replayed message (sequence {seq}, last {last})")
+            self._seen[sid] = seq
+            self._seen.move_to_end(sid)
+            if len(self._seen) > MAX_SENDERS:
+                self._seen.popitem(last=False)
 
 
 def _buffer(frame: Any) -> memoryview:
@@ -241,14 +332,15 @@ def router(ctx: zmq.Context[Any], endpoint: str) -> tuple[zmq.Socket[Any], str]:
     sock = ctx.socket(zmq.ROUTER)
     sock.setsockopt(zmq.LINGER, 200)
     sock.setsockopt(zmq.ROUTER_MANDATORY, 1)
-    sock.setsockopt(zmq.ROUTER_HANDOVER, 1)
+    # no ROUTER_HANDOVER: a connection claiming an identity already in use is refused, so an
+    # intruder cannot take a peer's route over
     sock.setsockopt(zmq.MAXMSGSIZE, MAX_FRAME_BYTES - 1)
     sock.bind(endpoint)
     return sock, sock.getsockopt_string(zmq.LAST_ENDPOINT)
 
 
 def dealer(ctx: zmq.Context[Any], identity: str, endpoint: str) -> zmq.Socket[Any]:
-    """A DEALER named ``identity`` connected to ``endpoint``."""
+    """A DEALER named ``identity`` (use `random_identity`) connected to ``endpoint``."""
     sock = ctx.socket(zmq.DEALER)
     sock.setsockopt(zmq.LINGER, 200)
     sock.setsockopt(zmq.ROUTING_ID, identity.encode())

@@ -24,7 +24,7 @@ import torch
 import zmq
 
 from dlsched.live.assignment import block_bounds
-from dlsched.live.checkpoint import Shard, read_files, write_blocks
+from dlsched.live.checkpoint import Shard, confine, read_files, write_blocks
 from dlsched.live.config import Roster
 from dlsched.live.models import flat_init, num_params
 from dlsched.live.node import Node, NodeArgs
@@ -34,6 +34,7 @@ from dlsched.live.protocol import (
     dealer,
     get_int,
     get_str,
+    random_identity,
     recv,
     router,
     send,
@@ -147,7 +148,13 @@ class ParameterServer(Node):
         self.clock = clock
         self.round_kind = get_str(msg.body, "kind")
         self.next_roster = _roster(msg)
-        self.ckpt_dir = str(msg.body.get("dir", ""))
+        ckpt_dir = str(msg.body.get("dir", ""))
+        if self.round_kind == "checkpoint":
+            try:
+                ckpt_dir = str(confine(ckpt_dir, self.args.workdir))
+            except ValueError as exc:
+                raise ProtocolError(str(exc)) from None
+        self.ckpt_dir = ckpt_dir
         self.committed = True
         if self.next_roster.epoch <= self.epoch:
             raise ProtocolError("COMMIT of an old epoch")
@@ -190,7 +197,11 @@ class ParameterServer(Node):
         if files:
             if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
                 raise ProtocolError("files must be a list of paths")
-            self.shard = read_files(files, mine)
+            try:
+                paths = [confine(f, self.args.workdir) for f in files]
+            except ValueError as exc:
+                raise ProtocolError(str(exc)) from None
+            self.shard = read_files(paths, mine)
         elif version == 0:
             flat = flat_init(self.cfg.model, self.cfg.seed)
             self.shard = {b: (flat[slice(*self.bounds[b])].clone(), None) for b in mine}
@@ -360,7 +371,7 @@ class ParameterServer(Node):
         if known is None or known[0] != endpoint:
             if known is not None:
                 known[1].close(linger=0)
-            sock = dealer(self.ctx, f"p{self.id}", endpoint)
+            sock = dealer(self.ctx, random_identity(f"p{self.id}-"), endpoint)
             sock.setsockopt(zmq.LINGER, 2000)
             self.peers[ps_id] = (endpoint, sock)
         return self.peers[ps_id][1]

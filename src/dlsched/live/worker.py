@@ -27,7 +27,15 @@ from dlsched.live.assignment import block_bounds, shard
 from dlsched.live.config import Roster
 from dlsched.live.models import DataOrder, FlatModel, digits_like
 from dlsched.live.node import Node, NodeArgs
-from dlsched.live.protocol import Message, ProtocolError, dealer, get_int, recv, send
+from dlsched.live.protocol import (
+    Message,
+    ProtocolError,
+    dealer,
+    get_int,
+    random_identity,
+    recv,
+    send,
+)
 
 log = logging.getLogger(__name__)
 
@@ -335,7 +343,7 @@ class Worker(Node):
         if known is not None:
             self.poller.unregister(known[1])
             known[1].close(linger=0)
-        sock = dealer(self.ctx, f"w{self.id}", endpoint)
+        sock = dealer(self.ctx, random_identity(f"w{self.id}-"), endpoint)
         self.poller.register(sock, zmq.POLLIN)
         self.socks[ps_id] = (endpoint, sock)
         return sock
