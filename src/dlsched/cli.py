@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -86,7 +87,7 @@ def _one_line_errors() -> Iterator[None]:
         yield
     except (ValueError, OSError, KeyError, SimulationStalled) as exc:
         message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+        err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
 
 
@@ -362,7 +363,7 @@ def trace_info(
     if json_out:
         print(json.dumps(data, default=str))
         return
-    table = Table(title=f"trace {path}")
+    table = Table(title=f"trace {escape(path)}")
     table.add_column("field")
     table.add_column("value")
     for key, value in data.items():
@@ -376,7 +377,7 @@ def trace_info(
             shown = f"{value:,}"
         else:
             shown = str(value)
-        table.add_row(key, shown)
+        table.add_row(key, escape(shown))
     out.print(table)
 
 

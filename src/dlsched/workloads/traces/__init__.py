@@ -64,7 +64,9 @@ does not depend on which other rows are bad, on a Philly VC filter or time windo
 `size_cluster`): enough servers for the largest job, and enough GPUs that the trace's average
 GPU demand (total GPU-seconds over the trace's horizon) is `TARGET_UTILISATION` of the cluster.
 Sizing uses the trace's own arrival times (load 1), so ``load`` changes how busy the *same*
-cluster is: ``load=2`` divides every submit time by 2 (arrivals twice as dense).
+cluster is: ``load=2`` divides every submit time by 2 (arrivals twice as dense). A trace that
+would need more than `MAX_SIZED_SERVERS` servers is refused, naming its heaviest job: give
+``servers`` to simulate it on a cluster of your size.
 """
 
 from dlsched.workloads.traces.building import size_cluster
@@ -74,6 +76,7 @@ from dlsched.workloads.traces.schema import (
     CPU_PER_GPU,
     MAX_DURATION_S,
     MAX_GPUS_PER_JOB,
+    MAX_SIZED_SERVERS,
     MAX_SPAN_S,
     MEM_GB_PER_GPU,
     OPTIONAL_COLUMNS,
@@ -89,6 +92,7 @@ __all__ = [
     "CPU_PER_GPU",
     "MAX_DURATION_S",
     "MAX_GPUS_PER_JOB",
+    "MAX_SIZED_SERVERS",
     "MAX_SPAN_S",
     "MEM_GB_PER_GPU",
     "OPTIONAL_COLUMNS",

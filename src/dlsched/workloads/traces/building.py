@@ -14,9 +14,11 @@ from dlsched.core import Arch, JobSpec, Resources
 from dlsched.workloads.base import Workload
 from dlsched.workloads.traces.schema import (
     CPU_PER_GPU,
+    MAX_SIZED_SERVERS,
     MEM_GB_PER_GPU,
     TARGET_UTILISATION,
     Table,
+    TraceError,
 )
 
 
@@ -90,6 +92,22 @@ def size_cluster(
     return max(1, largest, busy)
 
 
+def _refuse_absurd(table: Table, servers: int) -> None:
+    """Refuse a sized cluster over `MAX_SIZED_SERVERS`, naming the job that weighs most."""
+    if servers <= MAX_SIZED_SERVERS:
+        return
+    heaviest = int(np.argmax(table.num_gpus * table.duration_s))
+    raise TraceError(
+        f"{table.source}: sizing the cluster to this trace needs {servers:,} servers, more than"
+        f" MAX_SIZED_SERVERS ({MAX_SIZED_SERVERS:,}); the heaviest job is row"
+        f" {int(table.rows[heaviest])} (job {int(table.job_id[heaviest])},"
+        f" {int(table.num_gpus[heaviest])} GPUs for {float(table.duration_s[heaviest]):g} s);"
+        " give the cluster size (servers=, --servers) or spread the submissions",
+        path=table.source,
+        row=int(table.rows[heaviest]),
+    )
+
+
 def check_options(servers: int | None, gpus_per_server: int, load: float | None) -> None:
     if servers is not None and servers < 1:
         raise ValueError(f"servers must be >= 1, got {servers}")
@@ -114,6 +132,7 @@ def build_workload(
     sized = servers is None
     if servers is None:
         servers = size_cluster(table.submit_s, table.duration_s, table.num_gpus, gpus_per_server)
+        _refuse_absurd(table, servers)
     origin = float(table.submit_s[0])
     shifted = table.submit_s - origin
     submit = (shifted / load if load is not None else shifted).tolist()

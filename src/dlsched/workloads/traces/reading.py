@@ -97,9 +97,9 @@ def read_table(path: Path, source: str) -> tuple[pd.DataFrame, npt.NDArray[np.in
         raise TraceError(f"{source}: file is empty", path=source) from None
     except UnicodeDecodeError:
         raise TraceError(f"{source}: not a text CSV file (cannot decode it)", path=source) from None
-    except (pd.errors.ParserError, OSError, EOFError, ValueError, csv.Error) as exc:
-        if isinstance(exc, TraceError):
-            raise
+    except TraceError:
+        raise
+    except Exception as exc:  # each decompressor and the parser raise their own types
         raise TraceError(f"{source}: cannot read as CSV: {_first_line(exc)}", path=source) from None
     if len(frame.columns) == len(names):
         frame.columns = pd.Index(names)

@@ -34,6 +34,10 @@ MAX_SPAN_S = MAX_DURATION_S
 MAX_GPUS_PER_JOB = 4096
 """Most GPUs (and max replicas) one job may ask for, whatever the cluster."""
 
+MAX_SIZED_SERVERS = 4096
+"""Most servers a cluster sized to a trace may have (32,768 GPUs at 8 per server, about five
+times the largest public GPU traces); a trace needing more is refused: pass ``servers``."""
+
 TARGET_UTILISATION = 0.8
 """Share of the GPUs the trace's average demand should use when the cluster is sized to it."""
 
