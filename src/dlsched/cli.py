@@ -357,8 +357,8 @@ def trace_info(
 
     from dlsched.workloads.traces import trace_info as summarise_trace
 
-    with _one_line_errors():
-        info = summarise_trace(path)
+    with _one_line_errors(), err.status("reading the trace") as status:
+        info = summarise_trace(path, progress=lambda line: status.update(escape(line)))
     data = asdict(info)
     if json_out:
         print(json.dumps(data, default=str))

@@ -366,3 +366,12 @@ def test_real_cli_process_prints_one_line_and_exits_2(cases: list[Path], tmp_pat
             assert len(done.stderr.strip().splitlines()) == 1, done.stderr[-500:]
             if path == markup:
                 assert "data/x[/].csv: no such file" in done.stderr
+
+
+def test_progress_reports_each_stage(tmp_path: Path) -> None:
+    path = tmp_path / "t.csv"
+    path.write_text("submit_time,duration,num_gpus\n0,5,1\n3,7,2\n")
+    lines: list[str] = []
+    load_trace(path, progress=lines.append)
+    assert [line.split()[0] for line in lines] == ["reading", "read", "2", "building"]
+    assert "read 2 rows" in lines[1]

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import logging
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
@@ -14,6 +17,17 @@ from dlsched.workloads.traces.reading import read_table
 from dlsched.workloads.traces.schema import SHOWN_REASONS, Table, TraceError, TraceInfo
 from dlsched.workloads.traces.validation import validate
 
+log = logging.getLogger(__name__)
+
+Progress = Callable[[str], None]
+"""Called with a short line at each stage of a load (reading, validating, building)."""
+
+
+def _stage(progress: Progress | None, text: str) -> None:
+    log.info("%s", text)
+    if progress is not None:
+        progress(text)
+
 
 def read_trace(
     path: str | Path,
@@ -22,13 +36,20 @@ def read_trace(
     servers: int | None,
     gpus_per_server: int,
     seed: int,
+    progress: Progress | None = None,
 ) -> Table:
     if on_bad_row not in ("skip", "fail"):
         raise ValueError(f"on_bad_row must be 'skip' or 'fail', got {on_bad_row!r}")
     source = str(path)
+    started = time.perf_counter()
+    _stage(progress, f"reading {source}")
     frame, rows, blank = read_table(Path(path), source)
     if not len(frame):
         raise TraceError(f"{source}: has a header but no jobs", path=source)
+    _stage(
+        progress,
+        f"read {len(frame):,} rows in {time.perf_counter() - started:.1f} s; validating",
+    )
     table = validate(
         frame,
         source=source,
@@ -39,6 +60,7 @@ def read_trace(
         seed=seed,
     )
     table.blank_rows = blank
+    _stage(progress, f"{len(table.rows):,} valid jobs after {time.perf_counter() - started:.1f} s")
     return table
 
 
@@ -50,6 +72,7 @@ def load_trace(
     gpus_per_server: int = 8,
     seed: int = 0,
     load: float | None = None,
+    progress: Progress | None = None,
 ) -> Workload:
     """Load a CSV or Parquet trace of GPU jobs (columns and rules in the module docstring).
 
@@ -62,6 +85,7 @@ def load_trace(
         seed: seed of the model draw when the trace has no ``model`` column.
         load: arrival-rate multiplier: submit times are divided by it (2 = twice as dense);
             None or 1 keeps the trace's times.
+        progress: called with a line at each stage (also logged at INFO), for long loads.
 
     Returns:
         A workload named ``trace:<path>`` of all-reduce jobs, first arriving at 0 s.
@@ -72,8 +96,14 @@ def load_trace(
     """
     check_options(servers, gpus_per_server, load)
     table = read_trace(
-        path, on_bad_row=on_bad_row, servers=servers, gpus_per_server=gpus_per_server, seed=seed
+        path,
+        on_bad_row=on_bad_row,
+        servers=servers,
+        gpus_per_server=gpus_per_server,
+        seed=seed,
+        progress=progress,
     )
+    _stage(progress, f"building {len(table.rows):,} jobs")
     return build_workload(
         table,
         name=f"trace:{path}",
@@ -85,7 +115,7 @@ def load_trace(
     )
 
 
-def trace_info(source: str | Path) -> TraceInfo:
+def trace_info(source: str | Path, progress: Progress | None = None) -> TraceInfo:
     """Summarise a trace: ``philly``, ``philly:VC`` or a CSV/Parquet path (``trace:`` prefix
     allowed). Bad rows of a file are skipped and counted rather than raised.
 
@@ -98,7 +128,9 @@ def trace_info(source: str | Path) -> TraceInfo:
     elif (text == "philly" or text.startswith("philly:")) and not Path(text).exists():
         vc = text.partition(":")[2] or None
         return _summarise(philly_table(vc, None, None, None, None, 8, 0), text, 8)
-    table = read_trace(text, on_bad_row="skip", servers=None, gpus_per_server=8, seed=0)
+    table = read_trace(
+        text, on_bad_row="skip", servers=None, gpus_per_server=8, seed=0, progress=progress
+    )
     return _summarise(table, text, 8)
 
 
