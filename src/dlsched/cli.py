@@ -351,6 +351,9 @@ def list_all() -> None:
 def trace_info(
     path: Annotated[str, typer.Argument(help="A CSV/Parquet trace, or philly[:VC].")],
     json_out: JsonOpt = False,
+    columns: Annotated[
+        str | None, typer.Option(help="Column names: submit_time=submission_time,num_gpus=gpus")
+    ] = None,
 ) -> None:
     """Summarise a trace: jobs, span, GPU-count histogram, duration percentiles."""
     from dataclasses import asdict
@@ -358,7 +361,9 @@ def trace_info(
     from dlsched.workloads.traces import trace_info as summarise_trace
 
     with _one_line_errors(), err.status("reading the trace") as status:
-        info = summarise_trace(path, progress=lambda line: status.update(escape(line)))
+        info = summarise_trace(
+            path, progress=lambda line: status.update(escape(line)), columns=columns
+        )
     data = asdict(info)
     if json_out:
         print(json.dumps(data, default=str))
@@ -367,12 +372,14 @@ def trace_info(
     table.add_column("field")
     table.add_column("value")
     for key, value in data.items():
-        if value is None or value == []:
+        if value is None or value == [] or value == {}:
             continue  # undated trace, nothing skipped
         if key in ("first_submit_s", "last_submit_s"):
             shown = f"{value:.0f}"  # as in the file (often a Unix time)
         elif isinstance(value, float):
             shown = _fmt_metric(key, value) if key.endswith("_s") else f"{value:,.1f}"
+        elif isinstance(value, bool):
+            shown = "yes" if value else "no"
         elif isinstance(value, int):
             shown = f"{value:,}"
         else:

@@ -179,6 +179,15 @@ def build_workload(
         "ignored_columns": list(table.ignored_columns),
         **extra,
     }
+    if table.mapped:
+        params["mapped_columns"] = dict(table.mapped)
+    if table.inferred:
+        params["inferred_columns"] = list(table.inferred)
+    if table.trace_ids is not None:
+        # The simulator's job ids are ints (the data row); this gives back the trace's own.
+        params["trace_ids"] = dict(
+            zip(table.job_id.tolist(), table.trace_ids.tolist(), strict=True)
+        )
     return Workload(
         name=name,
         jobs=tuple(jobs),

@@ -91,7 +91,7 @@ def _show(value: Any) -> str:
     return repr(shorten(text)) if quoted else shorten(text)
 
 
-def _is_text(series: pd.Series) -> bool:
+def is_text(series: pd.Series) -> bool:
     return not (
         pd.api.types.is_numeric_dtype(series.dtype)
         or pd.api.types.is_datetime64_any_dtype(series.dtype)
@@ -127,7 +127,7 @@ def numbers(
         seconds = ((stamps - EPOCH) / pd.Timedelta(seconds=1)).to_numpy(np.float64)
         check.flag(np.isnan(seconds), column, "is empty")
         return seconds, True
-    if not _is_text(raw):
+    if not is_text(raw):
         values = raw.to_numpy(np.float64, na_value=np.nan)
         check.flag(np.isnan(values), column, "is missing (NaN or null)")
         check.flag(np.isinf(values), column, "{v} is infinite", raw)

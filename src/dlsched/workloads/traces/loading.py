@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Literal
 
@@ -12,6 +12,7 @@ import numpy as np
 
 from dlsched.workloads.base import Workload
 from dlsched.workloads.traces.building import build_workload, check_options, iso, size_cluster
+from dlsched.workloads.traces.columns import map_columns, parse_columns
 from dlsched.workloads.traces.philly import philly_table
 from dlsched.workloads.traces.reading import read_table
 from dlsched.workloads.traces.schema import SHOWN_REASONS, Table, TraceError, TraceInfo
@@ -37,13 +38,16 @@ def read_trace(
     gpus_per_server: int,
     seed: int,
     progress: Progress | None = None,
+    columns: Mapping[str, str] | str | None = None,
 ) -> Table:
     if on_bad_row not in ("skip", "fail"):
         raise ValueError(f"on_bad_row must be 'skip' or 'fail', got {on_bad_row!r}")
     source = str(path)
     started = time.perf_counter()
     _stage(progress, f"reading {source}")
+    explicit = parse_columns(columns)
     frame, rows, blank = read_table(Path(path), source)
+    frame, column_map = map_columns(frame, explicit, source)
     if not len(frame):
         raise TraceError(f"{source}: has a header but no jobs", path=source)
     _stage(
@@ -60,6 +64,8 @@ def read_trace(
         seed=seed,
     )
     table.blank_rows = blank
+    table.mapped = column_map.mapped
+    table.inferred = column_map.inferred
     _stage(progress, f"{len(table.rows):,} valid jobs after {time.perf_counter() - started:.1f} s")
     return table
 
@@ -73,6 +79,7 @@ def load_trace(
     seed: int = 0,
     load: float | None = None,
     progress: Progress | None = None,
+    columns: Mapping[str, str] | str | None = None,
 ) -> Workload:
     """Load a CSV or Parquet trace of GPU jobs (columns and rules in the module docstring).
 
@@ -86,6 +93,9 @@ def load_trace(
         load: arrival-rate multiplier: submit times are divided by it (2 = twice as dense);
             None or 1 keeps the trace's times.
         progress: called with a line at each stage (also logged at INFO), for long loads.
+        columns: schema column → the file's column, e.g. ``{"submit_time": "submission_time"}``
+            or ``"submit_time=submission_time,num_gpus=num_gpu"``; common names (`ALIASES`)
+            are recognised without it.
 
     Returns:
         A workload named ``trace:<path>`` of all-reduce jobs, first arriving at 0 s.
@@ -102,6 +112,7 @@ def load_trace(
         gpus_per_server=gpus_per_server,
         seed=seed,
         progress=progress,
+        columns=columns,
     )
     _stage(progress, f"building {len(table.rows):,} jobs")
     return build_workload(
@@ -115,7 +126,11 @@ def load_trace(
     )
 
 
-def trace_info(source: str | Path, progress: Progress | None = None) -> TraceInfo:
+def trace_info(
+    source: str | Path,
+    progress: Progress | None = None,
+    columns: Mapping[str, str] | str | None = None,
+) -> TraceInfo:
     """Summarise a trace: ``philly``, ``philly:VC`` or a CSV/Parquet path (``trace:`` prefix
     allowed). Bad rows of a file are skipped and counted rather than raised.
 
@@ -129,7 +144,13 @@ def trace_info(source: str | Path, progress: Progress | None = None) -> TraceInf
         vc = text.partition(":")[2] or None
         return _summarise(philly_table(vc, None, None, None, None, 8, 0), text, 8)
     table = read_trace(
-        text, on_bad_row="skip", servers=None, gpus_per_server=8, seed=0, progress=progress
+        text,
+        on_bad_row="skip",
+        servers=None,
+        gpus_per_server=8,
+        seed=0,
+        progress=progress,
+        columns=columns,
     )
     return _summarise(table, text, 8)
 
@@ -156,4 +177,7 @@ def _summarise(table: Table, source: str, gpus_per_server: int) -> TraceInfo:
         servers=size_cluster(table.submit_s, table.duration_s, table.num_gpus, gpus_per_server),
         gpus_per_server=gpus_per_server,
         skip_reasons=list(table.reasons[:SHOWN_REASONS]),
+        mapped_columns=dict(table.mapped),
+        inferred_columns=list(table.inferred),
+        string_job_ids=table.trace_ids is not None,
     )

@@ -102,6 +102,9 @@ class TraceInfo:
         servers: servers of `gpus_per_server` GPUs the trace would be given by `size_cluster`.
         gpus_per_server: GPUs per server used for ``servers``.
         skip_reasons: the first few reasons rows were skipped.
+        mapped_columns: schema column → the file's column read for it (aliases, ``columns=``).
+        inferred_columns: columns computed from others, e.g. ``duration = end_time - start_time``.
+        string_job_ids: whether the trace's job ids are text (kept in ``params["trace_ids"]``).
     """
 
     source: str
@@ -120,6 +123,9 @@ class TraceInfo:
     servers: int
     gpus_per_server: int
     skip_reasons: list[str] = field(default_factory=list)
+    mapped_columns: dict[str, str] = field(default_factory=dict)
+    inferred_columns: list[str] = field(default_factory=list)
+    string_job_ids: bool = False
 
 
 # --------------------------------------------------------------------------------------------
@@ -148,3 +154,9 @@ class Table:
     reasons: list[str]
     blank_rows: int
     ignored_columns: list[str]
+    trace_ids: npt.NDArray[np.str_] | None = None
+    """The trace's own job ids when they are not numbers (``job_id`` is then the data row)."""
+    mapped: dict[str, str] = field(default_factory=dict)
+    """Schema column → the file's column it was read from, where the names differ."""
+    inferred: list[str] = field(default_factory=list)
+    """Columns computed from others (e.g. ``duration = end_time - start_time``)."""

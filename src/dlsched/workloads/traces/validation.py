@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -19,10 +20,12 @@ from dlsched.workloads.traces.cells import (
     as_text,
     at_least,
     at_most,
+    is_text,
     numbers,
     shorten,
     whole,
 )
+from dlsched.workloads.traces.columns import TIME_COLUMNS
 from dlsched.workloads.traces.schema import (
     CPU_PER_GPU,
     MAX_DURATION_S,
@@ -61,7 +64,8 @@ class _Rows:
 
 
 def _require_columns(frame: pd.DataFrame, source: str) -> None:
-    missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
+    inferable = {"duration"} if {"start_time", "end_time"} <= set(frame.columns) else set()
+    missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns and c not in inferable]
     if missing:
         names = [str(c) for c in frame.columns]
         found = shorten(", ".join(shorten(c if c.isprintable() else repr(c)) for c in names), 200)
@@ -79,6 +83,8 @@ def _require_columns(frame: pd.DataFrame, source: str) -> None:
 
 def _ignored_columns(frame: pd.DataFrame, source: str) -> list[str]:
     known = set(REQUIRED_COLUMNS) | set(OPTIONAL_COLUMNS)
+    if "duration" not in frame.columns or "start_time" in frame.columns:
+        known |= set(TIME_COLUMNS)  # read to infer submit_time or duration
     ignored = [c for c in frame.columns if c not in known]
     if "epochs" in frame.columns:
         ignored.append("epochs")
@@ -97,7 +103,12 @@ def _submit_time(r: _Rows) -> tuple[Values, bool]:
 
 
 def _duration(r: _Rows) -> Values:
-    duration, _ = numbers(r.check, r.frame["duration"], "duration")
+    if r.has("duration"):
+        duration, _ = numbers(r.check, r.frame["duration"], "duration")
+    else:  # inferred from start and end times (numbers or dates alike)
+        start, _ = numbers(r.check, r.frame["start_time"], "start_time", allow_dates=True)
+        end, _ = numbers(r.check, r.frame["end_time"], "end_time", allow_dates=True)
+        duration = end - start
     at_least(r.check, duration, "duration", 0.0, "{v} is negative")
     with np.errstate(invalid="ignore"):
         r.check.flag(duration == 0, "duration", "is 0: a job must run for some time")
@@ -135,8 +146,24 @@ def _num_gpus(r: _Rows, cluster_gpus: int | None) -> Values:
     return gpus
 
 
-def _job_id(r: _Rows, n: int) -> Values:
-    job_id = r.optional("job_id", np.arange(n, dtype=np.float64))
+def _text_ids(r: _Rows) -> pd.Series | None:
+    """The ``job_id`` column as text when any of its cells is not a number, else None."""
+    if not r.has("job_id"):
+        return None
+    raw = r.frame["job_id"]
+    if not is_text(raw):
+        return None
+    text = as_text(raw)
+    numeric = pd.to_numeric(text, errors="coerce").notna() | (text == "")
+    return None if bool(numeric.all()) else text
+
+
+def _job_id(r: _Rows, n: int, text_ids: pd.Series | None) -> Values:
+    job_id = np.arange(n, dtype=np.float64)
+    if text_ids is not None:
+        r.check.flag((text_ids == "").to_numpy(), "job_id", "is empty")
+        return job_id
+    job_id = r.optional("job_id", job_id)
     if r.has("job_id"):
         whole(r.check, job_id, "job_id")
         at_least(r.check, job_id, "job_id", 0.0, "{v} is negative")
@@ -262,10 +289,13 @@ def _span(r: _Rows, submit: Values, dated: bool) -> None:
     )
 
 
-def _unique_ids(r: _Rows, job_id: Values, rows: npt.NDArray[np.int64], n: int) -> None:
+def _unique_ids(
+    r: _Rows, ids_in_file: npt.NDArray[Any], rows: npt.NDArray[np.int64], n: int
+) -> None:
     """Among rows otherwise good, a repeated id makes the later rows bad."""
     if not r.has("job_id"):
         return
+    job_id = ids_in_file
     good_idx = np.flatnonzero(~r.check.bad)
     ids = pd.Series(job_id[good_idx])
     repeat = ids.duplicated(keep="first").to_numpy()
@@ -278,7 +308,8 @@ def _unique_ids(r: _Rows, job_id: Values, rows: npt.NDArray[np.int64], n: int) -
     dup[good_idx[repeat]] = True
     texts = np.full(n, "", dtype=object)
     for i in np.flatnonzero(dup).tolist():
-        texts[i] = f"{job_id[i]:g} repeats the job id of row {first_row[job_id[i]]}"
+        shown = f"{job_id[i]:g}" if isinstance(job_id[i], float) else repr(shorten(job_id[i]))
+        texts[i] = f"{shown} repeats the job id of row {first_row[job_id[i]]}"
     r.check.flag(dup, "job_id", "{v}", pd.Series(texts), verbatim=True)
 
 
@@ -313,7 +344,8 @@ def validate(
     submit, dated = _submit_time(r)
     duration = _duration(r)
     gpus = _num_gpus(r, cluster_gpus)
-    job_id = _job_id(r, n)
+    text_ids = _text_ids(r)
+    job_id = _job_id(r, n, text_ids)
     _num_ps(r, n)
     _num_workers(r, gpus)
     priority = r.optional("priority", np.zeros(n))
@@ -323,7 +355,8 @@ def validate(
     mem = _mem_gb(r, n)
     model, models_from = _model(r, n, seed, models)
     _span(r, submit, dated)
-    _unique_ids(r, job_id, rows, n)
+    ids_in_file = job_id if text_ids is None else text_ids.to_numpy(dtype=object)
+    _unique_ids(r, ids_in_file, rows, n)
 
     if on_bad_row == "fail":
         r.check.raise_first()
@@ -364,4 +397,5 @@ def validate(
         reasons=reasons,
         blank_rows=0,
         ignored_columns=ignored,
+        trace_ids=None if text_ids is None else text_ids.to_numpy(dtype=str)[order],
     )
