@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -86,7 +87,7 @@ def _one_line_errors() -> Iterator[None]:
         yield
     except (ValueError, OSError, KeyError, SimulationStalled) as exc:
         message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+        err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
 
 
@@ -350,33 +351,40 @@ def list_all() -> None:
 def trace_info(
     path: Annotated[str, typer.Argument(help="A CSV/Parquet trace, or philly[:VC].")],
     json_out: JsonOpt = False,
+    columns: Annotated[
+        str | None, typer.Option(help="Column names: submit_time=submission_time,num_gpus=gpus")
+    ] = None,
 ) -> None:
     """Summarise a trace: jobs, span, GPU-count histogram, duration percentiles."""
     from dataclasses import asdict
 
     from dlsched.workloads.traces import trace_info as summarise_trace
 
-    with _one_line_errors():
-        info = summarise_trace(path)
+    with _one_line_errors(), err.status("reading the trace") as status:
+        info = summarise_trace(
+            path, progress=lambda line: status.update(escape(line)), columns=columns
+        )
     data = asdict(info)
     if json_out:
         print(json.dumps(data, default=str))
         return
-    table = Table(title=f"trace {path}")
+    table = Table(title=f"trace {escape(path)}")
     table.add_column("field")
     table.add_column("value")
     for key, value in data.items():
-        if value is None or value == []:
+        if value is None or value == [] or value == {}:
             continue  # undated trace, nothing skipped
         if key in ("first_submit_s", "last_submit_s"):
             shown = f"{value:.0f}"  # as in the file (often a Unix time)
         elif isinstance(value, float):
             shown = _fmt_metric(key, value) if key.endswith("_s") else f"{value:,.1f}"
+        elif isinstance(value, bool):
+            shown = "yes" if value else "no"
         elif isinstance(value, int):
             shown = f"{value:,}"
         else:
             shown = str(value)
-        table.add_row(key, shown)
+        table.add_row(key, escape(shown))
     out.print(table)
 
 

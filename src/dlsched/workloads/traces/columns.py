@@ -1,0 +1,110 @@
+"""Column names as real traces spell them: common aliases and an explicit mapping.
+
+Real traces (Philly, Helios, Alibaba PAI, ...) name their columns differently
+(``submission_time``, ``num_gpu``, ``gpu_num``, ``start_time``/``end_time``). Before validation
+a trace's columns are mapped to the schema's names: first the explicit ``columns`` mapping
+(schema name → the file's name), then `ALIASES` for schema columns still missing. Without
+``submit_time``, a ``start_time`` column is the submission time; without ``duration``, the
+validation computes it as ``end_time − start_time`` (see `validation`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from dlsched.workloads.traces.cells import shorten
+from dlsched.workloads.traces.schema import OPTIONAL_COLUMNS, REQUIRED_COLUMNS, TraceError
+
+ALIASES: dict[str, tuple[str, ...]] = {
+    "submit_time": (
+        "submission_time",
+        "submitted_time",
+        "submit_ts",
+        "submit",
+        "submitted",
+        "arrival_time",
+        "timestamp",
+        "create_time",
+        "creation_time",
+    ),
+    "duration": ("duration_s", "run_time", "runtime", "elapsed", "job_duration"),
+    "num_gpus": ("num_gpu", "gpu_num", "gpus", "gpu_count", "n_gpus", "ngpus", "gpu_request"),
+    "job_id": ("jobid", "job", "id", "job_name", "jobname", "uuid"),
+    "start_time": ("start", "started_time", "start_ts", "begin_time"),
+    "end_time": ("end", "finish_time", "finished_time", "end_ts", "completion_time"),
+}
+"""Other names (lower case) accepted for each column, tried in order when it is missing."""
+
+TIME_COLUMNS = ("start_time", "end_time")
+"""Columns used only to infer ``submit_time`` and ``duration`` when the trace lacks them."""
+
+
+@dataclass
+class ColumnMap:
+    """What was renamed and what will be inferred (shown by ``dlsched trace info``)."""
+
+    mapped: dict[str, str] = field(default_factory=dict)
+    inferred: list[str] = field(default_factory=list)
+
+
+def parse_columns(columns: Mapping[str, str] | str | None) -> dict[str, str]:
+    """``{"submit_time": "submission_time"}`` or ``"submit_time=submission_time,num_gpus=gpus"``."""
+    if columns is None:
+        return {}
+    if isinstance(columns, str):
+        pairs: dict[str, str] = {}
+        for item in filter(None, (p.strip() for p in columns.split(","))):
+            key, sep, value = item.partition("=")
+            if not sep or not key.strip() or not value.strip():
+                raise ValueError(f"columns: {shorten(item)!r} is not SCHEMA_NAME=FILE_NAME")
+            pairs[key.strip()] = value.strip()
+        columns = pairs
+    known = set(REQUIRED_COLUMNS) | set(OPTIONAL_COLUMNS) | set(TIME_COLUMNS)
+    out: dict[str, str] = {}
+    for key, value in columns.items():
+        name = str(key).strip().lower()
+        if name not in known:
+            raise ValueError(
+                f"columns: {shorten(name)!r} is not a trace column ({', '.join(sorted(known))})"
+            )
+        out[name] = str(value).strip().lower()
+    return out
+
+
+def map_columns(
+    frame: pd.DataFrame, columns: Mapping[str, str], source: str
+) -> tuple[pd.DataFrame, ColumnMap]:
+    """Rename ``frame``'s columns to the schema's names (``columns`` first, then `ALIASES`)."""
+    found = [str(c) for c in frame.columns]
+    rename: dict[str, str] = {}
+    info = ColumnMap()
+    for schema, name in columns.items():
+        if name not in found:
+            raise TraceError(
+                f"{source}: columns maps {schema} to {shorten(name)!r}, which the file lacks",
+                path=source,
+                column=schema,
+            )
+        if schema != name:
+            rename[name] = schema
+            info.mapped[schema] = name
+    taken = (set(found) - set(rename)) | set(rename.values())
+    for schema, aliases in ALIASES.items():
+        if schema in taken:
+            continue
+        alias = next((a for a in aliases if a in found and a not in rename), None)
+        if alias is not None:
+            rename[alias] = schema
+            info.mapped[schema] = alias
+            taken.add(schema)
+    if rename:  # copies, not renames: one file column may feed two (start_time, submit_time)
+        frame = frame.assign(**{schema: frame[name] for name, schema in rename.items()})
+    if "submit_time" not in frame.columns and "start_time" in frame.columns:
+        frame = frame.assign(submit_time=frame["start_time"])
+        info.inferred.append("submit_time = start_time")
+    if "duration" not in frame.columns and {"start_time", "end_time"} <= set(frame.columns):
+        info.inferred.append("duration = end_time - start_time")
+    return frame, info

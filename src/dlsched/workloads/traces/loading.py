@@ -1,0 +1,183 @@
+"""Loading your own CSV/Parquet trace (`load_trace`) and summarising any trace (`trace_info`)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+
+from dlsched.workloads.base import Workload
+from dlsched.workloads.traces.building import build_workload, check_options, iso, size_cluster
+from dlsched.workloads.traces.columns import map_columns, parse_columns
+from dlsched.workloads.traces.philly import philly_table
+from dlsched.workloads.traces.reading import read_table
+from dlsched.workloads.traces.schema import SHOWN_REASONS, Table, TraceError, TraceInfo
+from dlsched.workloads.traces.validation import validate
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[str], None]
+"""Called with a short line at each stage of a load (reading, validating, building)."""
+
+
+def _stage(progress: Progress | None, text: str) -> None:
+    log.info("%s", text)
+    if progress is not None:
+        progress(text)
+
+
+def read_trace(
+    path: str | Path,
+    *,
+    on_bad_row: str,
+    servers: int | None,
+    gpus_per_server: int,
+    seed: int,
+    progress: Progress | None = None,
+    columns: Mapping[str, str] | str | None = None,
+) -> Table:
+    if on_bad_row not in ("skip", "fail"):
+        raise ValueError(f"on_bad_row must be 'skip' or 'fail', got {on_bad_row!r}")
+    source = str(path)
+    started = time.perf_counter()
+    _stage(progress, f"reading {source}")
+    explicit = parse_columns(columns)
+    frame, rows, blank = read_table(Path(path), source)
+    frame, column_map = map_columns(frame, explicit, source)
+    if not len(frame):
+        raise TraceError(f"{source}: has a header but no jobs", path=source)
+    _stage(
+        progress,
+        f"read {len(frame):,} rows in {time.perf_counter() - started:.1f} s; validating",
+    )
+    table = validate(
+        frame,
+        source=source,
+        rows=rows,
+        on_bad_row=on_bad_row,
+        cluster_gpus=None if servers is None else servers * gpus_per_server,
+        gpus_per_server=gpus_per_server,
+        seed=seed,
+    )
+    table.blank_rows = blank
+    table.mapped = column_map.mapped
+    table.inferred = column_map.inferred
+    _stage(progress, f"{len(table.rows):,} valid jobs after {time.perf_counter() - started:.1f} s")
+    return table
+
+
+def load_trace(
+    path: str | Path,
+    *,
+    on_bad_row: Literal["skip", "fail"] = "fail",
+    servers: int | None = None,
+    gpus_per_server: int = 8,
+    seed: int = 0,
+    load: float | None = None,
+    progress: Progress | None = None,
+    columns: Mapping[str, str] | str | None = None,
+) -> Workload:
+    """Load a CSV or Parquet trace of GPU jobs (columns and rules in the module docstring).
+
+    Args:
+        path: a ``.csv``, ``.csv.gz`` (or other compressed CSV) or ``.parquet`` file.
+        on_bad_row: "fail" raises on the first bad row; "skip" leaves bad rows out, logs a
+            warning with their count and first reasons, and records them in ``params``.
+        servers: cluster size in servers; None sizes it to the trace (`size_cluster`).
+        gpus_per_server: GPUs per server.
+        seed: seed of the model draw when the trace has no ``model`` column.
+        load: arrival-rate multiplier: submit times are divided by it (2 = twice as dense);
+            None or 1 keeps the trace's times.
+        progress: called with a line at each stage (also logged at INFO), for long loads.
+        columns: schema column → the file's column, e.g. ``{"submit_time": "submission_time"}``
+            or ``"submit_time=submission_time,num_gpus=num_gpu"``; common names (`ALIASES`)
+            are recognised without it.
+
+    Returns:
+        A workload named ``trace:<path>`` of all-reduce jobs, first arriving at 0 s.
+
+    Raises:
+        TraceError: unreadable, empty or malformed file, with file, row and column.
+        ValueError: a bad option value.
+    """
+    check_options(servers, gpus_per_server, load)
+    table = read_trace(
+        path,
+        on_bad_row=on_bad_row,
+        servers=servers,
+        gpus_per_server=gpus_per_server,
+        seed=seed,
+        progress=progress,
+        columns=columns,
+    )
+    _stage(progress, f"building {len(table.rows):,} jobs")
+    return build_workload(
+        table,
+        name=f"trace:{path}",
+        servers=servers,
+        gpus_per_server=gpus_per_server,
+        seed=seed,
+        load=load,
+        extra={"on_bad_row": on_bad_row},
+    )
+
+
+def trace_info(
+    source: str | Path,
+    progress: Progress | None = None,
+    columns: Mapping[str, str] | str | None = None,
+) -> TraceInfo:
+    """Summarise a trace: ``philly``, ``philly:VC`` or a CSV/Parquet path (``trace:`` prefix
+    allowed). Bad rows of a file are skipped and counted rather than raised.
+
+    Raises:
+        TraceError: unreadable or empty file, unknown virtual cluster, or no valid job.
+    """
+    text = str(source)
+    if text.startswith("trace:"):
+        text = text[len("trace:") :]
+    elif (text == "philly" or text.startswith("philly:")) and not Path(text).exists():
+        vc = text.partition(":")[2] or None
+        return _summarise(philly_table(vc, None, None, None, None, 8, 0), text, 8)
+    table = read_trace(
+        text,
+        on_bad_row="skip",
+        servers=None,
+        gpus_per_server=8,
+        seed=0,
+        progress=progress,
+        columns=columns,
+    )
+    return _summarise(table, text, 8)
+
+
+def _summarise(table: Table, source: str, gpus_per_server: int) -> TraceInfo:
+    first = float(table.submit_s[0])
+    last = float(table.submit_s.max())
+    counts = np.unique(table.num_gpus, return_counts=True)
+    p50, p90, p99 = (float(x) for x in np.percentile(table.duration_s, [50, 90, 99]))
+    return TraceInfo(
+        source=source,
+        jobs=len(table.job_id),
+        skipped_rows=table.skipped,
+        first_submit_s=first,
+        last_submit_s=last,
+        span_s=last - first,
+        first_submit=iso(first) if table.dated else None,
+        last_submit=iso(last) if table.dated else None,
+        gpu_histogram={int(g): int(c) for g, c in zip(*counts, strict=True)},
+        duration_p50_s=p50,
+        duration_p90_s=p90,
+        duration_p99_s=p99,
+        total_gpu_hours=float(np.dot(table.num_gpus, table.duration_s)) / 3600.0,
+        servers=size_cluster(table.submit_s, table.duration_s, table.num_gpus, gpus_per_server),
+        gpus_per_server=gpus_per_server,
+        skip_reasons=list(table.reasons[:SHOWN_REASONS]),
+        mapped_columns=dict(table.mapped),
+        inferred_columns=list(table.inferred),
+        string_job_ids=table.trace_ids is not None,
+    )
