@@ -58,9 +58,11 @@ def _int_in(value: Any, low: int, high: int, what: str, where: str) -> int:
     return int(value)
 
 
-def _widths(value: Any, what: str, where: str) -> list[int]:
-    """Hidden sizes: an integer or a list of 1..MAX_LAYERS integers in [1, MAX_WIDTH]."""
-    items = [value] if _is_int(value) else value
+def _widths(value: Any, what: str, where: str, *, one: bool = False) -> list[int]:
+    """Hidden sizes: a list of 1..MAX_LAYERS integers in [1, MAX_WIDTH] (``one``: an integer)."""
+    if one:
+        return [_int_in(value, 1, MAX_WIDTH, f"{what} width", where)]
+    items = value
     if not isinstance(items, list) or not 1 <= len(items) <= MAX_LAYERS:
         raise ValueError(
             f"{where}: {what} must be 1 to {MAX_LAYERS} layer widths, got {str(value)[:80]}"
@@ -151,7 +153,7 @@ def _check_deeprm(data: Mapping[str, Any], hyper: Mapping[str, Any], where: str)
 
 def _check_sched2(data: Mapping[str, Any], hyper: Mapping[str, Any], where: str) -> None:
     widths = {
-        name: _widths(hyper.get(name, default), f"hyperparams {name!r}", where)[0]
+        name: _widths(hyper.get(name, default), f"hyperparams {name!r}", where, one=True)[0]
         for name, default in (
             ("server_hidden", 32),
             ("server_out", 16),
