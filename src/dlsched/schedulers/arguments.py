@@ -2,8 +2,9 @@
 
 Most schedulers take no argument: ``fifo:arg`` is refused instead of being silently ignored.
 Numeric arguments must be finite and in range (``deeprm:-5``, ``tiresias:nan`` are refused);
-``dl2:PATH``-style arguments must name an existing path. `ARGUMENTS` lists every scheduler that
-takes one; `check_argument` raises a one-line `ValueError` naming the scheduler and the argument.
+``dl2:PATH``-style arguments must name an existing path (`FileNotFoundError` otherwise).
+`ARGUMENTS` lists every scheduler that takes one; `check_argument` raises a one-line
+`ValueError` naming the scheduler and the argument.
 """
 
 from __future__ import annotations
@@ -52,9 +53,9 @@ def _tetris_threshold(name: str, arg: str) -> None:
 
 
 def _unit_knob(name: str, arg: str) -> None:
-    value = _finite(name, arg, arg, "a number in [0, 1]")
+    value = _finite(name, arg, arg, "a knob in [0, 1]")
     if not 0.0 <= value <= 1.0:
-        raise ValueError(f"scheduler {name}:{arg}: expected a number in [0, 1]")
+        raise ValueError(f"scheduler {name}:{arg}: the knob must be a number in [0, 1]")
 
 
 def _thresholds(name: str, arg: str) -> None:
@@ -63,12 +64,12 @@ def _thresholds(name: str, arg: str) -> None:
     if any(not 0.0 < v <= MAX_THRESHOLD for v in values):
         raise ValueError(f"scheduler {name}:{arg}: every threshold must be {what[2:]}")
     if values != sorted(values) or len(set(values)) != len(values):
-        raise ValueError(f"scheduler {name}:{arg}: thresholds must increase")
+        raise ValueError(f"scheduler {name}:{arg}: thresholds must be increasing")
 
 
 def _path(name: str, arg: str) -> None:
     if not Path(arg).expanduser().exists():
-        raise ValueError(f"scheduler {name}:{arg}: no such checkpoint directory")
+        raise FileNotFoundError(f"scheduler {name}:{arg}: no such checkpoint directory")
 
 
 def _load_or_path(name: str, arg: str) -> None:
