@@ -26,6 +26,18 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 from rich.table import Table
+from rich.text import Text
+
+from dlsched.cli_args import (
+    MAX_HORIZON_S,
+    MAX_LOAD,
+    MAX_NOISE,
+    MAX_SEED,
+    MAX_SEEDS,
+    MAX_SERVERS,
+    parse_options,
+)
+from dlsched.cli_errors import OneLineErrorsGroup, finite_range, print_error
 
 if TYPE_CHECKING:  # SciPy comes with it: imported only by the commands that need it
     from dlsched.experiments.compare import Summary
@@ -35,6 +47,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    cls=OneLineErrorsGroup,
 )
 trace_app = typer.Typer(help="Inspect job traces.", no_args_is_help=True)
 app.add_typer(trace_app, name="trace")
@@ -50,22 +63,38 @@ WorkloadOpt = Annotated[
     str,
     typer.Option("--workload", "-w", help="dl2, deeprm, sched2, kubeflow, philly[:VC], trace:PATH"),
 ]
-SeedOpt = Annotated[int, typer.Option(help="Seed of the workload generator and the simulator.")]
-ServersOpt = Annotated[int | None, typer.Option(min=1, help="Cluster size in servers.")]
+SeedOpt = Annotated[
+    int,
+    typer.Option(min=0, max=MAX_SEED, help="Seed of the workload generator and the simulator."),
+]
+ServersOpt = Annotated[
+    int | None, typer.Option(min=1, max=MAX_SERVERS, help="Cluster size in servers.")
+]
 LoadOpt = Annotated[
     float | None,
-    typer.Option(min=0.001, help="Arrival-rate multiplier (DeepRM: load)."),
+    typer.Option(
+        callback=finite_range(0.0, MAX_LOAD, low_open=True),
+        help=f"Arrival-rate multiplier (DeepRM: load), in (0, {MAX_LOAD:g}].",
+    ),
 ]
 PlacementOpt = Annotated[
     str | None,
     typer.Option(help="Placement policy: load_balance, pack, gang (default: workload's)."),
 ]
 NoiseOpt = Annotated[
-    float | None, typer.Option(min=0.0, help="Relative std of speed noise (default: workload's).")
+    float | None,
+    typer.Option(
+        callback=finite_range(0.0, MAX_NOISE),
+        help="Relative std of speed noise, in [0, 1] (default: workload's).",
+    ),
 ]
 OptionOpt = Annotated[
     list[str] | None,
-    typer.Option("--option", "-o", help="Workload generator option KEY=VALUE (repeatable)."),
+    typer.Option(
+        "--option",
+        "-o",
+        help="Workload generator option KEY=VALUE (repeatable); num_jobs <= 1,000,000.",
+    ),
 ]
 OnBadRowOpt = Annotated[
     str | None,
@@ -86,26 +115,13 @@ def _one_line_errors() -> Iterator[None]:
     try:
         yield
     except (ValueError, OSError, KeyError, SimulationStalled) as exc:
-        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+        print_error(str(exc) or type(exc).__name__, err)
         raise typer.Exit(2) from None
 
 
 def _parse_options(options: list[str] | None) -> dict[str, Any]:
-    parsed: dict[str, Any] = {}
-    for item in options or []:
-        key, sep, raw = item.partition("=")
-        if not sep or not key:
-            raise ValueError(f"--option {item!r}: expected KEY=VALUE")
-        value: Any = raw
-        for cast in (int, float):
-            try:
-                value = cast(raw)
-                break
-            except ValueError:
-                continue
-        parsed[key.replace("-", "_")] = value
-    return parsed
+    """``-o KEY=VALUE`` items, typed and bounded (`dlsched.cli_args.parse_options`)."""
+    return parse_options(options)
 
 
 def _workload_options(option: list[str] | None, on_bad_row: str | None) -> dict[str, Any]:
@@ -172,7 +188,12 @@ def simulate(
     load: LoadOpt = None,
     placement: PlacementOpt = None,
     noise: NoiseOpt = None,
-    horizon: Annotated[float | None, typer.Option(min=0.0, help="Stop at this time (s).")] = None,
+    horizon: Annotated[
+        float | None,
+        typer.Option(
+            callback=finite_range(0.0, MAX_HORIZON_S), help="Stop at this time (s), >= 0."
+        ),
+    ] = None,
     option: OptionOpt = None,
     on_bad_row: OnBadRowOpt = None,
     json_out: JsonOpt = False,
@@ -182,7 +203,11 @@ def simulate(
     """Simulate one workload under one scheduler and print its metrics."""
     import dlsched
 
-    with _one_line_errors(), _job_progress(f"{workload} · {scheduler}") as on_job_finished:
+    label = escape(f"{workload} · {scheduler}")
+    with _one_line_errors(), _job_progress(label) as on_job_finished:
+        options = _workload_options(option, on_bad_row)
+        if horizon is not None and "horizon_s" in options:
+            raise ValueError("give the stop time once: --horizon or -o horizon_s, not both")
         result = dlsched.simulate(
             workload,
             scheduler,
@@ -191,9 +216,8 @@ def simulate(
             load=load,
             placement=placement,
             noise=noise,
-            horizon_s=horizon,
             on_job_finished=on_job_finished,
-            **_workload_options(option, on_bad_row),
+            **{"horizon_s": horizon, **options},
         )
         if jobs_csv is not None:
             result.write_jobs_csv(jobs_csv)
@@ -205,14 +229,14 @@ def simulate(
     if json_out:
         print(json.dumps(summary))
         return
-    table = Table(title=f"{summary['workload']} · {summary['scheduler']} · seed {seed}")
+    table = Table(title=Text(f"{summary['workload']} · {summary['scheduler']} · seed {seed}"))
     table.add_column("metric")
     table.add_column("value", justify="right")
     for key, value in summary.items():
         if key in ("workload", "scheduler", "seed"):
             continue
         shown = _fmt_metric(key, value) if isinstance(value, float) else str(value)
-        table.add_row(key, shown)
+        table.add_row(key, Text(shown))
     out.print(table)
 
 
@@ -220,7 +244,12 @@ def simulate(
 def compare(
     workload: WorkloadOpt = "dl2",
     schedulers: Annotated[str, typer.Option(help="Comma-separated scheduler names.")] = "fifo,drf",
-    seeds: Annotated[str, typer.Option(help="Seeds: 1-10, 1,3,5 or a mix.")] = "1-5",
+    seeds: Annotated[
+        str,
+        typer.Option(
+            help=f"Seeds: 1-10, 1,3,5 or a mix; each in [0, {MAX_SEED}], at most {MAX_SEEDS:,}."
+        ),
+    ] = "1-5",
     servers: ServersOpt = None,
     load: LoadOpt = None,
     placement: PlacementOpt = None,
@@ -231,7 +260,8 @@ def compare(
     plot: PlotOpt = None,
 ) -> None:
     """Compare schedulers over seeds: means with 95 % confidence intervals."""
-    from dlsched.experiments.compare import METRICS, parse_seeds, run_grid, summarise
+    from dlsched.cli_args import parse_seed_list
+    from dlsched.experiments.compare import METRICS, run_grid, summarise
 
     with _one_line_errors():
         names = [s.strip() for s in schedulers.split(",") if s.strip()]
@@ -240,7 +270,7 @@ def compare(
         repeated = [name for name, n in Counter(names).items() if n > 1]
         if repeated:
             raise ValueError(f"--schedulers: {repeated[0]!r} given twice")
-        seed_list = parse_seeds(seeds)
+        seed_list = parse_seed_list(seeds)
         from dlsched.schedulers.registry import make_scheduler
 
         for name in names:
@@ -253,7 +283,7 @@ def compare(
             **_workload_options(option, on_bad_row),
         )
         with progress_bar(transient=True) as progress:
-            task = progress.add_task(f"{workload}", total=len(names) * len(seed_list))
+            task = progress.add_task(escape(workload), total=len(names) * len(seed_list))
             results = run_grid(
                 workload,
                 names,
@@ -271,7 +301,7 @@ def compare(
         return
     out.print(_comparison_table(rows, METRICS, f"{workload} · seeds {seeds}"))
     if plot is not None:
-        err.print(f"wrote {plot}")
+        err.print(f"wrote {plot}", markup=False, emoji=False, highlight=False)
 
 
 _HEADERS = {
@@ -290,7 +320,7 @@ def _comparison_table(rows: Sequence[Summary], metrics: tuple[str, ...], title: 
     Unfinished jobs get a column only when there are any."""
     show_unfinished = any(row.unfinished for row in rows)
     title += " · mean ± 95 % CI" if any(row.runs > 1 for row in rows) else " · one run each"
-    table = Table(title=title, box=box.SIMPLE_HEAD, collapse_padding=True, pad_edge=False)
+    table = Table(title=Text(title), box=box.SIMPLE_HEAD, collapse_padding=True, pad_edge=False)
     table.add_column("scheduler", no_wrap=True)
     formats: list[tuple[str, float, int]] = []  # (metric, divisor, decimals)
     for metric in metrics:
@@ -314,7 +344,7 @@ def _comparison_table(rows: Sequence[Summary], metrics: tuple[str, ...], title: 
             cells.append(text)
         if show_unfinished:
             cells.append(str(row.unfinished))
-        table.add_row(row.scheduler, *cells)
+        table.add_row(Text(row.scheduler), *cells)
     if not show_unfinished:
         table.caption = "every job finished"
     return table
@@ -368,7 +398,7 @@ def trace_info(
     if json_out:
         print(json.dumps(data, default=str))
         return
-    table = Table(title=f"trace {escape(path)}")
+    table = Table(title=Text(f"trace {path}"))
     table.add_column("field")
     table.add_column("value")
     for key, value in data.items():
@@ -384,7 +414,7 @@ def trace_info(
             shown = f"{value:,}"
         else:
             shown = str(value)
-        table.add_row(key, escape(shown))
+        table.add_row(key, Text(shown))
     out.print(table)
 
 
@@ -400,7 +430,7 @@ def reproduce(
     with _one_line_errors():
         paths = run_experiment(name, out_dir / name, full=full)
     for path in paths:
-        out.print(f"wrote {path}")
+        out.print(f"wrote {path}", markup=False, emoji=False, highlight=False)
 
 
 # Modules that add commands to ``train_app`` / ``live_app`` (one per learned scheduler or

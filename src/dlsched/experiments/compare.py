@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -23,28 +22,9 @@ def parse_seeds(text: str, option: str = "--seeds") -> list[int]:
         ValueError: naming ``option`` and the part that is not a seed or range, a negative seed,
             or a seed given twice (it would count twice in the means and intervals).
     """
-    seeds: list[int] = []
-    for part in text.split(","):
-        part = part.strip()
-        try:
-            if "-" in part[1:]:
-                lo, hi = part.split("-", 1) if not part.startswith("-") else ("", part)
-                first, last = int(lo), int(hi)
-                if last < first:
-                    raise ValueError
-                seeds.extend(range(first, last + 1))
-            else:
-                seeds.append(int(part))
-        except ValueError:
-            raise ValueError(f"{option}: {part!r} is not a seed or a range like 1-10") from None
-    if not seeds:
-        raise ValueError(f"{option}: no seed given")
-    if min(seeds) < 0:
-        raise ValueError(f"{option}: {min(seeds)} is negative; seeds are integers >= 0")
-    repeated = [seed for seed, n in Counter(seeds).items() if n > 1]
-    if repeated:
-        raise ValueError(f"{option}: seed {repeated[0]} given twice; each run would count twice")
-    return seeds
+    from dlsched.cli_args import parse_seed_list
+
+    return parse_seed_list(text, option)  # bounded: seeds <= 2**32 - 1, at most 10,000
 
 
 def run_grid(

@@ -31,6 +31,8 @@ from typing import Any
 
 import torch
 
+from dlsched.rl.card_limits import validate_card_data
+
 POLICY_FILE = "policy.pt"
 CARD_FILE = "card.json"
 
@@ -83,6 +85,7 @@ class PolicyCard:
         shapes = data.get("shapes", {})
         if not isinstance(shapes, dict) or not all(isinstance(v, int) for v in shapes.values()):
             raise ValueError(f"{where}: 'shapes' must map names to integers")
+        validate_card_data(data, where)  # types and size limits, before anything is allocated
         return PolicyCard(**dict(data))
 
 

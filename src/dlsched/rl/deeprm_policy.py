@@ -288,7 +288,11 @@ def load_policy(path: str | Path) -> tuple[float, DeepRMPolicyNet, int | None, P
     state, card = load_checkpoint(path, algorithm="deeprm", shapes=shape.shapes())
     hidden = tuple(int(h) for h in card.hyperparams.get("hidden", [20]))
     net = DeepRMPolicyNet(shape, hidden)
-    net.load_state_dict(state)
+    try:
+        net.load_state_dict(state)
+    except RuntimeError as exc:  # a card whose sizes do not match its weights
+        first = str(exc).splitlines()[0]
+        raise ValueError(f"checkpoint {path}: weights do not fit the network ({first})") from None
     mode = card.hyperparams.get("action_selection", "sample")
     load = float(card.workload_params.get("load", 0.7))
     return load, net, (0 if mode == "sample" else None), card

@@ -782,9 +782,10 @@ def load(path: str | Path, shape: Dl2Shape | None = None) -> tuple[nn.Module, Dl
 
     With ``shape`` None the checkpoint's own J and job types are used.
     """
-    from dlsched.rl.checkpoint import read_card
+    from dlsched.rl.checkpoint import check_card, read_card
 
     card = read_card(path)
+    check_card(card, algorithm=ALGORITHM, where=f"checkpoint {path}")  # before its hyperparams
     hp = dict(card.hyperparams)
     cfg = Dl2Config(
         J=int(hp.get("J", 40)),

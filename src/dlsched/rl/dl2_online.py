@@ -40,6 +40,7 @@ import numpy.typing as npt
 import torch
 
 from dlsched.core import ClusterView, Decision, JobRun
+from dlsched.rl.card_limits import load_tensors
 from dlsched.rl.checkpoint import POLICY_FILE, PolicyCard, read_card
 from dlsched.rl.dl2 import Dl2Config, Learner, NumpyPolicy, Replay, load, save
 from dlsched.rl.dl2_state import Dl2Encoder, Dl2Slot
@@ -286,12 +287,16 @@ class Dl2Online(BaseScheduler):
         state_file = Path(directory) / ONLINE_STATE
         if not state_file.exists():
             return False
-        state = torch.load(state_file, map_location="cpu", weights_only=True)
-        self.learner.value.load_state_dict(state["value"])
-        self.learner.policy_opt.load_state_dict(state["policy_opt"])
-        self.learner.value_opt.load_state_dict(state["value_opt"])
-        self.learner.updates = int(state["updates"])
-        self.learner.baseline = float(state["baseline"])
+        state = load_tensors(state_file)  # one-line ValueError for anything but tensors
+        try:
+            self.learner.value.load_state_dict(state["value"])
+            self.learner.policy_opt.load_state_dict(state["policy_opt"])
+            self.learner.value_opt.load_state_dict(state["value_opt"])
+            self.learner.updates = int(state["updates"])
+            self.learner.baseline = float(state["baseline"])
+        except (KeyError, TypeError, ValueError, RuntimeError) as exc:
+            first = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
+            raise ValueError(f"{state_file}: not this policy's online state ({first})") from None
         return True
 
 

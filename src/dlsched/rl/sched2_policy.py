@@ -14,7 +14,13 @@ from typing import Any
 
 import numpy as np
 
-from dlsched.rl.checkpoint import PolicyCard, load_checkpoint, read_card, save_checkpoint
+from dlsched.rl.checkpoint import (
+    PolicyCard,
+    check_card,
+    load_checkpoint,
+    read_card,
+    save_checkpoint,
+)
 from dlsched.rl.dqn import DQNConfig, Sched2QNet, make_net
 from dlsched.rl.policy_scheduler import PolicyScheduler
 from dlsched.rl.sched2_profile import Profiler
@@ -48,6 +54,7 @@ def load_policy(path: str | Path | None = None) -> tuple[Sched2QNet, Sched2Shape
     """Load a sched2 checkpoint (default: the shipped one) without unpickling objects."""
     where = Path(path) if path is not None else POLICY_DIR
     card = read_card(where)
+    check_card(card, algorithm="sched2", where=f"checkpoint {where}")  # before its shape fields
     shape = shape_from_card(card)
     state, card = load_checkpoint(where, algorithm="sched2", shapes=shape.as_card())
     config = DQNConfig(**{k: v for k, v in card.hyperparams.items() if k in _NET_FIELDS})

@@ -10,6 +10,7 @@ import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from dlsched.schedulers.arguments import check_argument
 from dlsched.schedulers.base import Scheduler
 
 Factory = Callable[[str | None], Scheduler]
@@ -88,8 +89,9 @@ def schedulers() -> dict[str, SchedulerEntry]:
 def make_scheduler(spec: str) -> Scheduler:
     """Build a scheduler from ``name`` or ``name:ARG``; ValueError listing choices if unknown."""
     _load()
-    name, _, arg = spec.partition(":")
+    name, colon, arg = spec.partition(":")
     entry = REGISTRY.get(name)
     if entry is None:
         raise ValueError(f"unknown scheduler {name!r}; choose one of {', '.join(sorted(REGISTRY))}")
+    check_argument(name, arg if colon else None)  # bounds; none for schedulers that take none
     return entry.factory(arg or None)

@@ -1,0 +1,193 @@
+"""Limits on what a checkpoint's ``card.json`` may ask for, checked before anything is allocated.
+
+A card drives the sizes of the network built to receive a checkpoint's weights (hidden layer
+widths, the state's shape). A card from elsewhere could ask for terabytes (``"hidden": [200000,
+200000]``) or carry wrong types that fail deep inside PyTorch; `validate_card_data` refuses both
+with one-line `ValueError`\\ s naming the card and the field:
+
+* every field has its type (``shapes``: names to integers, ``seeds``: names to integer lists, …);
+* integers in ``shapes`` lie in ``[0, MAX_SHAPE]``; hidden widths in ``[1, MAX_WIDTH]``, at most
+  `MAX_LAYERS` of them;
+* the network the card describes (DL2, DeepRM, SCED²) has at most `MAX_PARAMETERS` weights,
+  estimated from the card alone.
+
+`load_tensors` reads a tensor file (such as DL2's ``online_state.pt``) with PyTorch's
+``weights_only`` loader and turns whatever it refuses into one line: nothing is ever unpickled.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+MAX_SHAPE = 1_000_000
+"""Largest integer in a card's ``shapes`` (rows, servers, image sizes, input widths)."""
+MAX_WIDTH = 4096
+"""Widest hidden layer."""
+MAX_LAYERS = 16
+"""Most hidden layers."""
+MAX_PARAMETERS = 50_000_000
+"""Most weights a card may describe (200 MB of float32)."""
+MAX_LIST = 1_000_000
+"""Longest list in a card (seeds, job types)."""
+MAX_TEXT = 1_000_000
+"""Longest text field, characters."""
+
+
+def _is_int(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _mapping(data: Mapping[str, Any], name: str, where: str) -> Mapping[str, Any]:
+    value = data.get(name, {})
+    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+        raise ValueError(f"{where}: {name!r} must be an object with text keys")
+    return value
+
+
+def _int_in(value: Any, low: int, high: int, what: str, where: str) -> int:
+    if not _is_int(value) or not low <= value <= high:
+        raise ValueError(f"{where}: {what} must be an integer in [{low}, {high}], got {value!r}")
+    return int(value)
+
+
+def _widths(value: Any, what: str, where: str, *, one: bool = False) -> list[int]:
+    """Hidden sizes: a list of 1..MAX_LAYERS integers in [1, MAX_WIDTH] (``one``: an integer)."""
+    if one:
+        return [_int_in(value, 1, MAX_WIDTH, f"{what} width", where)]
+    items = value
+    if not isinstance(items, list) or not 1 <= len(items) <= MAX_LAYERS:
+        raise ValueError(
+            f"{where}: {what} must be 1 to {MAX_LAYERS} layer widths, got {str(value)[:80]}"
+        )
+    return [_int_in(w, 1, MAX_WIDTH, f"{what} width", where) for w in items]
+
+
+def validate_card_data(data: Mapping[str, Any], where: str = "card") -> None:
+    """Raise a one-line ValueError if a parsed ``card.json`` has a wrong type or asks for more
+    than the limits of this module; nothing is allocated before this returns.
+
+    Args:
+        data: the card's parsed JSON object.
+        where: how to name the card in the message (``"checkpoint runs/x/card.json"``).
+    """
+    for name in ("algorithm", "workload", "date", "notes"):
+        if name in data and (not isinstance(data[name], str) or len(data[name]) > MAX_TEXT):
+            raise ValueError(f"{where}: field {name!r} must be text")
+    for name, value in _mapping(data, "shapes", where).items():
+        _int_in(value, 0, MAX_SHAPE, f"shape {name!r}", where)
+    for name, value in _mapping(data, "steps", where).items():
+        if not _is_int(value) or value < 0:
+            raise ValueError(f"{where}: step count {name!r} must be an integer >= 0")
+    for name, value in _mapping(data, "validation", where).items():
+        if not _is_number(value):
+            raise ValueError(f"{where}: validation metric {name!r} must be a number")
+    for name, value in _mapping(data, "seeds", where).items():
+        if not isinstance(value, list) or len(value) > MAX_LIST:
+            raise ValueError(f"{where}: seeds {name!r} must be a list of integers")
+        if not all(_is_int(s) for s in value):
+            raise ValueError(f"{where}: seeds {name!r} must be a list of integers")
+    _mapping(data, "workload_params", where)
+    hyper = _mapping(data, "hyperparams", where)
+    algorithm = data.get("algorithm")
+    if algorithm == "dl2":
+        _check_dl2(data, hyper, where)
+    elif algorithm == "deeprm":
+        _check_deeprm(data, hyper, where)
+    elif algorithm == "sched2":
+        _check_sched2(data, hyper, where)
+
+
+def _check_budget(weights: int, where: str) -> None:
+    if weights > MAX_PARAMETERS:
+        raise ValueError(
+            f"{where}: the network it describes has about {weights:,} weights, "
+            f"more than the limit of {MAX_PARAMETERS:,}"
+        )
+
+
+def _chain(sizes: Sequence[int]) -> int:
+    """Weights and biases of fully connected layers of these sizes."""
+    return sum(a * b + b for a, b in itertools.pairwise(sizes))
+
+
+def _check_dl2(data: Mapping[str, Any], hyper: Mapping[str, Any], where: str) -> None:
+    hidden = _widths(hyper.get("hidden", [256, 256]), "hyperparams 'hidden'", where)
+    _int_in(hyper.get("J", 40), 1, MAX_SHAPE, "hyperparams 'J'", where)
+    types = hyper.get("job_types", ["?"])
+    if (
+        not isinstance(types, list)
+        or not 1 <= len(types) <= MAX_LIST
+        or not all(isinstance(t, str) for t in types)
+    ):
+        raise ValueError(f"{where}: hyperparams 'job_types' must be a list of names")
+    if hyper.get("arch", "mlp") not in ("rows", "mlp"):
+        raise ValueError(f"{where}: hyperparams 'arch' must be 'rows' or 'mlp'")
+    shapes = data.get("shapes", {})
+    inputs, outputs = shapes.get("obs_dim", 0), shapes.get("num_actions", 0)
+    _check_budget(2 * _chain([inputs, *hidden, outputs]), where)  # policy and value network
+
+
+def _check_deeprm(data: Mapping[str, Any], hyper: Mapping[str, Any], where: str) -> None:
+    hidden = _widths(hyper.get("hidden", [20]), "hyperparams 'hidden'", where)
+    if hyper.get("action_selection", "sample") not in ("sample", "greedy"):
+        raise ValueError(f"{where}: hyperparams 'action_selection' must be 'sample' or 'greedy'")
+    load = data.get("workload_params", {}).get("load", 0.7)
+    if not _is_number(load) or not math.isfinite(load) or load <= 0:
+        raise ValueError(f"{where}: workload_params 'load' must be a finite number > 0")
+    s = data.get("shapes", {})
+    horizon, slots = s.get("T", 20), s.get("M", 10)
+    backlog, res_slots, num_res = s.get("backlog", 60), s.get("R", 20), s.get("d", 2)
+    if min(horizon, slots, res_slots, num_res) < 1:
+        raise ValueError(f"{where}: shapes T, M, R and d must be >= 1")
+    inputs = horizon * (num_res * (1 + slots) * res_slots + math.ceil(backlog / horizon))
+    _check_budget(_chain([inputs, *hidden, slots + 1]), where)
+
+
+def _check_sched2(data: Mapping[str, Any], hyper: Mapping[str, Any], where: str) -> None:
+    widths = {
+        name: _widths(hyper.get(name, default), f"hyperparams {name!r}", where, one=True)[0]
+        for name, default in (
+            ("server_hidden", 32),
+            ("server_out", 16),
+            ("job_hidden", 128),
+            ("hidden", 256),
+        )
+    }
+    s = data.get("shapes", {})
+    servers, gpus = s.get("N", 1), s.get("M", 1)
+    inputs, outputs = s.get("obs_dim", 0), s.get("num_actions", 0)
+    sh, so, jh, h = (widths[k] for k in ("server_hidden", "server_out", "job_hidden", "hidden"))
+    weights = gpus * sh + sh * so + inputs * jh + (servers * so + jh) * h + h * outputs
+    _check_budget(2 * weights, where)  # online and target network
+
+
+def load_tensors(path: str | Path, where: str | None = None) -> dict[str, Any]:
+    """A file saved with ``torch.save`` of tensors and plain containers, read with
+    ``weights_only=True`` (never unpickling objects); ValueError in one line otherwise.
+
+    Args:
+        path: the file.
+        where: how to name it in messages (default: the path).
+
+    Returns:
+        The saved mapping.
+    """
+    import torch
+
+    name = where or str(path)
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # torch raises UnpicklingError/RuntimeError/EOFError for bad content
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ValueError(f"{name}: cannot load it safely ({first[:200]})") from None
+    if not isinstance(state, dict):
+        raise ValueError(f"{name}: expected a mapping of names to tensors")
+    return state
