@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
-from scipy.interpolate import LinearNDInterpolator
+from scipy.spatial import Delaunay
 
 from dlsched.core import Allocation, JobSpec
 
@@ -92,6 +92,35 @@ class BatchConfig:
     accum_steps: int
 
 
+class _Linear3D:
+    """Piecewise-linear interpolation on the Delaunay triangulation of 3-D points (what SciPy's
+    ``LinearNDInterpolator`` computes), with barycentric coordinates from closed-form 3×3
+    inverses: SciPy's lazy per-simplex LAPACK setup takes seconds under a threaded BLAS on a
+    busy machine; this takes microseconds. NaN outside the points' convex hull."""
+
+    def __init__(self, points: npt.NDArray[np.float64], values: npt.NDArray[np.float64]) -> None:
+        tri = Delaunay(points)
+        corners = points[tri.simplices]  # (S, 4, 3)
+        self._origin = corners[:, 0]
+        a, b, c = (corners[:, k] - self._origin for k in (1, 2, 3))
+        det = np.einsum("ij,ij->i", a, np.cross(b, c))
+        keep = np.abs(det) > 1e-12
+        self._rows = np.stack([np.cross(b, c), np.cross(c, a), np.cross(a, b)], axis=1)[keep]
+        self._rows /= det[keep][:, None, None]
+        self._origin = self._origin[keep]
+        self._values = values[tri.simplices[keep]]  # (S, 4, k)
+
+    def __call__(self, x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        d = x - self._origin  # (S, 3)
+        lam = np.einsum("sij,sj->si", self._rows, d)
+        bary = np.concatenate([1.0 - lam.sum(axis=1, keepdims=True), lam], axis=1)
+        inside = np.flatnonzero(np.all(bary >= -1e-9, axis=1))
+        if inside.size == 0:
+            return np.full(self._values.shape[2], np.nan)
+        s = inside[0]
+        return np.asarray(bary[s] @ self._values[s])
+
+
 class Profile:
     """One application's measured profiles (``data/pollux/profiles/APP``)."""
 
@@ -125,7 +154,8 @@ class Profile:
         ys = [list(np.mean(v, axis=0)) for v in triples.values()] + [
             [st, sy] for st, sy in zip(scal["step_time"], scal["sync_time"], strict=True)
         ]
-        self._nd = LinearNDInterpolator(np.array(xs), np.array(ys))
+        self.nd_points, self.nd_values = np.array(xs, dtype=float), np.array(ys, dtype=float)
+        self._nd = _Linear3D(self.nd_points, self.nd_values)
         curves: dict[int, dict[str, npt.NDArray[np.float64]]] = {}
         for path in folder.glob("validation-*.csv"):
             curves[int(path.stem.split("-")[1])] = _read_csv(path)
@@ -152,7 +182,7 @@ class Profile:
             b = float(np.clip(atomic_bsz, table[0][0], table[0][-1]))
             return float(np.interp(b, table[0], table[1])), float(np.interp(b, table[0], table[2]))
         nodes = min(len(placement), MAX_NODES_PROFILED)
-        step, sync = self._nd([nodes, sum(placement), atomic_bsz])[0]
+        step, sync = self._nd(np.array([nodes, sum(placement), atomic_bsz], dtype=float))
         if not (math.isfinite(step) and math.isfinite(sync)):
             raise ValueError(f"{self.name}: no profile covers {placement} at local {atomic_bsz}")
         return float(step), float(sync)

@@ -14,6 +14,8 @@ batch size a user would have tuned (``num_replicas``, ``batch_size``). Speeds ar
 * ``"tuned"`` (Tiresias+TunedJobs, Optimus+TunedJobs): the batch size is fixed to the trace's;
   the job asks for the trace's GPUs and may hold 1 to ``batch_size // min_local_bsz`` (the
   artifact's Optimus cap; ncf: 1).
+* ``"tuned-batch"`` (Optimus+TunedJobs): as ``tuned`` but asking for one GPU — the artifact's
+  Optimus jobs carry the tuned batch size only and Optimus sizes them from one replica up.
 
 Settings as the artifact's simulator: scheduling rounds every 60 s only (arrivals wait for the
 next round, freed GPUs are reassigned at the next round), 30 s lost at every restart or resume,
@@ -47,7 +49,7 @@ DEFAULT_NODES = 16
 INTERVAL_S = 60.0
 RESTART_S = 30.0
 TRACE_SPAN_S = 8 * 3600.0
-JOB_MODES = ("adaptive", "tuned")
+JOB_MODES = ("adaptive", "tuned", "tuned-batch")
 RESCALE = RescaleCost(mode="restart", hot_s=RESTART_S, restart_s=RESTART_S)
 """Pass as ``simulate(..., rescale=RESCALE)``: every reallocation restarts the job (30 s)."""
 
@@ -80,7 +82,7 @@ def job_spec(job_id: int, row: dict[str, str], jobs: str) -> JobSpec:
     else:
         model = f"{app}@{batch}"
         cap = 1 if app == "ncf" else max(batch // prof.min_local_bsz, replicas)
-        asked = replicas
+        asked = replicas if jobs == "tuned" else 1
     return JobSpec(
         job_id=job_id,
         submit_time_s=float(row["time"]),
@@ -109,7 +111,8 @@ def make_pollux(
         servers: 4-GPU nodes; None → 16.
         load: relative job load (1 → the trace as is; 0.5, 1.5, 2 → resampled variants).
         workload: which of the artifact's 8 traces.
-        jobs: ``adaptive`` (Pollux's jobs) or ``tuned`` (fixed batch size and GPUs asked).
+        jobs: ``adaptive`` (Pollux's jobs), ``tuned`` (fixed batch and GPUs asked) or
+            ``tuned-batch`` (fixed batch, one GPU asked).
 
     Raises:
         ValueError: a bad ``workload``, ``jobs``, ``servers`` or ``load``.
@@ -146,7 +149,7 @@ def make_pollux(
     ]
     log.debug("pollux workload-%d (%s, load %.2f): %d jobs", workload, jobs, load, len(specs))
     return Workload(
-        name=f"pollux-{workload}" + ("" if jobs == "adaptive" else "-tuned"),
+        name=f"pollux-{workload}" + ("" if jobs == "adaptive" else f"-{jobs}"),
         jobs=tuple(specs),
         servers=(NODE,) * servers,
         model=PolluxGoodput(),
