@@ -103,6 +103,7 @@ def make_pollux(
     load: float | None = None,
     workload: int = 6,
     jobs: str = "adaptive",
+    num_jobs: int | None = None,
 ) -> Workload:
     """Build Pollux workload ``workload`` (1..8) with ``jobs`` managed as ``adaptive``/``tuned``.
 
@@ -113,6 +114,7 @@ def make_pollux(
         workload: which of the artifact's 8 traces.
         jobs: ``adaptive`` (Pollux's jobs), ``tuned`` (fixed batch and GPUs asked) or
             ``tuned-batch`` (fixed batch, one GPU asked).
+        num_jobs: keep only the first this many jobs (None: all).
 
     Raises:
         ValueError: a bad ``workload``, ``jobs``, ``servers`` or ``load``.
@@ -128,6 +130,10 @@ def make_pollux(
     rows = read_trace(int(workload))
     if load != 1.0:
         rows = _resample(rows, load, seed)
+    if num_jobs is not None:
+        if num_jobs < 1:
+            raise ValueError(f"num_jobs must be >= 1, got {num_jobs}")
+        rows = sorted(rows, key=lambda r: float(r["time"]))[:num_jobs]
     specs = [job_spec(i, row, jobs) for i, row in enumerate(rows)]
     specs.sort(key=lambda s: (s.submit_time_s, s.job_id))
     cap = servers * GPUS_PER_NODE
