@@ -157,7 +157,7 @@ class Pollux(BaseScheduler):
             prof.max_epochs - 1,
         )
         sqr, var = prof.grad_stats(batch)
-        model.grad = (float(sqr[epoch]), float(var[epoch]))
+        model.set_grad(float(sqr[epoch]), float(var[epoch]))
         model.observe(len(placement), replicas, cfg.atomic_bsz, step, sync)
 
     def _max_replicas(self, run: JobRun, gpus: int) -> int:

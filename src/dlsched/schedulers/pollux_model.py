@@ -51,21 +51,62 @@ def predict_step_s(
     return np.asarray(accum_steps * accum + step)
 
 
-def _objective(p: Array, x: tuple[Array, ...], acc_obs: Array, step_obs: Array) -> float:
+def _objective(
+    p: Array, x: tuple[Array, ...], acc_obs: Array, step_obs: Array
+) -> tuple[float, Array]:
+    """Pollux's fitting loss (RMS log errors plus priors) and its gradient in ``p``."""
     nodes, replicas, bsz = x
+    n = len(bsz)
+    rounds = np.maximum(replicas - 2, _EPS)
+    inter, intra = nodes > 1, (nodes <= 1) & (replicas > 1)
     accum = p[0] + p[1] * bsz
-    log_step = _log_step_s(p, accum, _network_s(p, nodes, replicas))
-    err1 = math.sqrt(float(np.mean((np.log(accum) - np.log(acc_obs)) ** 2)))
-    err2 = math.sqrt(float(np.mean((log_step - np.log(step_obs)) ** 2)))
-    reg = 1e-3 * (p[6] - 1) ** 2 + 1e-2 * ((p[3] / p[2]) ** 2 + (p[5] / p[4]) ** 2)
-    return err1 + err2 + float(reg)
+    net = np.where(inter, p[2] + p[3] * rounds, np.where(intra, p[4] + p[5] * rounds, _EPS))
+    g = p[6]
+    ag, ng = accum**g, net**g
+    u = ag + ng
+    log_step = np.log(u) / g
+    r1 = np.log(accum) - np.log(acc_obs)
+    r2 = log_step - np.log(step_obs)
+    err1 = math.sqrt(float(np.mean(r1**2)))
+    err2 = math.sqrt(float(np.mean(r2**2)))
+    reg = 1e-3 * (g - 1) ** 2 + 1e-2 * ((p[3] / p[2]) ** 2 + (p[5] / p[4]) ** 2)
+    d1 = r1 / (n * max(err1, 1e-12))  # d err1 / d log accum
+    d2 = r2 / (n * max(err2, 1e-12))  # d err2 / d log step
+    d_accum = d1 / accum + d2 * ag / (accum * u)
+    d_net = d2 * ng / (net * u)
+    d_g = d2 * ((ag * np.log(accum) + ng * np.log(net)) / (g * u) - np.log(u) / g**2)
+    grad = np.array(
+        [
+            np.sum(d_accum),
+            np.sum(d_accum * bsz),
+            np.sum(d_net * inter),
+            np.sum(d_net * inter * rounds),
+            np.sum(d_net * intra),
+            np.sum(d_net * intra * rounds),
+            np.sum(d_g),
+        ]
+    )
+    grad[6] += 2e-3 * (g - 1)
+    grad[3] += 2e-2 * p[3] / p[2] ** 2
+    grad[2] -= 2e-2 * p[3] ** 2 / p[2] ** 3
+    grad[5] += 2e-2 * p[5] / p[4] ** 2
+    grad[4] -= 2e-2 * p[5] ** 2 / p[4] ** 3
+    return err1 + err2 + float(reg), grad
 
 
 def fit_perf_params(
-    nodes: Array, replicas: Array, atomic_bsz: Array, accum_s: Array, step_s: Array
+    nodes: Array,
+    replicas: Array,
+    atomic_bsz: Array,
+    accum_s: Array,
+    step_s: Array,
+    start: Array | None = None,
 ) -> Array:
-    """Fit the seven throughput parameters to measured (accumulation, step) times, seconds."""
-    p0 = np.array([1e-1, 1e-2] * 3 + [1.0 + 1e-3])
+    """Fit the seven throughput parameters to measured (accumulation, step) times, seconds.
+
+    ``start``: the previous fit, to start from (a job refits after each new configuration).
+    """
+    p0 = np.array([1e-1, 1e-2] * 3 + [1.0 + 1e-3]) if start is None else start.copy()
     lo, hi = _LOWER.copy(), _UPPER.copy()
     fixed: list[int] = []
     if len(np.unique(atomic_bsz)) == 1:
@@ -78,13 +119,16 @@ def fit_perf_params(
         fixed += [3, 5]
     for i in fixed:
         p0[i] = hi[i] = lo[i]
+    p0 = np.clip(p0, lo, hi)
     x = (nodes, replicas, atomic_bsz)
     result = minimize(
         _objective,
         p0,
         args=(x, accum_s, step_s),
-        method="L-BFGS-B",
+        method="TNC",  # L-BFGS-B's per-iteration BLAS calls cost ~1 ms on a busy machine
+        jac=True,
         bounds=list(zip(lo, hi, strict=True)),
+        options={"maxfun": 300},
     )
     p = np.asarray(result.x, dtype=float)
     if not np.any(nodes > 1):  # prior: crossing nodes costs at least what staying inside does
@@ -112,7 +156,7 @@ class JobGoodputModel:
     profile: dict[tuple[int, int, int], tuple[float, float]] = field(default_factory=dict)
     grad: tuple[float, float] | None = None
     params: Array | None = None
-    version: int = 0
+    _memo: dict[tuple[int, int], tuple[float, int, int]] = field(default_factory=dict)
 
     def observe(
         self, nodes: int, replicas: int, atomic_bsz: int, step_s: float, sync_s: float
@@ -125,9 +169,15 @@ class JobGoodputModel:
         keys = np.array(list(self.profile), dtype=float)
         vals = np.array(list(self.profile.values()))
         self.params = fit_perf_params(
-            keys[:, 0], keys[:, 1], keys[:, 2], vals[:, 0] - vals[:, 1], vals[:, 0]
+            keys[:, 0], keys[:, 1], keys[:, 2], vals[:, 0] - vals[:, 1], vals[:, 0], self.params
         )
-        self.version += 1
+        self._memo.clear()
+
+    def set_grad(self, sqr: float, var: float) -> None:
+        """Record the latest gradient statistics."""
+        if self.grad != (sqr, var):
+            self.grad = (sqr, var)
+            self._memo.clear()
 
     @property
     def max_profiled_replicas(self) -> int:
@@ -144,6 +194,12 @@ class JobGoodputModel:
 
     def best_goodput(self, nodes: int, replicas: int) -> tuple[float, int, int]:
         """(goodput in samples/s, atomic_bsz, accum_steps) of the best batch at this size."""
+        hit = self._memo.get((nodes, replicas))
+        if hit is None:
+            hit = self._memo[nodes, replicas] = self._best_goodput(nodes, replicas)
+        return hit
+
+    def _best_goodput(self, nodes: int, replicas: int) -> tuple[float, int, int]:
         if self.params is None or replicas < 1:
             return 0.0, 0, 0
         low = max(self.init_bsz, self.min_local * replicas)
