@@ -37,7 +37,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from dlsched.core import Allocation, ClusterView, Decision, JobRun, Target
+from dlsched.core import Allocation, Arch, ClusterView, Decision, JobRun, Target
 from dlsched.models.goodput import (
     GPUS_PER_NODE,
     normalise_placement,
@@ -240,6 +240,12 @@ class OptimusOracleAllreduce(BaseScheduler):
     def decide(self, view: ClusterView) -> Decision:
         now = view.now_s
         jobs = view.jobs()
+        for run in jobs:
+            if run.spec.arch is Arch.PS:
+                raise ValueError(
+                    f"{self.name} schedules GPU jobs without parameter servers; "
+                    f"job {run.job_id} ({run.spec.model}) is a PS job"
+                )
         free = round(view.cluster.total.gpu)
         counts: dict[int, int] = {}
         for run in jobs:
