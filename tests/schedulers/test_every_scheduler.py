@@ -25,7 +25,7 @@ from dlsched.workloads.base import Workload
 from dlsched.workloads.registry import make_workload
 from tests.schedulers.helpers import checked_run
 
-GENERATED = ("dl2", "deeprm", "sched2", "kubeflow")
+GENERATED = ("dl2", "deeprm", "sched2", "kubeflow", "pollux")
 """Generated workloads a scheduler's setting can name (traces are tested elsewhere)."""
 
 SMALL = {
@@ -33,6 +33,7 @@ SMALL = {
     "deeprm": {"num_jobs": 20},
     "sched2": {"servers": 2, "num_jobs": 25},
     "kubeflow": {"servers": 2, "num_jobs": 20},
+    "pollux": {"servers": 2, "num_jobs": 12},
 }
 
 

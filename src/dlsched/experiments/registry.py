@@ -51,6 +51,11 @@ EXPERIMENTS: dict[str, ExperimentEntry] = {
             "DL2 Figs. 9, 10, 13-17 and Table 2: shipped policy vs baselines, training, ablations",
         ),
         ExperimentEntry(
+            "pollux",
+            "dlsched.experiments.pollux:run",
+            "Pollux §5.3: avg JCT, 8 workloads × policies, and vs job load",
+        ),
+        ExperimentEntry(
             "kubeflow",
             "dlsched.experiments.kubeflow:run",
             "Kubeflow dynamic vs static scheduler on three workload mixes",

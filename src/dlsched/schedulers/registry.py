@@ -57,6 +57,7 @@ _MODULES = (
     "dlsched.schedulers.kubeflow_static",
     "dlsched.schedulers.tiresias",
     "dlsched.schedulers.las",
+    "dlsched.schedulers.pollux",
     "dlsched.rl.deeprm_scheduler",
     "dlsched.rl.dl2_scheduler",
     "dlsched.rl.sched2_scheduler",

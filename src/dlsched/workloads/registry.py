@@ -63,6 +63,12 @@ WORKLOADS: dict[str, WorkloadEntry] = {
             "Kubeflow dynamic scheduler: prioritised jobs with min/max replicas on CPU nodes",
         ),
         WorkloadEntry(
+            "pollux",
+            "dlsched.workloads.pollux:make_pollux",
+            False,
+            "Pollux §5.3: 160 goodput jobs, 16×4 GPUs (workload=1..8, jobs=adaptive|tuned)",
+        ),
+        WorkloadEntry(
             "philly",
             "dlsched.workloads.traces:load_philly",
             True,
