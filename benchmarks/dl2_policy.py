@@ -33,7 +33,7 @@ import torch
 
 from dlsched.core import ClusterView, Decision
 from dlsched.experiments.compare import parse_seeds
-from dlsched.rl.dl2_scheduler import SHIPPED, load_dl2
+from dlsched.papers.dl2.scheduler import SHIPPED, load_dl2
 from dlsched.schedulers.base import Scheduler
 from dlsched.schedulers.registry import make_scheduler
 from dlsched.sim import simulate

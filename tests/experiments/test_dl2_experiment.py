@@ -12,9 +12,9 @@ from typer.testing import CliRunner
 from dlsched.cli import app
 from dlsched.core import ClusterView, Decision
 from dlsched.experiments import dl2
-from dlsched.experiments.dl2 import EpochEstimateError
-from dlsched.experiments.dl2_training import SEEN_TYPES, UNSEEN_TYPES, only_types
 from dlsched.experiments.registry import EXPERIMENTS
+from dlsched.papers.dl2.experiments import EpochEstimateError
+from dlsched.papers.dl2.experiments_training import SEEN_TYPES, UNSEEN_TYPES, only_types
 from dlsched.schedulers.base import BaseScheduler
 from dlsched.schedulers.registry import make_scheduler
 from dlsched.sim import simulate

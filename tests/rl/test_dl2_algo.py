@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from dlsched.rl.dl2 import (
+from dlsched.papers.dl2.algorithm import (
     Dl2Config,
     Learner,
     Rollout,
@@ -21,8 +21,8 @@ from dlsched.rl.dl2 import (
     seed_everything,
     supervised,
 )
-from dlsched.rl.dl2_state import Dl2Shape
-from dlsched.rl.envs.dl2 import Dl2Env
+from dlsched.papers.dl2.env import Dl2Env
+from dlsched.papers.dl2.state import Dl2Shape
 
 torch.set_num_threads(1)  # tiny networks: threads only contend on a 2-core CI box
 

@@ -12,7 +12,7 @@ One iteration, as DeepRM's pseudo-code and code (``pg_re.py``):
    over every sample of every jobset.
 
 Rollouts run in ``workers`` processes (one torch thread each); each worker takes whole jobsets,
-steps all their episodes in lock-step (`dlsched.rl.deeprm_core.DeepRMBatch`), evaluates the
+steps all their episodes in lock-step (`dlsched.papers.deeprm.state.DeepRMBatch`), evaluates the
 network once per lock-step for every episode that must choose (`DeepRMPolicyNet.forward_index`)
 and returns the gradient of its share of the loss, so only gradients cross processes. With
 ``mask_invalid`` (default) the policy samples among valid actions only and forced ∅ steps (no
@@ -37,8 +37,8 @@ import numpy.typing as npt
 import torch
 import torch.nn.functional as F
 
-from dlsched.rl.deeprm_core import DeepRMBatch, DeepRMShape, Jobset, Objective
-from dlsched.rl.deeprm_net import DeepRMPolicyNet
+from dlsched.papers.deeprm.net import DeepRMPolicyNet
+from dlsched.papers.deeprm.state import DeepRMBatch, DeepRMShape, Jobset, Objective
 from dlsched.workloads.deeprm import make_deeprm
 
 log = logging.getLogger(__name__)

@@ -8,10 +8,9 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from dlsched.cli import _one_line_errors, out, progress_bar, train_app
+from dlsched.commands.common import one_line_errors, out, progress_bar
 
 
-@train_app.command("deeprm")
 def train_deeprm_command(
     out_dir: Annotated[Path, typer.Option("--out", help="Output directory (CSV, checkpoints).")],
     load: Annotated[float, typer.Option(min=0.01, help="Load of the training jobsets.")] = 0.7,
@@ -37,10 +36,10 @@ def train_deeprm_command(
     """Train DeepRM; OUT/progress.csv logs each iteration, OUT/best is the policy to use."""
     import torch
 
-    from dlsched.rl.deeprm_train import train_deeprm
-    from dlsched.rl.reinforce import ReinforceConfig
+    from dlsched.papers.deeprm.algorithm import ReinforceConfig
+    from dlsched.papers.deeprm.train import train_deeprm
 
-    with _one_line_errors():
+    with one_line_errors():
         torch.set_num_threads(1)
         if objective not in ("slowdown", "completion"):
             raise ValueError(f"--objective {objective!r}: choose slowdown or completion")

@@ -1,6 +1,6 @@
 """`DeepRMEnv`: DeepRM's scheduling problem (DeepRM §3) as a Gymnasium environment.
 
-State, actions and rewards are those of `dlsched.rl.deeprm_core` (which states every rule and
+State, actions and rewards are those of `dlsched.papers.deeprm.state` (which states every rule and
 its source): the observation is the ``T × W`` binary image of the cluster over the next ``T``
 steps, the ``M`` waiting-job slots and the backlog count; action 0 is ∅ and ``i`` schedules slot
 ``i``'s job at the first step at which it fits; time is frozen until ∅ or an invalid action;
@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 from gymnasium import spaces
 
-from dlsched.rl.deeprm_core import DeepRMBatch, DeepRMShape, Jobset, Objective
+from dlsched.papers.deeprm.state import DeepRMBatch, DeepRMShape, Jobset, Objective
 from dlsched.workloads.deeprm import make_deeprm
 
 Obs = npt.NDArray[np.float32]

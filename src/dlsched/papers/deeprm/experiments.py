@@ -39,7 +39,7 @@ import numpy as np
 from dlsched.core import ClusterView, Decision
 from dlsched.experiments.compare import mean_ci95
 from dlsched.experiments.plots import plt
-from dlsched.rl.reinforce import HELD_OUT_SEED_BASE
+from dlsched.papers.deeprm.algorithm import HELD_OUT_SEED_BASE
 from dlsched.schedulers.base import Scheduler
 from dlsched.schedulers.registry import make_scheduler
 from dlsched.sim import Result, simulate
@@ -139,8 +139,8 @@ def fig4(out: Path, size: Size) -> tuple[list[Path], dict[tuple[float, str], tup
 
 def train_completion_policy(out: Path, size: Size) -> Path:
     """Train DeepRM for average completion time (reward −|J|) at load 1.3; its checkpoint."""
-    from dlsched.rl.deeprm_train import train_deeprm
-    from dlsched.rl.reinforce import ReinforceConfig
+    from dlsched.papers.deeprm.algorithm import ReinforceConfig
+    from dlsched.papers.deeprm.train import train_deeprm
 
     config = ReinforceConfig(
         load=1.3,
@@ -201,7 +201,7 @@ def fig5(out: Path, size: Size) -> tuple[list[Path], list[dict[str, Any]]]:
 
 def fig6(out: Path, references: dict[str, float]) -> list[Path]:
     """Learning curve of the shipped load-0.7 policy (its ``progress.csv``)."""
-    from dlsched.rl.deeprm_policy import POLICY_DIR
+    from dlsched.papers.deeprm.policy import POLICY_DIR
 
     path = POLICY_DIR / "load0.7" / "progress.csv"
     if not path.is_file():

@@ -7,7 +7,7 @@ Two ways to run the same network, equal up to float rounding (tested):
 
 * `DeepRMPolicyNet.forward` takes images ``(N, T, W)`` or flat ``(N, T·W)`` — what the
   environment and the scheduler show;
-* `DeepRMPolicyNet.forward_index` takes `dlsched.rl.deeprm_core.compact_index` rows. Every
+* `DeepRMPolicyNet.forward_index` takes `dlsched.papers.deeprm.state.compact_index` rows. Every
   block of a DeepRM image is a "first ``k`` cells" prefix, so the first layer's ``W·x`` is a sum
   of ``T·d + M·d + 1`` entries of prefix sums of ``W`` (`prefix_table`), gathered with
   ``embedding_bag``: ~150 times fewer operations than the dense product, which is what makes an
@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from dlsched.rl.deeprm_core import DeepRMShape
+from dlsched.papers.deeprm.state import DeepRMShape
 
 
 class DeepRMPolicyNet(nn.Module):

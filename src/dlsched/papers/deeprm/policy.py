@@ -1,6 +1,6 @@
 """A trained DeepRM policy as a dlsched scheduler (`DeepRMScheduler`), and its checkpoints.
 
-The scheduler keeps the environment's own bookkeeping (`dlsched.rl.deeprm_core`) next to the
+The scheduler keeps the environment's own bookkeeping (`dlsched.papers.deeprm.state`) next to the
 `Simulator`, so that the policy sees at each scheduling point exactly the state it was trained
 on:
 
@@ -36,13 +36,13 @@ import numpy.typing as npt
 import torch
 
 from dlsched.core import ClusterView, Decision, JobRun
+from dlsched.papers.deeprm.net import DeepRMPolicyNet
+from dlsched.papers.deeprm.state import DeepRMShape, fit_table, render
 from dlsched.rl.checkpoint import PolicyCard, check_card, load_checkpoint, read_card
-from dlsched.rl.deeprm_core import DeepRMShape, fit_table, render
-from dlsched.rl.deeprm_net import DeepRMPolicyNet
 from dlsched.rl.policy_scheduler import PolicyScheduler
 from dlsched.workloads.deeprm import STEP_S
 
-POLICY_DIR = Path(__file__).resolve().parent.parent / "policies" / "deeprm"
+POLICY_DIR = Path(__file__).resolve().parent / "policies"
 """Shipped DeepRM policies, one sub-folder per training load."""
 
 
@@ -68,7 +68,8 @@ class DeepRMEncoder:
     first_step: int | None = None
     idle_guard: bool = True
     """Do not offer ∅ while nothing runs or is reserved and a slot job fits (see
-    `dlsched.rl.reinforce.policy_chooser`): an arg-max policy would otherwise wait forever."""
+    `dlsched.papers.deeprm.algorithm.policy_chooser`): an arg-max policy would otherwise wait
+    forever."""
 
     def __post_init__(self) -> None:
         self.reset()

@@ -1,9 +1,9 @@
 """Registers ``deeprm`` (DeepRM's trained policies) without importing torch until it is built.
 
-``deeprm`` runs the shipped policies (``src/dlsched/policies/deeprm/``), each decision with the
-one trained at the load nearest the offered load seen so far; ``deeprm:LOAD`` fixes the shipped
+``deeprm`` runs the shipped policies (``src/dlsched/papers/deeprm/policies/``), each decision with
+the one trained at the load nearest the offered load seen so far; ``deeprm:LOAD`` fixes the shipped
 policy nearest ``LOAD``; ``deeprm:PATH`` runs a checkpoint from ``dlsched train deeprm``. See
-`dlsched.rl.deeprm_policy` for how the policy sees the Simulator's state.
+`dlsched.papers.deeprm.policy` for how the policy sees the Simulator's state.
 """
 
 from __future__ import annotations
@@ -19,6 +19,6 @@ from dlsched.schedulers.registry import register
     description="REINFORCE policy on DeepRM's image state (deeprm:LOAD or deeprm:PATH)",
 )
 def _make(arg: str | None) -> Scheduler:
-    from dlsched.rl.deeprm_policy import make_deeprm_scheduler
+    from dlsched.papers.deeprm.policy import make_deeprm_scheduler
 
     return make_deeprm_scheduler(arg)

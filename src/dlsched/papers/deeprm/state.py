@@ -28,7 +28,7 @@ amount per row and step, which is what the colours' extent shows).
 
 The network never needs the image itself: every image block is a union of "first k cells"
 prefixes, so a first layer ``W·x`` equals a sum of entries of prefix-sum tables of ``W``
-(`compact_index` lists them; `dlsched.rl.deeprm_net` builds the tables). `render` draws the
+(`compact_index` lists them; `dlsched.papers.deeprm.net` builds the tables). `render` draws the
 same state as the image for the environment and the scheduler.
 """
 
@@ -248,7 +248,7 @@ def compact_index(
 ) -> npt.NDArray[np.int64]:
     """Rows of the prefix-sum table whose sum is the first layer's ``W·image`` (``(B, n)``).
 
-    Layout of the table (see `dlsched.rl.deeprm_net.prefix_table`): cluster entries
+    Layout of the table (see `dlsched.papers.deeprm.net.prefix_table`): cluster entries
     ``(t, r, k)`` for ``k = 0..R`` cells used; slot entries ``(i, r, l, k)`` for duration ``l``
     and demand ``k``; backlog entries ``b = 0..T·width``.
     """

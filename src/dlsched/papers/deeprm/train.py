@@ -12,7 +12,7 @@
 * ``last/`` — the final network.
 
 Validation jobsets are ``deeprm`` seeds `VALIDATION_SEED_BASE` + i; test jobsets (experiments,
-benchmarks) use `dlsched.rl.reinforce.HELD_OUT_SEED_BASE` + i; training jobsets neither.
+benchmarks) use `dlsched.papers.deeprm.algorithm.HELD_OUT_SEED_BASE` + i; training jobsets neither.
 """
 
 from __future__ import annotations
@@ -26,10 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dlsched.rl.checkpoint import PolicyCard, save_checkpoint
-from dlsched.rl.deeprm_core import DeepRMBatch, Jobset
-from dlsched.rl.deeprm_net import DeepRMPolicyNet
-from dlsched.rl.reinforce import (
+from dlsched.papers.deeprm.algorithm import (
     IterationStats,
     Reinforce,
     ReinforceConfig,
@@ -38,6 +35,9 @@ from dlsched.rl.reinforce import (
     run_batch,
     sjf_actions,
 )
+from dlsched.papers.deeprm.net import DeepRMPolicyNet
+from dlsched.papers.deeprm.state import DeepRMBatch, Jobset
+from dlsched.rl.checkpoint import PolicyCard, save_checkpoint
 
 log = logging.getLogger(__name__)
 

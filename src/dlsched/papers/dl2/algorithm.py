@@ -39,9 +39,9 @@ import torch
 from torch import nn
 
 from dlsched.core import ClusterView, Decision
+from dlsched.papers.dl2.env import Dl2Env
+from dlsched.papers.dl2.state import GLOBAL, Dl2Encoder, Dl2Shape, Dl2Slot
 from dlsched.rl.checkpoint import PolicyCard, load_checkpoint, save_checkpoint
-from dlsched.rl.dl2_state import GLOBAL, Dl2Encoder, Dl2Shape, Dl2Slot
-from dlsched.rl.envs.dl2 import Dl2Env
 from dlsched.rl.policy_scheduler import PolicyScheduler
 from dlsched.schedulers.registry import make_scheduler
 from dlsched.workloads.base import Workload
@@ -551,7 +551,7 @@ class Learner:
     def backward(self, batch: Batch) -> dict[str, float]:
         """Actor-critic gradients of ``batch`` into the networks' ``.grad`` (no step).
 
-        Federated training (`dlsched.rl.dl2_federated`) ships these gradients to the global
+        Federated training (`dlsched.papers.dl2.federated`) ships these gradients to the global
         learner, which applies them with `step`.
         """
         cfg = self.cfg
@@ -694,7 +694,7 @@ def evaluate(
 
     Args:
         transform: applied to each generated trace before simulating it (OfflineRL validates
-            in its fitted-speed simulator, `dlsched.rl.offline_rl`).
+            in its fitted-speed simulator, `dlsched.papers.dl2.offline_rl`).
     """
     from dlsched.sim import SimulationStalled, simulate
     from dlsched.workloads.registry import make_workload

@@ -9,10 +9,9 @@ import typer
 from rich.progress import TextColumn
 from rich.table import Table
 
-from dlsched.cli import _one_line_errors, _parse_options, out, progress_bar, train_app
+from dlsched.commands.common import one_line_errors, out, parse_options, progress_bar
 
 
-@train_app.command("dl2")
 def train_dl2_command(
     out_dir: Annotated[Path, typer.Option("--out", help="Output directory (policy, card, log).")],
     workload: Annotated[str, typer.Option("--workload", "-w", help="Elastic workload.")] = "dl2",
@@ -79,19 +78,19 @@ def train_dl2_command(
     import torch
 
     from dlsched.experiments.compare import parse_seeds
+    from dlsched.papers.dl2.algorithm import Dl2Config
+    from dlsched.papers.dl2.offline_rl import SPEED_MODELS, FitSpec
+    from dlsched.papers.dl2.train import LOG_FILE, TrainSpec, train_dl2
     from dlsched.rl.checkpoint import read_card
-    from dlsched.rl.dl2 import Dl2Config
-    from dlsched.rl.dl2_train import LOG_FILE, TrainSpec, train_dl2
-    from dlsched.rl.offline_rl import SPEED_MODELS, FitSpec
 
-    with _one_line_errors():
+    with one_line_errors():
         torch.set_num_threads(1)
         sizes = tuple(int(x) for x in hidden.split(",") if x.strip())
         if not sizes:
             raise ValueError(f"--hidden {hidden!r}: expected sizes like 64,64")
         if speed_model not in SPEED_MODELS:
             raise ValueError(f"--speed-model {speed_model!r}: choose {' or '.join(SPEED_MODELS)}")
-        options = _parse_options(option)
+        options = parse_options(option)
         if servers is not None:
             options["servers"] = servers
         if load is not None:

@@ -1,6 +1,6 @@
 """`Dl2Env`: DL2's scheduling problem (§4.1) as a Gymnasium environment over the simulator.
 
-One step is one incremental action of `dlsched.rl.dl2_state` (add a worker, a PS, or both to
+One step is one incremental action of `dlsched.papers.dl2.state` (add a worker, a PS, or both to
 one of ``J`` job rows, or the void action). The void action of the slot's last batch hands the
 slot's `Decision` to the simulator (`SimDriver`), which runs one time slot; the reward of that
 step is the slot's reward ``Σ_i t_i / E_i`` — epochs each job trained during the slot over its
@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dlsched.core import ClusterView
-from dlsched.rl.dl2_state import OBS_HIGH, Dl2Shape, Dl2Slot
+from dlsched.papers.dl2.state import OBS_HIGH, Dl2Shape, Dl2Slot
 from dlsched.rl.sim_driver import SimDriver
 from dlsched.sim import SimulationStalled
 from dlsched.workloads.base import Workload
@@ -51,7 +51,7 @@ class Dl2Env(gym.Env[npt.NDArray[np.float32], np.int64]):
         seeds: trace seeds to cycle through (None: drawn from ``np_random``).
         max_slots: slots before the episode is truncated.
         transform: applied to every generated trace before it is simulated (OfflineRL swaps
-            the measured speed model for a fitted one, `dlsched.rl.offline_rl`).
+            the measured speed model for a fitted one, `dlsched.papers.dl2.offline_rl`).
         **workload_options: generator options (``servers=13``, ``load=1.0``, ``num_jobs=200``).
     """
 

@@ -19,7 +19,7 @@ otherwise):
   the first J by arrival and the rest are scheduled in further batches. Two loads, so that the
   number of concurrent jobs exceeds every J.
 
-Training figures (`dlsched.experiments.dl2_training`): Fig. 10 (SL only / RL only / SL then
+Training figures (`dlsched.papers.dl2.experiments_training`): Fig. 10 (SL only / RL only / SL then
 RL, with DRF's line), Table 2 (ablations), Fig. 15 (unseen job types), Fig. 16 (SL teachers).
 
 Sizes: `REDUCED` (default, ≤ 15 min on a 2-core box: fewer seeds, and training on 60-job
@@ -43,11 +43,16 @@ import numpy as np
 import torch
 
 from dlsched.core import ClusterView, Decision, JobRun
-from dlsched.experiments.dl2_report import write_figures, write_markdown
-from dlsched.experiments.dl2_training import TrainingResults, TrainSize, run_training, write_csv
+from dlsched.papers.dl2.algorithm import Dl2Config, make_policy, make_scheduler_for
+from dlsched.papers.dl2.experiments_training import (
+    TrainingResults,
+    TrainSize,
+    run_training,
+    write_csv,
+)
+from dlsched.papers.dl2.report import write_figures, write_markdown
+from dlsched.papers.dl2.scheduler import SHIPPED
 from dlsched.rl.checkpoint import load_checkpoint
-from dlsched.rl.dl2 import Dl2Config, make_policy, make_scheduler_for
-from dlsched.rl.dl2_scheduler import SHIPPED
 from dlsched.schedulers.base import BaseScheduler, Scheduler
 from dlsched.schedulers.registry import make_scheduler, schedulers
 from dlsched.sim import simulate

@@ -1,9 +1,9 @@
 """The training half of ``dlsched reproduce dl2``: DL2 Fig. 10, Table 2, Fig. 15 and Fig. 16.
 
-Every run here trains small DL2 policies from scratch with the primitives of `dlsched.rl.dl2`
-(`collect_teacher`, `supervised`, `Learner`, `Rollout`, `reinforce`, `evaluate`) and records
-the validation average JCT (greedy policy, `dlsched.simulate`, validation seeds never trained
-on) every ``eval_every`` updates:
+Every run here trains small DL2 policies from scratch with the primitives of
+`dlsched.papers.dl2.algorithm` (`collect_teacher`, `supervised`, `Learner`, `Rollout`, `reinforce`,
+`evaluate`) and records the validation average JCT (greedy policy, `dlsched.simulate`, validation
+seeds never trained on) every ``eval_every`` updates:
 
 * **Fig. 10** — three curves from the same initial network: SL only (imitating DRF the whole
   time), RL only (actor-critic from the random network), SL then RL (``sl_steps`` of SL, then
@@ -39,7 +39,7 @@ import torch
 from torch import nn
 
 from dlsched.models.measured_ps import MeasuredPS
-from dlsched.rl.dl2 import (
+from dlsched.papers.dl2.algorithm import (
     Dl2Config,
     Learner,
     Rollout,
@@ -51,7 +51,7 @@ from dlsched.rl.dl2 import (
     seed_everything,
     supervised,
 )
-from dlsched.rl.envs.dl2 import Dl2Env
+from dlsched.papers.dl2.env import Dl2Env
 from dlsched.sim import simulate
 from dlsched.workloads.base import Workload
 from dlsched.workloads.dl2 import JOB_TYPES, worker_demand

@@ -15,7 +15,7 @@ One round trip, asynchronous per cluster (A3C, Mnih et al. 2016):
 
 `FederatedPool.train` runs exactly ``steps`` global updates and counts each cluster's
 contributions (``pool.contributions``); the pool keeps its processes (and their replay
-buffers) between calls, so `dlsched.rl.dl2_train` validates between chunks.
+buffers) between calls, so `dlsched.papers.dl2.train` validates between chunks.
 ``dlsched train dl2 --clusters N`` uses it for the RL phase (N = 1 is the single-process path).
 """
 
@@ -34,8 +34,8 @@ import numpy.typing as npt
 import torch
 from torch import nn
 
-from dlsched.rl.dl2 import Dl2Config, Learner, Rollout, next_batch
-from dlsched.rl.envs.dl2 import Dl2Env
+from dlsched.papers.dl2.algorithm import Dl2Config, Learner, Rollout, next_batch
+from dlsched.papers.dl2.env import Dl2Env
 from dlsched.workloads.base import Workload
 
 log = logging.getLogger(__name__)

@@ -5,7 +5,7 @@
 the simulator through `with_feedback`):
 
 * **Inference** (`decide`): the policy builds the slot's allocation action by action exactly as
-  the ``dl2`` scheduler does (`dlsched.rl.dl2_state.Dl2Slot`), except that actions are sampled
+  the ``dl2`` scheduler does (`dlsched.papers.dl2.state.Dl2Slot`), except that actions are sampled
   from the policy's softmax and, with probability ε in a poor state, replaced by DL2's
   job-aware exploration fix. Every (state, legal-action mask, action) of the slot is recorded.
 * **Reward** (`observe_slot`): at the next slot the previous slot's reward is
@@ -15,14 +15,14 @@ the simulator through `with_feedback`):
   The slot's samples go into the experience replay buffer with that reward and the next
   slot's first state.
 * **Learning**: every ``slots_per_update`` slots, ``updates_per_round`` actor-critic updates
-  (`dlsched.rl.dl2.Learner`: TD value network, advantage, entropy bonus) on mini-batches drawn
-  from the replay buffer (`dlsched.rl.dl2.Replay`); the inference copy of the policy is
-  refreshed after each round.
+  (`dlsched.papers.dl2.algorithm.Learner`: TD value network, advantage, entropy bonus) on
+  mini-batches drawn from the replay buffer (`dlsched.papers.dl2.algorithm.Replay`); the inference
+  copy of the policy is refreshed after each round.
 * **Saving** (`save_policy`): the last slot's samples get their reward (terminal if every job
   finished), a last round is run on samples not learnt from yet, and the policy is written in
-  the format of `dlsched.rl.dl2.save` (plain tensors + card), so ``--scheduler dl2:PATH`` runs
-  it. The value network, optimisers and counters go next to it in ``online_state.pt``
-  (tensors only): ``--learn --scheduler dl2:PATH`` continues from there.
+  the format of `dlsched.papers.dl2.algorithm.save` (plain tensors + card), so ``--scheduler
+  dl2:PATH`` runs it. The value network, optimisers and counters go next to it in
+  ``online_state.pt`` (tensors only): ``--learn --scheduler dl2:PATH`` continues from there.
 
 The registered ``dl2`` scheduler is unchanged (greedy, no learning); only
 `load_dl2_online` (what ``--learn`` builds) returns this class.
@@ -40,9 +40,9 @@ import numpy.typing as npt
 import torch
 
 from dlsched.core import ClusterView, Decision, JobRun
+from dlsched.papers.dl2.algorithm import Dl2Config, Learner, NumpyPolicy, Replay, load, save
+from dlsched.papers.dl2.state import Dl2Encoder, Dl2Slot
 from dlsched.rl.checkpoint import POLICY_FILE, PolicyCard, read_card
-from dlsched.rl.dl2 import Dl2Config, Learner, NumpyPolicy, Replay, load, save
-from dlsched.rl.dl2_state import Dl2Encoder, Dl2Slot
 from dlsched.schedulers.base import BaseScheduler, Scheduler
 
 log = logging.getLogger(__name__)
@@ -313,7 +313,7 @@ def load_dl2_online(
     If ``path`` holds an ``online_state.pt`` (saved by a previous ``--learn`` run), its value
     network and optimisers are restored too.
     """
-    from dlsched.rl.dl2_scheduler import SHIPPED
+    from dlsched.papers.dl2.scheduler import SHIPPED
 
     where = Path(path) if path is not None else SHIPPED
     if where.name == POLICY_FILE:

@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dlsched.experiments.compare import mean_ci95
-from dlsched.experiments.dl2_training import SEEN_TYPES
 from dlsched.experiments.plots import plt
+from dlsched.papers.dl2.experiments_training import SEEN_TYPES
 
 if TYPE_CHECKING:
-    from dlsched.experiments.dl2 import Size
-    from dlsched.experiments.dl2_training import TrainingResults
+    from dlsched.papers.dl2.experiments import Size
+    from dlsched.papers.dl2.experiments_training import TrainingResults
 
 Rows = Sequence[dict[str, Any]]
 H = 3600.0

@@ -9,7 +9,7 @@
 * ``train_log.csv`` — one row every ``eval_every`` updates: phase, step, wall seconds,
   validation average JCT (s), and the phase's training statistic.
 
-Training traces are drawn by the environment from seeds ≥ `dlsched.rl.envs.dl2.TRAIN_SEED_MIN`,
+Training traces are drawn by the environment from seeds ≥ `dlsched.papers.dl2.env.TRAIN_SEED_MIN`,
 so validation seeds below it are never trained on.
 """
 
@@ -25,8 +25,7 @@ from typing import Any
 
 import torch
 
-from dlsched.rl.checkpoint import read_card
-from dlsched.rl.dl2 import (
+from dlsched.papers.dl2.algorithm import (
     Dl2Config,
     Learner,
     Rollout,
@@ -39,15 +38,16 @@ from dlsched.rl.dl2 import (
     seed_everything,
     supervised,
 )
-from dlsched.rl.dl2_federated import FederatedPool
-from dlsched.rl.envs.dl2 import Dl2Env
-from dlsched.rl.offline_rl import (
+from dlsched.papers.dl2.env import Dl2Env
+from dlsched.papers.dl2.federated import FederatedPool
+from dlsched.papers.dl2.offline_rl import (
     SPEED_MODELS,
     FitSpec,
     FittedPS,
     fit_speed_model,
     fitted_transform,
 )
+from dlsched.rl.checkpoint import read_card
 from dlsched.workloads.registry import make_workload
 
 log = logging.getLogger(__name__)
@@ -74,10 +74,10 @@ class TrainSpec:
         resume: continue from ``out/last`` if it exists.
         speed_model: ``"measured"`` (the workload's own speeds) or ``"optimus"``: train and
             validate in a simulator whose speeds come from Optimus' model fitted to a few noisy
-            measured samples (the OfflineRL baseline, `dlsched.rl.offline_rl`).
+            measured samples (the OfflineRL baseline, `dlsched.papers.dl2.offline_rl`).
         fit: how the Optimus model is fitted when ``speed_model == "optimus"``.
         clusters: simulated clusters training one global policy in RL (> 1: federated,
-            `dlsched.rl.dl2_federated`, one process each; 1: the single-process path).
+            `dlsched.papers.dl2.federated`, one process each; 1: the single-process path).
     """
 
     out: Path

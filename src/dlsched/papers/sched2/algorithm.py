@@ -35,7 +35,7 @@ import numpy.typing as npt
 import torch
 from torch import nn
 
-from dlsched.rl.sched2_state import Sched2Shape
+from dlsched.papers.sched2.state import Sched2Shape
 
 log = logging.getLogger(__name__)
 

@@ -7,10 +7,9 @@ from typing import Annotated
 
 import typer
 
-from dlsched.cli import _one_line_errors, err, out, progress_bar, train_app
+from dlsched.commands.common import err, one_line_errors, out, progress_bar
 
 
-@train_app.command("sched2")
 def train_sched2_command(
     workload: Annotated[
         str, typer.Option("--workload", "-w", help="sched2, philly:VC or trace:PATH.")
@@ -53,10 +52,10 @@ def train_sched2_command(
     ] = None,
 ) -> None:
     """Train a SCED² policy; the best by validation effectiveness is saved with a JSON card."""
-    from dlsched.rl.dqn import DQNConfig, EpisodeLog
-    from dlsched.rl.sched2_train import run_name, train_sched2
+    from dlsched.papers.sched2.algorithm import DQNConfig, EpisodeLog
+    from dlsched.papers.sched2.train import run_name, train_sched2
 
-    with _one_line_errors():
+    with one_line_errors():
         config = DQNConfig(
             seed=seed,
             episodes=episodes,

@@ -1,6 +1,6 @@
 """`Sched2Env`: SCED²'s job-selection problem (§III) as a Gymnasium environment.
 
-One step is one action of `dlsched.rl.sched2_state`: pick one of the first ``J`` waiting jobs
+One step is one action of `dlsched.papers.sched2.state`: pick one of the first ``J`` waiting jobs
 (placed at once by packing) or φ. Time is frozen while the agent picks; φ — or a pick after which
 no waiting job fits — hands the round's `Decision` to the simulator (`SimDriver`, the existing
 engine), which runs to the next event (a submission or a completion). Scheduling points where no
@@ -28,8 +28,8 @@ import gymnasium as gym
 import numpy as np
 import numpy.typing as npt
 
-from dlsched.rl.sched2_profile import Profiler
-from dlsched.rl.sched2_state import Sched2Builder, Sched2Encoder, Sched2Shape, cluster_shape
+from dlsched.papers.sched2.profiling import Profiler
+from dlsched.papers.sched2.state import Sched2Builder, Sched2Encoder, Sched2Shape, cluster_shape
 from dlsched.rl.sim_driver import SimDriver
 from dlsched.workloads.base import Workload
 from dlsched.workloads.registry import make_workload

@@ -35,8 +35,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from dlsched.core import ClusterView, Decision
-from dlsched.rl.sched2_profile import Profiler
-from dlsched.rl.sched2_train import DEFAULT_LOAD, TEST_SEEDS
+from dlsched.papers.sched2.profiling import Profiler
+from dlsched.papers.sched2.train import DEFAULT_LOAD, TEST_SEEDS
 from dlsched.schedulers.base import BaseScheduler, Scheduler
 from dlsched.schedulers.registry import make_scheduler
 from dlsched.sim import Result, simulate

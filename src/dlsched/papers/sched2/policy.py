@@ -1,8 +1,8 @@
 """SCED²'s trained Q-network as a scheduler: load, save and evaluate policies.
 
-The registered ``sched2`` scheduler (`dlsched.rl.sched2_scheduler`) loads the policy shipped in
-``dlsched/policies/sched2`` (trained on the ``sched2`` workload: 15 servers × 8 GPUs, J = 10,
-k = 4) or another checkpoint (a directory with ``policy.pt`` and ``card.json``,
+The registered ``sched2`` scheduler (`dlsched.papers.sched2.scheduler`) loads the policy shipped in
+``dlsched/papers/sched2/policies/sched2`` (trained on the ``sched2`` workload: 15 servers × 8 GPUs,
+J = 10, k = 4) or another checkpoint (a directory with ``policy.pt`` and ``card.json``,
 `dlsched.rl.checkpoint`) through `load_policy` and `make_scheduler_from`.
 """
 
@@ -14,14 +14,14 @@ from typing import Any
 
 import numpy as np
 
+from dlsched.papers.sched2.algorithm import DQNConfig, Sched2QNet, make_net
+from dlsched.papers.sched2.profiling import Profiler
+from dlsched.papers.sched2.state import WINDOW_ORDERS, Sched2Encoder, Sched2Shape
 from dlsched.rl.checkpoint import PolicyCard, load_checkpoint, read_card, save_checkpoint
-from dlsched.rl.dqn import DQNConfig, Sched2QNet, make_net
 from dlsched.rl.policy_scheduler import PolicyScheduler
-from dlsched.rl.sched2_profile import Profiler
-from dlsched.rl.sched2_state import WINDOW_ORDERS, Sched2Encoder, Sched2Shape
 from dlsched.workloads.base import Workload
 
-POLICY_DIR = Path(__file__).resolve().parent.parent / "policies" / "sched2"
+POLICY_DIR = Path(__file__).resolve().parent / "policies" / "sched2"
 """The shipped policy (``policy.pt`` + ``card.json``)."""
 
 

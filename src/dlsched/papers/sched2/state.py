@@ -42,7 +42,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dlsched.core import Allocation, ClusterView, Decision, JobRun, Target
-from dlsched.rl.sched2_profile import K_PROFILES, Profiler
+from dlsched.papers.sched2.profiling import K_PROFILES, Profiler
 from dlsched.schedulers.common import tasks_that_fit
 from dlsched.schedulers.saf import pack_allocation
 

@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from dlsched.rl.sched2_state import Sched2Builder
+from dlsched.papers.sched2.state import Sched2Builder
 from dlsched.schedulers.saf import pack_allocation
 
 MAX_DELAYS = 3

@@ -2,9 +2,9 @@
 
 Training traces are drawn from the workload with seeds from ``seed``; validation uses
 `VALIDATION_SEEDS` (held out: training draws seeds in ``[0, 2^31)`` from its own generator, and
-the reported test traces of `dlsched.experiments.sched2` use `TEST_SEEDS`). For a fixed trace
+the reported test traces of `dlsched.papers.sched2.experiments` use `TEST_SEEDS`). For a fixed trace
 (``philly:VC``, ``trace:PATH``) each episode is a window of ``num_jobs`` consecutive jobs at a
-seeded offset (`dlsched.rl.envs.sched2.trace_window`).
+seeded offset (`dlsched.papers.sched2.env.trace_window`).
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from dlsched.rl.dqn import DQNConfig, EpisodeLog, Sched2QNet, train
-from dlsched.rl.envs.sched2 import Sched2Env, workload_traces
-from dlsched.rl.sched2_policy import evaluate, save_policy
-from dlsched.rl.sched2_teacher import DsifTeacher
+from dlsched.papers.sched2.algorithm import DQNConfig, EpisodeLog, Sched2QNet, train
+from dlsched.papers.sched2.env import Sched2Env, workload_traces
+from dlsched.papers.sched2.policy import evaluate, save_policy
+from dlsched.papers.sched2.teacher import DsifTeacher
 
 log = logging.getLogger(__name__)
 
