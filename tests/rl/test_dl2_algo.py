@@ -8,20 +8,22 @@ import pytest
 import torch
 
 from dlsched.papers.dl2.algorithm import (
-    Dl2Config,
     Learner,
     Rollout,
     agreement,
     collect_teacher,
-    discounted_return,
-    load,
-    make_policy,
     reinforce,
-    save,
-    seed_everything,
     supervised,
 )
 from dlsched.papers.dl2.env import Dl2Env
+from dlsched.papers.dl2.network import (
+    Dl2Config,
+    discounted_return,
+    load,
+    make_policy,
+    save,
+    seed_everything,
+)
 from dlsched.papers.dl2.state import Dl2Shape
 
 torch.set_num_threads(1)  # tiny networks: threads only contend on a 2-core CI box

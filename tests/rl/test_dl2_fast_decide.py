@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from dlsched.core import ClusterView, Decision
-from dlsched.papers.dl2.algorithm import (
+from dlsched.papers.dl2.network import (
     Dl2Config,
     Dl2PolicyScheduler,
     NumpyPolicy,

@@ -12,7 +12,7 @@ import torch
 
 from dlsched.core import ClusterView, Decision, JobRun
 from dlsched.live.online import OnlineLearning, make_learning_scheduler
-from dlsched.papers.dl2.algorithm import Dl2Config, load, make_policy, save, seed_everything
+from dlsched.papers.dl2.network import Dl2Config, load, make_policy, save, seed_everything
 from dlsched.papers.dl2.online import Dl2Online, Dl2OnlineConfig, load_dl2_online
 from dlsched.rl.checkpoint import read_card
 from dlsched.schedulers.base import BaseScheduler

@@ -21,6 +21,10 @@ lets time advance).
 
 ``pretrain_epochs > 0`` first fits the network to SJF's choices (shortest slot job that fits
 now, else ∅) on the training jobsets by cross-entropy, as DeepRM's code offers (``pg_su.py``).
+
+This file is a little over 500 lines on purpose: one iteration of REINFORCE (rollouts, the
+per-timestep baseline, the update, its validation) reads top to bottom in one place, CleanRL
+style; splitting it would scatter one algorithm over files.
 """
 
 from __future__ import annotations

@@ -78,7 +78,7 @@ def train_dl2_command(
     import torch
 
     from dlsched.experiments.compare import parse_seeds
-    from dlsched.papers.dl2.algorithm import Dl2Config
+    from dlsched.papers.dl2.network import Dl2Config
     from dlsched.papers.dl2.offline_rl import SPEED_MODELS, FitSpec
     from dlsched.papers.dl2.train import LOG_FILE, TrainSpec, train_dl2
     from dlsched.rl.checkpoint import read_card

@@ -34,8 +34,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -43,13 +41,14 @@ import numpy as np
 import torch
 
 from dlsched.core import ClusterView, Decision, JobRun
-from dlsched.papers.dl2.algorithm import Dl2Config, make_policy, make_scheduler_for
 from dlsched.papers.dl2.experiments_training import (
+    Size,
     TrainingResults,
     TrainSize,
     run_training,
     write_csv,
 )
+from dlsched.papers.dl2.network import Dl2Config, make_policy, make_scheduler_for
 from dlsched.papers.dl2.report import write_figures, write_markdown
 from dlsched.papers.dl2.scheduler import SHIPPED
 from dlsched.rl.checkpoint import load_checkpoint
@@ -62,36 +61,6 @@ log = logging.getLogger(__name__)
 FIG9_SCHEDULERS = ("drf", "tetris", "optimus", "offline-rl", "efficient-srtf", "dl2")
 EVAL_SEEDS = tuple(range(101, 111))
 SIZE_ENV = "DLSCHED_DL2_REPRO_SIZE"
-
-
-@dataclass(frozen=True)
-class Size:
-    """How big the reproduction is.
-
-    Attributes:
-        label: ``"smoke"``, ``"reduced"`` or ``"full"``.
-        reduced: what this size reduces, for the Markdown (empty at full size).
-        fig9_seeds: held-out trace seeds of Fig. 9.
-        sweep_seeds: held-out trace seeds of each point of Figs. 13, 14 and 17.
-        eval_options: ``dl2`` generator options of evaluation traces (empty: 13 servers,
-            200 jobs, load 1).
-        noise_levels: Fig. 13's interference levels (relative std of speed).
-        epoch_errors: Fig. 14's estimate errors (fractions).
-        job_caps: Fig. 17's J values.
-        cap_loads: Fig. 17's arrival-rate multipliers.
-        train: the training half's size.
-    """
-
-    label: str
-    reduced: str
-    fig9_seeds: tuple[int, ...]
-    sweep_seeds: tuple[int, ...]
-    eval_options: Mapping[str, Any] = field(default_factory=dict)
-    noise_levels: tuple[float, ...] = (0.0, 0.15, 0.273, 0.4, 0.6)
-    epoch_errors: tuple[float, ...] = (0.0, 0.05, 0.1, 0.15, 0.2)
-    job_caps: tuple[int, ...] = (5, 10, 20, 30, 40)
-    cap_loads: tuple[float, ...] = (1.0, 1.5)
-    train: TrainSize = field(default_factory=TrainSize)
 
 
 FULL = Size("full", "", EVAL_SEEDS, EVAL_SEEDS)

@@ -40,18 +40,15 @@ from torch import nn
 
 from dlsched.models.measured_ps import MeasuredPS
 from dlsched.papers.dl2.algorithm import (
-    Dl2Config,
     Learner,
     Rollout,
     TeacherData,
     collect_teacher,
-    evaluate,
-    make_policy,
     reinforce,
-    seed_everything,
     supervised,
 )
 from dlsched.papers.dl2.env import Dl2Env
+from dlsched.papers.dl2.network import Dl2Config, evaluate, make_policy, seed_everything
 from dlsched.sim import simulate
 from dlsched.workloads.base import Workload
 from dlsched.workloads.dl2 import JOB_TYPES, worker_demand
@@ -100,6 +97,36 @@ class TrainSize:
     teachers: tuple[str, ...] = ("drf", "fifo", "srtf", "tetris", "optimus")
     teacher_rl_steps: int = 1600
     seed: int = 0
+
+
+@dataclass(frozen=True)
+class Size:
+    """How big the reproduction is.
+
+    Attributes:
+        label: ``"smoke"``, ``"reduced"`` or ``"full"``.
+        reduced: what this size reduces, for the Markdown (empty at full size).
+        fig9_seeds: held-out trace seeds of Fig. 9.
+        sweep_seeds: held-out trace seeds of each point of Figs. 13, 14 and 17.
+        eval_options: ``dl2`` generator options of evaluation traces (empty: 13 servers,
+            200 jobs, load 1).
+        noise_levels: Fig. 13's interference levels (relative std of speed).
+        epoch_errors: Fig. 14's estimate errors (fractions).
+        job_caps: Fig. 17's J values.
+        cap_loads: Fig. 17's arrival-rate multipliers.
+        train: the training half's size.
+    """
+
+    label: str
+    reduced: str
+    fig9_seeds: tuple[int, ...]
+    sweep_seeds: tuple[int, ...]
+    eval_options: Mapping[str, Any] = field(default_factory=dict)
+    noise_levels: tuple[float, ...] = (0.0, 0.15, 0.273, 0.4, 0.6)
+    epoch_errors: tuple[float, ...] = (0.0, 0.05, 0.1, 0.15, 0.2)
+    job_caps: tuple[int, ...] = (5, 10, 20, 30, 40)
+    cap_loads: tuple[float, ...] = (1.0, 1.5)
+    train: TrainSize = field(default_factory=TrainSize)
 
 
 Row = dict[str, Any]

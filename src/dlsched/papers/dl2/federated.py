@@ -34,8 +34,9 @@ import numpy.typing as npt
 import torch
 from torch import nn
 
-from dlsched.papers.dl2.algorithm import Dl2Config, Learner, Rollout, next_batch
+from dlsched.papers.dl2.algorithm import Learner, Rollout, next_batch
 from dlsched.papers.dl2.env import Dl2Env
+from dlsched.papers.dl2.network import Dl2Config
 from dlsched.workloads.base import Workload
 
 log = logging.getLogger(__name__)

@@ -20,7 +20,7 @@ the simulator through `with_feedback`):
   copy of the policy is refreshed after each round.
 * **Saving** (`save_policy`): the last slot's samples get their reward (terminal if every job
   finished), a last round is run on samples not learnt from yet, and the policy is written in
-  the format of `dlsched.papers.dl2.algorithm.save` (plain tensors + card), so ``--scheduler
+  the format of `dlsched.papers.dl2.network.save` (plain tensors + card), so ``--scheduler
   dl2:PATH`` runs it. The value network, optimisers and counters go next to it in
   ``online_state.pt`` (tensors only): ``--learn --scheduler dl2:PATH`` continues from there.
 
@@ -40,7 +40,8 @@ import numpy.typing as npt
 import torch
 
 from dlsched.core import ClusterView, Decision, JobRun
-from dlsched.papers.dl2.algorithm import Dl2Config, Learner, NumpyPolicy, Replay, load, save
+from dlsched.papers.dl2.algorithm import Learner, Replay
+from dlsched.papers.dl2.network import Dl2Config, NumpyPolicy, load, save
 from dlsched.papers.dl2.state import Dl2Encoder, Dl2Slot
 from dlsched.rl.checkpoint import POLICY_FILE, PolicyCard, read_card
 from dlsched.schedulers.base import BaseScheduler, Scheduler

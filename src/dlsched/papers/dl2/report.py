@@ -14,8 +14,7 @@ from dlsched.experiments.plots import plt
 from dlsched.papers.dl2.experiments_training import SEEN_TYPES
 
 if TYPE_CHECKING:
-    from dlsched.papers.dl2.experiments import Size
-    from dlsched.papers.dl2.experiments_training import TrainingResults
+    from dlsched.papers.dl2.experiments_training import Size, TrainingResults
 
 Rows = Sequence[dict[str, Any]]
 H = 3600.0

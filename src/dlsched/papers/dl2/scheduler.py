@@ -27,7 +27,7 @@ def load_dl2(
     path: str | Path | None = None, *, default: Path = SHIPPED, name: str = "dl2"
 ) -> Scheduler:
     """The greedy DL2 policy scheduler from ``path`` (None: ``default``, the shipped policy)."""
-    from dlsched.papers.dl2.algorithm import load, make_scheduler_for
+    from dlsched.papers.dl2.network import load, make_scheduler_for
 
     where = Path(path) if path is not None else default
     policy, cfg = load(where)

@@ -25,21 +25,10 @@ from typing import Any
 
 import torch
 
-from dlsched.papers.dl2.algorithm import (
-    Dl2Config,
-    Learner,
-    Rollout,
-    collect_teacher,
-    evaluate,
-    load,
-    make_policy,
-    reinforce,
-    save,
-    seed_everything,
-    supervised,
-)
+from dlsched.papers.dl2.algorithm import Learner, Rollout, collect_teacher, reinforce, supervised
 from dlsched.papers.dl2.env import Dl2Env
 from dlsched.papers.dl2.federated import FederatedPool
+from dlsched.papers.dl2.network import Dl2Config, evaluate, load, make_policy, save, seed_everything
 from dlsched.papers.dl2.offline_rl import (
     SPEED_MODELS,
     FitSpec,
