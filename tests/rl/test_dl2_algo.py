@@ -10,9 +10,9 @@ import torch
 from dlsched.papers.dl2.algorithm import (
     Learner,
     Rollout,
+    actor_critic,
     agreement,
     collect_teacher,
-    reinforce,
     supervised,
 )
 from dlsched.papers.dl2.env import Dl2Env
@@ -51,7 +51,7 @@ def _first_updates(seed: int) -> tuple[list[torch.Tensor], list[dict[str, float]
     cfg, env = _small(seed, batch_size=32, slots_per_update=2)
     learner = Learner.create(cfg)
     stats: list[dict[str, float]] = []
-    reinforce(learner, Rollout(env, learner, seed), 3, on_step=lambda _s, st: stats.append(st))
+    actor_critic(learner, Rollout(env, learner, seed), 3, on_step=lambda _s, st: stats.append(st))
     return [p.detach().clone() for p in learner.policy.parameters()], stats
 
 
@@ -69,7 +69,7 @@ def test_ablations_run(switch: str) -> None:
     cfg, env = _small(1, batch_size=32, slots_per_update=2, **{switch: False})
     learner = Learner.create(cfg)
     before = [p.detach().clone() for p in learner.policy.parameters()]
-    reinforce(learner, Rollout(env, learner, 1), 2)
+    actor_critic(learner, Rollout(env, learner, 1), 2)
     after = list(learner.policy.parameters())
     assert not all(torch.equal(a, b) for a, b in zip(before, after, strict=True))
 
@@ -117,6 +117,6 @@ def test_short_rl_run_improves_validation_return_over_sl_start() -> None:
     supervised(policy, collect_teacher(env, "fifo", 1, seed=2), cfg, 30)
     before = discounted_return(policy, cfg, validation_env, [201, 202, 203])
     learner = Learner.create(cfg, policy)
-    reinforce(learner, Rollout(env, learner, 2), 100)
+    actor_critic(learner, Rollout(env, learner, 2), 100)
     after = discounted_return(policy, cfg, validation_env, [201, 202, 203])
     assert after > before * 1.05

@@ -9,7 +9,7 @@ One readable file, CleanRL style: `Dl2Config` holds every hyper-parameter (defau
   (`Dl2Slot.teacher_action`) and fit the policy with cross-entropy over legal actions.
   ``dagger`` > 0 lets the learner drive part of the time while the teacher still labels
   (DAgger), so the policy also learns to recover from its own mistakes.
-* `reinforce` — **online RL** (§4.2–4.3): actor-critic; the advantage of every sample of slot
+* `actor_critic` — **online RL** (§4.2–4.3): actor-critic; the advantage of every sample of slot
   ``k`` is ``r_k + γ V(s_{k+1}) − V(s)`` with ``V`` a value network trained by TD, ``r_k`` the
   slot's reward ``Σ t_i/E_i``; entropy bonus β; job-aware exploration (with probability ε the
   policy's action is replaced by one that fixes a job in a poor state: workers without PS, PS
@@ -367,7 +367,7 @@ def next_batch(cfg: Dl2Config, rollout: Rollout, rng: np.random.Generator) -> Ba
     return replay.latest(added)
 
 
-def reinforce(
+def actor_critic(
     learner: Learner,
     rollout: Rollout,
     steps: int,

@@ -1,9 +1,10 @@
 """The training half of ``dlsched reproduce dl2``: DL2 Fig. 10, Table 2, Fig. 15 and Fig. 16.
 
 Every run here trains small DL2 policies from scratch with the primitives of
-`dlsched.papers.dl2.algorithm` (`collect_teacher`, `supervised`, `Learner`, `Rollout`, `reinforce`,
-`evaluate`) and records the validation average JCT (greedy policy, `dlsched.simulate`, validation
-seeds never trained on) every ``eval_every`` updates:
+`dlsched.papers.dl2.algorithm` (`collect_teacher`, `supervised`, `Learner`, `Rollout`,
+`actor_critic`) and `dlsched.papers.dl2.network.evaluate`, and records the validation average
+JCT (greedy policy, `dlsched.simulate`, validation seeds never trained on) every ``eval_every``
+updates:
 
 * **Fig. 10** — three curves from the same initial network: SL only (imitating DRF the whole
   time), RL only (actor-critic from the random network), SL then RL (``sl_steps`` of SL, then
@@ -43,8 +44,8 @@ from dlsched.papers.dl2.algorithm import (
     Learner,
     Rollout,
     TeacherData,
+    actor_critic,
     collect_teacher,
-    reinforce,
     supervised,
 )
 from dlsched.papers.dl2.env import Dl2Env
@@ -243,7 +244,7 @@ class Curves:
         done, val = 0, float("nan")
         while done < steps:
             chunk = min(self.size.eval_every, steps - done)
-            reinforce(learner, rollout, chunk)
+            actor_critic(learner, rollout, chunk)
             done += chunk
             val = self.record(run, "rl", start + done, self.validate(learner.policy, learner.cfg))
         return val

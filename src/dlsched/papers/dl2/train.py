@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from dlsched.papers.dl2.algorithm import Learner, Rollout, collect_teacher, reinforce, supervised
+from dlsched.papers.dl2.algorithm import Learner, Rollout, actor_critic, collect_teacher, supervised
 from dlsched.papers.dl2.env import Dl2Env
 from dlsched.papers.dl2.federated import FederatedPool
 from dlsched.papers.dl2.network import Dl2Config, evaluate, load, make_policy, save, seed_everything
@@ -301,7 +301,7 @@ def train_dl2(spec: TrainSpec, progress: Progress | None = None) -> Path:
                     pool.close()
                     raise
             else:
-                reinforce(run.learner, rollout, chunk, on_step=on_rl)
+                actor_critic(run.learner, rollout, chunk, on_step=on_rl)
             run.rl_done += chunk
             val = run.validate("rl", run.rl_done, sum(entropies) / max(1, len(entropies)))
             if progress is not None:
