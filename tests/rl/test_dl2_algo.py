@@ -120,3 +120,40 @@ def test_short_rl_run_improves_validation_return_over_sl_start() -> None:
     actor_critic(learner, Rollout(env, learner, 2), 100)
     after = discounted_return(policy, cfg, validation_env, [201, 202, 203])
     assert after > before * 1.05
+
+
+def test_an_oracle_teacher_reads_true_speeds_the_learner_view_does_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An ORACLE teacher labels training states from true speeds; the env's own view (what
+    the policy's state is built from) still refuses them."""
+    import dlsched.papers.dl2.algorithm as algorithm
+    from dlsched.core import Allocation, ClusterView, Decision
+    from dlsched.schedulers.efficient_srtf import EfficientSrtfOracle
+
+    one = Allocation.of([(0, 1)], [(0, 1)])
+    seen: list[float] = []
+
+    class _Probe(EfficientSrtfOracle):
+        def decide(self, view: ClusterView) -> Decision:
+            seen.append(view.oracle_speed(view.jobs()[0].spec, one))
+            return super().decide(view)
+
+    monkeypatch.setattr(algorithm, "make_scheduler", lambda _name: _Probe())
+    _, env = _small()
+    data = collect_teacher(env, "efficient-srtf-oracle", 1, seed=3)
+    assert len(data) > 0 and seen and all(s > 0 for s in seen)
+    env.reset(seed=4)
+    view = env.view()
+    with pytest.raises(ValueError, match="oracle"):
+        view.oracle_speed(view.jobs()[0].spec, one)
+
+
+def test_vary_draws_a_setting_per_episode() -> None:
+    env = Dl2Env(shape=Dl2Shape(J=4), vary={"servers": (3, 5, 9)}, num_jobs=8)
+    sizes = set()
+    for episode in range(12):
+        env.reset(seed=episode)
+        assert env.workload is not None
+        sizes.add(len(env.workload.make_cluster().servers))
+    assert sizes == {3, 5, 9}

@@ -26,6 +26,7 @@ so validation numbers are the same ones ``dlsched compare`` reports) and `save` 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -111,7 +112,11 @@ def collect_teacher(
         obs, info = env.reset(seed=seed * 100_003 + episode)
         done = False
         while not done:
-            decision = scheduler.decide(env.view())
+            view = env.view()
+            if scheduler.is_oracle and env.workload is not None:
+                # a privileged teacher in simulation labels; the learner never sees the oracle
+                view = dataclasses.replace(view, _oracle=env.workload.model.speed)
+            decision = scheduler.decide(view)
             targets = {j: (t.num_workers, t.num_ps) for j, t in decision.targets.items()}
             order = list(decision.targets)
             learner_acts = learner is not None and rng.random() < dagger

@@ -73,6 +73,13 @@ def train_dl2_command(
         ),
     ] = 1,
     resume: Annotated[bool, typer.Option(help="Continue from OUT/last if it exists.")] = False,
+    vary: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Generator option drawn per training episode, KEY=V1,V2,… (repeatable), e.g. "
+            "servers=8,13,20: one policy across settings; validation keeps the fixed ones."
+        ),
+    ] = None,
 ) -> None:
     """Train DL2: imitate TEACHER, then improve by RL; the best policy goes to OUT."""
     import torch
@@ -120,6 +127,7 @@ def train_dl2_command(
             speed_model=speed_model,
             fit=FitSpec(samples=fit_samples, seed=seed),
             clusters=clusters,
+            vary=_parse_vary(vary),
         )
         with progress_bar(TextColumn("{task.fields[val]}")) as progress:
             tasks = {
@@ -149,3 +157,14 @@ def train_dl2_command(
         table.add_row("log", str(best / LOG_FILE))
         out.print(table)
         out.print(f"use it with: --scheduler dl2:{best}")
+
+
+def _parse_vary(items: list[str] | None) -> dict[str, tuple[object, ...]]:
+    """``["servers=8,13"]`` → ``{"servers": (8, 13)}`` (values parsed as ``-o`` values are)."""
+    vary: dict[str, tuple[object, ...]] = {}
+    for item in items or []:
+        key, sep, values = item.partition("=")
+        if not sep or not key or not values:
+            raise ValueError(f"--vary {item!r}: expected KEY=V1,V2,…")
+        vary[key] = tuple(parse_options([f"{key}={v}"])[key] for v in values.split(","))
+    return vary

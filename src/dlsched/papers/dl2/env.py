@@ -20,7 +20,7 @@ same draw, so ``reset(seed=s)`` makes an episode reproducible.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -52,6 +52,8 @@ class Dl2Env(gym.Env[npt.NDArray[np.float32], np.int64]):
         max_slots: slots before the episode is truncated.
         transform: applied to every generated trace before it is simulated (OfflineRL swaps
             the measured speed model for a fitted one, `dlsched.papers.dl2.offline_rl`).
+        vary: generator options drawn anew for every episode, one of the listed values each
+            (``{"servers": (8, 13, 20)}``): train one policy across settings.
         **workload_options: generator options (``servers=13``, ``load=1.0``, ``num_jobs=200``).
     """
 
@@ -65,11 +67,16 @@ class Dl2Env(gym.Env[npt.NDArray[np.float32], np.int64]):
         seeds: Sequence[int] | None = None,
         max_slots: int = 2000,
         transform: Callable[[Workload], Workload] | None = None,
+        vary: Mapping[str, Sequence[Any]] | None = None,
         **workload_options: Any,
     ) -> None:
         super().__init__()
         self.workload_name = workload
         self.workload_options = dict(workload_options)
+        self.vary = {k: tuple(v) for k, v in (vary or {}).items()}
+        for key, values in self.vary.items():
+            if not values:
+                raise ValueError(f"vary {key!r}: give at least one value")
         self.shape = shape or Dl2Shape()
         self.seeds = list(seeds) if seeds is not None else None
         self.max_slots = max_slots
@@ -99,9 +106,10 @@ class Dl2Env(gym.Env[npt.NDArray[np.float32], np.int64]):
         else:
             self.trace_seed = int(self.np_random.integers(TRAIN_SEED_MIN, 2**31 - 1))
         self._episode += 1
-        self.workload = make_workload(
-            self.workload_name, seed=self.trace_seed, **self.workload_options
-        )
+        options = dict(self.workload_options)
+        for key, values in self.vary.items():  # one setting per episode (domain randomisation)
+            options[key] = values[int(self.np_random.integers(len(values)))]
+        self.workload = make_workload(self.workload_name, seed=self.trace_seed, **options)
         if self.transform is not None:
             self.workload = self.transform(self.workload)
         self.driver = SimDriver(self.workload, seed=self.trace_seed, preemptive=True)

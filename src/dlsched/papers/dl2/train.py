@@ -37,6 +37,7 @@ from dlsched.papers.dl2.offline_rl import (
     fitted_transform,
 )
 from dlsched.rl.checkpoint import read_card
+from dlsched.schedulers.registry import make_scheduler
 from dlsched.workloads.registry import make_workload
 
 log = logging.getLogger(__name__)
@@ -65,6 +66,8 @@ class TrainSpec:
             validate in a simulator whose speeds come from Optimus' model fitted to a few noisy
             measured samples (the OfflineRL baseline, `dlsched.papers.dl2.offline_rl`).
         fit: how the Optimus model is fitted when ``speed_model == "optimus"``.
+        vary: generator options drawn per training episode from the listed values
+            (``{"servers": (8, 13, 20)}``); validation uses ``workload_options``.
         clusters: simulated clusters training one global policy in RL (> 1: federated,
             `dlsched.papers.dl2.federated`, one process each; 1: the single-process path).
     """
@@ -83,6 +86,7 @@ class TrainSpec:
     speed_model: str = "measured"
     fit: FitSpec = field(default_factory=FitSpec)
     clusters: int = 1
+    vary: dict[str, tuple[Any, ...]] = field(default_factory=dict)
 
     def fitted_model(self) -> FittedPS | None:
         """The fitted speed model of ``speed_model`` (None for the measured speeds)."""
@@ -146,6 +150,14 @@ class _Run:
             notes += f"; trained and validated with {spec.speed_model} speeds (OfflineRL)"
         if spec.clusters > 1:
             notes += f"; RL federated over {spec.clusters} clusters"
+        if spec.vary:
+            varied = ", ".join(f"{k}={'|'.join(map(str, v))}" for k, v in spec.vary.items())
+            notes += f"; training traces drawn per episode with {varied}"
+        if spec.teacher is not None and make_scheduler(spec.teacher).is_oracle:
+            notes += (
+                "; the teacher is an ORACLE (true speeds), used only to label training states"
+                " in simulation; the policy itself observes only the scheduler's view"
+            )
         save(
             directory,
             self.learner.policy,
@@ -221,7 +233,13 @@ def train_dl2(spec: TrainSpec, progress: Progress | None = None) -> Path:
     run = _Run(spec, progress)
     if spec.resume:
         run.restore()
-    env = Dl2Env(spec.workload, shape=cfg.shape(), transform=run.transform, **spec.workload_options)
+    env = Dl2Env(
+        spec.workload,
+        shape=cfg.shape(),
+        transform=run.transform,
+        vary=spec.vary,
+        **spec.workload_options,
+    )
     env.reset(seed=cfg.seed)
 
     # -- supervised warm-up ------------------------------------------------------------------
