@@ -21,9 +21,9 @@ import time
 import numpy as np
 import torch
 
-from dlsched.rl.deeprm_core import DeepRMBatch
-from dlsched.rl.deeprm_net import DeepRMPolicyNet
-from dlsched.rl.reinforce import Reinforce, ReinforceConfig, make_jobsets
+from dlsched.papers.deeprm.algorithm import Reinforce, ReinforceConfig, make_jobsets
+from dlsched.papers.deeprm.net import DeepRMPolicyNet
+from dlsched.papers.deeprm.state import DeepRMBatch
 
 
 def time_iterations(load: float, workers: int, iterations: int) -> tuple[float, int]:

@@ -1,7 +1,7 @@
 """SCED² shipped policy: decision time per scheduling event and the issue-6 targets.
 
 Runs, on held-out test traces of the ``sched2`` workload (68 % one-GPU jobs, 15 × 8 GPUs, 1,000
-jobs, load 1.8; seeds from `dlsched.rl.sched2_train.TEST_SEEDS`, never trained or validated on):
+jobs, load 1.8; seeds from `dlsched.papers.sched2.train.TEST_SEEDS`, never trained or validated on):
 
 * the shipped ``sched2`` policy, timing every ``decide`` call (one scheduling event: all its
   picks) with torch on 1 thread and the process pinned to one CPU core;
@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from dlsched.core import ClusterView, Decision
-from dlsched.rl.sched2_train import DEFAULT_LOAD, TEST_SEEDS
+from dlsched.papers.sched2.train import DEFAULT_LOAD, TEST_SEEDS
 from dlsched.schedulers.base import BaseScheduler, Scheduler
 from dlsched.schedulers.registry import make_scheduler
 from dlsched.sim import simulate

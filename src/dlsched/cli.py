@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 import math
@@ -15,16 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich import box
-from rich.console import Console
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    ProgressColumn,
-    TextColumn,
-    TimeElapsedColumn,
-)
 from rich.table import Table
 from rich.text import Text
 
@@ -35,9 +25,14 @@ from dlsched.cli_args import (
     MAX_SEED,
     MAX_SEEDS,
     MAX_SERVERS,
-    parse_options,
 )
-from dlsched.cli_errors import OneLineErrorsGroup, finite_range, print_error
+from dlsched.cli_errors import OneLineErrorsGroup, finite_range
+from dlsched.commands.common import clean as _clean
+from dlsched.commands.common import err, out, progress_bar
+from dlsched.commands.common import fmt_metric as _fmt_metric
+from dlsched.commands.common import one_line_errors as _one_line_errors
+from dlsched.commands.common import parse_options as _parse_options
+from dlsched.plugins import plugins, resolve
 
 if TYPE_CHECKING:  # SciPy comes with it: imported only by the commands that need it
     from dlsched.experiments.compare import Summary
@@ -55,9 +50,6 @@ train_app = typer.Typer(help="Train a learned scheduler.", no_args_is_help=True)
 app.add_typer(train_app, name="train")
 live_app = typer.Typer(help="Run real elastic training jobs on this machine.", no_args_is_help=True)
 app.add_typer(live_app, name="live")
-
-out = Console()
-err = Console(stderr=True)
 
 WorkloadOpt = Annotated[
     str,
@@ -107,23 +99,6 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a t
 PlotOpt = Annotated[Path | None, typer.Option(help="Write a PNG figure to this path.")]
 
 
-@contextmanager
-def _one_line_errors() -> Iterator[None]:
-    """Turn expected failures into a one-line message and exit code 2, never a traceback."""
-    from dlsched.sim import SimulationStalled
-
-    try:
-        yield
-    except (ValueError, OSError, KeyError, SimulationStalled) as exc:
-        print_error(str(exc) or type(exc).__name__, err)
-        raise typer.Exit(2) from None
-
-
-def _parse_options(options: list[str] | None) -> dict[str, Any]:
-    """``-o KEY=VALUE`` items, typed and bounded (`dlsched.cli_args.parse_options`)."""
-    return parse_options(options)
-
-
 def _workload_options(option: list[str] | None, on_bad_row: str | None) -> dict[str, Any]:
     """Generator options from ``-o KEY=VALUE`` plus ``--on-bad-row``."""
     options = _parse_options(option)
@@ -132,38 +107,6 @@ def _workload_options(option: list[str] | None, on_bad_row: str | None) -> dict[
             raise ValueError(f"--on-bad-row must be 'fail' or 'skip', got {on_bad_row!r}")
         options["on_bad_row"] = on_bad_row
     return options
-
-
-def _clean(obj: dict[str, Any]) -> dict[str, Any]:
-    """JSON-safe: NaN and infinities become null."""
-    return {
-        k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in obj.items()
-    }
-
-
-def _fmt_metric(name: str, value: float) -> str:
-    if math.isnan(value):
-        return "—"
-    if name.endswith("_s"):
-        return f"{value / 3600:.2f} h" if value >= 3600 else f"{value:.1f} s"
-    return f"{value:.3f}"
-
-
-def progress_bar(
-    *extra: ProgressColumn, label: str = "{task.description}", transient: bool = False
-) -> Progress:
-    """The CLI's progress bar on stderr: label, bar, done/total, elapsed, then ``extra``
-    columns. Disabled when stderr is not a terminal (pipes and CI get no control codes)."""
-    return Progress(
-        TextColumn(label),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        *extra,
-        console=err,
-        transient=transient,
-        disable=not err.is_terminal,
-    )
 
 
 @contextmanager
@@ -353,14 +296,14 @@ def _comparison_table(rows: Sequence[Summary], metrics: tuple[str, ...], title: 
 @app.command("list")
 def list_all() -> None:
     """List workloads, schedulers and experiments."""
-    from dlsched.experiments.registry import EXPERIMENTS
+    from dlsched.experiments.registry import experiments as all_experiments
     from dlsched.schedulers.registry import schedulers
-    from dlsched.workloads.registry import WORKLOADS
+    from dlsched.workloads.registry import workloads as all_workloads
 
     workloads = Table(title="workloads")
     workloads.add_column("name")
     workloads.add_column("description")
-    for w in WORKLOADS.values():
+    for w in all_workloads().values():
         workloads.add_row(w.name + (":PATH" if w.name == "trace" else ""), w.description)
     out.print(workloads)
     table = Table(title="schedulers")
@@ -372,7 +315,7 @@ def list_all() -> None:
     experiments = Table(title="experiments (dlsched reproduce NAME)")
     experiments.add_column("name")
     experiments.add_column("description")
-    for e in EXPERIMENTS.values():
+    for e in all_experiments().values():
         experiments.add_row(e.name, e.description)
     out.print(experiments)
 
@@ -433,17 +376,13 @@ def reproduce(
         out.print(f"wrote {path}", markup=False, emoji=False, highlight=False)
 
 
-# Modules that add commands to ``train_app`` / ``live_app`` (one per learned scheduler or
-# subsystem, so that each stays a thin layer next to the code it drives). Imported last because
-# they import the apps and helpers above.
-_COMMAND_MODULES: tuple[str, ...] = (
-    "dlsched.commands.live",
-    "dlsched.commands.train_sched2",
-    "dlsched.commands.train_dl2",
-    "dlsched.commands.train_deeprm",
-)
-for _module in _COMMAND_MODULES:
-    importlib.import_module(_module)
+# The commands that live next to the code they drive: ``dlsched live run`` and one
+# ``dlsched train NAME`` per plugin (`dlsched.plugins`). Their modules are light (PyTorch is
+# imported inside the commands) and import only `dlsched.commands.common`, never this module.
+live_app.command("run")(resolve("dlsched.commands.live:live_run"))
+for _plugin in plugins():
+    for _command in _plugin.train_commands:
+        train_app.command(_command.name)(resolve(_command.target))
 
 
 def main() -> None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from dlsched.experiments import kubeflow, sched2_fragmentation
-from dlsched.experiments.registry import EXPERIMENTS
+from dlsched.experiments import kubeflow
+from dlsched.experiments.registry import experiments
+from dlsched.papers.sched2 import fragmentation as sched2_fragmentation
 
 PNG_MAGIC = b"\x89PNG"
 
@@ -17,8 +18,8 @@ def rows(path: Path) -> list[dict[str, str]]:
 
 
 def test_both_are_registered_with_their_run_functions():
-    assert EXPERIMENTS["sched2-fragmentation"].function() is sched2_fragmentation.run
-    assert EXPERIMENTS["kubeflow"].function() is kubeflow.run
+    assert experiments()["sched2-fragmentation"].function() is sched2_fragmentation.run
+    assert experiments()["kubeflow"].function() is kubeflow.run
 
 
 def test_sched2_fragmentation_writes_curves_summary_plot_and_markdown(tmp_path):

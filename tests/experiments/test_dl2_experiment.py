@@ -11,10 +11,10 @@ from typer.testing import CliRunner
 
 from dlsched.cli import app
 from dlsched.core import ClusterView, Decision
-from dlsched.experiments import dl2
-from dlsched.experiments.dl2 import EpochEstimateError
-from dlsched.experiments.dl2_training import SEEN_TYPES, UNSEEN_TYPES, only_types
-from dlsched.experiments.registry import EXPERIMENTS
+from dlsched.experiments.registry import experiments
+from dlsched.papers.dl2 import experiments as dl2
+from dlsched.papers.dl2.experiments import EpochEstimateError
+from dlsched.papers.dl2.experiments_training import SEEN_TYPES, UNSEEN_TYPES, only_types
 from dlsched.schedulers.base import BaseScheduler
 from dlsched.schedulers.registry import make_scheduler
 from dlsched.sim import simulate
@@ -105,7 +105,7 @@ def check_outputs(out: Path) -> None:
 
 
 def test_registered():
-    assert EXPERIMENTS["dl2"].function() is dl2.run
+    assert experiments()["dl2"].function() is dl2.run
 
 
 def test_cli_reproduce_dl2_smoke_size_writes_every_figure(

@@ -8,8 +8,8 @@ from gymnasium.utils.env_checker import check_env
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dlsched.rl.deeprm_core import DeepRMBatch, DeepRMShape, Jobset, fit_table
-from dlsched.rl.envs.deeprm import DeepRMEnv
+from dlsched.papers.deeprm.env import DeepRMEnv
+from dlsched.papers.deeprm.state import DeepRMBatch, DeepRMShape, Jobset, fit_table
 
 
 def _jobset(rows: list[tuple[int, int, int, int]]) -> Jobset:

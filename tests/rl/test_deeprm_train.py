@@ -12,11 +12,7 @@ import torch
 
 import dlsched
 from dlsched.core import ClusterView, Decision
-from dlsched.rl.checkpoint import PolicyCard, save_checkpoint
-from dlsched.rl.deeprm_core import DeepRMBatch, DeepRMShape, Jobset
-from dlsched.rl.deeprm_net import DeepRMPolicyNet
-from dlsched.rl.deeprm_policy import DeepRMEncoder, shipped_policies
-from dlsched.rl.reinforce import (
+from dlsched.papers.deeprm.algorithm import (
     Reinforce,
     ReinforceConfig,
     evaluate,
@@ -26,6 +22,10 @@ from dlsched.rl.reinforce import (
     run_batch,
     sjf_actions,
 )
+from dlsched.papers.deeprm.net import DeepRMPolicyNet
+from dlsched.papers.deeprm.policy import DeepRMEncoder, shipped_policies
+from dlsched.papers.deeprm.state import DeepRMBatch, DeepRMShape, Jobset
+from dlsched.rl.checkpoint import PolicyCard, save_checkpoint
 from dlsched.schedulers.base import BaseScheduler
 from dlsched.workloads.deeprm import make_deeprm
 

@@ -7,22 +7,24 @@ from pathlib import Path
 import pytest
 import torch
 
-from dlsched.rl.dl2 import (
-    Dl2Config,
+from dlsched.papers.dl2.algorithm import (
     Learner,
     Rollout,
+    actor_critic,
     agreement,
     collect_teacher,
+    supervised,
+)
+from dlsched.papers.dl2.env import Dl2Env
+from dlsched.papers.dl2.network import (
+    Dl2Config,
     discounted_return,
     load,
     make_policy,
-    reinforce,
     save,
     seed_everything,
-    supervised,
 )
-from dlsched.rl.dl2_state import Dl2Shape
-from dlsched.rl.envs.dl2 import Dl2Env
+from dlsched.papers.dl2.state import Dl2Shape
 
 torch.set_num_threads(1)  # tiny networks: threads only contend on a 2-core CI box
 
@@ -49,7 +51,7 @@ def _first_updates(seed: int) -> tuple[list[torch.Tensor], list[dict[str, float]
     cfg, env = _small(seed, batch_size=32, slots_per_update=2)
     learner = Learner.create(cfg)
     stats: list[dict[str, float]] = []
-    reinforce(learner, Rollout(env, learner, seed), 3, on_step=lambda _s, st: stats.append(st))
+    actor_critic(learner, Rollout(env, learner, seed), 3, on_step=lambda _s, st: stats.append(st))
     return [p.detach().clone() for p in learner.policy.parameters()], stats
 
 
@@ -67,7 +69,7 @@ def test_ablations_run(switch: str) -> None:
     cfg, env = _small(1, batch_size=32, slots_per_update=2, **{switch: False})
     learner = Learner.create(cfg)
     before = [p.detach().clone() for p in learner.policy.parameters()]
-    reinforce(learner, Rollout(env, learner, 1), 2)
+    actor_critic(learner, Rollout(env, learner, 1), 2)
     after = list(learner.policy.parameters())
     assert not all(torch.equal(a, b) for a, b in zip(before, after, strict=True))
 
@@ -115,6 +117,43 @@ def test_short_rl_run_improves_validation_return_over_sl_start() -> None:
     supervised(policy, collect_teacher(env, "fifo", 1, seed=2), cfg, 30)
     before = discounted_return(policy, cfg, validation_env, [201, 202, 203])
     learner = Learner.create(cfg, policy)
-    reinforce(learner, Rollout(env, learner, 2), 100)
+    actor_critic(learner, Rollout(env, learner, 2), 100)
     after = discounted_return(policy, cfg, validation_env, [201, 202, 203])
     assert after > before * 1.05
+
+
+def test_an_oracle_teacher_reads_true_speeds_the_learner_view_does_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An ORACLE teacher labels training states from true speeds; the env's own view (what
+    the policy's state is built from) still refuses them."""
+    import dlsched.papers.dl2.algorithm as algorithm
+    from dlsched.core import Allocation, ClusterView, Decision
+    from dlsched.schedulers.efficient_srtf import EfficientSrtfOracle
+
+    one = Allocation.of([(0, 1)], [(0, 1)])
+    seen: list[float] = []
+
+    class _Probe(EfficientSrtfOracle):
+        def decide(self, view: ClusterView) -> Decision:
+            seen.append(view.oracle_speed(view.jobs()[0].spec, one))
+            return super().decide(view)
+
+    monkeypatch.setattr(algorithm, "make_scheduler", lambda _name: _Probe())
+    _, env = _small()
+    data = collect_teacher(env, "efficient-srtf-oracle", 1, seed=3)
+    assert len(data) > 0 and seen and all(s > 0 for s in seen)
+    env.reset(seed=4)
+    view = env.view()
+    with pytest.raises(ValueError, match="oracle"):
+        view.oracle_speed(view.jobs()[0].spec, one)
+
+
+def test_vary_draws_a_setting_per_episode() -> None:
+    env = Dl2Env(shape=Dl2Shape(J=4), vary={"servers": (3, 5, 9)}, num_jobs=8)
+    sizes = set()
+    for episode in range(12):
+        env.reset(seed=episode)
+        assert env.workload is not None
+        sizes.add(len(env.workload.make_cluster().servers))
+    assert sizes == {3, 5, 9}

@@ -7,8 +7,8 @@ from gymnasium.utils.env_checker import check_env
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dlsched.rl.dl2_state import Dl2Shape, Dl2Slot
-from dlsched.rl.envs.dl2 import TRAIN_SEED_MIN, Dl2Env
+from dlsched.papers.dl2.env import TRAIN_SEED_MIN, Dl2Env
+from dlsched.papers.dl2.state import Dl2Shape, Dl2Slot
 from dlsched.rl.sim_driver import SimDriver
 from dlsched.schedulers.registry import make_scheduler
 from dlsched.sim import simulate

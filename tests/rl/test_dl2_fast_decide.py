@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from dlsched.core import ClusterView, Decision
-from dlsched.rl.dl2 import (
+from dlsched.papers.dl2.network import (
     Dl2Config,
     Dl2PolicyScheduler,
     NumpyPolicy,
@@ -21,8 +21,8 @@ from dlsched.rl.dl2 import (
     make_policy,
     make_scheduler_for,
 )
-from dlsched.rl.dl2_scheduler import SHIPPED
-from dlsched.rl.dl2_state import Dl2Encoder, Dl2Slot
+from dlsched.papers.dl2.scheduler import SHIPPED
+from dlsched.papers.dl2.state import Dl2Encoder, Dl2Slot
 from dlsched.rl.policy_scheduler import PolicyScheduler
 from dlsched.schedulers.registry import make_scheduler
 from dlsched.sim import SimulationStalled, simulate

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import torch
 
-from dlsched.rl.dl2 import Dl2Config, Learner, seed_everything
-from dlsched.rl.dl2_federated import FederatedPool
+from dlsched.papers.dl2.algorithm import Learner
+from dlsched.papers.dl2.federated import FederatedPool
+from dlsched.papers.dl2.network import Dl2Config, seed_everything
 
 torch.set_num_threads(1)
 

@@ -12,9 +12,9 @@ import torch
 
 from dlsched.core import ClusterView, Decision, JobRun
 from dlsched.live.online import OnlineLearning, make_learning_scheduler
+from dlsched.papers.dl2.network import Dl2Config, load, make_policy, save, seed_everything
+from dlsched.papers.dl2.online import Dl2Online, Dl2OnlineConfig, load_dl2_online
 from dlsched.rl.checkpoint import read_card
-from dlsched.rl.dl2 import Dl2Config, load, make_policy, save, seed_everything
-from dlsched.rl.dl2_online import Dl2Online, Dl2OnlineConfig, load_dl2_online
 from dlsched.schedulers.base import BaseScheduler
 from dlsched.schedulers.registry import make_scheduler
 from dlsched.sim import simulate

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from dlsched.core import ClusterView, Decision
+from dlsched.papers.dl2.scheduler import SHIPPED
 from dlsched.rl.checkpoint import read_card
-from dlsched.rl.dl2_scheduler import SHIPPED
 from dlsched.schedulers.registry import make_scheduler
 from dlsched.sim import simulate
 

@@ -10,11 +10,11 @@ import torch
 
 from dlsched.core import ClusterView, Decision
 from dlsched.models.measured_ps import MeasuredPS, load_measurements
+from dlsched.papers.dl2.env import Dl2Env
+from dlsched.papers.dl2.offline_rl import FitSpec, fit_speed_model, fitted_transform
+from dlsched.papers.dl2.scheduler import SHIPPED_OFFLINE_RL
+from dlsched.papers.dl2.state import Dl2Shape
 from dlsched.rl.checkpoint import read_card
-from dlsched.rl.dl2_scheduler import SHIPPED_OFFLINE_RL
-from dlsched.rl.dl2_state import Dl2Shape
-from dlsched.rl.envs.dl2 import Dl2Env
-from dlsched.rl.offline_rl import FitSpec, fit_speed_model, fitted_transform
 from dlsched.schedulers.registry import make_scheduler
 from dlsched.sim import simulate
 

@@ -7,10 +7,10 @@ import pytest
 import torch
 from gymnasium.utils.env_checker import check_env
 
-from dlsched.rl.dqn import DQNConfig, PrioritizedReplay, make_net
-from dlsched.rl.envs.sched2 import Sched2Env, workload_traces
-from dlsched.rl.sched2_profile import Profiler, profile_spans
-from dlsched.rl.sched2_state import Sched2Shape
+from dlsched.papers.sched2.algorithm import DQNConfig, PrioritizedReplay, make_net
+from dlsched.papers.sched2.env import Sched2Env, workload_traces
+from dlsched.papers.sched2.profiling import Profiler, profile_spans
+from dlsched.papers.sched2.state import Sched2Shape
 from dlsched.workloads.registry import make_workload
 
 TINY = {"servers": 2, "num_jobs": 25, "load": 2.0}
@@ -162,8 +162,8 @@ def test_prioritized_replay_alpha_zero_is_uniform_and_weights_normalised():
 
 
 def test_short_training_improves_average_effectiveness_on_a_tiny_setting():
-    from dlsched.rl.dqn import train
-    from dlsched.rl.sched2_policy import evaluate
+    from dlsched.papers.sched2.algorithm import train
+    from dlsched.papers.sched2.policy import evaluate
 
     options = {"servers": 1, "num_jobs": 30, "load": 3.0}
     env = Sched2Env(**options)
@@ -187,7 +187,7 @@ def test_short_training_improves_average_effectiveness_on_a_tiny_setting():
 
 
 def test_dsif_teacher_takes_legal_actions_and_finishes_every_job():
-    from dlsched.rl.sched2_teacher import DsifTeacher
+    from dlsched.papers.sched2.teacher import DsifTeacher
 
     env = Sched2Env(servers=2, num_jobs=40, load=3.0, order="shortest")
     teacher = DsifTeacher()

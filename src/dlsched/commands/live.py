@@ -17,7 +17,7 @@ from rich.console import Group
 from rich.live import Live
 from rich.table import Table
 
-from dlsched.cli import _clean, _fmt_metric, _one_line_errors, err, live_app, out
+from dlsched.commands.common import clean, err, fmt_metric, one_line_errors, out
 from dlsched.schedulers.registry import make_scheduler
 
 if TYPE_CHECKING:  # the live runtime imports PyTorch: only when `live run` runs
@@ -88,7 +88,6 @@ def _write_outputs(out_dir: Path, summary: dict[str, Any], events: list[ScalingE
             writer.writerow(list(asdict(e).values()))
 
 
-@live_app.command("run")
 def live_run(
     scheduler: Annotated[str, typer.Option("--scheduler", "-s", help="Scheduler name.")] = "drf",
     jobs: Annotated[int, typer.Option("--jobs", "-n", min=1, help="Jobs in the stream.")] = 4,
@@ -128,7 +127,7 @@ def live_run(
     from dlsched.live.online import make_learning_scheduler, online_learner
     from dlsched.live.stream import make_stream
 
-    with _one_line_errors():
+    with one_line_errors():
         names = tuple(m.strip() for m in models.split(",") if m.strip())
         unknown = [m for m in names if m not in MODELS]
         if not names or unknown:
@@ -171,7 +170,7 @@ def live_run(
             raise typer.Exit(130) from None
         except LiveJobError as exc:
             raise ValueError(f"live run: {exc}") from None
-        summary = _clean(result.summary())
+        summary = clean(result.summary())
         summary["scaling_actions"] = len(cluster.events)
         if learner is not None:
             summary["policy"] = str(learner.save())
@@ -187,7 +186,7 @@ def live_run(
     for key, value in summary.items():
         if key in ("workload", "scheduler", "seed"):
             continue
-        shown = _fmt_metric(key, value) if isinstance(value, float) else str(value)
+        shown = fmt_metric(key, value) if isinstance(value, float) else str(value)
         table.add_row(key, shown)
     out.print(table)
     if out_dir is not None:

@@ -3,71 +3,38 @@
 Each experiment is a function ``run(out_dir: Path, *, full: bool = False) -> list[Path]`` that
 writes CSV + PNG + Markdown into ``out_dir`` and returns the paths it wrote. ``full=False`` runs a
 reduced size that fits a laptop and must say so in its Markdown; ``full=True`` the paper's size.
+The names come from the plugins in `dlsched.plugins.PLUGINS`; an experiment's module is imported
+only when it runs.
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from dlsched.plugins import ExperimentEntry, plugins
+
+__all__ = ["ExperimentEntry", "experiments", "run_experiment"]
 
 
-@dataclass(frozen=True)
-class ExperimentEntry:
-    """A registered experiment: ``target`` is ``module:function``."""
-
-    name: str
-    target: str
-    description: str
-
-    def function(self) -> Callable[..., list[Path]]:
-        module, _, attr = self.target.partition(":")
-        fn: Callable[..., list[Path]] = getattr(importlib.import_module(module), attr)
-        return fn
+def experiments() -> dict[str, ExperimentEntry]:
+    """Every experiment by name, in plugin-table order (`dlsched.plugins.PLUGINS`)."""
+    return {entry.name: entry for plugin in plugins() for entry in plugin.experiments}
 
 
-EXPERIMENTS: dict[str, ExperimentEntry] = {
-    entry.name: entry
-    for entry in (
-        ExperimentEntry(
-            "sched2-fragmentation",
-            "dlsched.experiments.sched2_fragmentation:run",
-            "SCED² Fig. 4: average server fragmentation over time, SIF/LRF/FIFO with packing",
-        ),
-        ExperimentEntry(
-            "sched2",
-            "dlsched.experiments.sched2:run",
-            "SCED² Fig. 7-10 and Table III: shipped DQN policy vs SIF/DSIF/SAF/LRF/SPF/FIFO",
-        ),
-        ExperimentEntry(
-            "deeprm",
-            "dlsched.experiments.deeprm:run",
-            "DeepRM Figs. 4-7: slowdown vs load, objectives at 130 %, learning curve, withholding",
-        ),
-        ExperimentEntry(
-            "dl2",
-            "dlsched.experiments.dl2:run",
-            "DL2 Figs. 9, 10, 13-17 and Table 2: shipped policy vs baselines, training, ablations",
-        ),
-        ExperimentEntry(
-            "pollux",
-            "dlsched.experiments.pollux:run",
-            "Pollux §5.3: avg JCT, 8 workloads × policies, and vs job load",
-        ),
-        ExperimentEntry(
-            "kubeflow",
-            "dlsched.experiments.kubeflow:run",
-            "Kubeflow dynamic vs static scheduler on three workload mixes",
-        ),
-    )
-}
+def __getattr__(name: str) -> Any:
+    """``EXPERIMENTS`` (the dict of `experiments`), kept for one release; built on access."""
+    if name == "EXPERIMENTS":
+        return experiments()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def run_experiment(name: str, out_dir: Path, *, full: bool = False) -> list[Path]:
     """Run experiment ``name`` into ``out_dir``; ValueError listing choices if unknown."""
-    entry = EXPERIMENTS.get(name)
+    known = experiments()
+    entry = known.get(name)
     if entry is None:
-        raise ValueError(f"unknown experiment {name!r}; choose one of {', '.join(EXPERIMENTS)}")
+        raise ValueError(f"unknown experiment {name!r}; choose one of {', '.join(known)}")
     out_dir.mkdir(parents=True, exist_ok=True)
-    return entry.function()(out_dir, full=full)
+    paths: list[Path] = entry.function()(out_dir, full=full)
+    return paths

@@ -3,7 +3,7 @@
 The live loop gives a learning scheduler every slot's `ClusterView` and its `Decision`; the
 scheduler turns the measured progress into rewards, updates its policy and saves it. Learned
 schedulers that support this implement `OnlineLearning`; this module holds no RL code (DL2's
-online phase is `dlsched.rl.dl2_online`, built here by `make_learning_scheduler`).
+online phase is `dlsched.papers.dl2.online`, built here by `make_learning_scheduler`).
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ class OnlineLearner:
 def make_learning_scheduler(name: str) -> Scheduler:
     """Build ``name`` for ``--learn``: it must be a learning scheduler and registered.
 
-    ``dl2`` (or ``dl2:PATH``) gives DL2's online-learning variant (`dlsched.rl.dl2_online`),
+    ``dl2`` (or ``dl2:PATH``) gives DL2's online-learning variant (`dlsched.papers.dl2.online`),
     starting from the shipped policy (or PATH); the registered ``dl2`` stays greedy.
 
     Raises:
@@ -72,7 +72,7 @@ def make_learning_scheduler(name: str) -> Scheduler:
     if base not in schedulers():
         raise ValueError(f"--learn: no {base!r} scheduler is registered in this installation")
     if base == "dl2":
-        from dlsched.rl.dl2_online import load_dl2_online
+        from dlsched.papers.dl2.online import load_dl2_online
 
         arg = name.partition(":")[2]
         return load_dl2_online(arg or None)

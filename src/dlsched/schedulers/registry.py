@@ -1,7 +1,8 @@
 """Every scheduler by name, with the setting it is meant for and where it comes from.
 
 Names may carry an argument after a colon (``dl2:PATH`` loads another checkpoint). Each policy
-module registers itself with `register`; `_MODULES` lists the modules to import.
+module registers itself with `register`; the modules to import are the ``scheduler_modules`` of
+the plugins in `dlsched.plugins.PLUGINS`, imported on the first lookup.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from dlsched.plugins import plugins
 from dlsched.schedulers.arguments import check_argument
 from dlsched.schedulers.base import Scheduler
 
@@ -37,32 +39,6 @@ class SchedulerEntry:
 
 REGISTRY: dict[str, SchedulerEntry] = {}
 
-_MODULES = (
-    "dlsched.schedulers.fifo",
-    "dlsched.schedulers.drf",
-    "dlsched.schedulers.srtf",
-    "dlsched.schedulers.tetris",
-    "dlsched.schedulers.optimus",
-    "dlsched.schedulers.efficient_srtf",
-    "dlsched.schedulers.sjf",
-    "dlsched.schedulers.packer",
-    "dlsched.schedulers.tetris_star",
-    "dlsched.schedulers.random_policy",
-    "dlsched.schedulers.sif",
-    "dlsched.schedulers.dsif",
-    "dlsched.schedulers.saf",
-    "dlsched.schedulers.lrf",
-    "dlsched.schedulers.spf",
-    "dlsched.schedulers.kubeflow_dynamic",
-    "dlsched.schedulers.kubeflow_static",
-    "dlsched.schedulers.tiresias",
-    "dlsched.schedulers.las",
-    "dlsched.schedulers.pollux",
-    "dlsched.rl.deeprm_scheduler",
-    "dlsched.rl.dl2_scheduler",
-    "dlsched.rl.sched2_scheduler",
-)
-
 
 def register(
     name: str, *, setting: str, source: str, description: str
@@ -77,8 +53,10 @@ def register(
 
 
 def _load() -> None:
-    for module in _MODULES:
-        importlib.import_module(module)
+    """Import every plugin's scheduler modules (each registers itself; imported once)."""
+    for plugin in plugins():
+        for module in plugin.scheduler_modules:
+            importlib.import_module(module)
 
 
 def schedulers() -> dict[str, SchedulerEntry]:

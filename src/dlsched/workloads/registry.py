@@ -1,87 +1,32 @@
 """Every workload by name: generators (``dl2``, ``deeprm``, ``sched2``, ``kubeflow``) and traces
-(``philly[:VC]``, ``trace:PATH``)."""
+(``philly[:VC]``, ``trace:PATH``).
+
+The names come from the plugins in `dlsched.plugins.PLUGINS`; a generator's module is imported
+only when that workload is built.
+"""
 
 from __future__ import annotations
 
-import importlib
 import inspect
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
+from dlsched.plugins import WorkloadEntry, plugins
 from dlsched.workloads.base import Workload
 
-
-@dataclass(frozen=True)
-class WorkloadEntry:
-    """A registered workload.
-
-    Attributes:
-        name: registry name (the part before ``:``).
-        target: ``module:function`` building it; called as ``fn(arg, seed=…, servers=…, load=…)``
-            for traces and ``fn(seed=…, servers=…, load=…)`` for generators.
-        takes_arg: whether the name carries an argument after ``:``.
-        description: one line for ``dlsched list``.
-    """
-
-    name: str
-    target: str
-    takes_arg: bool
-    description: str
-
-    def function(self) -> Callable[..., Workload]:
-        module, _, attr = self.target.partition(":")
-        fn: Callable[..., Workload] = getattr(importlib.import_module(module), attr)
-        return fn
+__all__ = ["WorkloadEntry", "make_workload", "workloads"]
 
 
-WORKLOADS: dict[str, WorkloadEntry] = {
-    entry.name: entry
-    for entry in (
-        WorkloadEntry(
-            "dl2",
-            "dlsched.workloads.dl2:make_dl2",
-            False,
-            "DL2 §6: 8 PS job types with measured speeds, 1,200 s slots, 13-server testbed",
-        ),
-        WorkloadEntry(
-            "deeprm",
-            "dlsched.workloads.deeprm:make_deeprm",
-            False,
-            "DeepRM §4.1: 2-resource packing, Bernoulli arrivals, load 10-190 %",
-        ),
-        WorkloadEntry(
-            "sched2",
-            "dlsched.workloads.sched2:make_sched2",
-            False,
-            "SCED² §IV: 15×8-GPU servers, 68 % one-GPU jobs, locality-sensitive models",
-        ),
-        WorkloadEntry(
-            "kubeflow",
-            "dlsched.workloads.kubeflow:make_kubeflow",
-            False,
-            "Kubeflow dynamic scheduler: prioritised jobs with min/max replicas on CPU nodes",
-        ),
-        WorkloadEntry(
-            "pollux",
-            "dlsched.workloads.pollux:make_pollux",
-            False,
-            "Pollux §5.3: 160 goodput jobs, 16×4 GPUs (workload=1..8, jobs=adaptive|tuned)",
-        ),
-        WorkloadEntry(
-            "philly",
-            "dlsched.workloads.traces:load_philly",
-            True,
-            "Microsoft Philly trace (82,247 jobs, 2017); philly:VC for one virtual cluster",
-        ),
-        WorkloadEntry(
-            "trace",
-            "dlsched.workloads.traces:load_trace",
-            True,
-            "your CSV/Parquet trace: trace:PATH (submit_time, duration, num_gpus, …)",
-        ),
-    )
-}
+def workloads() -> dict[str, WorkloadEntry]:
+    """Every workload by name, in plugin-table order (`dlsched.plugins.PLUGINS`)."""
+    return {entry.name: entry for plugin in plugins() for entry in plugin.workloads}
+
+
+def __getattr__(name: str) -> Any:
+    """``WORKLOADS`` (the dict of `workloads`), kept for one release; built on first access."""
+    if name == "WORKLOADS":
+        return workloads()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def make_workload(
@@ -98,14 +43,15 @@ def make_workload(
         ValueError: unknown name, a missing or unexpected argument, or a bad option value.
     """
     name, sep, arg = spec.partition(":")
-    entry = WORKLOADS.get(name)
+    known = workloads()
+    entry = known.get(name)
     if entry is None:
-        raise ValueError(f"unknown workload {name!r}; choose one of {', '.join(WORKLOADS)}")
+        raise ValueError(f"unknown workload {name!r}; choose one of {', '.join(known)}")
     if entry.takes_arg and name == "trace" and not arg:
         raise ValueError("workload 'trace' needs a path: trace:PATH")
     if not entry.takes_arg and sep:
         raise ValueError(f"workload {name!r} takes no ':' argument")
-    fn = entry.function()
+    fn: Callable[..., Workload] = entry.function()
     params = inspect.signature(fn).parameters
     if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
         accepted = [k for k, p in params.items() if p.kind is inspect.Parameter.KEYWORD_ONLY]

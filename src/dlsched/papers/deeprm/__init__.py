@@ -1,0 +1,33 @@
+"""DeepRM (Mao et al., HotNets 2016): an image of the cluster and the waiting jobs, a one-layer
+policy network, REINFORCE with per-timestep baselines.
+
+Files: `state` (DeepRM's discrete-time cluster, vectorised over episodes, §3), `net` (the policy
+network), `env` (`DeepRMEnv`), `algorithm` (REINFORCE over jobsets, §3.3), `policy` (the trained
+network behind the scheduler protocol, checkpoints), `scheduler` (registers ``deeprm``), `train`
+(``dlsched train deeprm``'s run; `command` is the sub-command), `experiments` (``dlsched
+reproduce deeprm``), ``policies/load0.7`` and ``policies/load1.3`` (shipped checkpoints). This
+file is the plugin manifest (no imports beyond `dlsched.plugins`).
+"""
+
+from dlsched.plugins import ExperimentEntry, Plugin, TrainCommand, WorkloadEntry
+
+PLUGIN = Plugin(
+    name="deeprm",
+    scheduler_modules=("dlsched.papers.deeprm.scheduler",),
+    workloads=(
+        WorkloadEntry(
+            "deeprm",
+            "dlsched.workloads.deeprm:make_deeprm",
+            False,
+            "DeepRM §4.1: 2-resource packing, Bernoulli arrivals, load 10-190 %",
+        ),
+    ),
+    experiments=(
+        ExperimentEntry(
+            "deeprm",
+            "dlsched.papers.deeprm.experiments:run",
+            "DeepRM Figs. 4-7: slowdown vs load, objectives at 130 %, learning curve, withholding",
+        ),
+    ),
+    train_commands=(TrainCommand("deeprm", "dlsched.papers.deeprm.command:train_deeprm_command"),),
+)

@@ -1,0 +1,88 @@
+"""``dlsched train deeprm``: REINFORCE with per-timestep baselines on DeepRM's image state."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from dlsched.commands.common import one_line_errors, out, progress_bar
+
+
+def train_deeprm_command(
+    out_dir: Annotated[Path, typer.Option("--out", help="Output directory (CSV, checkpoints).")],
+    load: Annotated[float, typer.Option(min=0.01, help="Load of the training jobsets.")] = 0.7,
+    iterations: Annotated[int, typer.Option(min=1, help="Training iterations.")] = 1000,
+    objective: Annotated[str, typer.Option(help="slowdown or completion (reward).")] = "slowdown",
+    jobsets: Annotated[int, typer.Option(min=1, help="Training jobsets.")] = 100,
+    episodes: Annotated[int, typer.Option(min=1, help="Episodes per jobset (N).")] = 20,
+    hidden: Annotated[str, typer.Option(help="Hidden layer sizes, comma-separated.")] = "20",
+    lr: Annotated[float, typer.Option(min=0.0, help="RMSProp learning rate.")] = 1e-3,
+    workers: Annotated[int, typer.Option(min=1, help="Rollout processes.")] = 2,
+    pretrain_epochs: Annotated[
+        int, typer.Option(min=0, help="Supervised epochs on SJF decisions first (0: none).")
+    ] = 0,
+    unmasked: Annotated[
+        bool, typer.Option("--unmasked", help="Paper's policy: invalid actions not masked.")
+    ] = False,
+    time_budget: Annotated[
+        float | None, typer.Option(min=1.0, help="Stop after this many seconds.")
+    ] = None,
+    validate_every: Annotated[int, typer.Option(min=1, help="Iterations per validation.")] = 10,
+    seed: Annotated[int, typer.Option(help="Seed of torch, sampling and training jobsets.")] = 0,
+) -> None:
+    """Train DeepRM; OUT/progress.csv logs each iteration, OUT/best is the policy to use."""
+    import torch
+
+    from dlsched.papers.deeprm.algorithm import ReinforceConfig
+    from dlsched.papers.deeprm.train import train_deeprm
+
+    with one_line_errors():
+        torch.set_num_threads(1)
+        if objective not in ("slowdown", "completion"):
+            raise ValueError(f"--objective {objective!r}: choose slowdown or completion")
+        sizes = tuple(int(x) for x in hidden.split(",") if x.strip())
+        if not sizes:
+            raise ValueError(f"--hidden {hidden!r}: expected sizes like 20 or 64,64")
+        config = ReinforceConfig(
+            load=load,
+            objective=objective,  # type: ignore[arg-type]
+            jobsets=jobsets,
+            episodes=episodes,
+            iterations=iterations,
+            lr=lr,
+            hidden=sizes,
+            mask_invalid=not unmasked,
+            workers=workers,
+            seed=seed,
+            pretrain_epochs=pretrain_epochs,
+        )
+        with progress_bar(label="deeprm {task.description}") as progress:
+            task = progress.add_task(f"load {load}", total=iterations)
+
+            def advance(stats: object) -> None:
+                reward = getattr(stats, "mean_reward", float("nan"))
+                slow = getattr(stats, "mean_slowdown", float("nan"))
+                progress.update(
+                    task, advance=1, description=f"reward {reward:.1f} slowdown {slow:.3f}"
+                )
+
+            outcome = train_deeprm(
+                config,
+                out_dir,
+                time_budget_s=time_budget,
+                validate_every=validate_every,
+                on_iteration=advance,
+            )
+    plural = "" if outcome.iterations == 1 else "s"
+    table = Table(title=f"deeprm · load {load} · {outcome.iterations} iteration{plural}")
+    table.add_column("field")
+    table.add_column("value", justify="right")
+    table.add_row("best validation slowdown", f"{outcome.best_slowdown:.3f} ({outcome.best_mode})")
+    table.add_row("at iteration", str(outcome.best_iteration))
+    table.add_row("SJF on the slots", f"{outcome.sjf_slowdown:.3f}")
+    table.add_row("wall time", f"{outcome.elapsed_s:.0f} s")
+    table.add_row("policy", str(outcome.best_dir))
+    out.print(table)

@@ -1,0 +1,399 @@
+"""DeepRM's evaluation (DeepRM §4, Figs. 4–7) on held-out jobsets, in dlsched's Simulator.
+
+Every run is one ``deeprm`` jobset (50 steps of arrivals, §4.1) with seed
+``HELD_OUT_SEED_BASE + i`` (never used in training or validation), simulated with a scheduling
+point at every time step (``interval_s = 1``, as DeepRM's agent acts every step) for every
+scheduler:
+
+* **Fig. 4** (``fig4.csv``, ``fig4.png``): average slowdown vs load for ``deeprm`` (the shipped
+  policy trained nearest the point's load, ``deeprm:LOAD``), ``sjf``,
+  ``packer``, ``tetris-star`` and ``random``. The heuristics see every pending job; DeepRM sees
+  its ``M = 10`` slots and the backlog count, as in the paper.
+* **Fig. 5** (``fig5.csv``, ``fig5.png``): average slowdown and average completion time at load
+  1.3 for the heuristics, DeepRM trained for slowdown (shipped) and DeepRM trained for
+  completion time (reward ``−|J|``; trained here, briefly in the reduced size).
+* **Fig. 6** (``fig6.png``): the learning curve of the shipped load-0.7 policy from its
+  ``progress.csv`` (mean slowdown of the sampled episodes and validation slowdown per
+  iteration; mean and max total reward per iteration).
+* **Fig. 7** (``fig7.csv``, ``fig7.png``): at load 1.1, the share of scheduling points at which
+  DeepRM withholds a job that fits in the free resources — any pending job, and only the jobs in
+  its ``M`` slots (those it can choose) — the lengths of the slot jobs it withholds, and the
+  slowdown of short and long jobs under DeepRM and Tetris★ (work-conserving: share 0).
+
+Sizes: the reduced default is `REDUCED` (6 loads × 10 jobsets, a 15-iteration completion-time
+policy); ``full=True`` is `FULL` (loads 0.1–1.9 × 100 jobsets, as the paper, and a 300-iteration
+completion-time policy).
+"""
+
+from __future__ import annotations
+
+import csv
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dlsched.core import ClusterView, Decision
+from dlsched.experiments.compare import mean_ci95
+from dlsched.experiments.plots import plt
+from dlsched.papers.deeprm.algorithm import HELD_OUT_SEED_BASE
+from dlsched.schedulers.base import Scheduler
+from dlsched.schedulers.registry import make_scheduler
+from dlsched.sim import Result, simulate
+from dlsched.workloads.deeprm import make_deeprm
+
+log = logging.getLogger(__name__)
+
+SCHEDULERS = ("deeprm", "sjf", "packer", "tetris-star", "random")
+STEP_INTERVAL_S = 1.0
+
+
+@dataclass(frozen=True)
+class Size:
+    """How big the experiment is.
+
+    Attributes:
+        loads: Fig. 4's loads.
+        jobsets: held-out jobsets per point.
+        completion_iterations: REINFORCE iterations of Fig. 5's completion-time policy.
+        completion_jobsets: its training jobsets.
+        completion_episodes: its episodes per jobset.
+    """
+
+    loads: tuple[float, ...]
+    jobsets: int
+    completion_iterations: int
+    completion_jobsets: int
+    completion_episodes: int
+    label: str
+
+
+REDUCED = Size((0.3, 0.7, 1.1, 1.3, 1.5, 1.9), 10, 15, 20, 10, "reduced")
+FULL = Size(tuple(round(0.1 + 0.2 * i, 1) for i in range(10)), 100, 300, 100, 20, "full")
+
+
+def _run(load: float, seed: int, scheduler: str | Scheduler) -> Result:
+    workload = make_deeprm(seed, load=load, horizon_steps=50)
+    return simulate(workload, scheduler, seed, interval_s=STEP_INTERVAL_S)
+
+
+def _seeds(size: Size) -> list[int]:
+    return [HELD_OUT_SEED_BASE + i for i in range(size.jobsets)]
+
+
+def _write_csv(path: Path, rows: Sequence[dict[str, Any]]) -> Path:
+    with path.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
+
+
+# -- Fig. 4 ----------------------------------------------------------------------------------
+
+
+def fig4(out: Path, size: Size) -> tuple[list[Path], dict[tuple[float, str], tuple[float, float]]]:
+    """Average slowdown vs load; returns files and ``(load, scheduler) → (mean, ci95)``."""
+    rows = []
+    for load in size.loads:
+        for seed in _seeds(size):
+            for name in SCHEDULERS:
+                spec = f"deeprm:{load}" if name == "deeprm" else name
+                s = _run(load, seed, spec).summary()
+                rows.append(
+                    {
+                        "load": load,
+                        "scheduler": name,
+                        "seed": seed,
+                        "avg_slowdown": s["avg_slowdown"],
+                        "avg_jct_s": s["avg_jct_s"],
+                        "unfinished": s["jobs"] - s["finished"],
+                    }
+                )
+    means = {
+        (load, name): mean_ci95(
+            [r["avg_slowdown"] for r in rows if r["load"] == load and r["scheduler"] == name]
+        )
+        for load in size.loads
+        for name in SCHEDULERS
+    }
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for name in SCHEDULERS:
+        ys = np.array([means[(load, name)] for load in size.loads])
+        ax.errorbar(np.array(size.loads) * 100, ys[:, 0], yerr=ys[:, 1], label=name, marker="o")
+    ax.set_xlabel("average cluster load (%)")
+    ax.set_ylabel("average job slowdown")
+    ax.set_title(f"DeepRM Fig. 4 ({size.jobsets} held-out jobsets per point)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out / "fig4.png", dpi=120)
+    plt.close(fig)
+    return [_write_csv(out / "fig4.csv", rows), out / "fig4.png"], means
+
+
+# -- Fig. 5 ----------------------------------------------------------------------------------
+
+
+def train_completion_policy(out: Path, size: Size) -> Path:
+    """Train DeepRM for average completion time (reward −|J|) at load 1.3; its checkpoint."""
+    from dlsched.papers.deeprm.algorithm import ReinforceConfig
+    from dlsched.papers.deeprm.train import train_deeprm
+
+    config = ReinforceConfig(
+        load=1.3,
+        objective="completion",
+        jobsets=size.completion_jobsets,
+        episodes=size.completion_episodes,
+        iterations=size.completion_iterations,
+        pretrain_epochs=40,
+        pretrain_lr=3e-3,
+        workers=2 if size.label == "full" else 1,
+        seed=7,
+    )
+    outcome = train_deeprm(config, out / "completion_policy", validate_every=5)
+    return outcome.best_dir
+
+
+def fig5(out: Path, size: Size) -> tuple[list[Path], list[dict[str, Any]]]:
+    """Slowdown and completion time at load 1.3 for each scheduler and DeepRM objective."""
+    policy = train_completion_policy(out, size)
+    entries: list[tuple[str, str]] = [
+        ("deeprm (slowdown)", "deeprm:1.3"),
+        ("deeprm (completion)", f"deeprm:{policy}"),
+        *((n, n) for n in SCHEDULERS if n != "deeprm"),
+    ]
+    rows = []
+    for label, spec in entries:
+        runs = [_run(1.3, seed, spec).summary() for seed in _seeds(size)]
+        sd = mean_ci95([r["avg_slowdown"] for r in runs])
+        ct = mean_ci95([r["avg_jct_s"] for r in runs])
+        rows.append(
+            {
+                "scheduler": label,
+                "avg_slowdown": sd[0],
+                "slowdown_ci95": sd[1],
+                "avg_completion_steps": ct[0],
+                "completion_ci95": ct[1],
+            }
+        )
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    labels = [r["scheduler"] for r in rows]
+    for ax, key, title in zip(
+        axes,
+        ("avg_slowdown", "avg_completion_steps"),
+        ("average slowdown", "average completion time (steps)"),
+        strict=True,
+    ):
+        ax.bar(range(len(rows)), [r[key] for r in rows])
+        ax.set_xticks(range(len(rows)), labels, rotation=30, ha="right")
+        ax.set_title(f"{title}, load 130 %")
+    fig.tight_layout()
+    fig.savefig(out / "fig5.png", dpi=120)
+    plt.close(fig)
+    return [_write_csv(out / "fig5.csv", rows), out / "fig5.png"], rows
+
+
+# -- Fig. 6 ----------------------------------------------------------------------------------
+
+
+def fig6(out: Path, references: dict[str, float]) -> list[Path]:
+    """Learning curve of the shipped load-0.7 policy (its ``progress.csv``)."""
+    from dlsched.papers.deeprm.policy import POLICY_DIR
+
+    path = POLICY_DIR / "load0.7" / "progress.csv"
+    if not path.is_file():
+        log.warning("no %s: Fig. 6 skipped", path)
+        return []
+    with path.open() as fh:
+        rows = list(csv.DictReader(fh))
+    it = np.array([int(r["iteration"]) for r in rows])
+    fig, (ax_s, ax_r) = plt.subplots(1, 2, figsize=(11, 4))
+    ax_s.plot(it, [float(r["mean_slowdown"]) for r in rows], label="deeprm (sampled episodes)")
+    val = [
+        (int(r["iteration"]), float(r["val_greedy_slowdown"]))
+        for r in rows
+        if r.get("val_greedy_slowdown")
+    ]
+    if val:
+        ax_s.plot(*zip(*val, strict=True), marker="o", label="deeprm (validation, arg-max)")
+    for k, (name, value) in enumerate(references.items()):
+        ax_s.axhline(
+            value, linestyle="--", linewidth=1, color=f"C{k + 2}", label=f"{name} (held-out)"
+        )
+    ax_s.set_xlabel("iteration")
+    ax_s.set_ylabel("average slowdown")
+    ax_s.legend(fontsize=7)
+    ax_r.plot(it, [float(r["mean_reward"]) for r in rows], label="mean total reward")
+    ax_r.plot(it, [float(r["max_reward"]) for r in rows], label="max total reward")
+    ax_r.set_xlabel("iteration")
+    ax_r.legend()
+    fig.suptitle("DeepRM Fig. 6: learning curve, load 70 %")
+    fig.tight_layout()
+    fig.savefig(out / "fig6.png", dpi=120)
+    plt.close(fig)
+    return [out / "fig6.png"]
+
+
+# -- Fig. 7 ----------------------------------------------------------------------------------
+
+
+class WithholdingProbe:
+    """Wraps a scheduler and records, at each scheduling point, the pending jobs that fit in the
+    free resources left by its decision (jobs it withholds although they fit)."""
+
+    def __init__(self, inner: Scheduler) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.preemptive = getattr(inner, "preemptive", False)
+        self.is_oracle = False
+        self.points = 0
+        self.withholding_points = 0
+        self.withheld_lengths: list[float] = []
+        self.visible_points = 0
+        self.visible_lengths: list[float] = []
+
+    def reset(self) -> None:
+        reset = getattr(self.inner, "reset", None)
+        if callable(reset):
+            reset()
+
+    def decide(self, view: ClusterView) -> Decision:
+        decision = self.inner.decide(view)
+        free = np.asarray(view.cluster.total.as_tuple()) - np.asarray(
+            view.cluster.used_total().as_tuple()
+        )
+        for run in view.pending:
+            if run.job_id in decision.targets:
+                free -= np.asarray(run.spec.demand(run.spec.num_workers).as_tuple())
+        if view.pending:
+            self.points += 1
+            withheld = [
+                r.spec.total_work
+                for r in view.pending
+                if r.job_id not in decision.targets
+                and np.all(np.asarray(r.spec.demand(r.spec.num_workers).as_tuple()) <= free + 1e-9)
+            ]
+            if withheld:
+                self.withholding_points += 1
+                self.withheld_lengths.extend(withheld)
+            encoder = getattr(self.inner, "deeprm_encoder", None)
+            if encoder is not None:  # only the jobs in DeepRM's M slots (what it can choose)
+                slots = {j for j in encoder.slots if j is not None}
+                seen = [
+                    r.spec.total_work
+                    for r in view.pending
+                    if r.job_id in slots
+                    and np.all(
+                        np.asarray(r.spec.demand(r.spec.num_workers).as_tuple()) <= free + 1e-9
+                    )
+                ]
+                if seen:
+                    self.visible_points += 1
+                    self.visible_lengths.extend(seen)
+        return decision
+
+
+def fig7(out: Path, size: Size, load: float = 1.1) -> tuple[list[Path], dict[str, float]]:
+    """Withholding statistics of DeepRM vs Tetris★ at ``load``."""
+    stats: dict[str, float] = {}
+    rows = []
+    lengths: dict[str, list[float]] = {}
+    for name in ("deeprm", "tetris-star"):
+        probe = WithholdingProbe(make_scheduler(f"deeprm:{load}" if name == "deeprm" else name))
+        by_class: dict[str, list[float]] = {"short": [], "long": []}
+        for seed in _seeds(size):
+            result = _run(load, seed, probe)  # type: ignore[arg-type]
+            for rec in result.records:
+                by_class[rec.model].append(rec.slowdown)
+        share = probe.withholding_points / max(1, probe.points)
+        lengths[name] = probe.withheld_lengths
+        stats[f"{name}_withholding_share"] = share
+        if name == "deeprm":
+            stats["deeprm_withholding_share_slots_only"] = probe.visible_points / max(
+                1, probe.points
+            )
+            lengths["deeprm_slots"] = probe.visible_lengths
+        for cls, values in by_class.items():
+            stats[f"{name}_{cls}_slowdown"] = float(np.mean(values)) if values else float("nan")
+        rows.append(
+            {
+                "scheduler": name,
+                "load": load,
+                "points_with_pending": probe.points,
+                "withholding_share": share,
+                "withheld_jobs": len(probe.withheld_lengths),
+                "withheld_mean_length_steps": (
+                    float(np.mean(probe.withheld_lengths)) if probe.withheld_lengths else 0.0
+                ),
+                "short_slowdown": stats[f"{name}_short_slowdown"],
+                "long_slowdown": stats[f"{name}_long_slowdown"],
+            }
+        )
+    fig, (ax_h, ax_b) = plt.subplots(1, 2, figsize=(10, 4))
+    ax_h.hist(lengths["deeprm_slots"], bins=np.arange(0.5, 16.5, 1.0))
+    ax_h.set_xlabel("length of withheld job (steps)")
+    ax_h.set_ylabel("count")
+    ax_h.set_title(f"jobs in its slots DeepRM withholds (load {load:.0%})")
+    x = np.arange(2)
+    for k, name in enumerate(("deeprm", "tetris-star")):
+        vals = [stats[f"{name}_short_slowdown"], stats[f"{name}_long_slowdown"]]
+        ax_b.bar(x + 0.4 * k, vals, width=0.4, label=name)
+    ax_b.set_xticks(x + 0.2, ["short jobs", "long jobs"])
+    ax_b.set_ylabel("average slowdown")
+    ax_b.legend()
+    fig.tight_layout()
+    fig.savefig(out / "fig7.png", dpi=120)
+    plt.close(fig)
+    return [_write_csv(out / "fig7.csv", rows), out / "fig7.png"], stats
+
+
+# -- all -------------------------------------------------------------------------------------
+
+
+def run(out_dir: Path, *, full: bool = False) -> list[Path]:
+    """Figs. 4–7 into ``out_dir`` (see the module docstring); returns the files written."""
+    size = FULL if full else REDUCED
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths, means = fig4(out_dir, size)
+    p5, rows5 = fig5(out_dir, size)
+    refs = {n: means[(0.7, n)][0] for n in SCHEDULERS if n != "deeprm" and (0.7, n) in means}
+    p6 = fig6(out_dir, refs)
+    p7, stats7 = fig7(out_dir, size)
+    paths += p5 + p6 + p7
+    lines = [
+        "# DeepRM (Mao et al., HotNets 2016): Figs. 4–7",
+        "",
+        f"Size: **{size.label}**"
+        + (
+            " (reduced default: 6 loads × 10 held-out jobsets, a 15-iteration completion-time "
+            "policy; `--full` runs loads 10–190 % × 100 jobsets as the paper)."
+            if not full
+            else " (the paper's: 100 held-out jobsets per load)."
+        ),
+        "Each run: one `deeprm` jobset of 50 steps of arrivals, seeds from "
+        f"{HELD_OUT_SEED_BASE}, a scheduling point every step.",
+        "",
+        "## Fig. 4: average slowdown (mean ± 95 % CI)",
+        "",
+        "| load | " + " | ".join(SCHEDULERS) + " |",
+        "| --- | " + " | ".join("---" for _ in SCHEDULERS) + " |",
+    ]
+    for load in size.loads:
+        cells = [f"{means[(load, n)][0]:.3f} ± {means[(load, n)][1]:.3f}" for n in SCHEDULERS]
+        lines.append(f"| {load:.0%} | " + " | ".join(cells) + " |")
+    lines += ["", "## Fig. 5: load 130 %", "", "| scheduler | slowdown | completion (steps) |"]
+    lines.append("| --- | --- | --- |")
+    for r in rows5:
+        lines.append(
+            f"| {r['scheduler']} | {r['avg_slowdown']:.3f} | {r['avg_completion_steps']:.2f} |"
+        )
+    lines += ["", "## Fig. 7: withholding at load 110 %", ""]
+    for key, value in stats7.items():
+        lines.append(f"- {key}: {value:.3f}")
+    lines.append("")
+    readme = out_dir / "README.md"
+    readme.write_text("\n".join(lines), encoding="utf-8")
+    return [*paths, readme]

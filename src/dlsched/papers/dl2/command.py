@@ -1,0 +1,170 @@
+"""``dlsched train dl2``: supervised warm-up from a heuristic, then actor-critic RL (DL2)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import TextColumn
+from rich.table import Table
+
+from dlsched.commands.common import one_line_errors, out, parse_options, progress_bar
+
+
+def train_dl2_command(
+    out_dir: Annotated[Path, typer.Option("--out", help="Output directory (policy, card, log).")],
+    workload: Annotated[str, typer.Option("--workload", "-w", help="Elastic workload.")] = "dl2",
+    teacher: Annotated[
+        str,
+        typer.Option(
+            help="Heuristic to imitate first (drf, fifo, srtf, tetris, optimus, …); none."
+        ),
+    ] = "drf",
+    sl_steps: Annotated[int, typer.Option(min=0, help="Supervised mini-batch updates.")] = 2000,
+    sl_episodes: Annotated[
+        int, typer.Option(min=1, help="Traces the teacher is replayed on for SL data.")
+    ] = 4,
+    rl_steps: Annotated[int, typer.Option(min=0, help="Actor-critic updates.")] = 500,
+    eval_every: Annotated[
+        int, typer.Option(min=1, help="Updates between validations, CSV rows and checkpoints.")
+    ] = 100,
+    val_seeds: Annotated[str, typer.Option(help="Validation trace seeds (e.g. 201-203).")] = (
+        "201-203"
+    ),
+    servers: Annotated[int | None, typer.Option(min=1, help="Cluster size in servers.")] = None,
+    load: Annotated[float | None, typer.Option(min=0.001, help="Arrival-rate multiplier.")] = None,
+    option: Annotated[
+        list[str] | None,
+        typer.Option("--option", "-o", help="Workload generator option KEY=VALUE (repeatable)."),
+    ] = None,
+    jobs_per_batch: Annotated[int, typer.Option("--J", min=1, help="Job rows of the state.")] = 40,
+    arch: Annotated[str, typer.Option(help="Network: rows (shared per row) or mlp (DL2's).")] = (
+        "rows"
+    ),
+    hidden: Annotated[str, typer.Option(help="Hidden layer sizes, comma-separated.")] = "64,64",
+    no_value_net: Annotated[
+        bool, typer.Option("--no-value-net", help="Ablation: moving-average baseline.")
+    ] = False,
+    no_exploration: Annotated[
+        bool, typer.Option("--no-exploration", help="Ablation: no job-aware exploration.")
+    ] = False,
+    no_replay: Annotated[
+        bool, typer.Option("--no-replay", help="Ablation: no experience replay.")
+    ] = False,
+    dagger: Annotated[
+        float, typer.Option(min=0.0, max=1.0, help="Share of SL slots driven by the learner.")
+    ] = 0.0,
+    seed: Annotated[int, typer.Option(help="Seed of torch, NumPy and the training traces.")] = 0,
+    speed_model: Annotated[
+        str,
+        typer.Option(
+            help="Training simulator's speeds: measured, or optimus (Optimus' model fitted to "
+            "a few noisy measured samples: the OfflineRL baseline)."
+        ),
+    ] = "measured",
+    fit_samples: Annotated[
+        int, typer.Option(min=1, help="With --speed-model optimus: observed configs per type.")
+    ] = 10,
+    clusters: Annotated[
+        int,
+        typer.Option(
+            min=1, help="Simulated clusters training one global policy in RL (federated, A3C)."
+        ),
+    ] = 1,
+    resume: Annotated[bool, typer.Option(help="Continue from OUT/last if it exists.")] = False,
+    vary: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Generator option drawn per training episode, KEY=V1,V2,… (repeatable), e.g. "
+            "servers=8,13,20: one policy across settings; validation keeps the fixed ones."
+        ),
+    ] = None,
+) -> None:
+    """Train DL2: imitate TEACHER, then improve by RL; the best policy goes to OUT."""
+    import torch
+
+    from dlsched.experiments.compare import parse_seeds
+    from dlsched.papers.dl2.network import Dl2Config
+    from dlsched.papers.dl2.offline_rl import SPEED_MODELS, FitSpec
+    from dlsched.papers.dl2.train import LOG_FILE, TrainSpec, train_dl2
+    from dlsched.rl.checkpoint import read_card
+
+    with one_line_errors():
+        torch.set_num_threads(1)
+        sizes = tuple(int(x) for x in hidden.split(",") if x.strip())
+        if not sizes:
+            raise ValueError(f"--hidden {hidden!r}: expected sizes like 64,64")
+        if speed_model not in SPEED_MODELS:
+            raise ValueError(f"--speed-model {speed_model!r}: choose {' or '.join(SPEED_MODELS)}")
+        options = parse_options(option)
+        if servers is not None:
+            options["servers"] = servers
+        if load is not None:
+            options["load"] = load
+        config = Dl2Config(
+            J=jobs_per_batch,
+            arch=arch,
+            hidden=sizes,
+            value_net=not no_value_net,
+            exploration=not no_exploration,
+            replay=not no_replay,
+            dagger=dagger,
+            seed=seed,
+        )
+        spec = TrainSpec(
+            out=out_dir,
+            workload=workload,
+            workload_options=options,
+            teacher=None if teacher.lower() == "none" else teacher,
+            sl_episodes=sl_episodes,
+            sl_steps=sl_steps if teacher.lower() != "none" else 0,
+            rl_steps=rl_steps,
+            eval_every=eval_every,
+            val_seeds=parse_seeds(val_seeds, "--val-seeds"),
+            config=config,
+            resume=resume,
+            speed_model=speed_model,
+            fit=FitSpec(samples=fit_samples, seed=seed),
+            clusters=clusters,
+            vary=_parse_vary(vary),
+        )
+        with progress_bar(TextColumn("{task.fields[val]}")) as progress:
+            tasks = {
+                "sl": progress.add_task(f"SL from {teacher}", total=max(spec.sl_steps, 1), val=""),
+                "rl": progress.add_task("RL", total=max(spec.rl_steps, 1), val=""),
+            }
+
+            def report(phase: str, step: int, total: int, val: float | None) -> None:
+                task = tasks.get(phase)
+                if task is None:
+                    return
+                if val is None:
+                    progress.update(task, completed=step)
+                else:
+                    progress.update(task, completed=step, val=f"val JCT {val:,.0f} s")
+
+            best = train_dl2(spec, progress=report)
+        card = read_card(best)
+        table = Table(title=f"DL2 policy in {best}")
+        table.add_column("field")
+        table.add_column("value")
+        table.add_row(
+            "validation avg JCT (s)", f"{card.validation.get('avg_jct_s', float('nan')):,.0f}"
+        )
+        table.add_row("validation seeds", ", ".join(map(str, card.seeds.get("validation", []))))
+        table.add_row("steps (SL, RL)", f"{card.steps.get('sl', 0)}, {card.steps.get('rl', 0)}")
+        table.add_row("log", str(best / LOG_FILE))
+        out.print(table)
+        out.print(f"use it with: --scheduler dl2:{best}")
+
+
+def _parse_vary(items: list[str] | None) -> dict[str, tuple[object, ...]]:
+    """``["servers=8,13"]`` → ``{"servers": (8, 13)}`` (values parsed as ``-o`` values are)."""
+    vary: dict[str, tuple[object, ...]] = {}
+    for item in items or []:
+        key, sep, values = item.partition("=")
+        if not sep or not key or not values:
+            raise ValueError(f"--vary {item!r}: expected KEY=V1,V2,…")
+        vary[key] = tuple(parse_options([f"{key}={v}"])[key] for v in values.split(","))
+    return vary

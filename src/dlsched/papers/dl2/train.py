@@ -1,0 +1,340 @@
+"""DL2's training run: supervised warm-up, then RL, with validation, a CSV log and checkpoints.
+
+`train_dl2` is what ``dlsched train dl2`` calls. Output directory layout:
+
+* ``policy.pt`` + ``card.json`` — the best policy by validation average JCT (the one to use:
+  ``--scheduler dl2:OUT``), with its card (teacher, steps, seeds, validation JCT, date).
+* ``last/`` — the latest policy plus ``train_state.pt`` (value network, optimisers, step
+  counters; tensors and plain containers only), which ``resume=True`` continues from.
+* ``train_log.csv`` — one row every ``eval_every`` updates: phase, step, wall seconds,
+  validation average JCT (s), and the phase's training statistic.
+
+Training traces are drawn by the environment from seeds ≥ `dlsched.papers.dl2.env.TRAIN_SEED_MIN`,
+so validation seeds below it are never trained on.
+"""
+
+from __future__ import annotations
+
+import csv
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from dlsched.papers.dl2.algorithm import Learner, Rollout, actor_critic, collect_teacher, supervised
+from dlsched.papers.dl2.env import Dl2Env
+from dlsched.papers.dl2.federated import FederatedPool
+from dlsched.papers.dl2.network import Dl2Config, evaluate, load, make_policy, save, seed_everything
+from dlsched.papers.dl2.offline_rl import (
+    SPEED_MODELS,
+    FitSpec,
+    FittedPS,
+    fit_speed_model,
+    fitted_transform,
+)
+from dlsched.rl.checkpoint import read_card
+from dlsched.schedulers.registry import make_scheduler
+from dlsched.workloads.registry import make_workload
+
+log = logging.getLogger(__name__)
+
+TRAIN_STATE = "train_state.pt"
+LOG_FILE = "train_log.csv"
+
+
+@dataclass
+class TrainSpec:
+    """What to train and how long.
+
+    Attributes:
+        out: output directory.
+        workload: elastic workload name (``"dl2"``).
+        workload_options: generator options (``servers``, ``load``, ``num_jobs``).
+        teacher: heuristic imitated by supervised learning (None: no SL, RL from scratch).
+        sl_episodes: traces the teacher is replayed on to make the SL data set.
+        sl_steps: supervised mini-batch updates.
+        rl_steps: actor-critic updates.
+        eval_every: updates between validations (and CSV rows, and checkpoints).
+        val_seeds: trace seeds of validation (never trained on).
+        config: DL2 hyper-parameters.
+        resume: continue from ``out/last`` if it exists.
+        speed_model: ``"measured"`` (the workload's own speeds) or ``"optimus"``: train and
+            validate in a simulator whose speeds come from Optimus' model fitted to a few noisy
+            measured samples (the OfflineRL baseline, `dlsched.papers.dl2.offline_rl`).
+        fit: how the Optimus model is fitted when ``speed_model == "optimus"``.
+        vary: generator options drawn per training episode from the listed values
+            (``{"servers": (8, 13, 20)}``); validation uses ``workload_options``.
+        clusters: simulated clusters training one global policy in RL (> 1: federated,
+            `dlsched.papers.dl2.federated`, one process each; 1: the single-process path).
+    """
+
+    out: Path
+    workload: str = "dl2"
+    workload_options: dict[str, Any] = field(default_factory=dict)
+    teacher: str | None = "drf"
+    sl_episodes: int = 4
+    sl_steps: int = 2000
+    rl_steps: int = 500
+    eval_every: int = 100
+    val_seeds: Sequence[int] = (201, 202, 203)
+    config: Dl2Config = field(default_factory=Dl2Config)
+    resume: bool = False
+    speed_model: str = "measured"
+    fit: FitSpec = field(default_factory=FitSpec)
+    clusters: int = 1
+    vary: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+
+    def fitted_model(self) -> FittedPS | None:
+        """The fitted speed model of ``speed_model`` (None for the measured speeds)."""
+        if self.speed_model == "measured":
+            return None
+        if self.speed_model == "optimus":
+            return fit_speed_model(self.fit, tuple(self.config.job_types))
+        raise ValueError(
+            f"unknown speed model {self.speed_model!r}; choose {' or '.join(SPEED_MODELS)}"
+        )
+
+
+Progress = Callable[[str, int, int, float | None], None]
+"""``progress(phase, step, total, val_avg_jct_s)`` after every update."""
+
+
+class _Run:
+    """State of one training run: learner, counters, best-so-far, log file."""
+
+    def __init__(self, spec: TrainSpec, progress: Progress | None) -> None:
+        self.spec = spec
+        self.progress = progress
+        self.cfg = spec.config
+        self.t0 = time.perf_counter()
+        self.sl_done = 0
+        self.rl_done = 0
+        self.best = float("inf")
+        self.learner = Learner.create(self.cfg)
+        self.fitted = spec.fitted_model()
+        self.transform = fitted_transform(self.fitted) if self.fitted is not None else None
+        spec.out.mkdir(parents=True, exist_ok=True)
+        self.log_path = spec.out / LOG_FILE
+
+    # -- persistence -----------------------------------------------------------------------
+
+    def restore(self) -> bool:
+        last = self.spec.out / "last"
+        if not (last / TRAIN_STATE).exists():
+            return False
+        policy, _ = load(last, self.cfg.shape())
+        self.learner = Learner.create(self.cfg, policy)
+        state = torch.load(last / TRAIN_STATE, map_location="cpu", weights_only=True)
+        self.learner.value.load_state_dict(state["value"])
+        self.learner.policy_opt.load_state_dict(state["policy_opt"])
+        self.learner.value_opt.load_state_dict(state["value_opt"])
+        self.learner.baseline = float(state["baseline"])
+        self.learner.updates = int(state["updates"])
+        self.sl_done, self.rl_done = int(state["sl_done"]), int(state["rl_done"])
+        self.best = float(state["best"])
+        log.info("resumed %s at SL %d, RL %d", last, self.sl_done, self.rl_done)
+        return True
+
+    def _save(self, directory: Path, val: float) -> None:
+        spec = self.spec
+        params = dict(make_workload(spec.workload, seed=0, **spec.workload_options).params)
+        params.pop("seed", None)
+        if self.fitted is not None:
+            params.update(self.fitted.params())
+        notes = f"teacher={spec.teacher}; best of validations every {spec.eval_every} updates"
+        if spec.speed_model != "measured":
+            notes += f"; trained and validated with {spec.speed_model} speeds (OfflineRL)"
+        if spec.clusters > 1:
+            notes += f"; RL federated over {spec.clusters} clusters"
+        if spec.vary:
+            varied = ", ".join(f"{k}={'|'.join(map(str, v))}" for k, v in spec.vary.items())
+            notes += f"; training traces drawn per episode with {varied}"
+        if spec.teacher is not None and make_scheduler(spec.teacher).is_oracle:
+            notes += (
+                "; the teacher is an ORACLE (true speeds), used only to label training states"
+                " in simulation; the policy itself observes only the scheduler's view"
+            )
+        save(
+            directory,
+            self.learner.policy,
+            self.cfg,
+            workload=spec.workload,
+            workload_params=_jsonable(params),
+            seeds={"validation": list(spec.val_seeds), "run": [self.cfg.seed]},
+            steps={"sl": self.sl_done, "rl": self.rl_done, "sl_episodes": spec.sl_episodes},
+            validation={"avg_jct_s": val},
+            notes=notes,
+        )
+
+    def checkpoint(self, val: float) -> None:
+        last = self.spec.out / "last"
+        self._save(last, val)
+        torch.save(
+            {
+                "value": self.learner.value.state_dict(),
+                "policy_opt": self.learner.policy_opt.state_dict(),
+                "value_opt": self.learner.value_opt.state_dict(),
+                "baseline": torch.tensor(self.learner.baseline),
+                "updates": torch.tensor(self.learner.updates),
+                "sl_done": torch.tensor(self.sl_done),
+                "rl_done": torch.tensor(self.rl_done),
+                "best": torch.tensor(self.best),
+            },
+            last / TRAIN_STATE,
+        )
+
+    def validate(self, phase: str, step: int, stat: float) -> float:
+        spec = self.spec
+        val = evaluate(
+            self.learner.policy,
+            self.cfg,
+            spec.val_seeds,
+            spec.workload,
+            transform=self.transform,
+            **spec.workload_options,
+        )
+        if val < self.best:
+            self.best = val
+            self._save(spec.out, val)
+        self.checkpoint(val)
+        new = not self.log_path.exists()
+        with self.log_path.open("a", newline="") as fh:
+            writer = csv.writer(fh)
+            if new:
+                writer.writerow(["phase", "step", "wall_s", "val_avg_jct_s", "stat"])
+            wall = time.perf_counter() - self.t0
+            writer.writerow([phase, step, f"{wall:.1f}", f"{val:.1f}", f"{stat:.4f}"])
+        log.info("%s step %d: validation avg JCT %.0f s", phase, step, val)
+        return val
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, int | float | str | bool) or value is None:
+        return value
+    return str(value)
+
+
+def train_dl2(spec: TrainSpec, progress: Progress | None = None) -> Path:
+    """Train (or resume) a DL2 policy; returns the directory of the best policy.
+
+    Raises:
+        ValueError: a resumed checkpoint was made for another J or L.
+    """
+    cfg = spec.config
+    seed_everything(cfg.seed)
+    run = _Run(spec, progress)
+    if spec.resume:
+        run.restore()
+    env = Dl2Env(
+        spec.workload,
+        shape=cfg.shape(),
+        transform=run.transform,
+        vary=spec.vary,
+        **spec.workload_options,
+    )
+    env.reset(seed=cfg.seed)
+
+    # -- supervised warm-up ------------------------------------------------------------------
+    if spec.teacher is not None and run.sl_done < spec.sl_steps:
+        data = collect_teacher(env, spec.teacher, spec.sl_episodes, seed=cfg.seed)
+        log.info("SL data: %d samples from %s", len(data), spec.teacher)
+        opt = torch.optim.Adam(run.learner.policy.parameters(), lr=cfg.sl_lr)
+        stat = 0.0
+        rounds = 0
+        while run.sl_done < spec.sl_steps:
+            if cfg.dagger > 0 and rounds > 0:  # DAgger: the learner drives, the teacher labels
+                more = collect_teacher(
+                    env,
+                    spec.teacher,
+                    1,
+                    learner=run.learner.policy,
+                    dagger=cfg.dagger,
+                    seed=cfg.seed + 7919 * rounds,
+                )
+                data.obs += more.obs
+                data.masks += more.masks
+                data.actions += more.actions
+            rounds += 1
+            chunk = min(spec.eval_every, spec.sl_steps - run.sl_done)
+            agreements: list[float] = []
+
+            def on_sl(
+                step: int,
+                loss: float,
+                agree: float,
+                base: int = run.sl_done,
+                agreements: list[float] = agreements,
+            ) -> None:
+                agreements.append(agree)
+                if progress is not None:
+                    progress("sl", base + step, spec.sl_steps, None)
+
+            supervised(run.learner.policy, data, cfg, chunk, optimizer=opt, on_step=on_sl)
+            run.sl_done += chunk
+            stat = sum(agreements) / max(1, len(agreements))
+            val = run.validate("sl", run.sl_done, stat)
+            if progress is not None:
+                progress("sl", run.sl_done, spec.sl_steps, val)
+
+    # -- online RL ----------------------------------------------------------------------------
+    if run.rl_done < spec.rl_steps:
+        pool: FederatedPool | None = None
+        if spec.clusters > 1:
+            pool = FederatedPool(
+                cfg,
+                spec.clusters,
+                spec.workload,
+                spec.workload_options,
+                transform=run.transform,
+                seed=cfg.seed + run.rl_done,
+            )
+        else:
+            rollout = Rollout(env, run.learner, seed=cfg.seed + run.rl_done)
+        while run.rl_done < spec.rl_steps:
+            chunk = min(spec.eval_every, spec.rl_steps - run.rl_done)
+            entropies: list[float] = []
+
+            def on_rl(
+                step: int,
+                stats: dict[str, float],
+                base: int = run.rl_done,
+                entropies: list[float] = entropies,
+            ) -> None:
+                entropies.append(stats["entropy"])
+                if progress is not None:
+                    progress("rl", base + len(entropies), spec.rl_steps, None)
+
+            if pool is not None:
+                try:
+                    pool.train(run.learner, chunk, on_step=on_rl)
+                except BaseException:
+                    pool.close()
+                    raise
+            else:
+                actor_critic(run.learner, rollout, chunk, on_step=on_rl)
+            run.rl_done += chunk
+            val = run.validate("rl", run.rl_done, sum(entropies) / max(1, len(entropies)))
+            if progress is not None:
+                progress("rl", run.rl_done, spec.rl_steps, val)
+        if pool is not None:
+            log.info("federated updates per cluster: %s", pool.contributions)
+            pool.close()
+    if not (spec.out / "card.json").exists():  # nothing trained: still leave a usable card
+        run.validate("init", 0, 0.0)
+    card = read_card(spec.out)
+    log.info("best validation avg JCT %.0f s", card.validation.get("avg_jct_s", float("nan")))
+    return spec.out
+
+
+def fresh_policy(cfg: Dl2Config) -> torch.nn.Module:
+    """An untrained policy network for ``cfg`` (for tests and RL from scratch)."""
+    seed_everything(cfg.seed)
+    return make_policy(cfg)

@@ -1,0 +1,39 @@
+"""SCED² (locality-aware job selection with deep Q-learning): a shared-weight Q-network picks
+one of the first J waiting jobs at a time, trained by DQN with prioritized replay.
+
+Files: `state` (state, actions and masks, §III-B/C, Table I), `profiling` (k measured speeds per
+arriving job, §III-B), `env` (`Sched2Env`), `algorithm` (the Q-network and DQN, §III-E/F),
+`teacher` (DSIF demonstrations), `policy` (the trained network behind the scheduler protocol,
+load/save/evaluate), `scheduler` (registers ``sched2``), `train` (``dlsched train sched2``'s run;
+`command` is the sub-command), `experiments` and `fragmentation` (``dlsched reproduce sched2``
+and ``sched2-fragmentation``), ``policies/sched2`` (the shipped checkpoint). This file is the
+plugin manifest (no imports beyond `dlsched.plugins`).
+"""
+
+from dlsched.plugins import ExperimentEntry, Plugin, TrainCommand, WorkloadEntry
+
+PLUGIN = Plugin(
+    name="sched2",
+    scheduler_modules=("dlsched.papers.sched2.scheduler",),
+    workloads=(
+        WorkloadEntry(
+            "sched2",
+            "dlsched.workloads.sched2:make_sched2",
+            False,
+            "SCED² §IV: 15×8-GPU servers, 68 % one-GPU jobs, locality-sensitive models",
+        ),
+    ),
+    experiments=(
+        ExperimentEntry(
+            "sched2-fragmentation",
+            "dlsched.papers.sched2.fragmentation:run",
+            "SCED² Fig. 4: average server fragmentation over time, SIF/LRF/FIFO with packing",
+        ),
+        ExperimentEntry(
+            "sched2",
+            "dlsched.papers.sched2.experiments:run",
+            "SCED² Fig. 7-10 and Table III: shipped DQN policy vs SIF/DSIF/SAF/LRF/SPF/FIFO",
+        ),
+    ),
+    train_commands=(TrainCommand("sched2", "dlsched.papers.sched2.command:train_sched2_command"),),
+)

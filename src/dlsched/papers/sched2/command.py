@@ -1,0 +1,108 @@
+"""``dlsched train sched2``: train SCED²'s DQN policy (progress bar, CSV log, checkpoint)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from dlsched.commands.common import err, one_line_errors, out, progress_bar
+
+
+def train_sched2_command(
+    workload: Annotated[
+        str, typer.Option("--workload", "-w", help="sched2, philly:VC or trace:PATH.")
+    ] = "sched2",
+    out_dir: Annotated[
+        Path | None, typer.Option("--out", help="Checkpoint directory (default runs/<name>).")
+    ] = None,
+    episodes: Annotated[int, typer.Option(min=1, help="Training episodes (traces).")] = 100,
+    minutes: Annotated[
+        float | None, typer.Option(min=0.1, help="Stop after this many minutes of training.")
+    ] = None,
+    num_jobs: Annotated[int, typer.Option(min=10, help="Jobs per episode.")] = 1000,
+    load: Annotated[
+        float | None, typer.Option(min=0.001, help="Arrival-rate multiplier (sched2: 1.8).")
+    ] = None,
+    one_gpu_frac: Annotated[
+        float | None, typer.Option(min=0.0, max=1.0, help="Share of 1-GPU jobs (sched2).")
+    ] = None,
+    servers: Annotated[int | None, typer.Option(min=1, help="Cluster size in servers.")] = None,
+    window: Annotated[
+        str,
+        typer.Option(
+            help="Which waiting jobs fill the J slots: arrival (SCED²) or shortest (ideal time)."
+        ),
+    ] = "arrival",
+    teacher: Annotated[
+        str,
+        typer.Option(help="dsif: start from DSIF demonstrations (DQfD); none: plain DQN."),
+    ] = "none",
+    demo_episodes: Annotated[int, typer.Option(min=0, help="Teacher episodes first.")] = 0,
+    pretrain_steps: Annotated[
+        int, typer.Option(min=0, help="Gradient steps on the demonstrations alone.")
+    ] = 0,
+    eps_start: Annotated[float, typer.Option(min=0.0, max=1.0, help="Initial ε.")] = 1.0,
+    lr: Annotated[float, typer.Option(min=0.0, help="Adam learning rate.")] = 2.5e-4,
+    seed: Annotated[int, typer.Option(help="Seed of torch, NumPy and the trace draws.")] = 0,
+    eps_decay_steps: Annotated[int, typer.Option(min=1, help="Steps of ε decay.")] = 50_000,
+    log_csv: Annotated[
+        Path | None, typer.Option(help="Per-episode CSV log (default OUT/train_log.csv).")
+    ] = None,
+) -> None:
+    """Train a SCED² policy; the best by validation effectiveness is saved with a JSON card."""
+    from dlsched.papers.sched2.algorithm import DQNConfig, EpisodeLog
+    from dlsched.papers.sched2.train import run_name, train_sched2
+
+    with one_line_errors():
+        config = DQNConfig(
+            seed=seed,
+            episodes=episodes,
+            time_budget_s=None if minutes is None else minutes * 60.0,
+            eps_decay_steps=eps_decay_steps,
+            eps_start=eps_start,
+            lr=lr,
+            demo_episodes=demo_episodes if teacher != "none" else 0,
+            pretrain_steps=pretrain_steps if teacher != "none" else 0,
+        )
+        target = out_dir or Path("runs") / run_name(workload, seed)
+        with progress_bar() as progress:
+            task = progress.add_task("sched2 episodes", total=episodes)
+
+            def show(row: EpisodeLog) -> None:
+                progress.update(
+                    task,
+                    advance=1,
+                    description=(
+                        f"ep {row.episode} · ε {row.epsilon:.2f} · "
+                        f"train E {row.train_effectiveness:.3f}"
+                        + (
+                            f" · eval E {row.eval_effectiveness:.3f}"
+                            if row.eval_effectiveness == row.eval_effectiveness
+                            else ""
+                        )
+                    ),
+                )
+                if not err.is_terminal:
+                    err.print(
+                        f"episode {row.episode}: steps {row.steps}, eps {row.epsilon:.3f}, "
+                        f"train E {row.train_effectiveness:.4f}, eval E "
+                        f"{row.eval_effectiveness:.4f}, {row.wall_s:.0f} s",
+                        highlight=False,
+                    )
+
+            path, best = train_sched2(
+                target,
+                workload=workload,
+                config=config,
+                num_jobs=num_jobs,
+                load=load,
+                one_gpu_frac=one_gpu_frac,
+                servers=servers,
+                order=window,
+                teacher=None if teacher == "none" else teacher,
+                log_csv=log_csv,
+                on_episode=show,
+            )
+    out.print(f"policy written to [bold]{path}[/] · validation {best}")

@@ -1,1 +1,0 @@
-"""Gymnasium environments over the simulator, one module per setting (``dl2``, ``deeprm``, …)."""
