@@ -34,7 +34,11 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-MODULES = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+MODULES = {
+    module_name(p): p
+    for p in sorted(PACKAGE.rglob("*.py"))
+    if p.name != "__main__.py"  # `python -m dlsched`: importing it runs the CLI
+}
 
 
 def _is_type_checking(node: ast.If) -> bool:

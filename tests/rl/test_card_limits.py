@@ -18,11 +18,11 @@ from dlsched.cli import app
 from dlsched.rl.card_limits import MAX_PARAMETERS, validate_card_data
 from dlsched.rl.checkpoint import read_card
 
-POLICIES = Path(__file__).resolve().parents[2] / "src" / "dlsched" / "policies"
+PAPERS = Path(__file__).resolve().parents[2] / "src" / "dlsched" / "papers"
 SHIPPED = {
-    "dl2": POLICIES / "dl2",
-    "sched2": POLICIES / "sched2",
-    "deeprm": POLICIES / "deeprm" / "load0.7",
+    "dl2": PAPERS / "dl2" / "policies" / "dl2",
+    "sched2": PAPERS / "sched2" / "policies" / "sched2",
+    "deeprm": PAPERS / "deeprm" / "policies" / "load0.7",
 }
 
 
@@ -44,9 +44,9 @@ def no_allocation(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args: object, **kwargs: object) -> None:
         raise AssertionError("a network was built from an invalid card")
 
-    import dlsched.rl.deeprm_policy as deeprm_policy
-    import dlsched.rl.dl2 as dl2
-    import dlsched.rl.sched2_policy as sched2_policy
+    import dlsched.papers.deeprm.policy as deeprm_policy
+    import dlsched.papers.dl2.network as dl2
+    import dlsched.papers.sched2.policy as sched2_policy
 
     monkeypatch.setattr(dl2, "make_policy", refuse)
     monkeypatch.setattr(deeprm_policy, "DeepRMPolicyNet", refuse)
@@ -65,7 +65,11 @@ def one_line_cli_error(spec: str, workload: str) -> str:
 
 
 def test_shipped_cards_are_within_the_limits():
-    for path in [*SHIPPED.values(), POLICIES / "offline_rl", POLICIES / "deeprm" / "load1.3"]:
+    for path in [
+        *SHIPPED.values(),
+        PAPERS / "dl2" / "policies" / "offline_rl",
+        PAPERS / "deeprm" / "policies" / "load1.3",
+    ]:
         read_card(path)
 
 
@@ -172,7 +176,7 @@ def _online_copy(tmp_path: Path, content: bytes) -> Path:
 def test_a_bad_online_state_is_refused_in_one_line(tmp_path: Path, kind: str):
     import torch
 
-    from dlsched.rl.dl2_online import load_dl2_online
+    from dlsched.papers.dl2.online import load_dl2_online
 
     marker = tmp_path / "pwned"
     if kind == "garbage":

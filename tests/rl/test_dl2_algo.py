@@ -145,7 +145,7 @@ def test_an_oracle_teacher_reads_true_speeds_the_learner_view_does_not(
     assert len(data) > 0 and seen and all(s > 0 for s in seen)
     env.reset(seed=4)
     view = env.view()
-    with pytest.raises(ValueError, match="oracle"):
+    with pytest.raises(PermissionError, match="oracle"):
         view.oracle_speed(view.jobs()[0].spec, one)
 
 
