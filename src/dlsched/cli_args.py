@@ -100,7 +100,7 @@ OPTION_BOUNDS: dict[str, Bound] = {
     "start": Bound("str"),
     "end": Bound("str"),
     "columns": Bound("str"),
-    "workload": Bound("int", 1, 8),  # pollux: which of its 8 workloads
+    "number": Bound("int", 1, 8),  # pollux: which of its 8 workloads
     "jobs": Bound("str"),  # pollux: adaptive, tuned or tuned-batch
     # simulator keywords reachable through -o
     "interval_s": Bound("float", 0.0, 1e9, low_open=True),

@@ -59,7 +59,7 @@ LOADS = (0.5, 1.0, 1.5, 2.0)
 
 def run_one(label: str, scheduler: str, jobs: str, workload: int, load: float) -> dict[str, Any]:
     """Average JCT (s) of one policy on one workload at one relative load (seed 0)."""
-    w = make_pollux(workload=workload, jobs=jobs, load=load, seed=0)
+    w = make_pollux(number=workload, jobs=jobs, load=load, seed=0)
     result = simulate(w, scheduler, rescale=RESCALE)
     jct = result.column("jct_s")
     return {

@@ -101,23 +101,23 @@ def make_pollux(
     seed: int = 0,
     servers: int | None = None,
     load: float | None = None,
-    workload: int = 6,
+    number: int = 6,
     jobs: str = "adaptive",
     num_jobs: int | None = None,
 ) -> Workload:
-    """Build Pollux workload ``workload`` (1..8) with ``jobs`` managed as ``adaptive``/``tuned``.
+    """Build Pollux workload ``number`` (1..8) with ``jobs`` managed as ``adaptive``/``tuned``.
 
     Args:
         seed: seeds the load variants' resampling (unused at ``load`` 1).
         servers: 4-GPU nodes; None → 16.
         load: relative job load (1 → the trace as is; 0.5, 1.5, 2 → resampled variants).
-        workload: which of the artifact's 8 traces.
+        number: which of the artifact's 8 traces (``-o number=6`` on the CLI).
         jobs: ``adaptive`` (Pollux's jobs), ``tuned`` (fixed batch and GPUs asked) or
             ``tuned-batch`` (fixed batch, one GPU asked).
         num_jobs: keep only the first this many jobs (None: all).
 
     Raises:
-        ValueError: a bad ``workload``, ``jobs``, ``servers`` or ``load``.
+        ValueError: a bad ``number``, ``jobs``, ``servers`` or ``load``.
     """
     if jobs not in JOB_MODES:
         raise ValueError(f"pollux jobs must be one of {JOB_MODES}, got {jobs!r}")
@@ -127,7 +127,7 @@ def make_pollux(
     load = 1.0 if load is None else load
     if not load > 0:
         raise ValueError(f"load must be > 0, got {load}")
-    rows = read_trace(int(workload))
+    rows = read_trace(int(number))
     if load != 1.0:
         rows = _resample(rows, load, seed)
     if num_jobs is not None:
@@ -153,9 +153,9 @@ def make_pollux(
         )
         for s in specs
     ]
-    log.debug("pollux workload-%d (%s, load %.2f): %d jobs", workload, jobs, load, len(specs))
+    log.debug("pollux workload-%d (%s, load %.2f): %d jobs", number, jobs, load, len(specs))
     return Workload(
-        name=f"pollux-{workload}" + ("" if jobs == "adaptive" else f"-{jobs}"),
+        name=f"pollux-{number}" + ("" if jobs == "adaptive" else f"-{jobs}"),
         jobs=tuple(specs),
         servers=(NODE,) * servers,
         model=PolluxGoodput(),
@@ -167,7 +167,7 @@ def make_pollux(
             "seed": seed,
             "servers": servers,
             "load": load,
-            "workload": workload,
+            "workload": number,
             "jobs": jobs,
             "num_jobs": len(specs),
             "restart_s": RESTART_S,
