@@ -11,6 +11,10 @@ the same `Cluster` bookkeeping and placement policies as the simulator, so alloc
 exceeds capacity. The run ends with the same `Result` (summary metrics, per-job CSV) as a
 simulation.
 
+Over 600 lines because it still holds its own copy of the decision-applying rules (validation,
+shrink before grow, placement) and builds its `Result` by hand; both move out when the shared
+executor of issue 14 lands, which leaves this file the actuation and measurement loop only.
+
 Every process is stopped by `close` (also at the end of `run`, on an exception and on Ctrl-C).
 """
 
