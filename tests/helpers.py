@@ -29,6 +29,11 @@ class LinearModel:
             return self.rate * min(spec.num_workers, max(spec.num_ps, 1))
         return 1.0
 
+    def best_speed(self, spec: JobSpec) -> float:
+        if spec.arch is Arch.PS:
+            return self.rate * min(max(spec.max_workers, spec.num_workers), max(spec.max_ps, 1))
+        return max(spec.max_workers, spec.num_workers) / spec.num_workers
+
 
 def gpu_job(job_id: int, submit_s: float, duration_s: float, gpus: int) -> JobSpec:
     return JobSpec(

@@ -249,6 +249,7 @@ def compare(
 
 _HEADERS = {
     "avg_jct_s": "avg\nJCT",
+    "jct_over_bound": "JCT\n÷\nbound",
     "p95_jct_s": "p95\nJCT",
     "makespan_s": "make-\nspan",
     "avg_slowdown": "avg\nslow-\ndown",

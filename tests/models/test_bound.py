@@ -69,3 +69,12 @@ def test_elastic_locality_and_replica_best_speeds() -> None:
     )  # fmt: skip
     assert math.isclose(Locality().best_speed(insensitive), 2 / 1.4)
     assert math.isclose(ReplicaScaling(0.0).best_speed(elastic), 2.0)
+
+
+def test_summary_reports_the_bound_and_the_ratio() -> None:
+    wl = make_workload("dl2", seed=3, num_jobs=20)
+    expected = sum(no_wait_bound_s(spec, wl.model) for spec in wl.jobs) / len(wl.jobs)
+    summary = dlsched.simulate(wl, "drf", seed=3, noise=0.0).summary()
+    assert math.isclose(summary["jct_lower_bound_s"], expected)
+    assert summary["jct_over_bound"] == summary["avg_jct_s"] / summary["jct_lower_bound_s"]
+    assert summary["jct_over_bound"] >= 1.0

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from dlsched.models.base import no_wait_bound_s
 from dlsched.sim.metrics import Timeline, jain_index
 
 if TYPE_CHECKING:
@@ -57,6 +58,8 @@ class Result:
     gpu_util: float
     cpu_util: float
     params: dict[str, Any] = field(default_factory=dict)
+    jct_bound_s: float = float("nan")
+    """Mean no-wait lower bound of the finished jobs' JCT (s; `models.base.no_wait_bound_s`)."""
 
     @staticmethod
     def build(sim: Simulator, wall_s: float) -> Result:
@@ -87,6 +90,11 @@ class Result:
         start = sim.specs[0].submit_time_s if sim.specs else 0.0
         span = max(sim.now_s - start, 1e-9)
         total = sim.cluster.total
+        bound = (
+            float(np.mean([no_wait_bound_s(run.spec, sim.model) for run in sim.finished]))
+            if sim.finished
+            else float("nan")
+        )
         return Result(
             workload=sim.workload_name,
             scheduler=sim.scheduler.name,
@@ -100,6 +108,7 @@ class Result:
             end_s=sim.now_s,
             gpu_util=sim._busy_gpu_s / (total.gpu * span) if total.gpu else 0.0,
             cpu_util=sim._busy_cpu_s / (total.cpu * span) if total.cpu else 0.0,
+            jct_bound_s=bound,
         )
 
     def column(self, name: str) -> np.ndarray:
@@ -121,6 +130,8 @@ class Result:
             "jobs": self.num_jobs,
             "finished": len(self.records),
             "avg_jct_s": stat(jct, np.mean),
+            "jct_lower_bound_s": self.jct_bound_s,
+            "jct_over_bound": stat(jct, np.mean) / self.jct_bound_s,
             "median_jct_s": stat(jct, np.median),
             "p95_jct_s": stat(jct, lambda v: np.percentile(v, 95)),
             "p99_jct_s": stat(jct, lambda v: np.percentile(v, 99)),
