@@ -114,13 +114,23 @@ _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off"}
 
 
-def parse_option_value(key: str, raw: str, option: str = "--option") -> Any:
-    """``raw`` as the type `OPTION_BOUNDS` gives ``key``, within its range.
+VARY_BOUNDS: dict[str, Bound] = {
+    **OPTION_BOUNDS,
+    "servers": Bound("int", 1, MAX_SERVERS),
+    "load": Bound("float", 0.0, MAX_LOAD, low_open=True),
+}
+"""Bounds of ``train dl2 --vary`` values: the ``-o`` keys plus the settings that have flags."""
+
+
+def parse_option_value(
+    key: str, raw: str, option: str = "--option", bounds: dict[str, Bound] = OPTION_BOUNDS
+) -> Any:
+    """``raw`` as the type ``bounds`` (default `OPTION_BOUNDS`) gives ``key``, within its range.
 
     Raises:
         ValueError: naming ``option``, the key and what it accepts.
     """
-    bound = OPTION_BOUNDS.get(key)
+    bound = bounds.get(key)
     where = f"{option} {key}={raw}"
     if bound is None:
         return _untyped(raw, where)

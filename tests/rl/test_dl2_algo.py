@@ -157,3 +157,17 @@ def test_vary_draws_a_setting_per_episode() -> None:
         assert env.workload is not None
         sizes.add(len(env.workload.make_cluster().servers))
     assert sizes == {3, 5, 9}
+
+
+@pytest.mark.parametrize(
+    "item", ["servers", "servers=", "servers=abc,1", "servers=0", "load=nan", "num_jobs=1e9"]
+)
+def test_vary_values_are_typed_and_bounded(item: str) -> None:
+    from dlsched.papers.dl2.command import _parse_vary
+
+    with pytest.raises(ValueError, match="--vary"):
+        _parse_vary([item])
+    assert _parse_vary(["servers=8,13", "load=0.8,1.5"]) == {
+        "servers": (8, 13),
+        "load": (0.8, 1.5),
+    }

@@ -9,6 +9,7 @@ import typer
 from rich.progress import TextColumn
 from rich.table import Table
 
+from dlsched.cli_args import VARY_BOUNDS, parse_option_value
 from dlsched.commands.common import one_line_errors, out, parse_options, progress_bar
 
 
@@ -160,11 +161,15 @@ def train_dl2_command(
 
 
 def _parse_vary(items: list[str] | None) -> dict[str, tuple[object, ...]]:
-    """``["servers=8,13"]`` → ``{"servers": (8, 13)}`` (values parsed as ``-o`` values are)."""
+    """``["servers=8,13"]`` → ``{"servers": (8, 13)}`` (each value typed and bounded as an ``-o``
+    value, `dlsched.cli_args.parse_option_value`; the generator refuses unknown keys)."""
     vary: dict[str, tuple[object, ...]] = {}
     for item in items or []:
         key, sep, values = item.partition("=")
         if not sep or not key or not values:
             raise ValueError(f"--vary {item!r}: expected KEY=V1,V2,…")
-        vary[key] = tuple(parse_options([f"{key}={v}"])[key] for v in values.split(","))
+        name = key.replace("-", "_")
+        vary[name] = tuple(
+            parse_option_value(name, v, "--vary", VARY_BOUNDS) for v in values.split(",")
+        )
     return vary
