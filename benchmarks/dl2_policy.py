@@ -31,12 +31,12 @@ import time
 import numpy as np
 import torch
 
+from dlsched.api import simulate
 from dlsched.core import ClusterView, Decision
 from dlsched.experiments.compare import parse_seeds
 from dlsched.papers.dl2.scheduler import SHIPPED, load_dl2
 from dlsched.schedulers.base import Scheduler
 from dlsched.schedulers.registry import make_scheduler
-from dlsched.sim import simulate
 
 BASELINES = ("drf", "optimus", "efficient-srtf")
 

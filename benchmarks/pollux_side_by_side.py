@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dlsched.sim import simulate
+from dlsched.api import simulate
 from dlsched.workloads.pollux import RESCALE, make_pollux
 
 DLSCHED = {

@@ -24,11 +24,11 @@ import time
 import numpy as np
 import torch
 
+from dlsched.api import simulate
 from dlsched.core import ClusterView, Decision
 from dlsched.papers.sched2.train import DEFAULT_LOAD, TEST_SEEDS
 from dlsched.schedulers.base import BaseScheduler, Scheduler
 from dlsched.schedulers.registry import make_scheduler
-from dlsched.sim import simulate
 from dlsched.workloads.registry import make_workload
 
 BASELINES = ("sif", "dsif", "saf", "lrf", "spf", "fifo")

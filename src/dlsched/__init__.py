@@ -7,7 +7,8 @@ Quick start::
     print(result.summary()["avg_jct_s"])
 """
 
-from dlsched.sim import Result, simulate
+from dlsched.api import simulate
+from dlsched.sim import Result
 
 __version__ = "0.1.0"
 __all__ = ["Result", "__version__", "simulate"]

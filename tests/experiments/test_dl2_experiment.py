@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from dlsched.api import simulate
 from dlsched.cli import app
 from dlsched.core import ClusterView, Decision
 from dlsched.experiments.registry import experiments
@@ -17,7 +18,6 @@ from dlsched.papers.dl2.experiments import EpochEstimateError
 from dlsched.papers.dl2.experiments_training import SEEN_TYPES, UNSEEN_TYPES, only_types
 from dlsched.schedulers.base import BaseScheduler
 from dlsched.schedulers.registry import make_scheduler
-from dlsched.sim import simulate
 from dlsched.workloads.registry import make_workload
 
 PNG_MAGIC = b"\x89PNG"

@@ -14,8 +14,9 @@ from typer.testing import CliRunner
 
 from dlsched.cli import app
 from dlsched.core import ClusterView, Decision
-from dlsched.live.cluster import LiveCluster, LiveSnapshot
+from dlsched.live.cluster import LiveCluster
 from dlsched.live.online import OnlineLearning
+from dlsched.live.snapshot import LiveSnapshot
 from dlsched.live.stream import LiveJobRequest, make_stream
 from dlsched.rl.checkpoint import read_card
 from dlsched.schedulers.base import BaseScheduler

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dlsched.sim import simulate
+from dlsched.api import simulate
 from dlsched.workloads.pollux import RESCALE, make_pollux
 from dlsched.workloads.registry import make_workload
 

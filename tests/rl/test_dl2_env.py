@@ -7,11 +7,11 @@ from gymnasium.utils.env_checker import check_env
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dlsched.api import simulate
 from dlsched.papers.dl2.env import TRAIN_SEED_MIN, Dl2Env
 from dlsched.papers.dl2.state import Dl2Shape, Dl2Slot
 from dlsched.rl.sim_driver import SimDriver
 from dlsched.schedulers.registry import make_scheduler
-from dlsched.sim import simulate
 from dlsched.workloads.registry import make_workload
 
 SMALL = {"servers": 3, "num_jobs": 12}

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 
+from dlsched.api import simulate
 from dlsched.core import ClusterView, Decision
 from dlsched.papers.dl2.network import (
     Dl2Config,
@@ -24,8 +25,9 @@ from dlsched.papers.dl2.network import (
 from dlsched.papers.dl2.scheduler import SHIPPED
 from dlsched.papers.dl2.state import Dl2Encoder, Dl2Slot
 from dlsched.rl.policy_scheduler import PolicyScheduler
+from dlsched.schedulers.base import BaseScheduler
 from dlsched.schedulers.registry import make_scheduler
-from dlsched.sim import SimulationStalled, simulate
+from dlsched.sim import SimulationStalled
 
 torch.set_num_threads(1)
 
@@ -34,11 +36,10 @@ def _targets(decision: Decision) -> list[tuple[int, int, int]]:
     return [(j, t.num_workers, t.num_ps) for j, t in decision.targets.items()]
 
 
-class _SideBySide:
+class _SideBySide(BaseScheduler):
     """Decides with the fast scheduler and checks the generic loop agrees on every view."""
 
     preemptive = True
-    is_oracle = False
 
     def __init__(
         self, fast: Dl2PolicyScheduler, generic: PolicyScheduler, driver: str | None = None
@@ -87,7 +88,7 @@ def test_incremental_logits_equal_full_logits() -> None:
     fast, full = NumpyPolicy(policy), NumpyPolicy(policy)
     seen = {"steps": 0}
 
-    class _Probe:
+    class _Probe(BaseScheduler):
         preemptive = True
         is_oracle = False
         name = "probe"

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 
+from dlsched.api import simulate
 from dlsched.core import ClusterView, Decision, JobRun
 from dlsched.live.online import OnlineLearning, make_learning_scheduler
 from dlsched.papers.dl2.network import Dl2Config, load, make_policy, save, seed_everything
@@ -17,7 +18,6 @@ from dlsched.papers.dl2.online import Dl2Online, Dl2OnlineConfig, load_dl2_onlin
 from dlsched.rl.checkpoint import read_card
 from dlsched.schedulers.base import BaseScheduler
 from dlsched.schedulers.registry import make_scheduler
-from dlsched.sim import simulate
 
 torch.set_num_threads(1)  # tiny networks: threads only contend on a 2-core CI box
 

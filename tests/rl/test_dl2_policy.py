@@ -7,16 +7,17 @@ from pathlib import Path
 import pytest
 import torch
 
+from dlsched.api import simulate
 from dlsched.core import ClusterView, Decision
 from dlsched.papers.dl2.scheduler import SHIPPED
 from dlsched.rl.checkpoint import read_card
+from dlsched.schedulers.base import BaseScheduler
 from dlsched.schedulers.registry import make_scheduler
-from dlsched.sim import simulate
 
 torch.set_num_threads(1)
 
 
-class _Checked:
+class _Checked(BaseScheduler):
     """Wraps a scheduler and checks the cluster is within capacity at every decision."""
 
     preemptive = True

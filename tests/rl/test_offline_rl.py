@@ -8,6 +8,7 @@ import math
 import pytest
 import torch
 
+from dlsched.api import simulate
 from dlsched.core import ClusterView, Decision
 from dlsched.models.measured_ps import MeasuredPS, load_measurements
 from dlsched.papers.dl2.env import Dl2Env
@@ -15,8 +16,8 @@ from dlsched.papers.dl2.offline_rl import FitSpec, fit_speed_model, fitted_trans
 from dlsched.papers.dl2.scheduler import SHIPPED_OFFLINE_RL
 from dlsched.papers.dl2.state import Dl2Shape
 from dlsched.rl.checkpoint import read_card
+from dlsched.schedulers.base import BaseScheduler
 from dlsched.schedulers.registry import make_scheduler
-from dlsched.sim import simulate
 
 torch.set_num_threads(1)
 
@@ -76,7 +77,7 @@ def test_training_simulator_runs_on_the_fitted_speeds() -> None:
     assert checked > 0
 
 
-class _Checked:
+class _Checked(BaseScheduler):
     """Checks the cluster is within capacity at every decision of the wrapped scheduler."""
 
     preemptive = True

@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from dlsched.api import simulate
 from dlsched.papers.sched2.algorithm import greedy_action
 from dlsched.papers.sched2.env import Sched2Env
 from dlsched.papers.sched2.policy import POLICY_DIR, load_policy, make_scheduler_from
 from dlsched.schedulers.registry import make_scheduler
-from dlsched.sim import simulate
 from dlsched.workloads.registry import make_workload
 from tests.schedulers.helpers import checked_run
 

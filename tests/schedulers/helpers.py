@@ -14,6 +14,7 @@ from dlsched.core import (
     JobRun,
     JobSpec,
     Resources,
+    Status,
 )
 from dlsched.placement import make_placement
 from dlsched.schedulers.base import Scheduler
@@ -163,14 +164,15 @@ class CheckedSimulator(Simulator):
 
     finished_ids: list[int]
 
-    def _schedule_point(self, t: float) -> None:
-        super()._schedule_point(t)
+    def apply(self, decision: Decision) -> dict[int, Status]:
+        statuses = super().apply(decision)
         self.cluster.assert_consistent()
         used = self.cluster.used_total().as_tuple()
         cap = self.cluster.total.as_tuple()
         assert all(u <= c + 1e-6 for u, c in zip(used, cap, strict=True))
         for run in self.running.values():
             assert self.cluster.allocation_of(run.job_id) == run.allocation
+        return statuses
 
     def _finish(self, run: JobRun, t: float) -> None:
         assert run.finish_s is None, f"job {run.job_id} finished twice"

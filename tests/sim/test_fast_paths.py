@@ -12,7 +12,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from dlsched.core import Allocation, Arch, Cluster, JobRun, JobSpec, Resources, Status
+from dlsched.core import Allocation, Arch, Cluster, Decision, JobRun, JobSpec, Resources, Status
 from dlsched.core.cluster import capacity_for, tasks_that_fit
 from dlsched.placement import make_placement
 from dlsched.schedulers.common import FreeTracker
@@ -186,13 +186,14 @@ class _CountingSimulator(Simulator):
         self.plain_slots: dict[int, int] = {}
         self.points_checked = 0
 
-    def _schedule_point(self, t: float) -> None:
-        super()._schedule_point(t)
+    def apply(self, decision: Decision) -> dict[int, Status]:
+        statuses = super().apply(decision)
         for run in self.running.values():
             self.plain_slots[run.job_id] = self.plain_slots.get(run.job_id, 0) + 1
         for job_id, run in self.runs.items():
             assert run.slots_run == self.plain_slots.get(job_id, 0)
         self.points_checked += 1
+        return statuses
 
 
 def _loop_fragmentation(cluster: Cluster, running: Iterable[JobRun], now_s: float) -> float:

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dlsched.core import Allocation, Arch, ClusterView, Code, Decision, JobRun, Target
+from dlsched.core import Allocation, Arch, ClusterView, Code, Decision, JobRun, Status, Target
 from dlsched.schedulers.base import BaseScheduler
 from dlsched.schedulers.drf import Drf
 from dlsched.schedulers.fifo import Fifo
@@ -18,11 +18,12 @@ from tests.helpers import gpu_job, make_sim, ps_job, random_jobs
 class Checked(Simulator):
     """Checks the engine's invariants at every step."""
 
-    def _schedule_point(self, t: float) -> None:
-        super()._schedule_point(t)
+    def apply(self, decision: Decision) -> dict[int, Status]:
+        statuses = super().apply(decision)
         self.cluster.assert_consistent()
         for run in self.running.values():
             assert self.cluster.allocation_of(run.job_id) == run.allocation
+        return statuses
 
     def _finish(self, run: JobRun, t: float) -> None:
         # work conservation: the integrated rate reaches the job's total exactly when it ends

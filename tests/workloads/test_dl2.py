@@ -141,7 +141,7 @@ def test_registered() -> None:
 
 
 def test_runs_in_the_simulator() -> None:
-    from dlsched.sim import simulate
+    from dlsched.api import simulate
 
     wl = make_dl2(0, num_jobs=20)
     result = simulate(wl, "fifo", 0)

@@ -21,7 +21,7 @@ from dlsched.commands.common import clean, err, fmt_metric, one_line_errors, out
 from dlsched.schedulers.registry import make_scheduler
 
 if TYPE_CHECKING:  # the live runtime imports PyTorch: only when `live run` runs
-    from dlsched.live.cluster import LiveSnapshot, ScalingEvent
+    from dlsched.live.snapshot import LiveSnapshot, ScalingEvent
 
 
 def render(snap: LiveSnapshot, scheduler: str) -> Group:
@@ -77,7 +77,7 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 
 
 def _write_outputs(out_dir: Path, summary: dict[str, Any], events: list[ScalingEvent]) -> None:
-    from dlsched.live.cluster import ScalingEvent
+    from dlsched.live.snapshot import ScalingEvent
 
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")

@@ -2,14 +2,57 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any, overload
 
 from dlsched.core.cluster import Cluster
 from dlsched.core.decision import Allocation, Status
 from dlsched.core.job import JobRun, JobSpec
 
 SpeedOracle = Callable[[JobSpec, Allocation], float]
+
+
+class ReadOnlyList(Sequence[JobRun]):
+    """A list of jobs a scheduler can read but not change (the engine's own, not a copy).
+
+    Indexing and slicing give what a list gives; there is no ``append``, ``sort``, ``clear`` or
+    item assignment, so a scheduler cannot corrupt the engine's queue through its view.
+    """
+
+    __slots__ = ("_items",)
+
+    def __init__(self, items: list[JobRun]) -> None:
+        self._items = items
+
+    @overload
+    def __getitem__(self, index: int) -> JobRun: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[JobRun]: ...
+    def __getitem__(self, index: int | slice) -> JobRun | list[JobRun]:
+        return self._items[index]
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self) -> Iterator[JobRun]:
+        return iter(self._items)
+
+    def __reversed__(self) -> Iterator[JobRun]:
+        return reversed(self._items)
+
+    def __contains__(self, item: Any) -> bool:
+        return item in self._items
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ReadOnlyList):
+            return self._items == other._items
+        return isinstance(other, list | tuple) and self._items == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"ReadOnlyList({self._items!r})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,10 +62,12 @@ class ClusterView:
     Attributes:
         now_s: current time, seconds.
         cluster: capacities, free resources and allocations (read it; do not call ``allocate``).
-        pending: submitted jobs holding no resources, in arrival order (includes suspended ones).
-        running: jobs holding resources, in arrival order.
+        pending: submitted jobs holding no resources, in arrival order (includes suspended ones);
+            read-only.
+        running: jobs holding resources, in arrival order; read-only.
         interval_s: time until the next periodic scheduling point (None if event-driven only).
-        last_status: job id → placement outcome of the previous decision, where it failed.
+        last_status: job id → placement outcome of the previous decision, where it failed
+            (read-only).
     """
 
     now_s: float

@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from dlsched.sim import Result, simulate
+from dlsched.api import simulate
+from dlsched.sim import Result
 
 METRICS = (
     "avg_jct_s",

@@ -22,10 +22,11 @@ Modules:
   `online` (the hook for online learning).
 """
 
-from dlsched.live.cluster import LiveCluster, LiveSnapshot, ScalingEvent
+from dlsched.live.cluster import LiveCluster
 from dlsched.live.config import JobConfig, Roster
 from dlsched.live.job import LiveJob, LiveJobError, ScalingReport
 from dlsched.live.reference import reference_train
+from dlsched.live.snapshot import LiveSnapshot, ScalingEvent
 from dlsched.live.stream import LiveJobRequest, make_stream
 
 __all__ = [

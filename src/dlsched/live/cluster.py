@@ -6,14 +6,10 @@ its coordinator reports them, converted to epochs as `JobSpec.total_work`), and 
 applied to real processes: a pending job is started (`LiveJob.start`), a running job is resized
 with DL2's hot scaling (`LiveJob.scale_to`), a job left out by a preemptive scheduler is
 checkpointed and stopped (`LiveJob.suspend`) and later relaunched from its checkpoint
-(`LiveJob.resume`). Changes are applied shrinks first, then growth in decision order, through
-the same `Cluster` bookkeeping and placement policies as the simulator, so allocation never
-exceeds capacity. The run ends with the same `Result` (summary metrics, per-job CSV) as a
-simulation.
-
-Over 600 lines because it still holds its own copy of the decision-applying rules (validation,
-shrink before grow, placement) and builds its `Result` by hand; both move out when the shared
-executor of issue 14 lands, which leaves this file the actuation and measurement loop only.
+(`LiveJob.resume`). Decisions go through the simulator's own `Executor` (validation, the
+both-kinds rule of PS jobs, shrinks before growth, placement, the `Cluster` bookkeeping that
+refuses over-allocation); this module is only its `Actuator` and the measurement loop. The run
+ends with a `Result` built by `Result.from_runs`, as a simulation's is.
 
 Every process is stopped by `close` (also at the end of `run`, on an exception and on Ctrl-C).
 """
@@ -31,83 +27,21 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from dlsched.core import Allocation, Arch, Cluster, ClusterView, Decision, JobRun, Status
+from dlsched.core import Allocation, Cluster, ClusterView, Decision, JobRun, Status
 from dlsched.live import launcher
 from dlsched.live.job import LiveJob, LiveJobError
+from dlsched.live.snapshot import JobRow, LiveSnapshot, ScalingEvent, job_state
 from dlsched.live.stream import LiveJobRequest, epochs_per_step, live_server
 from dlsched.placement import make_placement
-from dlsched.schedulers.base import Scheduler
-from dlsched.sim.metrics import Timeline, fragmentation
-from dlsched.sim.result import JobRecord, Result
+from dlsched.schedulers.base import Scheduler, check_scheduler
+from dlsched.sim.executor import Executor
+from dlsched.sim.metrics import Timeline
+from dlsched.sim.result import Result, RunTotals
 
 log = logging.getLogger(__name__)
 
 MAX_START_FAILURES = 3
 """A job that fails to start (or resume) this many times is given up as failed."""
-
-
-@dataclass(frozen=True, slots=True)
-class JobRow:
-    """One job as the live view shows it.
-
-    Attributes:
-        state: ``waiting`` (not arrived), ``pending``, ``running``, ``suspended``, ``finished``
-            or ``failed``.
-        steps: synchronous steps done; total_steps: steps to do.
-        speed: measured steps per second (0 when unknown or not running).
-    """
-
-    job_id: int
-    model: str
-    state: str
-    num_ps: int
-    num_workers: int
-    steps: int
-    total_steps: int
-    speed: float
-    rescales: int
-
-
-@dataclass(frozen=True, slots=True)
-class LiveSnapshot:
-    """What the live view renders after each slot.
-
-    Attributes:
-        now_s: seconds since the run started.
-        slot: scheduling slots so far.
-        jobs: every job of the stream.
-        used: resources held now; total: capacity of this machine.
-        processes: processes of the jobs running now.
-    """
-
-    now_s: float
-    slot: int
-    jobs: list[JobRow]
-    used: tuple[float, float, float]
-    total: tuple[float, float, float]
-    processes: int
-
-
-@dataclass(frozen=True, slots=True)
-class ScalingEvent:
-    """One action on a real job.
-
-    Attributes:
-        t_s: seconds since the run started.
-        action: ``start``, ``hot`` (hot scaling), ``suspend``, ``resume`` or ``failed``.
-        before, after: (PS, workers).
-        seconds: wall time of the action; suspension_s: workers' suspension (hot only).
-        error: why a failed action failed.
-    """
-
-    t_s: float
-    job_id: int
-    action: str
-    before: tuple[int, int]
-    after: tuple[int, int]
-    seconds: float
-    suspension_s: float = 0.0
-    error: str = ""
 
 
 @dataclass(slots=True)
@@ -162,7 +96,8 @@ class LiveCluster:
         on_decision: Callable[[ClusterView, Decision], None] | None = None,
         job_timeout_s: float = 60.0,
     ) -> None:
-        if getattr(scheduler, "is_oracle", False):
+        check_scheduler(scheduler)
+        if scheduler.is_oracle:
             raise ValueError(
                 f"scheduler {scheduler.name!r} is an oracle; a live cluster has no true speeds"
             )
@@ -176,6 +111,7 @@ class LiveCluster:
         self.slot_s = slot_s
         self.cluster = Cluster([live_server(cores)])
         self.placement = make_placement(placement)
+        self.executor = Executor(self.cluster, self.placement)
         self.seed = seed
         self.poll_s = poll_s
         self.horizon_s = horizon_s
@@ -242,9 +178,7 @@ class LiveCluster:
             self.close()
 
     def _run(self) -> Result:
-        reset = getattr(self.scheduler, "reset", None)
-        if callable(reset):
-            reset()
+        self.scheduler.reset()
         launcher.warm_up()
         self._t0 = time.monotonic()
         wall0 = time.perf_counter()
@@ -385,64 +319,33 @@ class LiveCluster:
         self._record_timeline(self._clock())
 
     def _apply(self, decision: Decision) -> dict[int, Status]:
-        """Shrinks first (suspensions included), then growth in decision order."""
-        statuses: dict[int, Status] = {}
-        preemptive = getattr(self.scheduler, "preemptive", False)
-        targets = decision.targets
-        shrink: list[tuple[_Live, int, int, Allocation | None]] = []
-        grow: list[tuple[_Live, int, int, Allocation | None]] = []
-        if preemptive:
-            for live in self._running():
-                if live.run.job_id not in targets:
-                    shrink.append((live, 0, 0, None))
-        for job_id, target in targets.items():
-            maybe = self.jobs.get(job_id)
-            if maybe is None or maybe.run.finished or maybe.failed or not maybe.arrived:
-                statuses[job_id] = Status.invalid(f"job {job_id} is not active")
-                continue
-            live = maybe
-            status = _validate(live.run, target.num_workers, target.num_ps, preemptive)
-            if not status.ok:
-                statuses[job_id] = status
-                continue
-            alloc = live.run.allocation
-            if target.num_workers == alloc.num_workers and target.num_ps == alloc.num_ps:
-                continue
-            item = (live, target.num_workers, target.num_ps, target.placement)
-            if target.num_workers <= alloc.num_workers and target.num_ps <= alloc.num_ps:
-                shrink.append(item)
-            else:
-                grow.append(item)
-        for live, workers, ps, placement in shrink + grow:
-            status = self._reallocate(live, workers, ps, placement)
-            if not status.ok:
-                statuses[live.run.job_id] = status
-        return statuses
+        """Apply ``decision`` through the shared executor; failed targets' statuses."""
+        return self.executor.apply(
+            decision,
+            active=self._active,
+            running=[lv.run for lv in self._running()],
+            preemptive=self.scheduler.preemptive,
+            actuator=self,
+            source=self.scheduler.name,
+        )
 
-    def _reallocate(
-        self, live: _Live, workers: int, ps: int, placement: Allocation | None
-    ) -> Status:
-        run = live.run
+    def _active(self, job_id: int) -> JobRun | None:
+        live = self.jobs.get(job_id)
+        if live is None or live.run.finished or live.failed or not live.arrived:
+            return None
+        return live.run
+
+    def change(self, run: JobRun, old: Allocation, new: Allocation) -> Status:
+        """The executor's `Actuator`: make the real job hold ``new`` (the cluster already does).
+
+        A failed action is recorded and refused (the executor gives the job ``old`` back); a job
+        that fails to start `MAX_START_FAILURES` times is given up.
+        """
+        live = self.jobs[run.job_id]
         spec = run.spec
-        old = run.allocation
-        new: Allocation | Status
-        if workers == 0:
-            new = Allocation.EMPTY
-        elif placement is not None:
-            if placement.num_workers != workers or placement.num_ps != ps:
-                return Status.invalid(f"job {spec.job_id}: placement counts differ from target")
-            new = placement
-        else:
-            new = self.placement.place(self.cluster, spec, old, workers, max(ps, 1))
-        if isinstance(new, Status):
-            return new
-        status = self.cluster.allocate(spec, new)
-        if not status.ok:
-            return status
         try:
             self._actuate(live, old, new)
         except (LiveJobError, ValueError) as exc:
-            self.cluster.allocate(spec, old)
             before = (old.num_ps, old.num_workers)
             self.events.append(
                 ScalingEvent(
@@ -462,7 +365,7 @@ class LiveCluster:
             run.rate = 0.0
             live.speed = 0.0
         self.pids_seen.update(self.alive_pids())
-        return status
+        return Status.success()
 
     def _actuate(self, live: _Live, old: Allocation, new: Allocation) -> None:
         """Make the real job match ``new`` (processes started, resized, or stopped)."""
@@ -507,36 +410,22 @@ class LiveCluster:
     # ------------------------------------------------------------------ output
 
     def _record_timeline(self, t: float) -> None:
-        total = self.cluster.total
         used = self.cluster.used_total()
         running = [lv.run for lv in self._running()]
-        self.timeline.add(
-            t,
-            gpu_util=used.gpu / total.gpu if total.gpu else 0.0,
-            cpu_util=used.cpu / total.cpu if total.cpu else 0.0,
-            fragmentation=fragmentation(self.cluster, running, t),
-            running=len(running),
-            pending=len(self._pending()),
-        )
+        self.timeline.sample(t, self.cluster, running, len(self._pending()), (used.gpu, used.cpu))
 
     def snapshot(self) -> LiveSnapshot:
         """The state the live view shows."""
         rows = []
         for live in self.jobs.values():
             run = live.run
-            job = live.job
-            if live.failed:
-                state = "failed"
-            elif run.finished:
-                state = "finished"
-            elif run.running:
-                state = "running"
-            elif job is not None and job.suspended:
-                state = "suspended"
-            elif live.arrived:
-                state = "pending"
-            else:
-                state = "waiting"
+            state = job_state(
+                failed=bool(live.failed),
+                finished=run.finished,
+                running=run.running,
+                suspended=live.job is not None and live.job.suspended,
+                arrived=live.arrived,
+            )
             rows.append(
                 JobRow(
                     run.job_id,
@@ -578,50 +467,25 @@ class LiveCluster:
         return steps / speed if speed > 0 else float("nan")
 
     def _result(self, wall_s: float) -> Result:
-        records = []
-        for live in sorted(self.jobs.values(), key=lambda lv: lv.run.job_id):
-            run = live.run
-            if run.finish_s is None or run.first_start_s is None:
-                continue
-            spec = run.spec
-            jct = run.finish_s - spec.submit_time_s
-            ideal = self._ideal_s(live)
-            run.ideal_duration_s = ideal
-            records.append(
-                JobRecord(
-                    job_id=spec.job_id,
-                    model=spec.model,
-                    submit_s=spec.submit_time_s,
-                    start_s=run.first_start_s,
-                    finish_s=run.finish_s,
-                    jct_s=jct,
-                    wait_s=run.first_start_s - spec.submit_time_s,
-                    ideal_s=ideal,
-                    slowdown=jct / ideal if ideal > 0 else float("nan"),
-                    effectiveness=ideal / jct if jct > 0 and ideal > 0 else float("nan"),
-                    num_workers=spec.num_workers,
-                    num_ps=spec.num_ps,
-                    num_gpus=spec.num_gpus,
-                    rescales=run.rescales,
-                )
-            )
+        finished = [lv.run for lv in self.jobs.values() if lv.run.finished]
+        for live in self.jobs.values():
+            if live.run.finished:
+                live.run.ideal_duration_s = self._ideal_s(live)
         span = max(self._now, 1e-9)
         total = self.cluster.total
-        return Result(
+        totals = RunTotals(
             workload="live",
             scheduler=self.scheduler.name,
             seed=self.seed,
             num_jobs=len(self.jobs),
-            records=records,
-            timeline=self.timeline,
             events=len(self.events),
             decisions=self.decisions,
             wall_s=wall_s,
             end_s=self._now,
             gpu_util=self._busy_gpu_s / (total.gpu * span) if total.gpu else 0.0,
             cpu_util=self._busy_cpu_s / (total.cpu * span) if total.cpu else 0.0,
-            params=self.params(),
         )
+        return Result.from_runs(finished, totals, self.timeline, self.params())
 
     def params(self) -> dict[str, Any]:
         """The run's settings, for the result."""
@@ -633,23 +497,3 @@ class LiveCluster:
             "poll_s": self.poll_s,
             "horizon_s": self.horizon_s,
         }
-
-
-def _validate(run: JobRun, workers: int, ps: int, preemptive: bool) -> Status:
-    """As the simulator: caps, minimums, and no resizing by a non-preemptive scheduler."""
-    spec = run.spec
-    if workers > spec.max_workers or (0 < workers < spec.min_workers):
-        return Status.invalid(
-            f"job {spec.job_id}: {workers} workers outside [{spec.min_workers}, {spec.max_workers}]"
-        )
-    if ps > (spec.max_ps if spec.arch is Arch.PS else 0):
-        return Status.invalid(f"job {spec.job_id}: {ps} PS above its cap")
-    if (
-        not preemptive
-        and run.running
-        and (workers != run.allocation.num_workers or ps != run.allocation.num_ps)
-    ):
-        return Status.invalid(
-            f"job {spec.job_id}: a non-preemptive scheduler cannot resize a running job"
-        )
-    return Status.success()

@@ -1,4 +1,11 @@
-"""The scheduler contract every policy implements, heuristic or learned."""
+"""The scheduler contract every policy implements, heuristic or learned.
+
+`Scheduler` is the contract: a name, two labels (`preemptive`, `is_oracle`), ``reset()`` and
+``decide(view)``. `BaseScheduler` gives the labels and ``reset`` their defaults; subclass it.
+`WrappingScheduler` is the one base for schedulers that wrap another (recorders, probes,
+estimate-error injectors): it forwards the labels and ``reset``. Backends call
+`check_scheduler` once and then use the contract directly, without probing.
+"""
 
 from __future__ import annotations
 
@@ -23,7 +30,12 @@ class Scheduler(Protocol):
     preemptive: ClassVar[bool]
     is_oracle: ClassVar[bool]
 
-    def decide(self, view: ClusterView) -> Decision: ...
+    def reset(self) -> None:
+        """Forget per-episode state (called by the backend before a run)."""
+
+    def decide(self, view: ClusterView) -> Decision:
+        """This scheduling point's decision, from what ``view`` shows."""
+        ...
 
 
 class BaseScheduler:
@@ -38,3 +50,37 @@ class BaseScheduler:
 
     def decide(self, view: ClusterView) -> Decision:  # pragma: no cover - abstract
         raise NotImplementedError
+
+
+class WrappingScheduler(BaseScheduler):
+    """A scheduler that wraps ``inner``: same name and labels, ``reset`` forwarded, and by
+    default the same decisions (override `decide` to observe or change them)."""
+
+    def __init__(self, inner: Scheduler) -> None:
+        self.inner = check_scheduler(inner)
+        self.name = inner.name
+        # per instance: a wrapper is as preemptive and as much an oracle as what it wraps
+        self.preemptive = inner.preemptive  # type: ignore[misc]
+        self.is_oracle = inner.is_oracle  # type: ignore[misc]
+
+    def reset(self) -> None:
+        self.inner.reset()
+
+    def decide(self, view: ClusterView) -> Decision:
+        return self.inner.decide(view)
+
+
+_CONTRACT = ("name", "preemptive", "is_oracle", "reset", "decide")
+
+
+def check_scheduler(scheduler: object) -> Scheduler:
+    """``scheduler`` if it has the whole contract, else TypeError saying what it lacks."""
+    missing = [m for m in _CONTRACT if not hasattr(scheduler, m)]
+    if missing:
+        raise TypeError(
+            f"{type(scheduler).__name__} is not a scheduler: it lacks {', '.join(missing)} "
+            "(subclass dlsched.schedulers.base.BaseScheduler)"
+        )
+    if not callable(scheduler.decide) or not callable(scheduler.reset):  # type: ignore[attr-defined]
+        raise TypeError(f"{type(scheduler).__name__}: decide and reset must be methods")
+    return scheduler  # type: ignore[return-value]

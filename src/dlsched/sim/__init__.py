@@ -1,92 +1,25 @@
-"""The event engine, the simulator and its metrics; `simulate` is the one-call entry point."""
+"""The engine: the event queue, the simulator with its public stepping API, the shared
+executor that applies decisions, and the run's metrics.
+
+It knows no scheduler or workload by name; `dlsched.api.simulate` (also `dlsched.simulate`)
+resolves names and runs one simulation in one call.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
-from dlsched.placement import make_placement
-from dlsched.schedulers.base import Scheduler
-from dlsched.schedulers.registry import make_scheduler
 from dlsched.sim.config import RescaleCost, SimConfig
-from dlsched.sim.result import JobRecord, Result
+from dlsched.sim.executor import Actuator, Executor
+from dlsched.sim.result import JobRecord, Result, RunTotals
 from dlsched.sim.simulator import SimulationStalled, Simulator
-from dlsched.workloads.base import Workload
-from dlsched.workloads.registry import make_workload
-
-_UNSET: Any = object()
-
-
-def simulate(
-    workload: str | Workload = "dl2",
-    scheduler: str | Scheduler = "drf",
-    seed: int = 0,
-    *,
-    servers: int | None = None,
-    load: float | None = None,
-    placement: str | None = None,
-    noise: float | None = None,
-    interval_s: float | None = _UNSET,
-    on_events: bool | None = None,
-    horizon_s: float | None = None,
-    rescale: RescaleCost | None = None,
-    on_job_finished: Callable[[int, int], None] | None = None,
-    **overrides: Any,
-) -> Result:
-    """Run one workload under one scheduler and return its `Result`.
-
-    Args:
-        workload: a registered name (``"dl2"``, ``"philly:6214e9"``, ``"trace:jobs.csv"``) or a
-            `Workload`.
-        scheduler: a registered name (``"drf"``, ``"dl2:PATH"``) or a `Scheduler`.
-        seed: seeds the workload generator and the simulator's noise.
-        servers: cluster size (servers) for generated workloads.
-        load: arrival-rate multiplier (DeepRM: target load fraction).
-        placement: placement policy name; default the workload's.
-        noise: relative std of interference noise on speed; default the workload's.
-        interval_s: periodic scheduling interval (s) or None; default the workload's.
-        on_events: schedule at every arrival/completion; default the workload's.
-        horizon_s: stop at this time (s); unfinished jobs are reported as such.
-        rescale: rescale/restart cost model.
-        on_job_finished: called with (jobs finished, jobs in the workload) after each finish,
-            e.g. to show progress.
-        **overrides: workload generator options (``num_jobs=50``, ``mix="large-jobs"``, …).
-    """
-    if isinstance(workload, str):
-        workload = make_workload(workload, seed=seed, servers=servers, load=load, **overrides)
-    elif servers is not None or load is not None or overrides:
-        raise ValueError("servers, load and generator options apply to workload names only")
-    if isinstance(scheduler, str):
-        scheduler = make_scheduler(scheduler)
-    config = SimConfig(
-        interval_s=workload.interval_s if interval_s is _UNSET else interval_s,
-        on_events=workload.on_events if on_events is None else on_events,
-        horizon_s=horizon_s,
-        noise=workload.noise if noise is None else noise,
-        rescale=rescale or RescaleCost(),
-        seed=seed,
-    )
-    sim = Simulator(
-        workload.jobs,
-        workload.make_cluster(),
-        workload.model,
-        scheduler,
-        make_placement(placement or workload.placement),
-        config,
-        workload_name=workload.name,
-        on_job_finished=on_job_finished,
-    )
-    result = sim.run()
-    result.params = dict(workload.params)
-    return result
-
 
 __all__ = [
+    "Actuator",
+    "Executor",
     "JobRecord",
     "RescaleCost",
     "Result",
+    "RunTotals",
     "SimConfig",
     "SimulationStalled",
     "Simulator",
-    "simulate",
 ]

@@ -39,6 +39,25 @@ class Timeline:
         self.running.append(running)
         self.pending.append(pending)
 
+    def sample(
+        self,
+        t: float,
+        cluster: Cluster,
+        running: Sequence[JobRun],
+        pending: int,
+        used: tuple[float, float],
+    ) -> None:
+        """Add the state at ``t``: ``running`` jobs, ``pending`` jobs, ``used`` (GPUs, CPUs)."""
+        total = cluster.total
+        self.add(
+            t,
+            gpu_util=used[0] / total.gpu if total.gpu else 0.0,
+            cpu_util=used[1] / total.cpu if total.cpu else 0.0,
+            fragmentation=fragmentation(cluster, running, t),
+            running=len(running),
+            pending=pending,
+        )
+
     def time_average(self, column: Sequence[float], end_s: float) -> float:
         """Time-weighted mean of a column, each sample holding until the next (or ``end_s``)."""
         if not self.times:

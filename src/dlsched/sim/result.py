@@ -1,19 +1,21 @@
-"""`Result`: per-job records and summary metrics of one simulation run."""
+"""`Result`: per-job records and summary metrics of one run, simulated or live.
+
+Both the simulator and the live runtime build it the same way, through `Result.from_runs`: the
+finished `JobRun`s (each with its ``ideal_duration_s`` set) and the run's `RunTotals`.
+"""
 
 from __future__ import annotations
 
 import csv
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from dlsched.models.base import no_wait_bound_s
+from dlsched.core import JobRun
 from dlsched.sim.metrics import Timeline, jain_index
-
-if TYPE_CHECKING:
-    from dlsched.sim.simulator import Simulator
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +42,56 @@ class JobRecord:
     num_gpus: int
     rescales: int
 
+    @staticmethod
+    def of(run: JobRun) -> JobRecord:
+        """The record of a finished job (its ``ideal_duration_s`` set; NaN if unknown)."""
+        if run.finish_s is None or run.first_start_s is None:
+            raise ValueError(f"job {run.job_id} has not finished")
+        spec = run.spec
+        jct = run.finish_s - spec.submit_time_s
+        ideal = run.ideal_duration_s
+        return JobRecord(
+            job_id=spec.job_id,
+            model=spec.model,
+            submit_s=spec.submit_time_s,
+            start_s=run.first_start_s,
+            finish_s=run.finish_s,
+            jct_s=jct,
+            wait_s=run.first_start_s - spec.submit_time_s,
+            ideal_s=ideal,
+            slowdown=jct / ideal if ideal > 0 else float("nan"),
+            effectiveness=ideal / jct if jct > 0 else 1.0,
+            num_workers=spec.num_workers,
+            num_ps=spec.num_ps,
+            num_gpus=spec.num_gpus,
+            rescales=run.rescales,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class RunTotals:
+    """What a backend measured of a whole run, besides its jobs.
+
+    Attributes:
+        num_jobs: jobs in the workload (finished or not).
+        events: events handled; decisions: scheduling points decided.
+        wall_s: wall-clock time of the run (s); end_s: simulated or live time at the end (s).
+        gpu_util, cpu_util: time-averaged fraction of the cluster's GPUs / CPUs held.
+        jct_bound_s: mean no-wait lower bound of the finished jobs' JCT (s; NaN if unknown).
+    """
+
+    workload: str
+    scheduler: str
+    seed: int
+    num_jobs: int
+    events: int
+    decisions: int
+    wall_s: float
+    end_s: float
+    gpu_util: float
+    cpu_util: float
+    jct_bound_s: float = float("nan")
+
 
 @dataclass
 class Result:
@@ -62,53 +114,29 @@ class Result:
     """Mean no-wait lower bound of the finished jobs' JCT (s; `models.base.no_wait_bound_s`)."""
 
     @staticmethod
-    def build(sim: Simulator, wall_s: float) -> Result:
-        records = []
-        for run in sorted(sim.finished, key=lambda r: r.job_id):
-            assert run.finish_s is not None and run.first_start_s is not None
-            spec = run.spec
-            jct = run.finish_s - spec.submit_time_s
-            ideal = run.ideal_duration_s
-            records.append(
-                JobRecord(
-                    job_id=spec.job_id,
-                    model=spec.model,
-                    submit_s=spec.submit_time_s,
-                    start_s=run.first_start_s,
-                    finish_s=run.finish_s,
-                    jct_s=jct,
-                    wait_s=run.first_start_s - spec.submit_time_s,
-                    ideal_s=ideal,
-                    slowdown=jct / ideal if ideal > 0 else float("nan"),
-                    effectiveness=ideal / jct if jct > 0 else 1.0,
-                    num_workers=spec.num_workers,
-                    num_ps=spec.num_ps,
-                    num_gpus=spec.num_gpus,
-                    rescales=run.rescales,
-                )
-            )
-        start = sim.specs[0].submit_time_s if sim.specs else 0.0
-        span = max(sim.now_s - start, 1e-9)
-        total = sim.cluster.total
-        bound = (
-            float(np.mean([no_wait_bound_s(run.spec, sim.model) for run in sim.finished]))
-            if sim.finished
-            else float("nan")
-        )
+    def from_runs(
+        finished: Iterable[JobRun],
+        totals: RunTotals,
+        timeline: Timeline,
+        params: dict[str, Any] | None = None,
+    ) -> Result:
+        """The result of a run from its finished jobs (any order) and its totals."""
+        records = [JobRecord.of(run) for run in sorted(finished, key=lambda r: r.job_id)]
         return Result(
-            workload=sim.workload_name,
-            scheduler=sim.scheduler.name,
-            seed=sim.config.seed,
-            num_jobs=len(sim.specs),
+            workload=totals.workload,
+            scheduler=totals.scheduler,
+            seed=totals.seed,
+            num_jobs=totals.num_jobs,
             records=records,
-            timeline=sim.timeline,
-            events=sim.queue.handled + len(sim.specs),
-            decisions=sim._decisions,
-            wall_s=wall_s,
-            end_s=sim.now_s,
-            gpu_util=sim._busy_gpu_s / (total.gpu * span) if total.gpu else 0.0,
-            cpu_util=sim._busy_cpu_s / (total.cpu * span) if total.cpu else 0.0,
-            jct_bound_s=bound,
+            timeline=timeline,
+            events=totals.events,
+            decisions=totals.decisions,
+            wall_s=totals.wall_s,
+            end_s=totals.end_s,
+            gpu_util=totals.gpu_util,
+            cpu_util=totals.cpu_util,
+            params=dict(params or {}),
+            jct_bound_s=totals.jct_bound_s,
         )
 
     def column(self, name: str) -> np.ndarray:

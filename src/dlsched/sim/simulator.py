@@ -1,8 +1,16 @@
 """The trace-driven simulator: arrivals, scheduling points, exact progress, completions.
 
 Progress between events is computed exactly from each job's rate; there is no per-second
-stepping. The scheduler only reads a `ClusterView` and returns a `Decision`; this module is the
-only one that changes cluster and job state.
+stepping. The scheduler only reads a read-only `ClusterView` and returns a `Decision`; the shared
+`Executor` (`dlsched.sim.executor`) validates and places it, and this module is the only one that
+changes job state.
+
+The public stepping API (as SimPy's ``step()``/``peek()``) lets an environment or a debugger
+drive the run one scheduling point at a time; `Simulator.run` is a loop over it::
+
+    while (t := sim.next_point()) is not None:   # simulate to the next scheduling point
+        sim.apply(scheduler.decide(sim.view()))  # decide there and apply
+    result = sim.result()
 """
 
 from __future__ import annotations
@@ -12,6 +20,7 @@ import logging
 import math
 import time
 from collections.abc import Callable, Sequence
+from types import MappingProxyType
 
 import numpy as np
 
@@ -26,13 +35,15 @@ from dlsched.core import (
     Resources,
     Status,
 )
-from dlsched.models.base import ThroughputModel
+from dlsched.core.view import ReadOnlyList
+from dlsched.models.base import ThroughputModel, no_wait_bound_s
 from dlsched.placement.base import Placement
-from dlsched.schedulers.base import Scheduler
+from dlsched.schedulers.base import Scheduler, check_scheduler
 from dlsched.sim.config import SimConfig
 from dlsched.sim.engine import EventKind, EventQueue
-from dlsched.sim.metrics import Timeline, fragmentation
-from dlsched.sim.result import Result
+from dlsched.sim.executor import Executor
+from dlsched.sim.metrics import Timeline
+from dlsched.sim.result import Result, RunTotals
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +57,22 @@ class SimulationStalled(RuntimeError):
     """Jobs wait or hold resources without progress, and nothing will ever change that."""
 
 
+_SUCCESS = Status.success()
+
+
+class _Actuator:
+    """Makes the executor's changes real in the simulation (progress, rates, completions)."""
+
+    __slots__ = ("sim",)
+
+    def __init__(self, sim: Simulator) -> None:
+        self.sim = sim
+
+    def change(self, run: JobRun, old: Allocation, new: Allocation) -> Status:
+        self.sim._set_allocation(run, new, self.sim.now_s)
+        return _SUCCESS
+
+
 class Simulator:
     """Runs one workload under one scheduler.
 
@@ -53,7 +80,8 @@ class Simulator:
         jobs: the jobs, any order (sorted by submission here).
         cluster: an empty cluster.
         model: true speed of each job (noise-free); schedulers never see it unless oracles.
-        scheduler: the policy.
+        scheduler: the policy (`run` calls it; the stepping API reads only its name, whether it
+            is preemptive and whether it is an oracle).
         placement: where tasks go when the decision does not say.
         config: timing, noise, rescale costs, horizon.
         workload_name: for the result.
@@ -75,6 +103,7 @@ class Simulator:
         self.specs = sorted(jobs, key=lambda j: (j.submit_time_s, j.job_id))
         if len({j.job_id for j in self.specs}) != len(self.specs):
             raise ValueError("job ids must be unique")
+        check_scheduler(scheduler)
         self.cluster = cluster
         self.model = model
         self.scheduler = scheduler
@@ -95,7 +124,9 @@ class Simulator:
         self._timeline_step_s = (
             config.timeline_step_s or config.interval_s or max(600.0, span_s / 2000)
         )
-        self._running_list: list[JobRun] | None = []  # running's values; None when stale
+        self.executor = Executor(cluster, placement)
+        self._actuator = _Actuator(self)
+        self._running_list: tuple[JobRun, ...] | None = ()  # running's values; None when stale
         self._slot_clock = [0]  # scheduling points so far, shared by the running jobs
         self._noise: dict[int, float] = {}
         self._next_arrival = 0
@@ -107,6 +138,9 @@ class Simulator:
         self._busy_cpu_s = 0.0
         self._idle_retries = 0
         self._decisions = 0
+        self._started = False
+        self._point_s: float | None = None
+        self._wall0 = time.perf_counter()
         self._check_fits()
 
     def _check_fits(self) -> None:
@@ -125,30 +159,138 @@ class Simulator:
                     f"job {spec.job_id} needs {need} at its smallest, more than the whole cluster"
                 )
 
-    # -- main loop ---------------------------------------------------------------------------
+    # -- main loop and stepping API ------------------------------------------------------------
 
     def run(self) -> Result:
-        """Simulate until every job finishes (or the horizon) and return the metrics."""
-        wall0 = time.perf_counter()
-        reset = getattr(self.scheduler, "reset", None)
-        if callable(reset):
-            reset()
-        interval = self.config.interval_s
-        if interval is not None and self.specs:
-            self.queue.push(self._next_tick_after(self.specs[0].submit_time_s), EventKind.TICK)
+        """Simulate until every job finishes (or the horizon) and return the metrics.
+
+        Raises:
+            SimulationStalled: jobs are left that nothing will ever run (whatever the scheduler
+                returned, a run never ends early without saying so).
+        """
+        scheduler = self.scheduler
+        while self.next_point() is not None:
+            self.apply(scheduler.decide(self.view()))
+        return self.result()
+
+    def next_point(self) -> float | None:
+        """Simulate up to the next scheduling point with active jobs and return its time (s);
+        None once the run is over (every job finished, or the horizon reached).
+
+        Raises:
+            RuntimeError: the current point has no decision yet (call `apply` first).
+            SimulationStalled: the events ran out with jobs unfinished.
+        """
+        if self._point_s is not None:
+            raise RuntimeError(f"scheduling point {self._point_s} s has no decision: apply() one")
+        if not self._started:
+            self._start()
         horizon = self.config.horizon_s if self.config.horizon_s is not None else math.inf
         while True:
             t = min(self.queue.peek_time(), self._next_arrival_time())
             if t == math.inf or t > horizon:
                 if horizon < math.inf:
                     self._advance(horizon)
-                break
+                else:
+                    self._check_all_finished()
+                return None
             self._advance(t)
-            point = self._handle_events_at(t)
-            if point and (self.pending or self.running):
-                self._schedule_point(t)
-        self._advance(self.now_s)
-        return Result.build(self, wall_s=time.perf_counter() - wall0)
+            if self._handle_events_at(t) and (self.pending or self.running):
+                if self.config.interval_s is not None:
+                    self._redraw_noise(t)
+                self._point_s = t
+                return t
+
+    def view(self) -> ClusterView:
+        """What the scheduler sees at the current point (read-only: its lists and statuses
+        cannot be changed through it)."""
+        t = self._point_s
+        if t is None:
+            raise RuntimeError("no current scheduling point: call next_point() first")
+        return ClusterView(
+            now_s=t,
+            cluster=self.cluster,
+            pending=ReadOnlyList(self.pending),
+            running=self._running_view(),
+            interval_s=self.config.interval_s,
+            last_status=MappingProxyType(self.last_status),  # type: ignore[arg-type]
+            _oracle=self.model.speed if self.scheduler.is_oracle else None,
+        )
+
+    def apply(self, decision: Decision) -> dict[int, Status]:
+        """Apply ``decision`` at the current point (through the shared `Executor`); the status
+        of every target that failed, by job id.
+
+        Raises:
+            RuntimeError: there is no current point (call `next_point` first).
+            TypeError: ``decision`` is not a `Decision` (the error names the scheduler).
+        """
+        t = self._point_s
+        if t is None:
+            raise RuntimeError("no current scheduling point: call next_point() first")
+        self._point_s = None
+        self._decisions += 1
+        self.last_status = self.executor.apply(
+            decision,
+            active=self._active,
+            running=self._running_view(),
+            preemptive=self.scheduler.preemptive,
+            actuator=self._actuator,
+            source=self.scheduler.name,
+        )
+        self._slot_clock[0] += 1  # every running job's slots_run (see JobRun.count_slots)
+        self._record_timeline(t)
+        self._watch_for_stall(t)
+        return self.last_status
+
+    def result(self) -> Result:
+        """The metrics of the run so far (complete once `next_point` returned None)."""
+        total = self.cluster.total
+        start = self.specs[0].submit_time_s if self.specs else 0.0
+        span = max(self.now_s - start, 1e-9)
+        bound = (
+            float(np.mean([no_wait_bound_s(run.spec, self.model) for run in self.finished]))
+            if self.finished
+            else math.nan
+        )
+        return Result.from_runs(
+            self.finished,
+            RunTotals(
+                workload=self.workload_name,
+                scheduler=self.scheduler.name,
+                seed=self.config.seed,
+                num_jobs=len(self.specs),
+                events=self.queue.handled + len(self.specs),
+                decisions=self._decisions,
+                wall_s=time.perf_counter() - self._wall0,
+                end_s=self.now_s,
+                gpu_util=self._busy_gpu_s / (total.gpu * span) if total.gpu else 0.0,
+                cpu_util=self._busy_cpu_s / (total.cpu * span) if total.cpu else 0.0,
+                jct_bound_s=bound,
+            ),
+            self.timeline,
+        )
+
+    def _start(self) -> None:
+        self._started = True
+        self._wall0 = time.perf_counter()
+        self.scheduler.reset()
+        if self.config.interval_s is not None and self.specs:
+            self.queue.push(self._next_tick_after(self.specs[0].submit_time_s), EventKind.TICK)
+
+    def _active(self, job_id: int) -> JobRun | None:
+        run = self.runs.get(job_id)
+        return run if run is not None and run.finish_s is None else None
+
+    def _check_all_finished(self) -> None:
+        left = len(self.specs) - len(self.finished)
+        if left:
+            first = self.pending[0] if self.pending else next(iter(self.running.values()))
+            reason = self.last_status.get(first.job_id, Status.unschedulable("never chosen"))
+            raise SimulationStalled(
+                f"{self.scheduler.name}: no event left with {left} of {len(self.specs)} jobs "
+                f"unfinished (job {first.job_id}: {reason.reason or 'no progress'})"
+            )
 
     def _next_arrival_time(self) -> float:
         return self._arrival_times[self._next_arrival]
@@ -197,34 +339,13 @@ class Simulator:
 
     # -- scheduling ----------------------------------------------------------------------------
 
-    def _schedule_point(self, t: float) -> None:
-        if self.config.interval_s is not None:
-            self._redraw_noise(t)
-        view = ClusterView(
-            now_s=t,
-            cluster=self.cluster,
-            pending=self.pending,
-            running=self._running_view(),
-            interval_s=self.config.interval_s,
-            last_status=self.last_status,
-            _oracle=self.model.speed if getattr(self.scheduler, "is_oracle", False) else None,
-        )
-        decision = self.scheduler.decide(view)
-        self._decisions += 1
-        self.last_status = self._apply(decision, t)
-        self._slot_clock[0] += 1  # every running job's slots_run (see JobRun.count_slots)
-        self._record_timeline(t)
-        self._watch_for_stall(t)
-
-    def _running_view(self) -> list[JobRun]:
-        """The running jobs as a list, rebuilt only after one started or stopped.
-
-        Schedulers get the same list object at consecutive points while nothing changed; they
-        only read it.
+    def _running_view(self) -> tuple[JobRun, ...]:
+        """The running jobs, rebuilt only after one started or stopped (a tuple: schedulers
+        get the same object at consecutive points while nothing changed, and cannot change it).
         """
         running = self._running_list
         if running is None:
-            running = self._running_list = list(self.running.values())
+            running = self._running_list = tuple(self.running.values())
         return running
 
     def _watch_for_stall(self, t: float) -> None:
@@ -235,10 +356,9 @@ class Simulator:
         ):
             self._idle_retries = 0
             return
-        if self.queue.peek_time() < math.inf:  # a tick is coming anyway
-            self._idle_retries += 1
-        else:
-            self._idle_retries += 1
+        self._idle_retries += 1
+        if self.config.interval_s is None:
+            # no tick is coming (events left in the queue may be outdated completions): ask again
             self.queue.push(t + self.config.idle_retry_s, EventKind.RETRY)
         if self._idle_retries > self.config.max_idle_retries:
             first = self.pending[0] if self.pending else next(iter(self.running.values()))
@@ -247,91 +367,6 @@ class Simulator:
                 f"{self.scheduler.name}: {len(self.pending) + len(self.running)} jobs make no "
                 f"progress and nothing else will happen (job {first.job_id}: {reason.reason})"
             )
-
-    def _apply(self, decision: Decision, t: float) -> dict[int, Status]:
-        """Turn a decision into allocations: shrinks first, then growth in decision order."""
-        statuses: dict[int, Status] = {}
-        preemptive = getattr(self.scheduler, "preemptive", False)
-        targets = decision.targets
-        if not targets and not (preemptive and self.running):
-            return statuses  # nothing to start, resize or stop
-        shrink: list[tuple[JobRun, int, int, Allocation | None]] = []
-        grow: list[tuple[JobRun, int, int, Allocation | None]] = []
-        if preemptive:
-            for job_id, run in list(self.running.items()):
-                if job_id not in targets:
-                    shrink.append((run, 0, 0, None))
-        for job_id, target in targets.items():
-            maybe = self.runs.get(job_id)
-            if maybe is None or maybe.finished:
-                statuses[job_id] = Status.invalid(f"job {job_id} is not active")
-                continue
-            run = maybe
-            status = self._validate(run, target.num_workers, target.num_ps, preemptive)
-            if not status.ok:
-                statuses[job_id] = status
-                continue
-            alloc = run.allocation
-            if (
-                target.placement is None
-                and target.num_workers == alloc.num_workers
-                and target.num_ps == alloc.num_ps
-            ):
-                continue
-            item = (run, target.num_workers, target.num_ps, target.placement)
-            if target.num_workers <= alloc.num_workers and target.num_ps <= alloc.num_ps:
-                shrink.append(item)
-            else:
-                grow.append(item)
-        for run, workers, ps, placement in shrink + grow:
-            status = self._reallocate(run, workers, ps, placement, t)
-            if not status.ok:
-                statuses[run.job_id] = status
-        return statuses
-
-    def _validate(self, run: JobRun, workers: int, ps: int, preemptive: bool) -> Status:
-        spec = run.spec
-        if workers > spec.max_workers or (0 < workers < spec.min_workers):
-            return Status.invalid(
-                f"job {spec.job_id}: {workers} workers outside [{spec.min_workers}, "
-                f"{spec.max_workers}]"
-            )
-        if ps > (spec.max_ps if spec.arch is Arch.PS else 0):
-            return Status.invalid(f"job {spec.job_id}: {ps} PS above its cap")
-        if (workers or ps) and (workers == 0 or (spec.arch is Arch.PS and ps == 0)):
-            # a PS job needs both kinds of task to train; holding one kind only wastes it
-            return Status.invalid(
-                f"job {spec.job_id}: {workers} workers and {ps} PS cannot train; "
-                "give it both or nothing"
-            )
-        if (
-            not preemptive
-            and run.running
-            and (workers != run.allocation.num_workers or ps != run.allocation.num_ps)
-        ):
-            return Status.invalid(
-                f"job {spec.job_id}: a non-preemptive scheduler cannot resize a running job"
-            )
-        return Status.success()
-
-    def _reallocate(
-        self, run: JobRun, workers: int, ps: int, placement: Allocation | None, t: float
-    ) -> Status:
-        spec = run.spec
-        if workers == 0 and ps == 0:
-            new: Allocation | Status = Allocation.EMPTY
-        elif placement is not None:
-            if placement.num_workers != workers or placement.num_ps != ps:
-                return Status.invalid(f"job {spec.job_id}: placement counts differ from target")
-            new = placement
-        else:
-            new = self.placement.place(self.cluster, spec, run.allocation, workers, ps)
-        if isinstance(new, Status):
-            return new
-        status = self.cluster.allocate(spec, new)
-        if status.ok:
-            self._set_allocation(run, new, t)
-        return status
 
     # -- state changes (the only place job progress and rates change) -------------------------
 
@@ -447,12 +482,10 @@ class Simulator:
     def _record_timeline(self, t: float) -> None:
         if self.timeline.times and t - self.timeline.times[-1] < self._timeline_step_s:
             return
-        total = self.cluster.total
-        self.timeline.add(
+        self.timeline.sample(
             t,
-            gpu_util=self._gpu_used / total.gpu if total.gpu else 0.0,
-            cpu_util=self._cpu_used / total.cpu if total.cpu else 0.0,
-            fragmentation=fragmentation(self.cluster, self.running.values(), t),
-            running=len(self.running),
-            pending=len(self.pending),
+            self.cluster,
+            self._running_view(),
+            len(self.pending),
+            (self._gpu_used, self._cpu_used),
         )

@@ -36,13 +36,15 @@ from typing import Any
 
 import numpy as np
 
+from dlsched.api import simulate
 from dlsched.core import ClusterView, Decision
 from dlsched.experiments.compare import mean_ci95
 from dlsched.experiments.plots import plt
 from dlsched.papers.deeprm.algorithm import HELD_OUT_SEED_BASE
-from dlsched.schedulers.base import Scheduler
+from dlsched.papers.deeprm.policy import DeepRMScheduler
+from dlsched.schedulers.base import Scheduler, WrappingScheduler
 from dlsched.schedulers.registry import make_scheduler
-from dlsched.sim import Result, simulate
+from dlsched.sim import Result
 from dlsched.workloads.deeprm import make_deeprm
 
 log = logging.getLogger(__name__)
@@ -240,25 +242,17 @@ def fig6(out: Path, references: dict[str, float]) -> list[Path]:
 # -- Fig. 7 ----------------------------------------------------------------------------------
 
 
-class WithholdingProbe:
+class WithholdingProbe(WrappingScheduler):
     """Wraps a scheduler and records, at each scheduling point, the pending jobs that fit in the
     free resources left by its decision (jobs it withholds although they fit)."""
 
     def __init__(self, inner: Scheduler) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.preemptive = getattr(inner, "preemptive", False)
-        self.is_oracle = False
+        super().__init__(inner)
         self.points = 0
         self.withholding_points = 0
         self.withheld_lengths: list[float] = []
         self.visible_points = 0
         self.visible_lengths: list[float] = []
-
-    def reset(self) -> None:
-        reset = getattr(self.inner, "reset", None)
-        if callable(reset):
-            reset()
 
     def decide(self, view: ClusterView) -> Decision:
         decision = self.inner.decide(view)
@@ -279,9 +273,9 @@ class WithholdingProbe:
             if withheld:
                 self.withholding_points += 1
                 self.withheld_lengths.extend(withheld)
-            encoder = getattr(self.inner, "deeprm_encoder", None)
-            if encoder is not None:  # only the jobs in DeepRM's M slots (what it can choose)
-                slots = {j for j in encoder.slots if j is not None}
+            if isinstance(self.inner, DeepRMScheduler):
+                # only the jobs in DeepRM's M slots (what it can choose)
+                slots = {j for j in self.inner.deeprm_encoder.slots if j is not None}
                 seen = [
                     r.spec.total_work
                     for r in view.pending
@@ -305,7 +299,7 @@ def fig7(out: Path, size: Size, load: float = 1.1) -> tuple[list[Path], dict[str
         probe = WithholdingProbe(make_scheduler(f"deeprm:{load}" if name == "deeprm" else name))
         by_class: dict[str, list[float]] = {"short": [], "long": []}
         for seed in _seeds(size):
-            result = _run(load, seed, probe)  # type: ignore[arg-type]
+            result = _run(load, seed, probe)
             for rec in result.records:
                 by_class[rec.model].append(rec.slowdown)
         share = probe.withholding_points / max(1, probe.points)

@@ -106,9 +106,7 @@ def collect_teacher(
     data = TeacherData()
     for episode in range(episodes):
         scheduler = make_scheduler(teacher)
-        reset = getattr(scheduler, "reset", None)
-        if callable(reset):
-            reset()
+        scheduler.reset()
         obs, info = env.reset(seed=seed * 100_003 + episode)
         done = False
         while not done:

@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from dlsched.api import simulate
 from dlsched.core import ClusterView, Decision, JobRun
 from dlsched.papers.dl2.experiments_training import (
     Size,
@@ -52,9 +53,8 @@ from dlsched.papers.dl2.network import Dl2Config, make_policy, make_scheduler_fo
 from dlsched.papers.dl2.report import write_figures, write_markdown
 from dlsched.papers.dl2.scheduler import SHIPPED
 from dlsched.rl.checkpoint import load_checkpoint
-from dlsched.schedulers.base import BaseScheduler, Scheduler
+from dlsched.schedulers.base import Scheduler, WrappingScheduler
 from dlsched.schedulers.registry import make_scheduler, schedulers
-from dlsched.sim import simulate
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +114,7 @@ SMOKE = Size(
 SIZES = {s.label: s for s in (SMOKE, REDUCED, FULL)}
 
 
-class EpochEstimateError(BaseScheduler):
+class EpochEstimateError(WrappingScheduler):
     """Shows ``inner`` each job with total epochs ``v`` while it really trains ``v·(1 ± error)``.
 
     The sign is drawn per job (from ``seed`` and the job id), so the estimate of a job is fixed
@@ -122,17 +122,9 @@ class EpochEstimateError(BaseScheduler):
     """
 
     def __init__(self, inner: Scheduler, error: float, seed: int) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.preemptive = inner.preemptive  # type: ignore[misc]
-        self.is_oracle = inner.is_oracle  # type: ignore[misc]
+        super().__init__(inner)
         self.error = error
         self.seed = seed
-
-    def reset(self) -> None:
-        reset = getattr(self.inner, "reset", None)
-        if callable(reset):
-            reset()
 
     def _estimated(self, run: JobRun) -> JobRun:
         sign = 1.0 if np.random.default_rng([self.seed, run.job_id]).random() < 0.5 else -1.0

@@ -39,6 +39,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from dlsched.api import simulate
 from dlsched.models.measured_ps import MeasuredPS
 from dlsched.papers.dl2.algorithm import (
     Learner,
@@ -50,7 +51,6 @@ from dlsched.papers.dl2.algorithm import (
 )
 from dlsched.papers.dl2.env import Dl2Env
 from dlsched.papers.dl2.network import Dl2Config, evaluate, make_policy, seed_everything
-from dlsched.sim import simulate
 from dlsched.workloads.base import Workload
 from dlsched.workloads.dl2 import JOB_TYPES, worker_demand
 

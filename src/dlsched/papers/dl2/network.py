@@ -337,7 +337,8 @@ def evaluate(
         transform: applied to each generated trace before simulating it (OfflineRL validates
             in its fitted-speed simulator, `dlsched.papers.dl2.offline_rl`).
     """
-    from dlsched.sim import SimulationStalled, simulate
+    from dlsched.api import simulate
+    from dlsched.sim import SimulationStalled
     from dlsched.workloads.registry import make_workload
 
     jcts = []

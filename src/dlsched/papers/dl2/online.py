@@ -45,7 +45,7 @@ from dlsched.papers.dl2.network import Dl2Config, NumpyPolicy, load, save
 from dlsched.papers.dl2.state import Dl2Encoder, Dl2Slot
 from dlsched.rl.card_limits import load_tensors
 from dlsched.rl.checkpoint import POLICY_FILE, PolicyCard, read_card
-from dlsched.schedulers.base import BaseScheduler, Scheduler
+from dlsched.schedulers.base import BaseScheduler, Scheduler, WrappingScheduler
 
 log = logging.getLogger(__name__)
 
@@ -332,20 +332,16 @@ def load_dl2_online(
     return scheduler
 
 
-class _WithFeedback(BaseScheduler):
+class _WithFeedback(WrappingScheduler):
     """Calls ``observe_slot(view, decision)`` after every decision, as the live loop does."""
 
     def __init__(self, inner: Dl2Online) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.preemptive = inner.preemptive  # type: ignore[misc]
-
-    def reset(self) -> None:
-        self.inner.reset()
+        super().__init__(inner)
+        self.online = inner
 
     def decide(self, view: ClusterView) -> Decision:
-        decision = self.inner.decide(view)
-        self.inner.observe_slot(view, decision)
+        decision = self.online.decide(view)
+        self.online.observe_slot(view, decision)
         return decision
 
 

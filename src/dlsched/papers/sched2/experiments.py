@@ -34,12 +34,13 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
+from dlsched.api import simulate
 from dlsched.core import ClusterView, Decision
 from dlsched.papers.sched2.profiling import Profiler
 from dlsched.papers.sched2.train import DEFAULT_LOAD, TEST_SEEDS
-from dlsched.schedulers.base import BaseScheduler, Scheduler
+from dlsched.schedulers.base import Scheduler, WrappingScheduler
 from dlsched.schedulers.registry import make_scheduler
-from dlsched.sim import Result, simulate
+from dlsched.sim import Result
 from dlsched.workloads.registry import make_workload
 
 log = logging.getLogger(__name__)
@@ -51,21 +52,13 @@ REDUCED_SEEDS = 2
 SENSITIVE_RATIO = 0.6
 
 
-class Recorder(BaseScheduler):
+class Recorder(WrappingScheduler):
     """Wraps a scheduler; records each job's servers and the waiting GPU demand over time."""
 
     def __init__(self, inner: Scheduler) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.preemptive = inner.preemptive  # type: ignore[misc]
-        self.is_oracle = inner.is_oracle  # type: ignore[misc]
+        super().__init__(inner)
         self.servers_of: dict[int, int] = {}
         self.waiting_gpus: list[tuple[float, float]] = []
-
-    def reset(self) -> None:
-        reset = getattr(self.inner, "reset", None)
-        if callable(reset):
-            reset()
 
     def decide(self, view: ClusterView) -> Decision:
         for run in view.running:

@@ -1,0 +1,238 @@
+"""The one executor: the rules that turn a scheduler's `Decision` into allocation changes.
+
+Every backend uses it: the simulator (`dlsched.sim.simulator`), the live runtime
+(`dlsched.live.cluster`) and the Kubernetes controller. It
+
+1. checks the decision's type (a wrong type is the scheduler's bug: `TypeError` naming it);
+2. validates every target before anything changes: integer counts >= 0, within the job's caps,
+   both kinds of task for a parameter-server job, a placement of real servers whose counts are
+   integers >= 0 and sum to the target, no resizing by a non-preemptive scheduler;
+3. suspends the running jobs a preemptive scheduler left out;
+4. applies shrinks first, then growth in decision order, asking the placement policy where tasks
+   go unless the target says, and takes the resources in the `Cluster` (which refuses anything
+   that does not fit);
+5. hands each change to an `Actuator`, which makes it real: the simulator updates progress and
+   rates, the live runtime starts, resizes or suspends processes, the Kubernetes controller
+   patches replica counts. An actuator may refuse; the job then gets its old allocation back.
+
+A target that fails validation, placement or actuation changes nothing and is reported in the
+returned statuses, by job id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from numbers import Integral
+from typing import Protocol
+
+from dlsched.core import Allocation, Arch, Cluster, Decision, JobRun, Status, Target
+from dlsched.placement.base import Placement
+
+_Change = tuple[JobRun, int, int, Allocation | None]
+
+
+class Actuator(Protocol):
+    """Makes one validated allocation change real."""
+
+    def change(self, run: JobRun, old: Allocation, new: Allocation) -> Status:
+        """Make ``run`` hold ``new`` in place of ``old``.
+
+        The cluster already holds ``new`` for the job. Return a non-ok status to refuse (the
+        executor then gives ``old`` back in the cluster); on success set
+        ``run.allocation = new``.
+        """
+        ...
+
+
+def _is_count(x: object) -> bool:
+    """A task count: an integer (Python or NumPy, not bool) >= 0."""
+    return isinstance(x, Integral) and not isinstance(x, bool) and int(x) >= 0
+
+
+def _check_pairs(pairs: object, num_servers: int) -> str | None:
+    """Why ``pairs`` is not ``((server, count), ...)`` of real servers and counts >= 0, or None."""
+    if not isinstance(pairs, tuple):
+        return f"{pairs!r} is not a tuple of (server, count) pairs"
+    for pair in pairs:
+        if not (isinstance(pair, tuple) and len(pair) == 2):
+            return f"{pair!r} is not a (server, count) pair"
+        server, n = pair
+        if not (_is_count(server) and server < num_servers):
+            return f"no server {server!r}"
+        if not _is_count(n):
+            return f"task count {n!r} on server {server} is not an integer >= 0"
+    return None
+
+
+def _is_normal(pairs: tuple[tuple[int, int], ...]) -> bool:
+    """Sorted by server, each server once, no zero counts (what `Allocation.of` builds)."""
+    last = -1
+    for server, n in pairs:
+        if server <= last or n == 0:
+            return False
+        last = server
+    return True
+
+
+def check_target(run: JobRun, target: object, preemptive: bool, num_servers: int) -> Status:
+    """Whether ``target`` is a legal wish for ``run`` on a cluster of ``num_servers`` servers."""
+    spec = run.spec
+    if not isinstance(target, Target):
+        return Status.invalid(
+            f"job {spec.job_id}: target is a {type(target).__name__}, not a Target"
+        )
+    workers, ps = target.num_workers, target.num_ps
+    if not (_is_count(workers) and _is_count(ps)):
+        return Status.invalid(
+            f"job {spec.job_id}: task counts must be integers >= 0, got {workers!r} workers "
+            f"and {ps!r} PS"
+        )
+    if workers > spec.max_workers or (0 < workers < spec.min_workers):
+        return Status.invalid(
+            f"job {spec.job_id}: {workers} workers outside [{spec.min_workers}, {spec.max_workers}]"
+        )
+    if ps > (spec.max_ps if spec.arch is Arch.PS else 0):
+        return Status.invalid(f"job {spec.job_id}: {ps} PS above its cap")
+    if (workers or ps) and (workers == 0 or (spec.arch is Arch.PS and ps == 0)):
+        # a PS job needs both kinds of task to train; holding one kind only wastes it
+        return Status.invalid(
+            f"job {spec.job_id}: {workers} workers and {ps} PS cannot train; "
+            "give it both or nothing"
+        )
+    placement = target.placement
+    if placement is not None:
+        if not isinstance(placement, Allocation):
+            return Status.invalid(
+                f"job {spec.job_id}: placement is a {type(placement).__name__}, not an Allocation"
+            )
+        why = _check_pairs(placement.workers, num_servers) or _check_pairs(
+            placement.ps, num_servers
+        )
+        if why is not None:
+            return Status.invalid(f"job {spec.job_id}: placement: {why}")
+        if placement.num_workers != workers or placement.num_ps != ps:
+            return Status.invalid(f"job {spec.job_id}: placement counts differ from target")
+    if (
+        not preemptive
+        and run.running
+        and (workers != run.allocation.num_workers or ps != run.allocation.num_ps)
+    ):
+        return Status.invalid(
+            f"job {spec.job_id}: a non-preemptive scheduler cannot resize a running job"
+        )
+    return Status.success()
+
+
+class Executor:
+    """Applies decisions to one cluster with one placement policy.
+
+    Args:
+        cluster: the bookkeeping of what every job holds.
+        placement: where tasks go when a target gives no placement.
+    """
+
+    def __init__(self, cluster: Cluster, placement: Placement) -> None:
+        self.cluster = cluster
+        self.placement = placement
+
+    def apply(
+        self,
+        decision: Decision,
+        *,
+        active: Callable[[int], JobRun | None],
+        running: Iterable[JobRun],
+        preemptive: bool,
+        actuator: Actuator,
+        source: str = "scheduler",
+    ) -> dict[int, Status]:
+        """Apply ``decision``: shrinks first (suspensions included), then growth in decision
+        order; return the status of every target that failed, by job id.
+
+        Args:
+            active: job id → its run if the job is submitted and not done, else None.
+            running: the jobs holding resources, in the order suspensions happen.
+            preemptive: whether running jobs left out are suspended and listed ones resized.
+            actuator: makes each change real.
+            source: the scheduler's name, for errors.
+
+        Raises:
+            TypeError: ``decision`` is not a `Decision` whose targets are a dict.
+        """
+        if not isinstance(decision, Decision) or not isinstance(decision.targets, dict):
+            raise TypeError(
+                f"scheduler {source!r} returned a {type(decision).__name__}, not a Decision"
+                + (" with a dict of targets" if isinstance(decision, Decision) else "")
+            )
+        statuses: dict[int, Status] = {}
+        targets = decision.targets
+        if not targets and not preemptive:
+            return statuses  # nothing to start
+        shrink: list[_Change] = []
+        grow: list[_Change] = []
+        if preemptive:
+            for run in running:
+                if run.job_id not in targets:
+                    shrink.append((run, 0, 0, None))
+        num_servers = self.cluster.num_servers
+        for job_id, target in targets.items():
+            try:
+                maybe = active(job_id)
+            except TypeError:  # an unhashable or odd key
+                maybe = None
+            if maybe is None:
+                statuses[job_id] = Status.invalid(f"job {job_id!r} is not active")
+                continue
+            run = maybe
+            status = check_target(run, target, preemptive, num_servers)
+            if not status.ok:
+                statuses[job_id] = status
+                continue
+            alloc = run.allocation
+            workers, ps, placement = target.num_workers, target.num_ps, target.placement
+            if (
+                workers == alloc.num_workers
+                and ps == alloc.num_ps
+                and (placement is None or alloc.is_empty)
+            ):
+                continue  # no change (an empty target's placement is empty anyway)
+            item = (run, workers, ps, placement)
+            if workers <= alloc.num_workers and ps <= alloc.num_ps:
+                shrink.append(item)
+            else:
+                grow.append(item)
+        for run, workers, ps, placement in shrink + grow:
+            status = self._reallocate(run, workers, ps, placement, actuator)
+            if not status.ok:
+                statuses[run.job_id] = status
+        return statuses
+
+    def _reallocate(
+        self,
+        run: JobRun,
+        workers: int,
+        ps: int,
+        placement: Allocation | None,
+        actuator: Actuator,
+    ) -> Status:
+        spec = run.spec
+        old = run.allocation
+        new: Allocation | Status
+        if workers == 0 and ps == 0:
+            new = Allocation.EMPTY
+        elif placement is not None:
+            new = placement
+            if not (_is_normal(new.workers) and _is_normal(new.ps)):
+                new = Allocation.of(new.workers, new.ps)
+        else:
+            new = self.placement.place(self.cluster, spec, old, workers, ps)
+        if isinstance(new, Status):
+            return new
+        if new == old:
+            return Status.success()
+        status = self.cluster.allocate(spec, new)
+        if not status.ok:
+            return status
+        status = actuator.change(run, old, new)
+        if not status.ok:
+            self.cluster.allocate(spec, old)
+        return status
