@@ -37,6 +37,12 @@ MAX_HORIZON_S = 1e15
 """Latest simulated stop time, seconds (``--horizon``, ``-o horizon_s``)."""
 MAX_NOISE = 1.0
 """Largest relative standard deviation of speed noise."""
+MAX_LAYER = 4096
+"""Widest hidden layer a ``train --hidden`` may ask for (units)."""
+MAX_LAYERS = 8
+"""Most hidden layers a ``train --hidden`` may ask for."""
+MAX_STEPS = 100_000_000
+"""Most iterations, updates, episodes or steps a ``train`` option may ask for."""
 
 # Keys the CLI sets through its own flags: ``-o`` must not set them a second time.
 _FLAG_KEYS = {
@@ -206,6 +212,26 @@ def parse_options(items: Iterable[str] | None, option: str = "--option") -> dict
             raise ValueError(f"{option} {item!r}: {name} given twice")
         parsed[name] = parse_option_value(name, raw, option)
     return parsed
+
+
+def parse_hidden(text: str, option: str = "--hidden") -> tuple[int, ...]:
+    """``"64,64"`` → ``(64, 64)``: 1 to `MAX_LAYERS` layers of 1 to `MAX_LAYER` units.
+
+    Raises:
+        ValueError: naming ``option`` and the text.
+    """
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    where = f"{option} {text!r}"
+    if not parts:
+        raise ValueError(f"{where}: expected layer sizes like 64,64")
+    if len(parts) > MAX_LAYERS:
+        raise ValueError(f"{where}: at most {MAX_LAYERS} layers")
+    sizes = []
+    for part in parts:
+        if not part.isdigit() or not 1 <= int(part) <= MAX_LAYER:
+            raise ValueError(f"{where}: each size an integer in [1, {MAX_LAYER}], got {part!r}")
+        sizes.append(int(part))
+    return tuple(sizes)
 
 
 def parse_seed(text: str, option: str = "--seed") -> int:

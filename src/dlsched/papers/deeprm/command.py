@@ -8,30 +8,44 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from dlsched.cli_args import MAX_LOAD, MAX_SEED, MAX_STEPS, parse_hidden
 from dlsched.commands.common import one_line_errors, out, progress_bar
 
 
 def train_deeprm_command(
     out_dir: Annotated[Path, typer.Option("--out", help="Output directory (CSV, checkpoints).")],
-    load: Annotated[float, typer.Option(min=0.01, help="Load of the training jobsets.")] = 0.7,
-    iterations: Annotated[int, typer.Option(min=1, help="Training iterations.")] = 1000,
+    load: Annotated[
+        float, typer.Option(min=0.01, max=MAX_LOAD, help="Load of the training jobsets.")
+    ] = 0.7,
+    iterations: Annotated[
+        int, typer.Option(min=1, max=MAX_STEPS, help="Training iterations.")
+    ] = 1000,
     objective: Annotated[str, typer.Option(help="slowdown or completion (reward).")] = "slowdown",
-    jobsets: Annotated[int, typer.Option(min=1, help="Training jobsets.")] = 100,
-    episodes: Annotated[int, typer.Option(min=1, help="Episodes per jobset (N).")] = 20,
+    jobsets: Annotated[int, typer.Option(min=1, max=MAX_STEPS, help="Training jobsets.")] = 100,
+    episodes: Annotated[
+        int, typer.Option(min=1, max=MAX_STEPS, help="Episodes per jobset (N).")
+    ] = 20,
     hidden: Annotated[str, typer.Option(help="Hidden layer sizes, comma-separated.")] = "20",
-    lr: Annotated[float, typer.Option(min=0.0, help="RMSProp learning rate.")] = 1e-3,
-    workers: Annotated[int, typer.Option(min=1, help="Rollout processes.")] = 2,
+    lr: Annotated[float, typer.Option(min=0.0, max=10.0, help="RMSProp learning rate.")] = 1e-3,
+    workers: Annotated[int, typer.Option(min=1, max=64, help="Rollout processes.")] = 2,
     pretrain_epochs: Annotated[
-        int, typer.Option(min=0, help="Supervised epochs on SJF decisions first (0: none).")
+        int,
+        typer.Option(
+            min=0, max=MAX_STEPS, help="Supervised epochs on SJF decisions first (0: none)."
+        ),
     ] = 0,
     unmasked: Annotated[
         bool, typer.Option("--unmasked", help="Paper's policy: invalid actions not masked.")
     ] = False,
     time_budget: Annotated[
-        float | None, typer.Option(min=1.0, help="Stop after this many seconds.")
+        float | None, typer.Option(min=1.0, max=1e7, help="Stop after this many seconds.")
     ] = None,
-    validate_every: Annotated[int, typer.Option(min=1, help="Iterations per validation.")] = 10,
-    seed: Annotated[int, typer.Option(help="Seed of torch, sampling and training jobsets.")] = 0,
+    validate_every: Annotated[
+        int, typer.Option(min=1, max=MAX_STEPS, help="Iterations per validation.")
+    ] = 10,
+    seed: Annotated[
+        int, typer.Option(min=0, max=MAX_SEED, help="Seed of torch, sampling and training jobsets.")
+    ] = 0,
 ) -> None:
     """Train DeepRM; OUT/progress.csv logs each iteration, OUT/best is the policy to use."""
     import torch
@@ -43,9 +57,7 @@ def train_deeprm_command(
         torch.set_num_threads(1)
         if objective not in ("slowdown", "completion"):
             raise ValueError(f"--objective {objective!r}: choose slowdown or completion")
-        sizes = tuple(int(x) for x in hidden.split(",") if x.strip())
-        if not sizes:
-            raise ValueError(f"--hidden {hidden!r}: expected sizes like 20 or 64,64")
+        sizes = parse_hidden(hidden)
         config = ReinforceConfig(
             load=load,
             objective=objective,  # type: ignore[arg-type]

@@ -9,7 +9,15 @@ import typer
 from rich.progress import TextColumn
 from rich.table import Table
 
-from dlsched.cli_args import VARY_BOUNDS, parse_option_value
+from dlsched.cli_args import (
+    MAX_LOAD,
+    MAX_SEED,
+    MAX_SERVERS,
+    MAX_STEPS,
+    VARY_BOUNDS,
+    parse_hidden,
+    parse_option_value,
+)
 from dlsched.commands.common import one_line_errors, out, parse_options, progress_bar
 
 
@@ -22,24 +30,38 @@ def train_dl2_command(
             help="Heuristic to imitate first (drf, fifo, srtf, tetris, optimus, …); none."
         ),
     ] = "drf",
-    sl_steps: Annotated[int, typer.Option(min=0, help="Supervised mini-batch updates.")] = 2000,
+    sl_steps: Annotated[
+        int, typer.Option(min=0, max=MAX_STEPS, help="Supervised mini-batch updates.")
+    ] = 2000,
     sl_episodes: Annotated[
-        int, typer.Option(min=1, help="Traces the teacher is replayed on for SL data.")
+        int,
+        typer.Option(min=1, max=MAX_STEPS, help="Traces the teacher is replayed on for SL data."),
     ] = 4,
-    rl_steps: Annotated[int, typer.Option(min=0, help="Actor-critic updates.")] = 500,
+    rl_steps: Annotated[
+        int, typer.Option(min=0, max=MAX_STEPS, help="Actor-critic updates.")
+    ] = 500,
     eval_every: Annotated[
-        int, typer.Option(min=1, help="Updates between validations, CSV rows and checkpoints.")
+        int,
+        typer.Option(
+            min=1, max=MAX_STEPS, help="Updates between validations, CSV rows and checkpoints."
+        ),
     ] = 100,
     val_seeds: Annotated[str, typer.Option(help="Validation trace seeds (e.g. 201-203).")] = (
         "201-203"
     ),
-    servers: Annotated[int | None, typer.Option(min=1, help="Cluster size in servers.")] = None,
-    load: Annotated[float | None, typer.Option(min=0.001, help="Arrival-rate multiplier.")] = None,
+    servers: Annotated[
+        int | None, typer.Option(min=1, max=MAX_SERVERS, help="Cluster size in servers.")
+    ] = None,
+    load: Annotated[
+        float | None, typer.Option(min=0.001, max=MAX_LOAD, help="Arrival-rate multiplier.")
+    ] = None,
     option: Annotated[
         list[str] | None,
         typer.Option("--option", "-o", help="Workload generator option KEY=VALUE (repeatable)."),
     ] = None,
-    jobs_per_batch: Annotated[int, typer.Option("--J", min=1, help="Job rows of the state.")] = 40,
+    jobs_per_batch: Annotated[
+        int, typer.Option("--J", min=1, max=1000, help="Job rows of the state.")
+    ] = 40,
     arch: Annotated[str, typer.Option(help="Network: rows (shared per row) or mlp (DL2's).")] = (
         "rows"
     ),
@@ -56,7 +78,9 @@ def train_dl2_command(
     dagger: Annotated[
         float, typer.Option(min=0.0, max=1.0, help="Share of SL slots driven by the learner.")
     ] = 0.0,
-    seed: Annotated[int, typer.Option(help="Seed of torch, NumPy and the training traces.")] = 0,
+    seed: Annotated[
+        int, typer.Option(min=0, max=MAX_SEED, help="Seed of torch, NumPy and the training traces.")
+    ] = 0,
     speed_model: Annotated[
         str,
         typer.Option(
@@ -65,12 +89,17 @@ def train_dl2_command(
         ),
     ] = "measured",
     fit_samples: Annotated[
-        int, typer.Option(min=1, help="With --speed-model optimus: observed configs per type.")
+        int,
+        typer.Option(
+            min=1, max=MAX_STEPS, help="With --speed-model optimus: observed configs per type."
+        ),
     ] = 10,
     clusters: Annotated[
         int,
         typer.Option(
-            min=1, help="Simulated clusters training one global policy in RL (federated, A3C)."
+            min=1,
+            max=64,
+            help="Simulated clusters training one global policy in RL (federated, A3C).",
         ),
     ] = 1,
     resume: Annotated[bool, typer.Option(help="Continue from OUT/last if it exists.")] = False,
@@ -93,9 +122,7 @@ def train_dl2_command(
 
     with one_line_errors():
         torch.set_num_threads(1)
-        sizes = tuple(int(x) for x in hidden.split(",") if x.strip())
-        if not sizes:
-            raise ValueError(f"--hidden {hidden!r}: expected sizes like 64,64")
+        sizes = parse_hidden(hidden)
         if speed_model not in SPEED_MODELS:
             raise ValueError(f"--speed-model {speed_model!r}: choose {' or '.join(SPEED_MODELS)}")
         options = parse_options(option)

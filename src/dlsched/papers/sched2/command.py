@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from dlsched.cli_args import MAX_JOBS, MAX_LOAD, MAX_SEED, MAX_SERVERS, MAX_STEPS
 from dlsched.commands.common import err, one_line_errors, out, progress_bar
 
 
@@ -17,18 +18,24 @@ def train_sched2_command(
     out_dir: Annotated[
         Path | None, typer.Option("--out", help="Checkpoint directory (default runs/<name>).")
     ] = None,
-    episodes: Annotated[int, typer.Option(min=1, help="Training episodes (traces).")] = 100,
+    episodes: Annotated[
+        int, typer.Option(min=1, max=MAX_STEPS, help="Training episodes (traces).")
+    ] = 100,
     minutes: Annotated[
-        float | None, typer.Option(min=0.1, help="Stop after this many minutes of training.")
+        float | None,
+        typer.Option(min=0.1, max=1e6, help="Stop after this many minutes of training."),
     ] = None,
-    num_jobs: Annotated[int, typer.Option(min=10, help="Jobs per episode.")] = 1000,
+    num_jobs: Annotated[int, typer.Option(min=10, max=MAX_JOBS, help="Jobs per episode.")] = 1000,
     load: Annotated[
-        float | None, typer.Option(min=0.001, help="Arrival-rate multiplier (sched2: 1.8).")
+        float | None,
+        typer.Option(min=0.001, max=MAX_LOAD, help="Arrival-rate multiplier (sched2: 1.8)."),
     ] = None,
     one_gpu_frac: Annotated[
         float | None, typer.Option(min=0.0, max=1.0, help="Share of 1-GPU jobs (sched2).")
     ] = None,
-    servers: Annotated[int | None, typer.Option(min=1, help="Cluster size in servers.")] = None,
+    servers: Annotated[
+        int | None, typer.Option(min=1, max=MAX_SERVERS, help="Cluster size in servers.")
+    ] = None,
     window: Annotated[
         str,
         typer.Option(
@@ -39,14 +46,20 @@ def train_sched2_command(
         str,
         typer.Option(help="dsif: start from DSIF demonstrations (DQfD); none: plain DQN."),
     ] = "none",
-    demo_episodes: Annotated[int, typer.Option(min=0, help="Teacher episodes first.")] = 0,
+    demo_episodes: Annotated[
+        int, typer.Option(min=0, max=MAX_STEPS, help="Teacher episodes first.")
+    ] = 0,
     pretrain_steps: Annotated[
-        int, typer.Option(min=0, help="Gradient steps on the demonstrations alone.")
+        int, typer.Option(min=0, max=MAX_STEPS, help="Gradient steps on the demonstrations alone.")
     ] = 0,
     eps_start: Annotated[float, typer.Option(min=0.0, max=1.0, help="Initial ε.")] = 1.0,
-    lr: Annotated[float, typer.Option(min=0.0, help="Adam learning rate.")] = 2.5e-4,
-    seed: Annotated[int, typer.Option(help="Seed of torch, NumPy and the trace draws.")] = 0,
-    eps_decay_steps: Annotated[int, typer.Option(min=1, help="Steps of ε decay.")] = 50_000,
+    lr: Annotated[float, typer.Option(min=0.0, max=10.0, help="Adam learning rate.")] = 2.5e-4,
+    seed: Annotated[
+        int, typer.Option(min=0, max=MAX_SEED, help="Seed of torch, NumPy and the trace draws.")
+    ] = 0,
+    eps_decay_steps: Annotated[
+        int, typer.Option(min=1, max=MAX_STEPS, help="Steps of ε decay.")
+    ] = 50_000,
     log_csv: Annotated[
         Path | None, typer.Option(help="Per-episode CSV log (default OUT/train_log.csv).")
     ] = None,
