@@ -1,4 +1,5 @@
-"""``dlsched train dl2``: supervised warm-up from a heuristic, then actor-critic RL (DL2)."""
+"""``dlsched train dl2``: supervised warm-up from a heuristic, then RL (DL2's actor-critic or
+PPO)."""
 
 from __future__ import annotations
 
@@ -38,8 +39,30 @@ def train_dl2_command(
         typer.Option(min=1, max=MAX_STEPS, help="Traces the teacher is replayed on for SL data."),
     ] = 4,
     rl_steps: Annotated[
-        int, typer.Option(min=0, max=MAX_STEPS, help="Actor-critic updates.")
+        int,
+        typer.Option(min=0, max=MAX_STEPS, help="RL updates (actor-critic) or iterations (ppo)."),
     ] = 500,
+    rl_method: Annotated[
+        str,
+        typer.Option(
+            help="actor-critic (DL2's, the paper's reward) or ppo (minus jobs in the system as "
+            "reward, clipped updates, KL towards the supervised start)."
+        ),
+    ] = "actor-critic",
+    ppo_episodes: Annotated[
+        int, typer.Option(min=1, max=1000, help="ppo: whole training traces per iteration.")
+    ] = 2,
+    ppo_lr: Annotated[
+        float, typer.Option(min=0.0, max=1.0, help="ppo: Adam learning rate of the policy.")
+    ] = 3e-5,
+    ppo_kl: Annotated[
+        float,
+        typer.Option(min=0.0, max=1e3, help="ppo: weight of KL(supervised start || policy)."),
+    ] = 0.5,
+    init: Annotated[
+        Path | None,
+        typer.Option(help="Start from this policy checkpoint (same --J, --arch, --hidden)."),
+    ] = None,
     eval_every: Annotated[
         int,
         typer.Option(
@@ -117,6 +140,7 @@ def train_dl2_command(
     from dlsched.experiments.compare import parse_seeds
     from dlsched.papers.dl2.network import Dl2Config
     from dlsched.papers.dl2.offline_rl import SPEED_MODELS, FitSpec
+    from dlsched.papers.dl2.ppo import PpoConfig
     from dlsched.papers.dl2.train import LOG_FILE, TrainSpec, train_dl2
     from dlsched.rl.checkpoint import read_card
 
@@ -125,6 +149,10 @@ def train_dl2_command(
         sizes = parse_hidden(hidden)
         if speed_model not in SPEED_MODELS:
             raise ValueError(f"--speed-model {speed_model!r}: choose {' or '.join(SPEED_MODELS)}")
+        if rl_method not in ("actor-critic", "ppo"):
+            raise ValueError(f"--rl-method {rl_method!r}: choose actor-critic or ppo")
+        if rl_method == "ppo" and clusters > 1:
+            raise ValueError("--clusters: federated training is actor-critic only")
         options = parse_options(option)
         if servers is not None:
             options["servers"] = servers
@@ -156,6 +184,9 @@ def train_dl2_command(
             fit=FitSpec(samples=fit_samples, seed=seed),
             clusters=clusters,
             vary=_parse_vary(vary),
+            rl_method=rl_method,
+            ppo=PpoConfig(episodes_per_iter=ppo_episodes, lr=ppo_lr, kl_coef=ppo_kl),
+            init=init,
         )
         with progress_bar(TextColumn("{task.fields[val]}")) as progress:
             tasks = {

@@ -36,6 +36,7 @@ from dlsched.papers.dl2.offline_rl import (
     fit_speed_model,
     fitted_transform,
 )
+from dlsched.papers.dl2.ppo import Ppo, PpoConfig, ppo
 from dlsched.rl.checkpoint import read_card
 from dlsched.schedulers.registry import make_scheduler
 from dlsched.workloads.registry import make_workload
@@ -70,6 +71,13 @@ class TrainSpec:
             (``{"servers": (8, 13, 20)}``); validation uses ``workload_options``.
         clusters: simulated clusters training one global policy in RL (> 1: federated,
             `dlsched.papers.dl2.federated`, one process each; 1: the single-process path).
+        rl_method: ``"actor-critic"`` (DL2's, `dlsched.papers.dl2.algorithm`; ``rl_steps``
+            counts its updates) or ``"ppo"`` (`dlsched.papers.dl2.ppo`: minus jobs in the
+            system as reward, clipped updates, KL towards the supervised start; ``rl_steps``
+            counts its iterations of ``ppo.episodes_per_iter`` whole traces each).
+        ppo: PPO's hyper-parameters.
+        init: start from this policy checkpoint instead of a fresh network (same J, L,
+            network arch and hidden sizes).
     """
 
     out: Path
@@ -87,6 +95,9 @@ class TrainSpec:
     fit: FitSpec = field(default_factory=FitSpec)
     clusters: int = 1
     vary: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    rl_method: str = "actor-critic"
+    ppo: PpoConfig = field(default_factory=PpoConfig)
+    init: Path | None = None
 
     def fitted_model(self) -> FittedPS | None:
         """The fitted speed model of ``speed_model`` (None for the measured speeds)."""
@@ -114,7 +125,7 @@ class _Run:
         self.sl_done = 0
         self.rl_done = 0
         self.best = float("inf")
-        self.learner = Learner.create(self.cfg)
+        self.learner = Learner.create(self.cfg, _initial_policy(spec))
         self.fitted = spec.fitted_model()
         self.transform = fitted_transform(self.fitted) if self.fitted is not None else None
         spec.out.mkdir(parents=True, exist_ok=True)
@@ -146,6 +157,10 @@ class _Run:
         if self.fitted is not None:
             params.update(self.fitted.params())
         notes = f"teacher={spec.teacher}; best of validations every {spec.eval_every} updates"
+        if spec.init is not None:
+            notes += f"; started from the policy in {spec.init}"
+        if spec.rl_steps:
+            notes += f"; RL: {spec.rl_method}"
         if spec.speed_model != "measured":
             notes += f"; trained and validated with {spec.speed_model} speeds (OfflineRL)"
         if spec.clusters > 1:
@@ -285,7 +300,9 @@ def train_dl2(spec: TrainSpec, progress: Progress | None = None) -> Path:
                 progress("sl", run.sl_done, spec.sl_steps, val)
 
     # -- online RL ----------------------------------------------------------------------------
-    if run.rl_done < spec.rl_steps:
+    if spec.rl_method == "ppo":
+        _train_ppo(run, env, progress)
+    elif run.rl_done < spec.rl_steps:
         pool: FederatedPool | None = None
         if spec.clusters > 1:
             pool = FederatedPool(
@@ -332,6 +349,49 @@ def train_dl2(spec: TrainSpec, progress: Progress | None = None) -> Path:
     card = read_card(spec.out)
     log.info("best validation avg JCT %.0f s", card.validation.get("avg_jct_s", float("nan")))
     return spec.out
+
+
+def _train_ppo(run: _Run, env: Dl2Env, progress: Progress | None) -> None:
+    """The RL phase with `dlsched.papers.dl2.ppo` (a resumed run starts a new value network)."""
+    spec = run.spec
+    learner = Ppo(run.learner.policy, run.cfg, spec.ppo, seed=run.cfg.seed + run.rl_done)
+    while run.rl_done < spec.rl_steps:
+        chunk = min(spec.eval_every, spec.rl_steps - run.rl_done)
+        train_jct: list[float] = []
+
+        def on_iteration(
+            i: int, stats: dict[str, float], base: int = run.rl_done, seen: list[float] = train_jct
+        ) -> None:
+            seen.append(stats["train_avg_jct_s"])
+            if progress is not None:
+                progress("rl", base + len(seen), spec.rl_steps, None)
+
+        ppo(
+            learner,
+            env,
+            chunk,
+            seed=run.cfg.seed * 1_000_003 + run.rl_done,
+            on_iteration=on_iteration,
+        )
+        run.rl_done += chunk
+        val = run.validate("rl", run.rl_done, sum(train_jct) / max(1, len(train_jct)))
+        if progress is not None:
+            progress("rl", run.rl_done, spec.rl_steps, val)
+
+
+def _initial_policy(spec: TrainSpec) -> torch.nn.Module | None:
+    """The ``spec.init`` checkpoint's network, if given, checked against ``spec.config``."""
+    if spec.init is None:
+        return None
+    policy, saved = load(spec.init, spec.config.shape())
+    mine = (spec.config.arch, tuple(spec.config.hidden))
+    theirs = (saved.arch, tuple(saved.hidden))
+    if mine != theirs:
+        raise ValueError(
+            f"--init {spec.init}: its network is {theirs[0]} {list(theirs[1])}, not "
+            f"{mine[0]} {list(mine[1])} (pass --arch and --hidden to match)"
+        )
+    return policy
 
 
 def fresh_policy(cfg: Dl2Config) -> torch.nn.Module:
