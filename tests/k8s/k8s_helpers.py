@@ -8,7 +8,7 @@ from apiserver import FakeApiServer
 from kubernetes import client
 
 from dlsched.k8s.controller import Controller
-from dlsched.k8s.objects import PLACEMENT_ANNOTATION, parse_dljob
+from dlsched.k8s.objects import PLACEMENT_ANNOTATION, DLJob, ObjectError, parse_dljob
 from dlsched.schedulers.registry import make_scheduler
 
 NS = "default"
@@ -65,20 +65,26 @@ def controller(api: client.ApiClient, scheduler: str = "fifo", **kwargs: Any) ->
     return Controller(api, make_scheduler(scheduler), namespace=NS, **kwargs)
 
 
+def jobs(server: FakeApiServer) -> list[DLJob]:
+    """The well-formed DLJobs in the server."""
+    found = []
+    for obj in server.objects("dljobs", NS):
+        try:
+            found.append(parse_dljob(obj))
+        except ObjectError:
+            continue
+    return found
+
+
 def grants(server: FakeApiServer) -> dict[str, tuple[int, int]]:
     """Job name → (workers, ps) granted in the cluster."""
-    out = {}
-    for obj in server.objects("dljobs", NS):
-        job = parse_dljob(obj)
-        out[job.name] = (job.workers, job.ps)
-    return out
+    return {job.name: (job.workers, job.ps) for job in jobs(server)}
 
 
 def node_usage(server: FakeApiServer) -> dict[str, list[float]]:
     """Node name → [gpu, cpu, GiB] the placement annotations of unfinished jobs take on it."""
     used: dict[str, list[float]] = {}
-    for obj in server.objects("dljobs", NS):
-        job = parse_dljob(obj)
+    for job in jobs(server):
         if job.done or job.placement is None:
             continue
         for role, counts in job.placement.items():
