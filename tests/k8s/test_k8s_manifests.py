@@ -44,7 +44,7 @@ def test_the_crd_schema_rejects_a_bad_job() -> None:
     bad = {**example, "spec": {**example["spec"], "arch": "mpi"}}
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.Draft4Validator(_crd_schema()).validate(bad)
-    with pytest.raises(ObjectError, match="spec.arch: must be one of ps, allreduce, replica"):
+    with pytest.raises(ObjectError, match=r"spec\.arch: must be one of ps, allreduce, replica"):
         parse_dljob(bad)
 
 
