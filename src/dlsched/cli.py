@@ -50,6 +50,8 @@ train_app = typer.Typer(help="Train a learned scheduler.", no_args_is_help=True)
 app.add_typer(train_app, name="train")
 live_app = typer.Typer(help="Run real elastic training jobs on this machine.", no_args_is_help=True)
 app.add_typer(live_app, name="live")
+k8s_app = typer.Typer(help="Schedule DLJobs on a Kubernetes cluster.", no_args_is_help=True)
+app.add_typer(k8s_app, name="k8s")
 
 WorkloadOpt = Annotated[
     str,
@@ -381,6 +383,8 @@ def reproduce(
 # ``dlsched train NAME`` per plugin (`dlsched.plugins`). Their modules are light (PyTorch is
 # imported inside the commands) and import only `dlsched.commands.common`, never this module.
 live_app.command("run")(resolve("dlsched.commands.live:live_run"))
+k8s_app.command("run")(resolve("dlsched.commands.k8s:k8s_run"))
+k8s_app.command("manifests")(resolve("dlsched.commands.k8s:k8s_manifests"))
 for _plugin in plugins():
     for _command in _plugin.train_commands:
         train_app.command(_command.name)(resolve(_command.target))

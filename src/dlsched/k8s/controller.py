@@ -1,0 +1,312 @@
+"""The reconcile loop: any dlsched scheduler deciding DLJobs' replicas on a Kubernetes cluster.
+
+Level-triggered and idempotent: every round lists the nodes and the DLJobs, builds the
+`ClusterView` the simulator would give (`dlsched.k8s.view`), first scales stale grants to zero
+(jobs on lost nodes), then asks the scheduler and enacts its decision through the one executor
+(`dlsched.sim.executor`) with `K8sActuator`. Nothing is kept that the cluster does not hold, so a
+restarted controller continues from the cluster as it is. A watch on DLJobs (list, then watch
+from the list's resourceVersion; on 410 Gone list again) wakes a round early when jobs change;
+rounds also run every ``interval_s``. A Lease makes one controller act at a time.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubernetes import client, watch
+from urllib3.exceptions import HTTPError
+
+from dlsched.core import Allocation, JobRun, Status
+from dlsched.k8s.actuator import K8sActuator
+from dlsched.k8s.lease import LeaderLease
+from dlsched.k8s.metrics import Metrics
+from dlsched.k8s.objects import GROUP, PLURAL, VERSION, ObjectError, parse_dljob, parse_node
+from dlsched.k8s.pods import PodBinder
+from dlsched.k8s.retry import with_retries
+from dlsched.k8s.view import ClusterState, build_state
+from dlsched.placement import make_placement
+from dlsched.schedulers.base import Scheduler, check_scheduler
+from dlsched.sim.executor import Executor
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class RoundReport:
+    """What one reconcile round did.
+
+    Attributes:
+        decision_s: wall time of ``scheduler.decide``, seconds (0 if no decision was made).
+        enactment_s: wall time to apply it through the API, seconds.
+        reclaimed: stale grants scaled to zero before deciding.
+        refused: job id → status of targets the executor could not enact.
+        skipped: why no decision was made (``""`` if one was).
+    """
+
+    decision_s: float = 0.0
+    enactment_s: float = 0.0
+    reclaimed: int = 0
+    refused: dict[int, Status] = field(default_factory=dict)
+    skipped: str = ""
+
+
+class Controller:
+    """Schedules the DLJobs of one namespace with ``scheduler``.
+
+    Args:
+        api: a configured `kubernetes.client.ApiClient`.
+        scheduler: any registered non-oracle scheduler.
+        namespace: where the DLJobs (and, with ``bind``, their pods) are.
+        interval_s: seconds between rounds when nothing changes.
+        dry_run: log the changes a round would make; write nothing.
+        bind: create each granted job's pods and bind them to the placement's nodes.
+        placement: placement policy name (``load_balance``, ``pack``, ``gang``).
+        identity: this controller's name in the Lease (default: host name and pid).
+        lease_duration_s: seconds another controller waits before taking over.
+        watch_timeout_s: seconds one watch request stays open before it is renewed.
+        clock: Unix seconds (the view's ``now_s``).
+
+    Raises:
+        ValueError: an oracle scheduler, a non-positive interval or an unknown placement.
+    """
+
+    def __init__(
+        self,
+        api: client.ApiClient,
+        scheduler: Scheduler,
+        *,
+        namespace: str = "default",
+        interval_s: float = 10.0,
+        dry_run: bool = False,
+        bind: bool = False,
+        placement: str = "load_balance",
+        identity: str | None = None,
+        lease_name: str = "dlsched-controller",
+        lease_duration_s: float = 15.0,
+        watch_timeout_s: int = 60,
+        metrics: Metrics | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        check_scheduler(scheduler)
+        if scheduler.is_oracle:
+            raise ValueError(
+                f"scheduler {scheduler.name!r} is an oracle; a cluster has no true speeds"
+            )
+        if not interval_s > 0:
+            raise ValueError(f"--interval must be > 0 seconds, got {interval_s}")
+        self.scheduler = scheduler
+        self.namespace = namespace
+        self.interval_s = interval_s
+        self.dry_run = dry_run
+        self.placement = make_placement(placement)
+        self.core = client.CoreV1Api(api)
+        self.custom = client.CustomObjectsApi(api)
+        self.binder = PodBinder(self.core, namespace) if bind else None
+        self.metrics = metrics or Metrics()
+        self.clock = clock
+        self.watch_timeout_s = watch_timeout_s
+        self.lease = LeaderLease(
+            client.CoordinationV1Api(api),
+            namespace,
+            lease_name,
+            identity or f"{socket.gethostname()}-{os.getpid()}",
+            max(lease_duration_s, 2 * interval_s),
+            clock,
+        )
+        self.runs: dict[int, JobRun] = {}
+        self.last_status: dict[int, Status] = {}
+        self._bad: set[tuple[str, str]] = set()
+        self.scheduler.reset()
+
+    # ------------------------------------------------------------------ one round
+
+    def _list(self, call: Callable[..., Any], what: str, *args: Any) -> dict[str, Any]:
+        raw = with_retries(lambda: call(*args, _preload_content=False), f"list {what}")
+        data: dict[str, Any] = json.loads(raw.data)
+        return data
+
+    def observe(self) -> ClusterState | None:
+        """List nodes and DLJobs and build this round's state (None if no node is usable)."""
+        nodes = self._list(self.core.list_node, "nodes")["items"]
+        objs = self._list(
+            self.custom.list_namespaced_custom_object,
+            "dljobs",
+            GROUP,
+            VERSION,
+            self.namespace,
+            PLURAL,
+        )["items"]
+        jobs = []
+        for obj in objs:
+            try:
+                jobs.append(parse_dljob(obj))
+            except ObjectError as exc:
+                self._report_bad(obj, str(exc))
+        parsed_nodes = []
+        for obj in nodes:
+            try:
+                parsed_nodes.append(parse_node(obj))
+            except ObjectError as exc:
+                self._report_bad(obj, str(exc))
+        return build_state(
+            parsed_nodes,
+            jobs,
+            self.runs,
+            now_s=self.clock(),
+            interval_s=self.interval_s,
+            last_status=self.last_status,
+        )
+
+    def _report_bad(self, obj: dict[str, Any], why: str) -> None:
+        """Log a malformed object once per version of it."""
+        meta = obj.get("metadata") or {}
+        key = (str(meta.get("uid")), str(meta.get("resourceVersion")))
+        self.metrics.errors.labels("invalid_object").inc()
+        if key not in self._bad:
+            self._bad.add(key)
+            log.error("skipping %s", why)
+
+    def reconcile(self) -> RoundReport:
+        """One round: observe, reclaim stale grants, decide, enact."""
+        report = RoundReport()
+        state = self.observe()
+        if state is None:
+            report.skipped = "no node is Ready and schedulable"
+            log.warning("no decision: %s", report.skipped)
+            return report
+        actuator = K8sActuator(
+            self.custom, self.core, state, self.metrics, dry_run=self.dry_run, binder=self.binder
+        )
+        for job, why in state.stale:
+            log.warning("DLJob %s: %s; scaling it to zero", job.key, why)
+            status = actuator.write(job, None, Allocation.EMPTY, "reclaim")
+            if not status.ok:
+                report.skipped = f"could not reclaim DLJob {job.key}: {status.reason}"
+                log.warning("no decision: %s", report.skipped)
+                return report
+            report.reclaimed += 1
+        if self.binder is not None and not self.dry_run:
+            self._sync_pods(state)
+        view = state.view
+        t0 = time.perf_counter()
+        decision = self.scheduler.decide(view)
+        t1 = time.perf_counter()
+        executor = Executor(state.cluster, self.placement)
+        refused = executor.apply(
+            decision,
+            active=lambda job_id: self.runs.get(job_id) if job_id in state.jobs else None,
+            running=list(view.running),
+            preemptive=self.scheduler.preemptive,
+            actuator=actuator,
+            source=self.scheduler.name,
+        )
+        t2 = time.perf_counter()
+        report.decision_s, report.enactment_s, report.refused = t1 - t0, t2 - t1, refused
+        self.last_status = refused
+        self.metrics.decisions.inc()
+        self.metrics.decision_seconds.observe(report.decision_s)
+        self.metrics.enactment_seconds.observe(report.enactment_s)
+        for job_id, status in refused.items():
+            self.metrics.errors.labels(status.code.value).inc()
+            log.info("not enacted: %s", status.reason or job_id)
+        running = sum(1 for job_id in state.jobs if self.runs[job_id].running)
+        self.metrics.running_jobs.set(running)
+        self.metrics.pending_jobs.set(len(state.jobs) - running)
+        return report
+
+    def _sync_pods(self, state: ClusterState) -> None:
+        """Make every active job's pods match its grant (after a crash or a failed round)."""
+        assert self.binder is not None
+        self.binder.load()
+        for job in state.jobs.values():
+            try:
+                self.binder.sync(job, job.placement or {})
+            except client.ApiException as exc:
+                self.metrics.errors.labels(f"pods_{exc.status}").inc()
+                log.warning("pods of DLJob %s: %s %s", job.key, exc.status, exc.reason)
+
+    # ------------------------------------------------------------------ the loop
+
+    def run(self, stop: threading.Event) -> None:
+        """Lead (or stand by) and reconcile until ``stop`` is set."""
+        wake = threading.Event()
+        watcher = threading.Thread(
+            target=self.watch_jobs, args=(stop, wake), name="dljob-watch", daemon=True
+        )
+        watcher.start()
+        backoff = 0.0
+        try:
+            while not stop.is_set():
+                try:
+                    if self.lease.acquire():
+                        self.reconcile()
+                    backoff = 0.0
+                except (client.ApiException, HTTPError, OSError) as exc:
+                    self.metrics.errors.labels("round").inc()
+                    backoff = min(30.0, max(0.5, backoff * 2))
+                    log.error("round failed (%s); next in %.1f s", exc, backoff)
+                    stop.wait(backoff)
+                    continue
+                if wake.wait(self.interval_s):
+                    stop.wait(min(0.2, self.interval_s))  # let a burst of changes settle
+                wake.clear()
+        finally:
+            stop.set()
+            watcher.join(timeout=self.watch_timeout_s + 5)
+
+    def watch_jobs(self, stop: threading.Event, wake: threading.Event) -> None:
+        """List, then watch DLJobs from the list's resourceVersion, setting ``wake`` on every
+        change; on 410 Gone list again; on other failures back off and retry."""
+        version: str | None = None
+        backoff = 0.0
+        while not stop.is_set():
+            try:
+                if version is None:
+                    version = self._list(
+                        self.custom.list_namespaced_custom_object,
+                        "dljobs",
+                        GROUP,
+                        VERSION,
+                        self.namespace,
+                        PLURAL,
+                    )["metadata"]["resourceVersion"]
+                    wake.set()
+                stream = watch.Watch()
+                for event in stream.stream(
+                    self.custom.list_namespaced_custom_object,
+                    GROUP,
+                    VERSION,
+                    self.namespace,
+                    PLURAL,
+                    resource_version=version,
+                    timeout_seconds=self.watch_timeout_s,
+                ):
+                    version = event["raw_object"]["metadata"]["resourceVersion"]
+                    wake.set()
+                    if stop.is_set():
+                        stream.stop()
+                backoff = 0.0
+            except client.ApiException as exc:
+                if exc.status == 410:
+                    log.info("DLJob watch expired (410 Gone); listing again")
+                    self.metrics.errors.labels("watch_expired").inc()
+                    version = None
+                    continue
+                backoff = self._watch_failed(exc, backoff, stop)
+            except (HTTPError, OSError, ValueError) as exc:
+                backoff = self._watch_failed(exc, backoff, stop)
+
+    def _watch_failed(self, exc: Exception, backoff: float, stop: threading.Event) -> float:
+        self.metrics.errors.labels("watch").inc()
+        backoff = min(30.0, max(0.5, backoff * 2))
+        log.warning("DLJob watch failed (%s); again in %.1f s", exc, backoff)
+        stop.wait(backoff)
+        return backoff

@@ -1,0 +1,515 @@
+"""A stateful fake Kubernetes API server for tests: real HTTP on 127.0.0.1, a free port.
+
+It serves what the dlsched controller and the official ``kubernetes`` client use:
+
+- ``/api/v1/nodes``: list, get, create, merge-patch, delete;
+- ``/apis/dlsched.io/v1alpha1/namespaces/NS/dljobs``: create, get, list (with
+  ``resourceVersion``), ``?watch=true`` (JSON lines), replace, merge-patch, delete, and the
+  ``/status`` and ``/scale`` subresources (``autoscaling/v1`` Scale of ``.spec.workers``);
+- ``/api/v1/namespaces/NS/pods``: create, list (``labelSelector`` of ``k=v`` terms), get,
+  delete, and the ``/binding`` subresource (sets ``spec.nodeName``);
+- ``/api/v1/namespaces/NS/events``: create, list;
+- ``/apis/coordination.k8s.io/v1/namespaces/NS/leases``: create, get, replace.
+
+Every write bumps one global resource version. An update that names a
+``metadata.resourceVersion`` other than the stored one gets 409 Conflict, as the real server's
+optimistic concurrency. Faults are injected with `FakeApiServer.fail_next` (any status on the
+next matching requests) and `FakeApiServer.expire_watches` (watches and lists from an old
+resource version get 410 Gone). Errors are ``kind: Status`` bodies, as the real server's.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+Obj = dict[str, Any]
+
+GROUP = "dlsched.io"
+VERSION = "v1alpha1"
+_KINDS = {
+    # collection segment -> (apiVersion, kind, namespaced)
+    "nodes": ("v1", "Node", False),
+    "pods": ("v1", "Pod", True),
+    "events": ("v1", "Event", True),
+    "dljobs": (f"{GROUP}/{VERSION}", "DLJob", True),
+    "leases": ("coordination.k8s.io/v1", "Lease", True),
+}
+_PATH = re.compile(
+    r"^/(?:api/v1|apis/(?:dlsched\.io/v1alpha1|coordination\.k8s\.io/v1))"
+    r"(?:/namespaces/(?P<ns>[^/]+))?/(?P<plural>nodes|pods|events|dljobs|leases)"
+    r"(?:/(?P<name>[^/]+))?(?:/(?P<sub>status|scale|binding))?$"
+)
+HISTORY = 10_000
+"""Watch events kept; a watch from before the oldest kept one gets 410 Gone."""
+
+
+class ApiError(Exception):
+    """An error answer: HTTP code, Kubernetes reason and message."""
+
+    def __init__(self, code: int, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.code, self.reason, self.message = code, reason, message
+
+    def status(self) -> Obj:
+        return {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code,
+        }
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch (``null`` deletes a key)."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    result = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = merge_patch(result.get(key), value)
+    return result
+
+
+@dataclass
+class _Fault:
+    method: str
+    pattern: re.Pattern[str]
+    code: int
+    left: int
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class FakeApiServer:
+    """The store, the event history and the HTTP server around them.
+
+    Use as a context manager (starts and stops the server); `url` is its address.
+
+    Attributes:
+        requests: ``(method, path)`` of every request served, in order.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Condition()
+        self._objects: dict[tuple[str, str, str], Obj] = {}
+        self._events: list[tuple[int, str, str, str, Obj]] = []  # rv, plural, ns, type, obj
+        self._rv = 0
+        self._oldest_rv = 0
+        self._faults: list[_Fault] = []
+        self._stopping = False
+        self.requests: list[tuple[str, str]] = []
+        self._http = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._http.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @property
+    def url(self) -> str:
+        host, port = self._http.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def start(self) -> FakeApiServer:
+        self._thread = threading.Thread(target=self._http.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stopping = True
+            self._lock.notify_all()
+        self._http.shutdown()
+        self._http.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> FakeApiServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ------------------------------------------------------------------ test controls
+
+    def fail_next(self, method: str, path_regex: str, code: int, times: int = 1) -> None:
+        """Answer the next ``times`` requests of ``method`` whose path matches with ``code``."""
+        with self._lock:
+            self._faults.append(_Fault(method.upper(), re.compile(path_regex), code, times))
+
+    def expire_watches(self) -> None:
+        """Forget the event history: open watches end with 410 Gone, as do new watches and
+        lists from any older resource version (etcd compaction)."""
+        with self._lock:
+            self._rv += 1
+            self._oldest_rv = self._rv
+            self._events.clear()
+            self._lock.notify_all()
+
+    def count(self, method: str, fragment: str) -> int:
+        """Requests served of ``method`` whose path contains ``fragment``."""
+        return sum(1 for m, p in list(self.requests) if m == method and fragment in p)
+
+    def objects(self, plural: str, namespace: str = "") -> list[Obj]:
+        """Copies of the stored objects of one kind (all namespaces if none given)."""
+        with self._lock:
+            return [
+                copy.deepcopy(o)
+                for (p, ns, _), o in sorted(self._objects.items())
+                if p == plural and (not namespace or ns == namespace)
+            ]
+
+    def get(self, plural: str, namespace: str, name: str) -> Obj:
+        with self._lock:
+            return copy.deepcopy(self._objects[(plural, namespace, name)])
+
+    def put(self, plural: str, namespace: str, body: Obj) -> Obj:
+        """Create or overwrite an object directly (as another client would)."""
+        with self._lock:
+            key = (plural, namespace, body["metadata"]["name"])
+            kind = "MODIFIED" if key in self._objects else "ADDED"
+            old = self._objects.get(key)
+            obj = self._stamp(plural, namespace, copy.deepcopy(body), old)
+            self._store(key, kind, obj)
+            return copy.deepcopy(obj)
+
+    def delete(self, plural: str, namespace: str, name: str) -> None:
+        with self._lock:
+            self._remove((plural, namespace, name))
+
+    # ------------------------------------------------------------------ store
+
+    def _stamp(self, plural: str, namespace: str, obj: Obj, old: Obj | None) -> Obj:
+        api_version, kind, namespaced = _KINDS[plural]
+        obj["apiVersion"], obj["kind"] = api_version, kind
+        meta = obj.setdefault("metadata", {})
+        if namespaced:
+            meta["namespace"] = namespace
+        if old is None:
+            meta["uid"] = str(uuid.uuid4())
+            meta["creationTimestamp"] = meta.get("creationTimestamp") or _now()
+            meta["generation"] = 1
+        else:
+            for key in ("uid", "creationTimestamp", "generation"):
+                meta[key] = old["metadata"][key]
+            if obj.get("spec") != old.get("spec"):
+                meta["generation"] += 1
+        self._rv += 1
+        meta["resourceVersion"] = str(self._rv)
+        return obj
+
+    def _store(self, key: tuple[str, str, str], kind: str, obj: Obj) -> None:
+        self._objects[key] = obj
+        self._record(key[0], key[1], kind, obj)
+
+    def _remove(self, key: tuple[str, str, str]) -> Obj:
+        obj = self._objects.pop(key, None)
+        if obj is None:
+            raise ApiError(404, "NotFound", f'{key[0]} "{key[2]}" not found')
+        self._rv += 1
+        obj["metadata"]["resourceVersion"] = str(self._rv)
+        self._record(key[0], key[1], "DELETED", obj)
+        return obj
+
+    def _record(self, plural: str, ns: str, kind: str, obj: Obj) -> None:
+        self._events.append((self._rv, plural, ns, kind, copy.deepcopy(obj)))
+        if len(self._events) > HISTORY:
+            dropped = self._events.pop(0)
+            self._oldest_rv = dropped[0]
+        self._lock.notify_all()
+
+    # ------------------------------------------------------------------ request handling
+
+    def handle(self, method: str, raw_path: str, body: Obj | None) -> tuple[int, Obj]:
+        """One request's status code and JSON answer (watches are served by `watch`)."""
+        path = urlparse(raw_path).path
+        with self._lock:
+            self.requests.append((method, path))
+            for fault in self._faults:
+                if fault.left > 0 and fault.method == method and fault.pattern.search(path):
+                    fault.left -= 1
+                    reason = {409: "Conflict", 410: "Expired", 429: "TooManyRequests"}
+                    raise ApiError(
+                        fault.code,
+                        reason.get(fault.code, "InternalError"),
+                        f"injected {fault.code} for {method} {path}",
+                    )
+        match = _PATH.match(path)
+        if match is None:
+            raise ApiError(404, "NotFound", f"the server could not find {path}")
+        plural, ns, name, sub = match["plural"], match["ns"] or "", match["name"], match["sub"]
+        query = {k: v[-1] for k, v in parse_qs(urlparse(raw_path).query).items()}
+        with self._lock:
+            if name is None:
+                if method == "GET":
+                    return 200, self._list(plural, ns, query)
+                if method == "POST":
+                    return 201, self._create(plural, ns, body or {})
+            elif sub is None:
+                return self._item(method, (plural, ns, name), body)
+            elif sub == "binding" and method == "POST" and plural == "pods":
+                return 201, self._bind((plural, ns, name), body or {})
+            elif sub in ("status", "scale") and plural == "dljobs":
+                return self._subresource(method, sub, (plural, ns, name), body)
+        raise ApiError(405, "MethodNotAllowed", f"{method} is not supported on {path}")
+
+    def _list(self, plural: str, ns: str, query: dict[str, str]) -> Obj:
+        since = query.get("resourceVersion")
+        if since and since != "0" and int(since) < self._oldest_rv:
+            raise ApiError(410, "Expired", f"too old resource version: {since}")
+        selector = _selector(query.get("labelSelector", ""))
+        items = [
+            copy.deepcopy(o)
+            for (p, n, _), o in sorted(self._objects.items())
+            if p == plural and (not ns or n == ns) and _matches(o, selector)
+        ]
+        api_version, kind, _ = _KINDS[plural]
+        return {
+            "apiVersion": api_version,
+            "kind": f"{kind}List",
+            "metadata": {"resourceVersion": str(self._rv)},
+            "items": items,
+        }
+
+    def _create(self, plural: str, ns: str, body: Obj) -> Obj:
+        meta = body.get("metadata") or {}
+        name = meta.get("name")
+        if not name and meta.get("generateName"):
+            name = f"{meta['generateName']}{uuid.uuid4().hex[:5]}"
+            meta["name"] = name
+        if not name:
+            raise ApiError(422, "Invalid", "metadata.name: Required value")
+        key = (plural, ns, name)
+        if key in self._objects:
+            raise ApiError(409, "AlreadyExists", f'{plural} "{name}" already exists')
+        meta.pop("resourceVersion", None)
+        obj = self._stamp(plural, ns, body, None)
+        self._store(key, "ADDED", obj)
+        return copy.deepcopy(obj)
+
+    def _existing(self, key: tuple[str, str, str]) -> Obj:
+        obj = self._objects.get(key)
+        if obj is None:
+            raise ApiError(404, "NotFound", f'{key[0]} "{key[2]}" not found')
+        return obj
+
+    def _update(self, key: tuple[str, str, str], new: Obj, want_rv: str | None) -> Obj:
+        old = self._existing(key)
+        if want_rv and want_rv != old["metadata"]["resourceVersion"]:
+            raise ApiError(
+                409,
+                "Conflict",
+                f'Operation cannot be fulfilled on {key[0]} "{key[2]}": the object has been '
+                "modified; please apply your changes to the latest version and try again",
+            )
+        obj = self._stamp(key[0], key[1], new, old)
+        self._store(key, "MODIFIED", obj)
+        return copy.deepcopy(obj)
+
+    def _item(self, method: str, key: tuple[str, str, str], body: Obj | None) -> tuple[int, Obj]:
+        if method == "GET":
+            return 200, copy.deepcopy(self._existing(key))
+        if method == "DELETE":
+            return 200, self._remove(key)
+        body = body or {}
+        want = (body.get("metadata") or {}).get("resourceVersion")
+        if method == "PUT":
+            return 200, self._update(key, copy.deepcopy(body), want)
+        if method == "PATCH":
+            old = self._existing(key)
+            new = merge_patch(old, body)
+            if key[0] == "dljobs":
+                new["status"] = old.get("status")  # status changes only through /status
+            return 200, self._update(key, new, want)
+        raise ApiError(405, "MethodNotAllowed", f"{method} is not supported")
+
+    def _subresource(
+        self, method: str, sub: str, key: tuple[str, str, str], body: Obj | None
+    ) -> tuple[int, Obj]:
+        old = self._existing(key)
+        body = body or {}
+        want = (body.get("metadata") or {}).get("resourceVersion")
+        if sub == "status":
+            if method == "GET":
+                return 200, copy.deepcopy(old)
+            status = body.get("status") if method == "PUT" else None
+            if method == "PATCH":
+                status = merge_patch(old.get("status") or {}, body.get("status") or {})
+            elif method != "PUT":
+                raise ApiError(405, "MethodNotAllowed", f"{method} is not supported on status")
+            new = copy.deepcopy(old)
+            new["status"] = status
+            return 200, self._update(key, new, want)
+        if method == "GET":
+            return 200, _scale(old)
+        if method == "PUT":
+            replicas = (body.get("spec") or {}).get("replicas")
+        elif method == "PATCH":
+            replicas = merge_patch(_scale(old), body)["spec"].get("replicas")
+        else:
+            raise ApiError(405, "MethodNotAllowed", f"{method} is not supported on scale")
+        if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
+            raise ApiError(422, "Invalid", f"spec.replicas: Invalid value: {replicas!r}")
+        new = copy.deepcopy(old)
+        new.setdefault("spec", {})["workers"] = replicas
+        return 200, _scale(self._update(key, new, want))
+
+    def _bind(self, key: tuple[str, str, str], body: Obj) -> Obj:
+        pod = self._existing(key)
+        if pod.get("spec", {}).get("nodeName"):
+            raise ApiError(409, "Conflict", f"pod {key[2]} is already assigned to a node")
+        node = (body.get("target") or {}).get("name")
+        if ("nodes", "", node) not in self._objects:
+            raise ApiError(404, "NotFound", f'nodes "{node}" not found')
+        new = copy.deepcopy(pod)
+        new.setdefault("spec", {})["nodeName"] = node
+        self._update(key, new, None)
+        return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
+
+    def watch(self, plural: str, ns: str, query: dict[str, str]) -> Iterator[Obj]:
+        """Events after ``resourceVersion`` until ``timeoutSeconds``; an ERROR 410 event if that
+        version is older than the kept history (or the history is expired while watching)."""
+        since = int(query.get("resourceVersion") or self._rv)
+        deadline = time.monotonic() + float(query.get("timeoutSeconds") or 30)
+        expired_at = self._oldest_rv
+        while True:
+            with self._lock:
+                if since < self._oldest_rv or self._oldest_rv != expired_at:
+                    yield {
+                        "type": "ERROR",
+                        "object": ApiError(410, "Expired", "too old resource version").status(),
+                    }
+                    return
+                batch = [
+                    {"type": kind, "object": copy.deepcopy(obj)}
+                    for rv, p, n, kind, obj in self._events
+                    if rv > since and p == plural and (not ns or n == ns)
+                ]
+                if self._events:
+                    since = max(since, self._events[-1][0])
+                if not batch:
+                    left = deadline - time.monotonic()
+                    if left <= 0 or self._stopping:
+                        return
+                    self._lock.wait(min(left, 0.5))
+                    continue
+            yield from batch
+
+
+def _scale(obj: Obj) -> Obj:
+    meta = obj["metadata"]
+    return {
+        "apiVersion": "autoscaling/v1",
+        "kind": "Scale",
+        "metadata": {
+            "name": meta["name"],
+            "namespace": meta.get("namespace", ""),
+            "resourceVersion": meta["resourceVersion"],
+            "uid": meta["uid"],
+        },
+        "spec": {"replicas": (obj.get("spec") or {}).get("workers", 0)},
+        "status": {"replicas": (obj.get("status") or {}).get("workers", 0)},
+    }
+
+
+def _selector(text: str) -> dict[str, str]:
+    terms = [t for t in text.split(",") if t]
+    return dict(t.split("=", 1) for t in terms)
+
+
+def _matches(obj: Obj, selector: dict[str, str]) -> bool:
+    labels = obj.get("metadata", {}).get("labels") or {}
+    return all(labels.get(k) == v for k, v in selector.items())
+
+
+def _handler(server: FakeApiServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:  # quiet
+            return
+
+        def _send(self, code: int, body: Obj) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _serve(self, method: str) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            try:
+                body = json.loads(raw) if raw else None
+                parsed = urlparse(self.path)
+                query = {k: v[-1] for k, v in parse_qs(parsed.query).items()}
+                if method == "GET" and query.get("watch") in ("true", "1"):
+                    self._watch(parsed.path, query)
+                    return
+                code, answer = server.handle(method, self.path, body)
+            except ApiError as exc:
+                code, answer = exc.code, exc.status()
+            except json.JSONDecodeError as exc:
+                code, answer = 400, ApiError(400, "BadRequest", str(exc)).status()
+            self._send(code, answer)
+
+        def _watch(self, path: str, query: dict[str, str]) -> None:
+            match = _PATH.match(path)
+            if match is None or match["name"] is not None:
+                raise ApiError(404, "NotFound", f"cannot watch {path}")
+            with server._lock:
+                server.requests.append(("WATCH", path))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.close_connection = True
+            try:
+                for event in server.watch(match["plural"], match["ns"] or "", query):
+                    self.wfile.write(json.dumps(event).encode() + b"\n")
+                    self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                return
+
+        def do_GET(self) -> None:
+            self._serve("GET")
+
+        def do_POST(self) -> None:
+            self._serve("POST")
+
+        def do_PUT(self) -> None:
+            self._serve("PUT")
+
+        def do_PATCH(self) -> None:
+            self._serve("PATCH")
+
+        def do_DELETE(self) -> None:
+            self._serve("DELETE")
+
+    return Handler
+
+
+@contextmanager
+def running_server() -> Iterator[FakeApiServer]:
+    """A started server, stopped on exit."""
+    with FakeApiServer() as server:
+        yield server

@@ -1,0 +1,50 @@
+"""Randomized: submissions, completions, node loss and controller restarts never over-commit
+any node's allocatable resources (hypothesis, bounded)."""
+
+from __future__ import annotations
+
+from apiserver import FakeApiServer
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from k8s_helpers import NS, controller, dljob, finish, jobs, node, node_usage
+from kubernetes import client
+
+STEP = st.one_of(
+    st.tuples(st.just("submit"), st.integers(1, 4), st.sampled_from(["ps", "allreduce"])),
+    st.tuples(st.just("finish"), st.integers(0, 20), st.just("")),
+    st.tuples(st.just("lose"), st.integers(0, 3), st.just("")),
+    st.tuples(st.just("restart"), st.just(0), st.just("")),
+)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    steps=st.lists(STEP, min_size=3, max_size=10),
+    scheduler=st.sampled_from(["fifo", "drf", "srtf"]),
+)
+def test_no_node_is_ever_over_committed(steps: list, scheduler: str) -> None:
+    with FakeApiServer() as server, client.ApiClient(client.Configuration(host=server.url)) as api:
+        for i in range(4):
+            server.put("nodes", "", node(f"n{i}", gpu=4, cpu=8, mem_gi=32))
+        ctl = controller(api, scheduler)
+        submitted = 0
+        for kind, n, arch in steps:
+            if kind == "submit":
+                server.put("dljobs", NS, dljob(f"j{submitted}", workers=n, arch=arch))
+                submitted += 1
+            elif kind == "finish" and submitted:
+                finish(server, f"j{n % submitted}")
+            elif kind == "lose":
+                names = [o["metadata"]["name"] for o in server.objects("nodes")]
+                if len(names) > 1:
+                    server.delete("nodes", "", names[n % len(names)])
+            elif kind == "restart":
+                ctl = controller(api, scheduler)
+            ctl.reconcile()
+            alive = {o["metadata"]["name"]: o for o in server.objects("nodes")}
+            for name, (gpu, cpu, mem) in node_usage(server).items():
+                assert name in alive, f"a grant on lost node {name}"
+                assert gpu <= 4 and cpu <= 8 and mem <= 32, (name, gpu, cpu, mem)
+            for job in jobs(server):
+                held = sum((job.placement or {}).get("workers", {}).values())
+                assert held == job.workers
