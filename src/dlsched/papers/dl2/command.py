@@ -1,5 +1,5 @@
 """``dlsched train dl2``: supervised warm-up from a heuristic, then RL (DL2's actor-critic or
-PPO)."""
+evolution strategies)."""
 
 from __future__ import annotations
 
@@ -40,25 +40,31 @@ def train_dl2_command(
     ] = 4,
     rl_steps: Annotated[
         int,
-        typer.Option(min=0, max=MAX_STEPS, help="RL updates (actor-critic) or iterations (ppo)."),
+        typer.Option(min=0, max=MAX_STEPS, help="RL updates (actor-critic) or iterations (es)."),
     ] = 500,
     rl_method: Annotated[
         str,
         typer.Option(
-            help="actor-critic (DL2's, the paper's reward) or ppo (minus jobs in the system as "
-            "reward, clipped updates, KL towards the supervised start)."
+            help="actor-critic (DL2's, the paper's reward) or es (evolution strategies on the "
+            "average JCT of whole training traces)."
         ),
     ] = "actor-critic",
-    ppo_episodes: Annotated[
-        int, typer.Option(min=1, max=1000, help="ppo: whole training traces per iteration.")
-    ] = 2,
-    ppo_lr: Annotated[
-        float, typer.Option(min=0.0, max=1.0, help="ppo: Adam learning rate of the policy.")
-    ] = 3e-5,
-    ppo_kl: Annotated[
-        float,
-        typer.Option(min=0.0, max=1e3, help="ppo: weight of KL(supervised start || policy)."),
-    ] = 0.5,
+    rl_eval_every: Annotated[
+        int | None,
+        typer.Option(min=1, max=MAX_STEPS, help="RL updates between validations (--eval-every)."),
+    ] = None,
+    es_pairs: Annotated[
+        int, typer.Option(min=1, max=1000, help="es: antithetic pairs per iteration.")
+    ] = 6,
+    es_traces: Annotated[
+        int, typer.Option(min=1, max=1000, help="es: training traces per iteration.")
+    ] = 1,
+    es_sigma: Annotated[
+        float, typer.Option(min=1e-6, max=10.0, help="es: std of the weight perturbations.")
+    ] = 0.02,
+    es_lr: Annotated[
+        float, typer.Option(min=0.0, max=1.0, help="es: Adam step size on the weights.")
+    ] = 0.005,
     init: Annotated[
         Path | None,
         typer.Option(help="Start from this policy checkpoint (same --J, --arch, --hidden)."),
@@ -138,9 +144,9 @@ def train_dl2_command(
     import torch
 
     from dlsched.experiments.compare import parse_seeds
+    from dlsched.papers.dl2.es import EsConfig
     from dlsched.papers.dl2.network import Dl2Config
     from dlsched.papers.dl2.offline_rl import SPEED_MODELS, FitSpec
-    from dlsched.papers.dl2.ppo import PpoConfig
     from dlsched.papers.dl2.train import LOG_FILE, TrainSpec, train_dl2
     from dlsched.rl.checkpoint import read_card
 
@@ -149,9 +155,9 @@ def train_dl2_command(
         sizes = parse_hidden(hidden)
         if speed_model not in SPEED_MODELS:
             raise ValueError(f"--speed-model {speed_model!r}: choose {' or '.join(SPEED_MODELS)}")
-        if rl_method not in ("actor-critic", "ppo"):
-            raise ValueError(f"--rl-method {rl_method!r}: choose actor-critic or ppo")
-        if rl_method == "ppo" and clusters > 1:
+        if rl_method not in ("actor-critic", "es"):
+            raise ValueError(f"--rl-method {rl_method!r}: choose actor-critic or es")
+        if rl_method == "es" and clusters > 1:
             raise ValueError("--clusters: federated training is actor-critic only")
         options = parse_options(option)
         if servers is not None:
@@ -185,7 +191,8 @@ def train_dl2_command(
             clusters=clusters,
             vary=_parse_vary(vary),
             rl_method=rl_method,
-            ppo=PpoConfig(episodes_per_iter=ppo_episodes, lr=ppo_lr, kl_coef=ppo_kl),
+            es=EsConfig(pairs=es_pairs, traces_per_iter=es_traces, sigma=es_sigma, lr=es_lr),
+            rl_eval_every=rl_eval_every,
             init=init,
         )
         with progress_bar(TextColumn("{task.fields[val]}")) as progress:

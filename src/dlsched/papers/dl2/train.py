@@ -16,6 +16,7 @@ so validation seeds below it are never trained on.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -27,6 +28,7 @@ import torch
 
 from dlsched.papers.dl2.algorithm import Learner, Rollout, actor_critic, collect_teacher, supervised
 from dlsched.papers.dl2.env import Dl2Env
+from dlsched.papers.dl2.es import Es, EsConfig, evolve
 from dlsched.papers.dl2.federated import FederatedPool
 from dlsched.papers.dl2.network import Dl2Config, evaluate, load, make_policy, save, seed_everything
 from dlsched.papers.dl2.offline_rl import (
@@ -36,7 +38,6 @@ from dlsched.papers.dl2.offline_rl import (
     fit_speed_model,
     fitted_transform,
 )
-from dlsched.papers.dl2.ppo import Ppo, PpoConfig, ppo
 from dlsched.rl.checkpoint import read_card
 from dlsched.schedulers.registry import make_scheduler
 from dlsched.workloads.registry import make_workload
@@ -72,10 +73,10 @@ class TrainSpec:
         clusters: simulated clusters training one global policy in RL (> 1: federated,
             `dlsched.papers.dl2.federated`, one process each; 1: the single-process path).
         rl_method: ``"actor-critic"`` (DL2's, `dlsched.papers.dl2.algorithm`; ``rl_steps``
-            counts its updates) or ``"ppo"`` (`dlsched.papers.dl2.ppo`: minus jobs in the
-            system as reward, clipped updates, KL towards the supervised start; ``rl_steps``
-            counts its iterations of ``ppo.episodes_per_iter`` whole traces each).
-        ppo: PPO's hyper-parameters.
+            counts its updates) or ``"es"`` (evolution strategies on the average JCT of whole
+            training traces, `dlsched.papers.dl2.es`; ``rl_steps`` counts its iterations).
+        es: ES's hyper-parameters (its workload, options and ``vary`` are this spec's).
+        rl_eval_every: RL updates between validations (None: ``eval_every``).
         init: start from this policy checkpoint instead of a fresh network (same J, L,
             network arch and hidden sizes).
     """
@@ -96,7 +97,8 @@ class TrainSpec:
     clusters: int = 1
     vary: dict[str, tuple[Any, ...]] = field(default_factory=dict)
     rl_method: str = "actor-critic"
-    ppo: PpoConfig = field(default_factory=PpoConfig)
+    es: EsConfig = field(default_factory=EsConfig)
+    rl_eval_every: int | None = None
     init: Path | None = None
 
     def fitted_model(self) -> FittedPS | None:
@@ -300,8 +302,8 @@ def train_dl2(spec: TrainSpec, progress: Progress | None = None) -> Path:
                 progress("sl", run.sl_done, spec.sl_steps, val)
 
     # -- online RL ----------------------------------------------------------------------------
-    if spec.rl_method == "ppo":
-        _train_ppo(run, env, progress)
+    if spec.rl_method == "es":
+        _train_es(run, progress)
     elif run.rl_done < spec.rl_steps:
         pool: FederatedPool | None = None
         if spec.clusters > 1:
@@ -351,12 +353,19 @@ def train_dl2(spec: TrainSpec, progress: Progress | None = None) -> Path:
     return spec.out
 
 
-def _train_ppo(run: _Run, env: Dl2Env, progress: Progress | None) -> None:
-    """The RL phase with `dlsched.papers.dl2.ppo` (a resumed run starts a new value network)."""
+def _train_es(run: _Run, progress: Progress | None) -> None:
+    """The RL phase with evolution strategies (`dlsched.papers.dl2.es`)."""
     spec = run.spec
-    learner = Ppo(run.learner.policy, run.cfg, spec.ppo, seed=run.cfg.seed + run.rl_done)
+    es_cfg = dataclasses.replace(
+        spec.es,
+        workload=spec.workload,
+        workload_options=dict(spec.workload_options),
+        vary=dict(spec.vary),
+    )
+    learner = Es(run.learner.policy, run.cfg, es_cfg, seed=run.cfg.seed * 1_000_003 + run.rl_done)
+    every = spec.rl_eval_every or spec.eval_every
     while run.rl_done < spec.rl_steps:
-        chunk = min(spec.eval_every, spec.rl_steps - run.rl_done)
+        chunk = min(every, spec.rl_steps - run.rl_done)
         train_jct: list[float] = []
 
         def on_iteration(
@@ -366,13 +375,7 @@ def _train_ppo(run: _Run, env: Dl2Env, progress: Progress | None) -> None:
             if progress is not None:
                 progress("rl", base + len(seen), spec.rl_steps, None)
 
-        ppo(
-            learner,
-            env,
-            chunk,
-            seed=run.cfg.seed * 1_000_003 + run.rl_done,
-            on_iteration=on_iteration,
-        )
+        evolve(learner, chunk, on_iteration=on_iteration)
         run.rl_done += chunk
         val = run.validate("rl", run.rl_done, sum(train_jct) / max(1, len(train_jct)))
         if progress is not None:
