@@ -43,13 +43,13 @@ log = logging.getLogger(__name__)
 class EsConfig:
     """Hyper-parameters of `evolve` (ours)."""
 
-    pairs: int = 8
+    pairs: int = 6
     """Antithetic pairs of perturbations per iteration (2 × pairs candidates)."""
-    traces_per_iter: int = 2
+    traces_per_iter: int = 1
     """Training traces every candidate of an iteration runs."""
     sigma: float = 0.02
     """Standard deviation of the weight perturbations."""
-    lr: float = 0.01
+    lr: float = 0.005
     """Adam step size on the weights."""
     weight_decay: float = 0.0
     """L2 pull of the weights towards zero (as OpenAI's ES)."""
