@@ -25,6 +25,7 @@ from dlsched.cli_args import (
     MAX_SEED,
     MAX_SEEDS,
     MAX_SERVERS,
+    MAX_WORKERS,
 )
 from dlsched.cli_errors import OneLineErrorsGroup, finite_range
 from dlsched.commands.common import clean as _clean
@@ -218,6 +219,14 @@ def compare(
     json_out: JsonOpt = False,
     plot: PlotOpt = None,
     jobs_out: JobsOutOpt = None,
+    workers: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            max=MAX_WORKERS,
+            help="Local processes running the scheduler × seed runs; same results as 1.",
+        ),
+    ] = 1,
 ) -> None:
     """Compare schedulers over seeds: means with 95 % confidence intervals."""
     from dlsched.cli_args import parse_seed_list
@@ -251,6 +260,7 @@ def compare(
                 workload,
                 names,
                 seed_list,
+                workers=workers,
                 on_run=lambda r: progress.advance(task),
                 **options,
             )
