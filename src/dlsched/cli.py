@@ -227,6 +227,14 @@ def compare(
             help="Local processes running the scheduler × seed runs; same results as 1.",
         ),
     ] = 1,
+    dask: Annotated[
+        str | None,
+        typer.Option(
+            "--dask",
+            help="Run the runs on a Dask cluster: its scheduler address (tcp://host:8786) or "
+            "'local' (one started on this machine); same results. Needs dlsched[dask].",
+        ),
+    ] = None,
 ) -> None:
     """Compare schedulers over seeds: means with 95 % confidence intervals."""
     from dlsched.cli_args import parse_seed_list
@@ -236,6 +244,8 @@ def compare(
     with _one_line_errors():
         if jobs_out is not None:
             check_jobs_path(jobs_out, "--jobs-out")
+        if dask is not None and workers > 1:
+            raise ValueError("give --workers or --dask, not both")
         names = [s.strip() for s in schedulers.split(",") if s.strip()]
         if not names:
             raise ValueError("--schedulers: give at least one name")
@@ -261,6 +271,7 @@ def compare(
                 names,
                 seed_list,
                 workers=workers,
+                dask=dask,
                 on_run=lambda r: progress.advance(task),
                 **options,
             )

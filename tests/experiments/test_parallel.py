@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import sys
 from typing import Any
 
 import pytest
@@ -113,3 +114,23 @@ def test_cli_workers_json_equals_one_worker() -> None:
     bad = runner.invoke(app, [*args, "--workers", "0"])
     assert bad.exit_code == 2 and "--workers" in bad.stderr
     assert len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_dask_without_the_extra_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "distributed", None)  # as if not installed
+    with pytest.raises(ValueError, match=r"--dask needs Dask distributed: pip install"):
+        run_grid("deeprm", ["fifo"], [1, 2], dask="local", num_jobs=5)
+    args = [
+        "compare",
+        "-w",
+        "deeprm",
+        "-o",
+        "num_jobs=5",
+        "--schedulers",
+        "fifo",
+        "--dask",
+        "local",
+    ]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2 and "'dlsched[dask]'" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
