@@ -25,6 +25,7 @@ from dlsched.cli_args import (
     MAX_SEED,
     MAX_SEEDS,
     MAX_SERVERS,
+    MAX_WORKERS,
 )
 from dlsched.cli_errors import OneLineErrorsGroup, finite_range
 from dlsched.commands.common import clean as _clean
@@ -99,6 +100,14 @@ OnBadRowOpt = Annotated[
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 PlotOpt = Annotated[Path | None, typer.Option(help="Write a PNG figure to this path.")]
+JobsOutOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--jobs-out",
+        help="Write per-job results (trace ID, times in s, GPUs, scheduler, seed) to a .csv "
+        "or .parquet file.",
+    ),
+]
 
 
 def _workload_options(option: list[str] | None, on_bad_row: str | None) -> dict[str, Any]:
@@ -144,12 +153,16 @@ def simulate(
     json_out: JsonOpt = False,
     plot: PlotOpt = None,
     jobs_csv: Annotated[Path | None, typer.Option(help="Write per-job records as CSV.")] = None,
+    jobs_out: JobsOutOpt = None,
 ) -> None:
     """Simulate one workload under one scheduler and print its metrics."""
     import dlsched
+    from dlsched.sim.jobs_table import check_jobs_path, write_jobs
 
     label = escape(f"{workload} · {scheduler}")
     with _one_line_errors(), _job_progress(label) as on_job_finished:
+        if jobs_out is not None:
+            check_jobs_path(jobs_out, "--jobs-out")
         options = _workload_options(option, on_bad_row)
         if horizon is not None and "horizon_s" in options:
             raise ValueError("give the stop time once: --horizon or -o horizon_s, not both")
@@ -166,6 +179,8 @@ def simulate(
         )
         if jobs_csv is not None:
             result.write_jobs_csv(jobs_csv)
+        if jobs_out is not None:
+            write_jobs([result], jobs_out, "--jobs-out")
         if plot is not None:
             from dlsched.experiments.plots import plot_run
 
@@ -203,12 +218,34 @@ def compare(
     on_bad_row: OnBadRowOpt = None,
     json_out: JsonOpt = False,
     plot: PlotOpt = None,
+    jobs_out: JobsOutOpt = None,
+    workers: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            max=MAX_WORKERS,
+            help="Local processes running the scheduler × seed runs; same results as 1.",
+        ),
+    ] = 1,
+    dask: Annotated[
+        str | None,
+        typer.Option(
+            "--dask",
+            help="Run the runs on a Dask cluster: its scheduler address (tcp://host:8786) or "
+            "'local' (one started on this machine); same results. Needs dlsched[dask].",
+        ),
+    ] = None,
 ) -> None:
     """Compare schedulers over seeds: means with 95 % confidence intervals."""
     from dlsched.cli_args import parse_seed_list
     from dlsched.experiments.compare import METRICS, run_grid, summarise
+    from dlsched.sim.jobs_table import check_jobs_path, write_jobs
 
     with _one_line_errors():
+        if jobs_out is not None:
+            check_jobs_path(jobs_out, "--jobs-out")
+        if dask is not None and workers > 1:
+            raise ValueError("give --workers or --dask, not both")
         names = [s.strip() for s in schedulers.split(",") if s.strip()]
         if not names:
             raise ValueError("--schedulers: give at least one name")
@@ -233,10 +270,14 @@ def compare(
                 workload,
                 names,
                 seed_list,
+                workers=workers,
+                dask=dask,
                 on_run=lambda r: progress.advance(task),
                 **options,
             )
         rows = summarise(results)
+        if jobs_out is not None:
+            write_jobs(results, jobs_out, "--jobs-out")
         if plot is not None:
             from dlsched.experiments.plots import plot_comparison
 

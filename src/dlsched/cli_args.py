@@ -43,6 +43,8 @@ MAX_LAYERS = 8
 """Most hidden layers a ``train --hidden`` may ask for."""
 MAX_STEPS = 100_000_000
 """Most iterations, updates, episodes or steps a ``train`` option may ask for."""
+MAX_WORKERS = 256
+"""Most local worker processes a ``compare --workers`` may ask for."""
 
 # Keys the CLI sets through its own flags: ``-o`` must not set them a second time.
 _FLAG_KEYS = {

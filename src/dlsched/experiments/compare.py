@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -11,7 +12,10 @@ import numpy as np
 from scipy import stats
 
 from dlsched.api import simulate
+from dlsched.schedulers.base import Scheduler
 from dlsched.sim import Result
+
+log = logging.getLogger(__name__)
 
 METRICS = (
     "avg_jct_s",
@@ -40,20 +44,67 @@ def parse_seeds(text: str, option: str = "--seeds") -> list[int]:
 
 def run_grid(
     workload: str,
-    schedulers: Sequence[str],
+    schedulers: Sequence[str | Scheduler],
     seeds: Iterable[int],
     *,
+    workers: int = 1,
+    start_method: str | None = None,
+    dask: str | None = None,
     on_run: Callable[[Result], None] | None = None,
     **options: Any,
 ) -> list[Result]:
-    """Simulate every (scheduler, seed) pair; the same seed gives every scheduler the same jobs."""
+    """Simulate every (scheduler, seed) pair; the same seed gives every scheduler the same jobs.
+
+    Args:
+        workload: a registered workload name.
+        schedulers: scheduler names, or `Scheduler` objects (which run in this process only).
+        seeds: the seeds, each run under every scheduler.
+        workers: local processes running the runs (`experiments.parallel`); 1 runs them here.
+            The results are the same, and in the same order (seed by seed, schedulers in the
+            given order), whatever the number. A scheduler object forces 1, with a warning.
+        start_method: the worker processes' start method (``"spawn"``, ``"fork"``,
+            ``"forkserver"``); default the platform's.
+        dask: run on a Dask distributed cluster instead (`experiments.dask_sweep`): its
+            scheduler's address, or ``"local"`` for one started on this machine for the sweep.
+            Same results, same order. Needs the ``dask`` extra.
+        on_run: called with each result as it is ready (completion order with workers > 1).
+        **options: `dlsched.simulate` options (``servers``, ``load``, generator options, …).
+
+    Raises:
+        ValueError: for ``workers`` < 1, or both ``workers`` > 1 and ``dask``.
+    """
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1, got {workers}")
+    if workers > 1 and dask is not None:
+        raise ValueError("give workers or dask, not both")
+    seed_list = list(seeds)
+    pairs = [(seed, scheduler) for seed in seed_list for scheduler in schedulers]
+    names = [s for s in schedulers if isinstance(s, str)]
+    if (workers > 1 or dask is not None) and len(names) < len(schedulers):
+        first = next(s for s in schedulers if not isinstance(s, str))
+        log.warning(
+            "scheduler object %r cannot be rebuilt in a worker process: running %d runs here, "
+            "on 1 worker instead of %s (give scheduler names to run in parallel)",
+            first.name,
+            len(pairs),
+            workers if dask is None else f"the Dask cluster {dask}",
+        )
+        workers, dask = 1, None
+    if dask is not None or workers > 1:
+        from dlsched.experiments.parallel import RunTask, run_in_processes
+
+        tasks = [RunTask(workload, name, seed, options) for seed in seed_list for name in names]
+        if dask is not None:
+            from dlsched.experiments.dask_sweep import run_on_dask
+
+            return run_on_dask(tasks, dask, on_run=on_run)
+        return run_in_processes(tasks, workers, start_method=start_method, on_run=on_run)
     results = []
-    for seed in seeds:
-        for name in schedulers:
-            result = simulate(workload, name, seed, **options)
-            results.append(result)
-            if on_run is not None:
-                on_run(result)
+    for seed, scheduler in pairs:
+        result = simulate(workload, scheduler, seed, **options)
+        results.append(result)
+        if on_run is not None:
+            on_run(result)
     return results
 
 

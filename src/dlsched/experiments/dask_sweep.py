@@ -1,0 +1,86 @@
+"""Independent runs of a sweep on a Dask distributed cluster (the optional ``dask`` extra).
+
+Each run is sent as a `RunTask` (names, a seed, options) to `run_task` on a Dask worker, which
+builds the workload and the scheduler from their names there: the workers need dlsched (the
+same version) installed, nothing else is shipped. ``"local"`` starts a `LocalCluster` on this
+machine for the sweep (one single-threaded worker process per core, listening on 127.0.0.1
+only) and stops it after.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack
+from typing import Any
+
+from dlsched.experiments.parallel import RunTask, run_task
+from dlsched.sim import Result
+
+log = logging.getLogger(__name__)
+
+LOCAL = "local"
+"""The address that starts a cluster on this machine for the sweep."""
+
+
+def _distributed(option: str) -> Any:
+    """The ``distributed`` module, or a one-line error saying how to install it."""
+    try:
+        import distributed
+    except ImportError:
+        raise ValueError(f"{option} needs Dask distributed: pip install 'dlsched[dask]'") from None
+    return distributed
+
+
+def run_on_dask(
+    tasks: Sequence[RunTask],
+    address: str,
+    *,
+    on_run: Callable[[Result], None] | None = None,
+    option: str = "--dask",
+) -> list[Result]:
+    """Run ``tasks`` on the Dask cluster at ``address``; the results in the order of ``tasks``.
+
+    Args:
+        tasks: the runs.
+        address: a Dask scheduler's address (``tcp://host:8786``) or ``"local"``.
+        on_run: called in this process with each result as it arrives (completion order).
+        option: the option's name in error messages.
+
+    Raises:
+        ValueError: naming ``option`` when Dask distributed is not installed or the cluster
+            cannot be reached; the first failed run's exception (the others are cancelled).
+    """
+    distributed = _distributed(option)
+    with ExitStack() as stack:
+        if address == LOCAL:
+            cluster = stack.enter_context(
+                distributed.LocalCluster(
+                    n_workers=min(os.cpu_count() or 1, len(tasks)),
+                    threads_per_worker=1,
+                    processes=True,
+                    host="127.0.0.1",
+                    dashboard_address=None,
+                    silence_logs=logging.WARNING,  # its INFO lines are not dlsched's to print
+                )
+            )
+            address = cluster.scheduler_address
+        try:
+            client = stack.enter_context(distributed.Client(address, timeout=30))
+        except (OSError, TimeoutError) as exc:
+            raise ValueError(
+                f"{option}: cannot reach the Dask scheduler at {address}: {exc}"
+            ) from None
+        log.info("%d runs on the Dask cluster at %s", len(tasks), address)
+        futures = [client.submit(run_task, task, pure=False) for task in tasks]
+        try:
+            for future in distributed.as_completed(futures):
+                result = future.result()
+                if on_run is not None:
+                    on_run(result)
+        except BaseException:
+            client.cancel(futures)
+            raise
+        results: list[Result] = client.gather(futures)
+        return results

@@ -1,0 +1,72 @@
+"""Independent runs of a sweep on local worker processes.
+
+A run is a plain `RunTask` (workload name, scheduler name, seed, options): each worker builds
+the workload and the scheduler from their names (`run_task`), so nothing but names, numbers
+and the `Result` crosses a process boundary, and the runs give the same numbers in a worker as
+in this process. `run_task` is a module-level function, so any start method works (``fork``,
+``spawn``, ``forkserver``).
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from typing import Any
+
+from dlsched.api import simulate
+from dlsched.sim import Result
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RunTask:
+    """One run of a sweep, by names: what a worker process needs to redo it exactly."""
+
+    workload: str
+    scheduler: str
+    seed: int
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+def run_task(task: RunTask) -> Result:
+    """Simulate one task (in whichever process calls it)."""
+    return simulate(task.workload, task.scheduler, task.seed, **task.options)
+
+
+def run_in_processes(
+    tasks: Sequence[RunTask],
+    workers: int,
+    *,
+    start_method: str | None = None,
+    on_run: Callable[[Result], None] | None = None,
+) -> list[Result]:
+    """Run ``tasks`` on ``workers`` local processes; the results in the order of ``tasks``.
+
+    Args:
+        tasks: the runs.
+        workers: processes (at least 2 is the point; more than ``len(tasks)`` are not started).
+        start_method: ``"fork"``, ``"spawn"`` or ``"forkserver"``; default the platform's.
+        on_run: called in this process with each result as it arrives (completion order).
+
+    Raises:
+        the first failed run's exception; the runs not started yet are cancelled.
+    """
+    context = multiprocessing.get_context(start_method)
+    workers = max(1, min(workers, len(tasks)))
+    log.info("%d runs on %d %s worker processes", len(tasks), workers, context.get_start_method())
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        futures: list[Future[Result]] = [pool.submit(run_task, task) for task in tasks]
+        try:
+            for future in as_completed(futures):
+                result = future.result()
+                if on_run is not None:
+                    on_run(result)
+        except BaseException:
+            for future in futures:
+                future.cancel()
+            raise
+        return [future.result() for future in futures]
