@@ -1,8 +1,11 @@
 """DL2 (Peng et al., arXiv 1909.06040): a policy network deciding workers and parameter servers
-per job each 20-minute slot; supervised warm-up from a heuristic, then actor-critic RL.
+per job each 20-minute slot; supervised warm-up from a heuristic, then RL (the paper's
+actor-critic, or evolution strategies).
 
 Files: `state` (the slot state and DL2's incremental actions, §4.1), `env` (`Dl2Env`),
-`algorithm` (supervised warm-up and actor-critic, the policy networks, save/load), `scheduler`
+`algorithm` (supervised warm-up and actor-critic, the policy networks, save/load), `es`
+(evolution strategies on the average JCT of whole training traces: the RL phase that improves
+on the supervised start, ``train dl2 --rl-method es``), `scheduler`
 (registers ``dl2`` and ``offline-rl``), `train` (``dlsched train dl2``'s run; `command` is the
 sub-command), `federated` (§6.3 Fig. 18), `online` (learning from a running cluster),
 `offline_rl` (the OfflineRL baseline's fitted-speed simulator), `experiments` /
