@@ -205,6 +205,7 @@ class Dl2Slot:
         self.batch = 0
         self.done = False
         self.actions = 0
+        self.changed_part: int | None = None  # the row the last action changed (None: a batch)
         self._type_index = {t: i for i, t in enumerate(shape.job_types)}
         self._num_batches = max(1, math.ceil(len(self.jobs) / shape.J))
         J = shape.J
@@ -355,6 +356,7 @@ class Dl2Slot:
         if action == self.shape.void:
             if self.batch + 1 < self._num_batches:
                 self.batch += 1
+                self.changed_part = None
                 self._load_batch()
                 return False
             self.done = True
@@ -384,6 +386,7 @@ class Dl2Slot:
         if not self._trains:
             self._trains = _can_train(self._specs[job_id], w, p)
         self._refresh_row(i)
+        self.changed_part = i
         return False
 
     def decision(self) -> Decision:
