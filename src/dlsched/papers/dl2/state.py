@@ -98,6 +98,7 @@ class Dl2Shape:
 
 
 Need = tuple[float, float, float]
+Flags = tuple[bool, bool, bool]
 
 
 class _Free:
@@ -133,10 +134,14 @@ class _Free:
         return server if server >= 0 else None
 
     def _change(self, server: int, need: Need, sign: float) -> None:
-        row = self.rows[server]
-        for r in range(3):
-            row[r] += sign * need[r]
-            self.totals[r] += sign * need[r]
+        row, totals = self.rows[server], self.totals
+        g, c, m = sign * need[0], sign * need[1], sign * need[2]
+        row[0] += g
+        row[1] += c
+        row[2] += m
+        totals[0] += g
+        totals[1] += c
+        totals[2] += m
         for shape, counts in self._fits.items():
             old = counts[server]
             new = counts[server] = tasks_that_fit(row, shape)
@@ -160,19 +165,29 @@ class _Free:
             self._change(server, need, 1.0)
 
     def can_place(self, need: Need) -> bool:
-        return not (need[0] > 0 or need[1] > 0 or need[2] > 0) or self.best(need) is not None
+        if not (need[0] > 0 or need[1] > 0 or need[2] > 0):
+            return True
+        nfit = self._nfit.get(need)
+        if nfit is None:
+            self.fits(need)
+            nfit = self._nfit[need]
+        return nfit > 0  # as `best(need) is not None`, without finding the best server
 
     def can_place_both(self, worker: Need, ps: Need) -> bool:
         """Whether a worker (placed first, as `place` would) and then a PS both fit."""
         if not (worker[0] > 0 or worker[1] > 0 or worker[2] > 0):
             return self.can_place(ps)
-        sw = self.best(worker)
-        if sw is None:
+        if not self.can_place(worker):
             return False
         if not (ps[0] > 0 or ps[1] > 0 or ps[2] > 0):
             return True
         counts = self.fits(ps)
-        if self._nfit[ps] - (counts[sw] >= 1) > 0:  # a PS fits on another server
+        # a worker takes room on one server only: with a PS fitting on two, one stays free
+        if self._nfit[ps] != 1:
+            return self._nfit[ps] > 1
+        sw = self.best(worker)
+        assert sw is not None
+        if counts[sw] < 1:  # the PS fits on another server
             return True
         row = self.rows[sw]
         left = [row[r] - worker[r] for r in range(3)]
@@ -209,6 +224,7 @@ class Dl2Slot:
         self._type_index = {t: i for i, t in enumerate(shape.job_types)}
         self._num_batches = max(1, math.ceil(len(self.jobs) / shape.J))
         J = shape.J
+        self._void = shape.void
         self._obs = np.zeros(shape.obs_dim, dtype=np.float32)
         self._obs_rows = self._obs[: J * shape.row_dim].reshape(J, shape.row_dim)
         self._glob = self._obs[J * shape.row_dim :]
@@ -240,7 +256,9 @@ class Dl2Slot:
         self._needs: list[tuple[Need, Need]] = []
         shape_ids: dict[tuple[Need, Need], int] = {}
         self._demand: list[tuple[Need, Need]] = []
-        self._ok: npt.NDArray[np.bool_] | None = None  # per-shape fits; None when stale
+        self._flags: list[Flags] | None = None  # per shape: worker, PS, both fit; None: stale
+        self._mask_flags: list[Flags] | None = None  # the flags the mask's rows were built from
+        self._mask_row: int | None = None  # a row whose caps changed since the mask was built
         values: list[list[float]] = []
         for i, run in enumerate(self.rows):
             spec = run.spec
@@ -316,18 +334,17 @@ class Dl2Slot:
         glob[3] = min(OBS_HIGH, self._beyond)
         return self._obs
 
-    def _shape_ok(self) -> npt.NDArray[np.bool_]:
-        """(num shapes, 3): whether a worker, a PS, both fit now (cached until an action)."""
-        ok = self._ok
-        if ok is None:
+    def _shape_flags(self) -> list[Flags]:
+        """Per task shape: whether a worker, a PS, both fit now (cached until an action)."""
+        flags = self._flags
+        if flags is None:
             free = self.free
-            flags: list[tuple[bool, bool, bool]] = []
+            flags = self._flags = []
             for wn, pn in self._needs:
                 w = free.can_place(wn)
                 p = free.can_place(pn)
                 flags.append((w, p, w and p and free.can_place_both(wn, pn)))
-            ok = self._ok = np.array(flags, dtype=bool).reshape(len(self._needs), 3)
-        return ok
+        return flags
 
     def action_mask(self) -> npt.NDArray[np.bool_]:
         return self.mask_view().copy()
@@ -338,12 +355,22 @@ class Dl2Slot:
         if self.done:
             mask[:] = False
             return mask
-        void = self.shape.void
+        void = self._void
         mask[void] = True
         if not self.rows:
             return mask
         per = self._mask_rows  # (J, 3); absent rows: all False
-        np.logical_and(self._cap_ok, self._shape_ok()[self._shape_of], out=per)
+        flags = self._shape_flags()
+        i = self._mask_row
+        if flags != self._mask_flags:
+            ok = np.array(flags, dtype=bool).reshape(len(flags), 3)
+            np.logical_and(self._cap_ok, ok[self._shape_of], out=per)
+            self._mask_flags = flags
+        elif i is not None:  # only row i's caps changed: the other rows' entries stand
+            can_w, can_p, can_both = flags[self._row_shape[i]]
+            caps = self._cap_ok[i]
+            per[i] = (can_w and caps[0], can_p and caps[1], can_both and caps[2])
+        self._mask_row = None
         if not self._trains and self.batch + 1 >= self._num_batches and per.any():
             mask[void] = False  # never end a slot with an idle cluster (no stalls)
         return mask
@@ -353,7 +380,7 @@ class Dl2Slot:
         if self.done:
             raise ValueError("the slot is already decided")
         self.actions += 1
-        if action == self.shape.void:
+        if action == self._void:
             if self.batch + 1 < self._num_batches:
                 self.batch += 1
                 self.changed_part = None
@@ -375,7 +402,8 @@ class Dl2Slot:
         if add_p and self.free.place(pn) is None:
             self.free.undo(sw, wn)
             raise ValueError(f"action {action}: no room for a PS")
-        self._ok = None
+        self._flags = None
+        self._mask_row = i
         job_id = self.rows[i].job_id
         if job_id not in self._served:
             self._served.add(job_id)
