@@ -1,8 +1,8 @@
 """DL2's networks and everything that runs a trained one: `Dl2Config` (every hyper-parameter,
 defaults from DL2 §6.2), the shared per-row networks (`RowNet`, `make_policy`, `make_value`),
 `NumpyPolicy` (fast NumPy inference, run by `PolicyScheduler`'s greedy loop), `evaluate` (a
-policy greedily through `dlsched.simulate`) and `save` / `load` (`dlsched.rl.checkpoint`: plain tensors + JSON
-card, checked J and L). Training is in `dlsched.papers.dl2.algorithm`.
+policy greedily through `dlsched.simulate`) and `save` / `load` (`dlsched.rl.checkpoint`: plain
+tensors + JSON card, checked J and L). Training is in `dlsched.papers.dl2.algorithm`.
 """
 
 from __future__ import annotations
