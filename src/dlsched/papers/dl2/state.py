@@ -255,28 +255,30 @@ class Dl2Slot:
         self._row_shape: list[int] = []
         self._needs: list[tuple[Need, Need]] = []
         shape_ids: dict[tuple[Need, Need], int] = {}
-        self._demand: list[tuple[Need, Need]] = []
         self._flags: list[Flags] | None = None  # per shape: worker, PS, both fit; None: stale
         self._mask_flags: list[Flags] | None = None  # the flags the mask's rows were built from
         self._mask_row: int | None = None  # a row whose caps changed since the mask was built
-        values: list[list[float]] = []
+        now, counts, type_index = self.now_s, self.counts, self._type_index
+        hot: list[tuple[int, int]] = []  # (row, job type) of the one-hot
+        extra: list[tuple[float, float, float, float, int, int]] = []
         for i, run in enumerate(self.rows):
             spec = run.spec
-            row = [0.0] * (L + ROW_EXTRA)
-            t = self._type_index.get(spec.model)
+            t = type_index.get(spec.model)
             if t is not None:
-                row[t] = 1.0
-            total = max(spec.total_work, _EPS)
-            left = run.remaining_work(self.now_s)
+                hot.append((i, t))
             alloc = run.allocation
-            row[L + 0] = 1.0
-            row[L + 1] = min(OBS_HIGH, math.log1p(run.slots_run) / 5.0)
-            row[L + 2] = min(OBS_HIGH, math.log1p(left) / 12.0)
-            row[L + 3] = min(1.0, max(0.0, 1.0 - left / total))
-            row[L + 7] = min(OBS_HIGH, alloc.num_workers / COUNT_SCALE)
-            row[L + 8] = min(OBS_HIGH, alloc.num_ps / COUNT_SCALE)
-            row[L + 9] = i / J
-            w, p = self.counts[run.job_id]
+            left = run.remaining_work(now)
+            extra.append(
+                (
+                    math.log1p(run.slots_run),
+                    math.log1p(left),
+                    left,
+                    max(spec.total_work, _EPS),
+                    alloc.num_workers,
+                    alloc.num_ps,
+                )
+            )
+            w, p = counts[run.job_id]
             self._w[i], self._p[i] = w, p
             self._max_w[i] = spec.max_workers
             self._max_p[i] = spec.max_ps if spec.arch is Arch.PS else 0
@@ -286,10 +288,19 @@ class Dl2Slot:
                 k = shape_ids[key] = len(self._needs)
                 self._needs.append(key)
             self._row_shape.append(k)
-            self._demand.append((key[0], key[1]))
-            values.append(row)
         if n:
-            obs_rows[:n] = values  # float64 → float32, as writing entry by entry
+            # float64 columns, written as float32: the values writing entry by entry would give
+            x = np.array(extra)
+            block = np.zeros((n, ROW_EXTRA))
+            block[:, 0] = 1.0
+            np.minimum(x[:, 0] / 5.0, OBS_HIGH, out=block[:, 1])
+            np.minimum(x[:, 1] / 12.0, OBS_HIGH, out=block[:, 2])
+            np.clip(1.0 - x[:, 2] / x[:, 3], 0.0, 1.0, out=block[:, 3])
+            np.minimum(x[:, 4:6] / COUNT_SCALE, OBS_HIGH, out=block[:, 7:9])
+            block[:, 9] = np.arange(n) / J
+            obs_rows[:n, L:] = block
+            if hot:
+                obs_rows[tuple(np.array(hot).T)] = 1.0
             self._shape_of[:n] = self._row_shape
             for i in range(n):
                 if self._w[i] or self._p[i]:
@@ -297,12 +308,11 @@ class Dl2Slot:
                 else:  # r, w, u stay 0; only the caps
                     can_w, can_p = self._max_w[i] > 0, self._max_p[i] > 0
                     self._cap_ok[i] = (can_w, can_p, can_w and can_p)
-        self._present = np.arange(J) < n
         self._beyond = max(0, len(self.jobs) - start - n) / J
 
     def _refresh_row(self, i: int) -> None:
         L = self.shape.L
-        wd, pd = self._demand[i]
+        wd, pd = self._needs[self._row_shape[i]]
         w, p = self._w[i], self._p[i]
         row = self._obs_rows[i]
         dom = 0.0
