@@ -27,12 +27,13 @@ from typing import Any
 import numpy as np
 import torch
 
-RUNS: tuple[tuple[int, int], ...] = (
-    *((seed, 13) for seed in range(101, 111)),
-    *((seed, 8) for seed in (101, 102, 103)),
-    *((seed, 20) for seed in (101, 102, 103)),
+RUNS: tuple[tuple[int, int, float], ...] = (
+    *((seed, 13, 1.0) for seed in range(101, 111)),
+    *((seed, 8, 1.0) for seed in (101, 102, 103)),
+    *((seed, 20, 1.0) for seed in (101, 102, 103)),
+    *((seed, 13, 3.0) for seed in (101, 102)),  # `dl2_policy.py`'s timing traces: 40 rows full
 )
-"""(seed, servers) of the ``dl2`` workload."""
+"""(seed, servers, load) of the ``dl2`` workload."""
 TIE = 1e-4
 """Float64 logit gap below which two actions count as tied (float32 rounding is ~1e-5)."""
 
@@ -41,7 +42,7 @@ def _targets(decision: Any) -> list[list[int]]:
     return [[j, t.num_workers, t.num_ps] for j, t in decision.targets.items()]
 
 
-def _run(seed: int, servers: int) -> dict[str, Any]:
+def _run(seed: int, servers: int, load: float) -> dict[str, Any]:
     from dlsched.api import simulate
     from dlsched.papers.dl2.network import load
     from dlsched.papers.dl2.scheduler import SHIPPED, load_dl2
@@ -90,7 +91,7 @@ def _run(seed: int, servers: int) -> dict[str, Any]:
             slots.append(_targets(decision))
             return decision
 
-    result = simulate("dl2", _Checked(), seed=seed, servers=servers)
+    result = simulate("dl2", _Checked(), seed=seed, servers=servers, load=load)
     return {
         "avg_jct_s": float(result.summary()["avg_jct_s"]),
         "records": [repr(astuple(r)) for r in result.records],
@@ -143,7 +144,10 @@ def main() -> int:
     if not args.out:
         parser.error("give --out or --diff")
     torch.set_num_threads(1)
-    runs = {f"seed {seed}, {servers} servers": _run(seed, servers) for seed, servers in RUNS}
+    runs = {
+        f"seed {seed}, {servers} servers, load {load:g}": _run(seed, servers, load)
+        for seed, servers, load in RUNS
+    }
     with open(args.out, "w") as fh:
         json.dump(runs, fh)
     deviations = sum(len(r["deviations"]) for r in runs.values())

@@ -429,11 +429,10 @@ class Dl2Slot:
 
     def decision(self) -> Decision:
         """Jobs that can train with what they got this slot, in the order they were served."""
-        by_id = {run.job_id: run.spec for run in self.jobs}
         counts: dict[int, tuple[int, int]] = {}
         for job_id in self.order:
             w, p = self.counts[job_id]
-            if _can_train(by_id[job_id], w, p):
+            if _can_train(self._specs[job_id], w, p):
                 counts[job_id] = (w, p)
         return Decision.from_counts(counts)
 
