@@ -162,6 +162,9 @@ class PolicyScheduler(BaseScheduler):
         self.max_actions = max_actions
         self.sample_seed = sample_seed
         self._generator: torch.Generator | None = None
+        # protocol isinstance checks cost tens of µs: once for the net, once per builder type
+        self._incremental_net = isinstance(self.net, IncrementalPolicy)
+        self._incremental_builders: dict[type, bool] = {}
         self.reset()
 
     def reset(self) -> None:
@@ -171,13 +174,15 @@ class PolicyScheduler(BaseScheduler):
 
     def decide(self, view: ClusterView) -> Decision:
         builder = self.encoder.start(view)
-        net = self.net
-        if (
-            self._generator is None
-            and isinstance(net, IncrementalPolicy)
-            and isinstance(builder, IncrementalBuilder)
-        ):
-            return self._greedy_incremental(builder, net)
+        if self._generator is None and self._incremental_net:
+            kind = type(builder)
+            incremental = self._incremental_builders.get(kind)
+            if incremental is None:
+                incremental = self._incremental_builders[kind] = isinstance(
+                    builder, IncrementalBuilder
+                )
+            if incremental:
+                return self._greedy_incremental(builder, self.net)  # type: ignore[arg-type]
         with torch.inference_mode():
             for _ in range(self.max_actions):
                 mask = builder.action_mask()
