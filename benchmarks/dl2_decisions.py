@@ -44,12 +44,12 @@ def _targets(decision: Any) -> list[list[int]]:
 
 def _run(seed: int, servers: int, load: float) -> dict[str, Any]:
     from dlsched.api import simulate
-    from dlsched.papers.dl2.network import load
+    from dlsched.papers.dl2.network import load as load_policy
     from dlsched.papers.dl2.scheduler import SHIPPED, load_dl2
     from dlsched.papers.dl2.state import Dl2Slot
     from dlsched.schedulers.base import BaseScheduler
 
-    policy, cfg = load(SHIPPED)
+    policy, cfg = load_policy(SHIPPED)
     exact = copy.deepcopy(policy).double()
     deployed = load_dl2(SHIPPED)
     net: Any = deployed.net  # type: ignore[attr-defined]
