@@ -208,6 +208,7 @@ class Dl2Slot:
         cluster = view.cluster
         self.capacity = cluster.capacity_array.sum(axis=0)
         self._cap = [float(c) for c in self.capacity]
+        self._cap_used = [(r, c) for r, c in enumerate(self._cap) if c > 0]
         self.jobs: list[JobRun] = view.jobs()
         # the slot is decided from scratch: everything the running jobs hold is given back
         given_back = FreeTracker(cluster, release=view.running).free
@@ -225,6 +226,7 @@ class Dl2Slot:
         self._num_batches = max(1, math.ceil(len(self.jobs) / shape.J))
         J = shape.J
         self._void = shape.void
+        self._L = shape.L
         self._obs = np.zeros(shape.obs_dim, dtype=np.float32)
         self._obs_rows = self._obs[: J * shape.row_dim].reshape(J, shape.row_dim)
         self._glob = self._obs[J * shape.row_dim :]
@@ -309,17 +311,19 @@ class Dl2Slot:
                     can_w, can_p = self._max_w[i] > 0, self._max_p[i] > 0
                     self._cap_ok[i] = (can_w, can_p, can_w and can_p)
         self._beyond = max(0, len(self.jobs) - start - n) / J
+        self._glob[3] = min(OBS_HIGH, self._beyond)
+        self._ids = [run.job_id for run in self.rows]
 
     def _refresh_row(self, i: int) -> None:
-        L = self.shape.L
+        L = self._L
         wd, pd = self._needs[self._row_shape[i]]
         w, p = self._w[i], self._p[i]
         row = self._obs_rows[i]
         dom = 0.0
-        for r in range(3):
-            cap = self._cap[r]
-            if cap > 0:
-                dom = max(dom, (wd[r] * w + pd[r] * p) / cap)
+        for r, cap in self._cap_used:
+            share = (wd[r] * w + pd[r] * p) / cap
+            if share > dom:
+                dom = share
         row[L + 4] = min(OBS_HIGH, SHARE_SCALE * dom)
         row[L + 5] = w / COUNT_SCALE
         row[L + 6] = p / COUNT_SCALE
@@ -338,10 +342,8 @@ class Dl2Slot:
         """The observation in place (no copy): valid until the next `apply`; do not change it."""
         free = self.free.totals
         glob = self._glob
-        cap = self._cap
-        for r in range(3):
-            glob[r] = min(1.0, max(0.0, free[r] / cap[r])) if cap[r] > 0 else 0.0
-        glob[3] = min(OBS_HIGH, self._beyond)
+        for r, cap in self._cap_used:  # an unused resource's entry stays 0
+            glob[r] = min(1.0, max(0.0, free[r] / cap))
         return self._obs
 
     def _shape_flags(self) -> list[Flags]:
@@ -402,8 +404,8 @@ class Dl2Slot:
         if not (0 <= i < len(self.rows)):
             raise ValueError(f"action {action}: no job in row {i}")
         wn, pn = self._needs[self._row_shape[i]]
-        add_w = kind in (ADD_WORKER, ADD_BOTH)
-        add_p = kind in (ADD_PS, ADD_BOTH)
+        add_w = kind != ADD_PS
+        add_p = kind != ADD_WORKER
         if (add_w and self._w[i] >= self._max_w[i]) or (add_p and self._p[i] >= self._max_p[i]):
             raise ValueError(f"action {action}: job {self.rows[i].job_id} is at its cap")
         sw = self.free.place(wn) if add_w else -1
@@ -414,7 +416,7 @@ class Dl2Slot:
             raise ValueError(f"action {action}: no room for a PS")
         self._flags = None
         self._mask_row = i
-        job_id = self.rows[i].job_id
+        job_id = self._ids[i]
         if job_id not in self._served:
             self._served.add(job_id)
             self.order.append(job_id)
