@@ -162,9 +162,8 @@ class PolicyScheduler(BaseScheduler):
         self.max_actions = max_actions
         self.sample_seed = sample_seed
         self._generator: torch.Generator | None = None
-        # protocol isinstance checks cost tens of µs: once for the net, once per builder type
-        self._incremental_net = isinstance(self.net, IncrementalPolicy)
-        self._incremental_builders: dict[type, bool] = {}
+        # protocol isinstance checks cost tens of µs: once per (net type, builder type)
+        self._incremental: dict[tuple[type, type], bool] = {}
         self.reset()
 
     def reset(self) -> None:
@@ -174,15 +173,16 @@ class PolicyScheduler(BaseScheduler):
 
     def decide(self, view: ClusterView) -> Decision:
         builder = self.encoder.start(view)
-        if self._generator is None and self._incremental_net:
-            kind = type(builder)
-            incremental = self._incremental_builders.get(kind)
+        net = self.net
+        if self._generator is None:
+            kinds = (type(net), type(builder))
+            incremental = self._incremental.get(kinds)
             if incremental is None:
-                incremental = self._incremental_builders[kind] = isinstance(
-                    builder, IncrementalBuilder
-                )
+                incremental = self._incremental[kinds] = isinstance(
+                    net, IncrementalPolicy
+                ) and isinstance(builder, IncrementalBuilder)
             if incremental:
-                return self._greedy_incremental(builder, self.net)  # type: ignore[arg-type]
+                return self._greedy_incremental(builder, net)  # type: ignore[arg-type]
         with torch.inference_mode():
             for _ in range(self.max_actions):
                 mask = builder.action_mask()
