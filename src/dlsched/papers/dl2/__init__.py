@@ -1,7 +1,8 @@
 """DL2 (Peng et al., arXiv 1909.06040): a policy network deciding workers and parameter servers
 per job each 20-minute slot; supervised warm-up from a heuristic, then actor-critic RL.
 
-Files: `state` (the slot state and DL2's incremental actions, §4.1), `env` (`Dl2Env`),
+Files: `state` (the slot state and DL2's incremental actions, §4.1; `free`: the free
+resources it hands out task by task), `env` (`Dl2Env`),
 `algorithm` (supervised warm-up and actor-critic, the policy networks, save/load), `scheduler`
 (registers ``dl2`` and ``offline-rl``), `train` (``dlsched train dl2``'s run; `command` is the
 sub-command), `federated` (§6.3 Fig. 18), `online` (learning from a running cluster),
