@@ -35,7 +35,7 @@ from dlsched.api import simulate
 from dlsched.core import ClusterView, Decision
 from dlsched.experiments.compare import parse_seeds
 from dlsched.papers.dl2.scheduler import SHIPPED, load_dl2
-from dlsched.schedulers.base import Scheduler
+from dlsched.schedulers.base import Scheduler, WrappingScheduler
 from dlsched.schedulers.registry import make_scheduler
 
 BASELINES = ("drf", "optimus", "efficient-srtf")
@@ -55,15 +55,11 @@ def compare(policy: str, seeds: list[int], servers: int | None) -> dict[str, flo
     return means
 
 
-class _Timed:
+class _Timed(WrappingScheduler):
     """Times the inner scheduler's decisions on views with at least ``min_jobs`` active jobs."""
 
-    preemptive = True
-    is_oracle = False
-
     def __init__(self, inner: Scheduler, min_jobs: int) -> None:
-        self.inner = inner
-        self.name = inner.name
+        super().__init__(inner)
         self.min_jobs = min_jobs
         self.times_s: list[float] = []
         self.clock = time.perf_counter
@@ -90,7 +86,7 @@ def decision_times(
         timed = _Timed(load_dl2(policy), min_jobs=40)
         if cpu_clock:
             timed.clock = time.thread_time
-        simulate("dl2", timed, seed=seed, load=load)  # type: ignore[arg-type]
+        simulate("dl2", timed, seed=seed, load=load)
         times += timed.times_s
     return np.asarray(times)
 

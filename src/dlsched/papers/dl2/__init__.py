@@ -2,7 +2,8 @@
 per job each 20-minute slot; supervised warm-up from a heuristic, then RL (the paper's
 actor-critic, or evolution strategies).
 
-Files: `state` (the slot state and DL2's incremental actions, §4.1), `env` (`Dl2Env`),
+Files: `state` (the slot state and DL2's incremental actions, §4.1; `free`: the free
+resources it hands out task by task), `env` (`Dl2Env`),
 `algorithm` (supervised warm-up and actor-critic, the policy networks, save/load), `es`
 (evolution strategies on the average JCT of whole training traces: the RL phase that improves
 on the supervised start, ``train dl2 --rl-method es``), `scheduler`

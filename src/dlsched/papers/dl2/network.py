@@ -1,8 +1,8 @@
 """DL2's networks and everything that runs a trained one: `Dl2Config` (every hyper-parameter,
 defaults from DL2 §6.2), the shared per-row networks (`RowNet`, `make_policy`, `make_value`),
-`NumpyPolicy` (fast NumPy inference) and `Dl2PolicyScheduler`, `evaluate` (a policy greedily
-through `dlsched.simulate`) and `save` / `load` (`dlsched.rl.checkpoint`: plain tensors + JSON
-card, checked J and L). Training is in `dlsched.papers.dl2.algorithm`.
+`NumpyPolicy` (fast NumPy inference, run by `PolicyScheduler`'s greedy loop), `evaluate` (a
+policy greedily through `dlsched.simulate`) and `save` / `load` (`dlsched.rl.checkpoint`: plain
+tensors + JSON card, checked J and L). Training is in `dlsched.papers.dl2.algorithm`.
 """
 
 from __future__ import annotations
@@ -19,9 +19,8 @@ import numpy.typing as npt
 import torch
 from torch import nn
 
-from dlsched.core import ClusterView, Decision
 from dlsched.papers.dl2.env import Dl2Env
-from dlsched.papers.dl2.state import GLOBAL, Dl2Encoder, Dl2Shape, Dl2Slot
+from dlsched.papers.dl2.state import GLOBAL, Dl2Encoder, Dl2Shape
 from dlsched.rl.checkpoint import PolicyCard, load_checkpoint, save_checkpoint
 from dlsched.rl.policy_scheduler import PolicyScheduler
 from dlsched.workloads.base import Workload
@@ -147,147 +146,148 @@ class RowNet(nn.Module):
         return torch.cat([per_row.reshape(b, 3 * self.J), tail], dim=1)
 
 
-class NumpyPolicy:
-    """Inference-only NumPy copy of a policy network (a few matrix products, no torch calls).
+Layers = list[tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]]
 
-    Used by the scheduler: one decision takes tens of forward passes of batch 1, where torch's
-    per-call overhead dominates. ``logits(obs)`` returns the same numbers as the network.
+
+def _linear_layers(seq: nn.Sequential) -> Layers:
+    """``(W^T, b)`` of each `nn.Linear` of ``seq`` as float32 arrays (``x @ W^T + b``)."""
+    return [
+        (
+            m.weight.detach().numpy().T.astype(np.float32).copy(),
+            m.bias.detach().numpy().astype(np.float32).copy(),
+        )
+        for m in seq
+        if isinstance(m, nn.Linear)
+    ]
+
+
+def _run(x: np.ndarray, layers: Layers) -> np.ndarray:
+    """``x`` through ``layers`` with a ReLU between them (none after the last)."""
+    for k, (w, b) in enumerate(layers):
+        x = x @ w + b
+        if k + 1 < len(layers):
+            np.maximum(x, 0.0, out=x)
+    return x
+
+
+class NumpyPolicy:
+    """Inference-only float32 NumPy copy of a policy network (no torch calls).
+
+    Used by the scheduler: one slot takes tens of forward passes of batch 1, where torch's
+    per-call overhead dominates. ``logits(obs)`` computes every row; ``logits_after(obs, row)``
+    (the greedy loop's) recomputes only job row ``row`` of a `RowNet` and reuses the rest.
+
+    For a `RowNet` the context and void-head layers are regrouped: each row's embedding ``h_i``
+    goes through one product with ``[row head | context→row | context→void hidden]``, the
+    present rows' context part is kept as a running sum pre-scaled by ``1 / rows present``, and
+    the row-head and void-hidden biases are folded into it. Same function as the network; the
+    float rounding differs (within 1e-5 relative of float64 torch in the tests, not bit for
+    bit).
     """
 
     def __init__(self, net: nn.Module) -> None:
-        def layers(seq: nn.Sequential) -> list[tuple[np.ndarray, np.ndarray]]:
-            out = []
-            for m in seq:
-                if isinstance(m, nn.Linear):
-                    w = m.weight.detach().numpy().T.astype(np.float32).copy()
-                    b = m.bias.detach().numpy().astype(np.float32).copy()
-                    out.append((w, b))
-            return out
-
-        self.row_net = isinstance(net, RowNet)
-        self._last_rows: np.ndarray | None = None
-        self._last_h = np.zeros(0, dtype=np.float32)
-        self._present_n: float | None = None  # rows present (at least 1), as `logits` divides
-        self._cg: np.ndarray | None = None
-        self._scores = np.zeros(0, dtype=np.float32)
         if isinstance(net, RowNet):
+            self.row_net = True
             self.J, self.row_dim, self.L = net.J, net.row_dim, net.L
-            self.rows = layers(net.rows)
-            self.head_w = net.row_head.weight.detach().numpy().T.copy()
-            self.head_b = net.row_head.bias.detach().numpy().copy()
-            self.ctx_row = net.ctx_row.weight.detach().numpy().T.copy()
-            self.ctx = layers(net.ctx_head)
+            self.rows = _linear_layers(net.rows)
+            (ctx_w, ctx_b), (void_w, void_b) = _linear_layers(net.ctx_head)
+            emb = self.rows[-1][0].shape[1]
+            ctx_row = net.ctx_row.weight.detach().numpy().T.astype(np.float32)
+            head_w = net.row_head.weight.detach().numpy().T.astype(np.float32)
+            head_b = net.row_head.bias.detach().numpy().astype(np.float32)
+            # per row: [3 row logits | 3 context→row logits | emb context→void hidden]
+            self._out_w = np.ascontiguousarray(np.hstack([head_w, ctx_row[:emb], ctx_w[:emb]]))
+            self._glob_w = np.ascontiguousarray(np.hstack([ctx_row[emb:], ctx_w[emb:]]))
+            self._ctx_bias = np.concatenate([head_b, ctx_b])
+            self._void_w = np.ascontiguousarray(void_w[:, 0])
+            self._void_b = float(void_b[0])
+            self._alloc(emb)
         elif isinstance(net, nn.Sequential):
-            self.mlp = layers(net)
+            self.row_net = False
+            self.mlp = _linear_layers(net)
         else:
             raise ValueError(f"no NumPy inference for {type(net).__name__}")
 
-    @staticmethod
-    def _run(x: np.ndarray, layers: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
-        for k, (w, b) in enumerate(layers):
-            x = x @ w + b
-            if k + 1 < len(layers):
-                np.maximum(x, 0.0, out=x)
-        return x
-
-    def _embed(self, rows: npt.NDArray[np.float32]) -> np.ndarray:
-        """Row embeddings, recomputing only rows that differ from the previous call's (an
-        action changes one row, so a slot's forward passes cost one row each, not J)."""
-        last = self._last_rows
-        if last is not None and last.shape == rows.shape:
-            changed = np.flatnonzero((rows != last).any(axis=1))
-            if changed.size < rows.shape[0] // 2:
-                h = self._last_h.copy()
-                if changed.size:
-                    h[changed] = np.maximum(self._run(rows[changed], self.rows), 0.0)
-                self._last_rows, self._last_h = rows.copy(), h
-                return h
-        h = np.maximum(self._run(rows, self.rows), 0.0)
-        self._last_rows, self._last_h = rows.copy(), h
-        return h
+    def _alloc(self, emb: int) -> None:
+        """Buffers of `logits_after`: one slot's per-row state, reused from call to call."""
+        J, width = self.J, 3 + 3 + emb
+        self._hidden = [np.empty(w.shape[1], dtype=np.float32) for w, _ in self.rows]
+        self._y = np.empty(width, dtype=np.float32)  # one row's product with `_out_scaled`
+        self._per_row = np.empty((J, width), dtype=np.float32)
+        self._out_scaled = np.empty_like(self._out_w)  # `_out_w`, context part ÷ rows present
+        self._ctx = np.empty(width - 3, dtype=np.float32)  # Σ present rows' context parts + bias
+        self._z = np.empty(width - 3, dtype=np.float32)
+        self._delta = np.empty(width - 3, dtype=np.float32)
+        self._scores = np.empty(3 * J + 1, dtype=np.float32)
+        self._row_scores = self._scores[:-1].reshape(J, 3)
+        self._row_logits = np.empty((J, 3), dtype=np.float32)  # `_per_row[:, :3]`, contiguous
+        self._zero = np.zeros(max(width, *(w.shape[1] for w, _ in self.rows)), dtype=np.float32)
+        self._present: list[bool] = [False] * J
 
     def logits(self, obs: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
-        """Logits for one observation (1-D in, 1-D out)."""
+        """Logits for one observation (1-D in, a new 1-D array out)."""
         if not self.row_net:
-            return self._run(obs[None, :], self.mlp)[0]
-        rows = obs[: self.J * self.row_dim].reshape(self.J, self.row_dim)
-        return self._head(self._embed(rows), rows, obs[self.J * self.row_dim :]).copy()
+            return _run(obs[None, :], self.mlp)[0]
+        return self.logits_after(obs, None).copy()
 
-    def logits_row_changed(self, obs: npt.NDArray[np.float32], row: int) -> npt.NDArray[np.float32]:
-        """`logits` when job row ``row`` is the only row that differs from the previous call's.
+    def logits_after(
+        self, obs: npt.NDArray[np.float32], row: int | None
+    ) -> npt.NDArray[np.float32]:
+        """Logits for ``obs``, given that only job row ``row`` changed since the previous call
+        (``None``: anything may have; every row is recomputed).
 
-        Skips comparing the rows: only row ``row`` is re-embedded, by the same operations
-        `logits` would run, so the numbers are identical. The caller guarantees the premise
-        (one DL2 action changes exactly the row it acts on). The result is a buffer reused by
-        the next call: read it before calling again.
+        The caller guarantees the premise (one DL2 action changes only the row it acts on and
+        the global entries, never which rows are present; a new batch or slot passes
+        ``None``). Returns a buffer reused by the next call: read it before calling again.
         """
-        last = self._last_rows
-        # below J = 4 `_embed` re-embeds every row for one change (batched: other rounding)
-        if not self.row_net or last is None or self.J < 4:
+        if not self.row_net:
             return self.logits(obs)
+        if row is None:
+            self._prime(obs)
+        else:
+            self._update_row(obs, row)
+        return self._finish(obs)
+
+    def _prime(self, obs: npt.NDArray[np.float32]) -> None:
         J, rd = self.J, self.row_dim
         rows = obs[: J * rd].reshape(J, rd)
-        h = self._last_h
-        np.maximum(self._run(rows[row : row + 1], self.rows)[0], 0.0, out=h[row])
-        same_present = last[row, self.L] == rows[row, self.L]
-        last[row] = rows[row]
-        return self._head(h, rows, obs[J * rd :], reuse_present=bool(same_present))
-
-    def _head(
-        self,
-        h: np.ndarray,
-        rows: npt.NDArray[np.float32],
-        glob: npt.NDArray[np.float32],
-        *,
-        reuse_present: bool = False,
-    ) -> npt.NDArray[np.float32]:
-        """Logits from the row embeddings ``h`` (same operations, into reused buffers)."""
         present = rows[:, self.L]
-        if not reuse_present or self._present_n is None:
-            self._present_n = max(float(present.sum()), 1.0)
-        emb = h.shape[1]
-        if self._cg is None or self._cg.shape[0] != emb + glob.shape[0]:
-            self._cg = np.empty(emb + glob.shape[0], dtype=np.float32)
-            self._scores = np.empty(3 * self.J + 1, dtype=np.float32)
-        cg, scores = self._cg, self._scores
-        np.divide(present @ h, self._present_n, out=cg[:emb])
-        cg[emb:] = glob
-        np.add(h @ self.head_w + self.head_b, cg @ self.ctx_row, out=scores[:-1].reshape(-1, 3))
-        scores[-1:] = self._run(cg[None, :], self.ctx)[0]
-        return scores
+        scale = 1.0 / max(float(present.sum()), 1.0)
+        out = self._out_scaled
+        out[:, :3] = self._out_w[:, :3]
+        np.multiply(self._out_w[:, 3:], np.float32(scale), out=out[:, 3:])
+        h = np.maximum(_run(rows, self.rows), 0.0)
+        np.matmul(h, out, out=self._per_row)
+        self._row_logits[:] = self._per_row[:, :3]
+        np.matmul(present, self._per_row[:, 3:], out=self._ctx)
+        self._ctx += self._ctx_bias
+        self._present = (present > 0).tolist()
 
+    def _update_row(self, obs: npt.NDArray[np.float32], row: int) -> None:
+        rd, zero, add, dot, relu = self.row_dim, self._zero, np.add, np.dot, np.maximum
+        x = obs[row * rd : (row + 1) * rd]
+        for (w, b), h in zip(self.rows, self._hidden, strict=True):
+            dot(x, w, out=h)
+            add(h, b, out=h)
+            relu(h, zero[: h.shape[0]], out=h)  # the last one is the embedding's ReLU
+            x = h
+        y, old = self._y, self._per_row[row]
+        dot(x, self._out_scaled, out=y)
+        if self._present[row]:
+            delta = self._delta
+            np.subtract(y[3:], old[3:], out=delta)
+            add(self._ctx, delta, out=self._ctx)
+        old[:] = y
+        self._row_logits[row] = y[:3]
 
-class Dl2PolicyScheduler(PolicyScheduler):
-    """`PolicyScheduler` for DL2 with a fast greedy loop over a `NumpyPolicy` row network.
-
-    Same decisions as the generic loop (same observations, masks and arithmetic), but the
-    observation is read in place and, after an action on row ``i``, only row ``i`` is
-    re-embedded without comparing all rows (`NumpyPolicy.logits_row_changed`). Sampling,
-    torch networks and the flat MLP take the generic loop.
-    """
-
-    def decide(self, view: ClusterView) -> Decision:
-        net = self.net
-        if self._generator is not None or not isinstance(net, NumpyPolicy) or not net.row_net:
-            return super().decide(view)
-        slot = self.encoder.start(view)
-        assert isinstance(slot, Dl2Slot)
-        changed: int | None = None  # the row the last action changed, within this batch
-        batch = slot.batch
-        for _ in range(self.max_actions):
-            mask = slot.mask_view()
-            obs = slot.observation_view()
-            scores = net.logits(obs) if changed is None else net.logits_row_changed(obs, changed)
-            action = int(np.where(mask, scores, -np.inf).argmax())
-            if not mask[action]:  # nothing legal (the generic loop's `not mask.any()`)
-                break
-            if slot.apply(action):
-                break
-            changed = action // 3 if slot.batch == batch else None
-            batch = slot.batch
-        else:
-            log.warning("%s: stopped after %d actions in one round", self.name, self.max_actions)
-        return slot.decision()
+    def _finish(self, obs: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        z, void = self._z, self._z[3:]
+        np.dot(obs[self.J * self.row_dim :], self._glob_w, out=z)
+        np.add(z, self._ctx, out=z)
+        np.add(self._row_logits, z[:3], out=self._row_scores)
+        np.maximum(void, self._zero[: void.shape[0]], out=void)
+        self._scores[-1] = float(np.dot(void, self._void_w)) + self._void_b
+        return self._scores
 
 
 def make_policy(cfg: Dl2Config) -> nn.Module:
@@ -314,10 +314,10 @@ def masked_logits(logits: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
 
 def make_scheduler_for(
     policy: nn.Module, cfg: Dl2Config | Dl2Shape, name: str = "dl2"
-) -> Dl2PolicyScheduler:
-    """The greedy `Dl2PolicyScheduler` running ``policy`` (registry name ``name``)."""
+) -> PolicyScheduler:
+    """The greedy `PolicyScheduler` running ``policy`` in NumPy (registry name ``name``)."""
     shape = cfg.shape() if isinstance(cfg, Dl2Config) else cfg
-    return Dl2PolicyScheduler(name, Dl2Encoder(shape), NumpyPolicy(policy), preemptive=True)
+    return PolicyScheduler(name, Dl2Encoder(shape), NumpyPolicy(policy), preemptive=True)
 
 
 def evaluate(

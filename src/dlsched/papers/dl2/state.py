@@ -38,7 +38,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dlsched.core import Arch, ClusterView, Decision, JobRun, JobSpec
-from dlsched.core.cluster import tasks_that_fit
+from dlsched.papers.dl2.free import Need, ScratchFree
 from dlsched.schedulers.common import FreeTracker
 from dlsched.workloads.dl2 import JOB_TYPES
 
@@ -97,86 +97,7 @@ class Dl2Shape:
         return {"J": self.J, "L": self.L, "obs_dim": self.obs_dim, "num_actions": self.num_actions}
 
 
-Need = tuple[float, float, float]
-
-
-class _Free:
-    """Scratch copy of free resources per server; tasks go where most of them fit.
-
-    Plain lists with a per-task-shape cache of how many tasks fit on each server, updated only
-    for the server that changed (a policy takes tens of actions a slot), plus per shape the
-    number of servers where one fits and the best server (recomputed only when it may have
-    changed), so the legality checks of every action cost O(shapes), not O(servers).
-    """
-
-    def __init__(self, rows: list[list[float]]) -> None:
-        self.rows = rows
-        self.totals = [float(x) for x in np.asarray(rows).sum(axis=0)]
-        self._fits: dict[Need, list[int]] = {}
-        self._nfit: dict[Need, int] = {}  # servers where at least one task fits
-        self._best: dict[Need, int] = {}  # best server (-1: none); absent when stale
-
-    def fits(self, need: Need) -> list[int]:
-        counts = self._fits.get(need)
-        if counts is None:
-            counts = self._fits[need] = [tasks_that_fit(row, need) for row in self.rows]
-            self._nfit[need] = sum(1 for c in counts if c >= 1)
-        return counts
-
-    def best(self, need: Need) -> int | None:
-        """Server where most tasks of ``need`` fit (lowest id on ties); None if none fits."""
-        server = self._best.get(need)
-        if server is None:
-            counts = self.fits(need)
-            most = max(counts)
-            server = self._best[need] = counts.index(most) if most >= 1 else -1
-        return server if server >= 0 else None
-
-    def _change(self, server: int, need: Need, sign: float) -> None:
-        row = self.rows[server]
-        for r in range(3):
-            row[r] += sign * need[r]
-            self.totals[r] += sign * need[r]
-        for shape, counts in self._fits.items():
-            old = counts[server]
-            new = counts[server] = tasks_that_fit(row, shape)
-            if new != old:
-                self._nfit[shape] += (new >= 1) - (old >= 1)
-                # a drop elsewhere than at the best server keeps the first maximum in place
-                if new > old or self._best.get(shape) == server:
-                    self._best.pop(shape, None)
-
-    def place(self, need: Need) -> int | None:
-        """Take one task of ``need`` where most fit; its server (-1 for no demand), or None."""
-        if not (need[0] > 0 or need[1] > 0 or need[2] > 0):
-            return -1
-        server = self.best(need)
-        if server is not None:
-            self._change(server, need, -1.0)
-        return server
-
-    def undo(self, server: int, need: Need) -> None:
-        if server >= 0:
-            self._change(server, need, 1.0)
-
-    def can_place(self, need: Need) -> bool:
-        return not (need[0] > 0 or need[1] > 0 or need[2] > 0) or self.best(need) is not None
-
-    def can_place_both(self, worker: Need, ps: Need) -> bool:
-        """Whether a worker (placed first, as `place` would) and then a PS both fit."""
-        if not (worker[0] > 0 or worker[1] > 0 or worker[2] > 0):
-            return self.can_place(ps)
-        sw = self.best(worker)
-        if sw is None:
-            return False
-        if not (ps[0] > 0 or ps[1] > 0 or ps[2] > 0):
-            return True
-        counts = self.fits(ps)
-        if self._nfit[ps] - (counts[sw] >= 1) > 0:  # a PS fits on another server
-            return True
-        row = self.rows[sw]
-        left = [row[r] - worker[r] for r in range(3)]
-        return tasks_that_fit(left, ps) >= 1
+Flags = tuple[bool, bool, bool]
 
 
 class Dl2Slot:
@@ -193,10 +114,11 @@ class Dl2Slot:
         cluster = view.cluster
         self.capacity = cluster.capacity_array.sum(axis=0)
         self._cap = [float(c) for c in self.capacity]
+        self._cap_used = [(r, c) for r, c in enumerate(self._cap) if c > 0]
         self.jobs: list[JobRun] = view.jobs()
         # the slot is decided from scratch: everything the running jobs hold is given back
         given_back = FreeTracker(cluster, release=view.running).free
-        self.free = _Free([list(row) for row in given_back])  # _Free changes rows in place
+        self.free = ScratchFree([list(row) for row in given_back])  # changes rows in place
         self.counts: dict[int, list[int]] = {run.job_id: [0, 0] for run in self.jobs}
         self._specs = {run.job_id: run.spec for run in self.jobs}
         self.order: list[int] = []  # job ids in the order they first got a task
@@ -205,9 +127,12 @@ class Dl2Slot:
         self.batch = 0
         self.done = False
         self.actions = 0
+        self.changed_part: int | None = None  # the row the last action changed (None: a batch)
         self._type_index = {t: i for i, t in enumerate(shape.job_types)}
         self._num_batches = max(1, math.ceil(len(self.jobs) / shape.J))
         J = shape.J
+        self._void = shape.void
+        self._L = shape.L
         self._obs = np.zeros(shape.obs_dim, dtype=np.float32)
         self._obs_rows = self._obs[: J * shape.row_dim].reshape(J, shape.row_dim)
         self._glob = self._obs[J * shape.row_dim :]
@@ -238,26 +163,30 @@ class Dl2Slot:
         self._row_shape: list[int] = []
         self._needs: list[tuple[Need, Need]] = []
         shape_ids: dict[tuple[Need, Need], int] = {}
-        self._demand: list[tuple[Need, Need]] = []
-        self._ok: npt.NDArray[np.bool_] | None = None  # per-shape fits; None when stale
-        values: list[list[float]] = []
+        self._flags: list[Flags] | None = None  # per shape: worker, PS, both fit; None: stale
+        self._mask_flags: list[Flags] | None = None  # the flags the mask's rows were built from
+        self._mask_row: int | None = None  # a row whose caps changed since the mask was built
+        now, counts, type_index = self.now_s, self.counts, self._type_index
+        hot: list[tuple[int, int]] = []  # (row, job type) of the one-hot
+        extra: list[tuple[float, float, float, float, int, int]] = []
         for i, run in enumerate(self.rows):
             spec = run.spec
-            row = [0.0] * (L + ROW_EXTRA)
-            t = self._type_index.get(spec.model)
+            t = type_index.get(spec.model)
             if t is not None:
-                row[t] = 1.0
-            total = max(spec.total_work, _EPS)
-            left = run.remaining_work(self.now_s)
+                hot.append((i, t))
             alloc = run.allocation
-            row[L + 0] = 1.0
-            row[L + 1] = min(OBS_HIGH, math.log1p(run.slots_run) / 5.0)
-            row[L + 2] = min(OBS_HIGH, math.log1p(left) / 12.0)
-            row[L + 3] = min(1.0, max(0.0, 1.0 - left / total))
-            row[L + 7] = min(OBS_HIGH, alloc.num_workers / COUNT_SCALE)
-            row[L + 8] = min(OBS_HIGH, alloc.num_ps / COUNT_SCALE)
-            row[L + 9] = i / J
-            w, p = self.counts[run.job_id]
+            left = run.remaining_work(now)
+            extra.append(
+                (
+                    math.log1p(run.slots_run),
+                    math.log1p(left),
+                    left,
+                    max(spec.total_work, _EPS),
+                    alloc.num_workers,
+                    alloc.num_ps,
+                )
+            )
+            w, p = counts[run.job_id]
             self._w[i], self._p[i] = w, p
             self._max_w[i] = spec.max_workers
             self._max_p[i] = spec.max_ps if spec.arch is Arch.PS else 0
@@ -267,10 +196,19 @@ class Dl2Slot:
                 k = shape_ids[key] = len(self._needs)
                 self._needs.append(key)
             self._row_shape.append(k)
-            self._demand.append((key[0], key[1]))
-            values.append(row)
         if n:
-            obs_rows[:n] = values  # float64 → float32, as writing entry by entry
+            # float64 columns, written as float32: the values writing entry by entry would give
+            x = np.array(extra)
+            block = np.zeros((n, ROW_EXTRA))
+            block[:, 0] = 1.0
+            np.minimum(x[:, 0] / 5.0, OBS_HIGH, out=block[:, 1])
+            np.minimum(x[:, 1] / 12.0, OBS_HIGH, out=block[:, 2])
+            np.clip(1.0 - x[:, 2] / x[:, 3], 0.0, 1.0, out=block[:, 3])
+            np.minimum(x[:, 4:6] / COUNT_SCALE, OBS_HIGH, out=block[:, 7:9])
+            block[:, 9] = np.arange(n) / J
+            obs_rows[:n, L:] = block
+            if hot:
+                obs_rows[tuple(np.array(hot).T)] = 1.0
             self._shape_of[:n] = self._row_shape
             for i in range(n):
                 if self._w[i] or self._p[i]:
@@ -278,19 +216,20 @@ class Dl2Slot:
                 else:  # r, w, u stay 0; only the caps
                     can_w, can_p = self._max_w[i] > 0, self._max_p[i] > 0
                     self._cap_ok[i] = (can_w, can_p, can_w and can_p)
-        self._present = np.arange(J) < n
         self._beyond = max(0, len(self.jobs) - start - n) / J
+        self._glob[3] = min(OBS_HIGH, self._beyond)
+        self._ids = [run.job_id for run in self.rows]
 
     def _refresh_row(self, i: int) -> None:
-        L = self.shape.L
-        wd, pd = self._demand[i]
+        L = self._L
+        wd, pd = self._needs[self._row_shape[i]]
         w, p = self._w[i], self._p[i]
         row = self._obs_rows[i]
         dom = 0.0
-        for r in range(3):
-            cap = self._cap[r]
-            if cap > 0:
-                dom = max(dom, (wd[r] * w + pd[r] * p) / cap)
+        for r, cap in self._cap_used:
+            share = (wd[r] * w + pd[r] * p) / cap
+            if share > dom:
+                dom = share
         row[L + 4] = min(OBS_HIGH, SHARE_SCALE * dom)
         row[L + 5] = w / COUNT_SCALE
         row[L + 6] = p / COUNT_SCALE
@@ -309,24 +248,21 @@ class Dl2Slot:
         """The observation in place (no copy): valid until the next `apply`; do not change it."""
         free = self.free.totals
         glob = self._glob
-        cap = self._cap
-        for r in range(3):
-            glob[r] = min(1.0, max(0.0, free[r] / cap[r])) if cap[r] > 0 else 0.0
-        glob[3] = min(OBS_HIGH, self._beyond)
+        for r, cap in self._cap_used:  # an unused resource's entry stays 0
+            glob[r] = min(1.0, max(0.0, free[r] / cap))
         return self._obs
 
-    def _shape_ok(self) -> npt.NDArray[np.bool_]:
-        """(num shapes, 3): whether a worker, a PS, both fit now (cached until an action)."""
-        ok = self._ok
-        if ok is None:
+    def _shape_flags(self) -> list[Flags]:
+        """Per task shape: whether a worker, a PS, both fit now (cached until an action)."""
+        flags = self._flags
+        if flags is None:
             free = self.free
-            flags: list[tuple[bool, bool, bool]] = []
+            flags = self._flags = []
             for wn, pn in self._needs:
                 w = free.can_place(wn)
                 p = free.can_place(pn)
                 flags.append((w, p, w and p and free.can_place_both(wn, pn)))
-            ok = self._ok = np.array(flags, dtype=bool).reshape(len(self._needs), 3)
-        return ok
+        return flags
 
     def action_mask(self) -> npt.NDArray[np.bool_]:
         return self.mask_view().copy()
@@ -337,12 +273,22 @@ class Dl2Slot:
         if self.done:
             mask[:] = False
             return mask
-        void = self.shape.void
+        void = self._void
         mask[void] = True
         if not self.rows:
             return mask
         per = self._mask_rows  # (J, 3); absent rows: all False
-        np.logical_and(self._cap_ok, self._shape_ok()[self._shape_of], out=per)
+        flags = self._shape_flags()
+        i = self._mask_row
+        if flags != self._mask_flags:
+            ok = np.array(flags, dtype=bool).reshape(len(flags), 3)
+            np.logical_and(self._cap_ok, ok[self._shape_of], out=per)
+            self._mask_flags = flags
+        elif i is not None:  # only row i's caps changed: the other rows' entries stand
+            can_w, can_p, can_both = flags[self._row_shape[i]]
+            caps = self._cap_ok[i]
+            per[i] = (can_w and caps[0], can_p and caps[1], can_both and caps[2])
+        self._mask_row = None
         if not self._trains and self.batch + 1 >= self._num_batches and per.any():
             mask[void] = False  # never end a slot with an idle cluster (no stalls)
         return mask
@@ -352,9 +298,10 @@ class Dl2Slot:
         if self.done:
             raise ValueError("the slot is already decided")
         self.actions += 1
-        if action == self.shape.void:
+        if action == self._void:
             if self.batch + 1 < self._num_batches:
                 self.batch += 1
+                self.changed_part = None
                 self._load_batch()
                 return False
             self.done = True
@@ -363,8 +310,8 @@ class Dl2Slot:
         if not (0 <= i < len(self.rows)):
             raise ValueError(f"action {action}: no job in row {i}")
         wn, pn = self._needs[self._row_shape[i]]
-        add_w = kind in (ADD_WORKER, ADD_BOTH)
-        add_p = kind in (ADD_PS, ADD_BOTH)
+        add_w = kind != ADD_PS
+        add_p = kind != ADD_WORKER
         if (add_w and self._w[i] >= self._max_w[i]) or (add_p and self._p[i] >= self._max_p[i]):
             raise ValueError(f"action {action}: job {self.rows[i].job_id} is at its cap")
         sw = self.free.place(wn) if add_w else -1
@@ -373,8 +320,9 @@ class Dl2Slot:
         if add_p and self.free.place(pn) is None:
             self.free.undo(sw, wn)
             raise ValueError(f"action {action}: no room for a PS")
-        self._ok = None
-        job_id = self.rows[i].job_id
+        self._flags = None
+        self._mask_row = i
+        job_id = self._ids[i]
         if job_id not in self._served:
             self._served.add(job_id)
             self.order.append(job_id)
@@ -384,15 +332,15 @@ class Dl2Slot:
         if not self._trains:
             self._trains = _can_train(self._specs[job_id], w, p)
         self._refresh_row(i)
+        self.changed_part = i
         return False
 
     def decision(self) -> Decision:
         """Jobs that can train with what they got this slot, in the order they were served."""
-        by_id = {run.job_id: run.spec for run in self.jobs}
         counts: dict[int, tuple[int, int]] = {}
         for job_id in self.order:
             w, p = self.counts[job_id]
-            if _can_train(by_id[job_id], w, p):
+            if _can_train(self._specs[job_id], w, p):
                 counts[job_id] = (w, p)
         return Decision.from_counts(counts)
 
