@@ -158,11 +158,20 @@ class _Run:
         params.pop("seed", None)
         if self.fitted is not None:
             params.update(self.fitted.params())
-        notes = f"teacher={spec.teacher}; best of validations every {spec.eval_every} updates"
+        every = f"{spec.eval_every} updates"
+        if spec.rl_steps and spec.rl_eval_every not in (None, spec.eval_every):
+            every = f"{spec.eval_every} SL and {spec.rl_eval_every} RL updates"
+        notes = f"teacher={spec.teacher}; best of validations every {every}"
         if spec.init is not None:
             notes += f"; started from the policy in {spec.init}"
         if spec.rl_steps:
             notes += f"; RL: {spec.rl_method}"
+            if spec.rl_method == "es":
+                es = spec.es
+                notes += (
+                    f" (pairs={es.pairs}, traces per iteration={es.traces_per_iter}, "
+                    f"sigma={es.sigma:g}, lr={es.lr:g})"
+                )
         if spec.speed_model != "measured":
             notes += f"; trained and validated with {spec.speed_model} speeds (OfflineRL)"
         if spec.clusters > 1:
