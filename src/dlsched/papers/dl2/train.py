@@ -72,9 +72,10 @@ class TrainSpec:
             (``{"servers": (8, 13, 20)}``); validation uses ``workload_options``.
         clusters: simulated clusters training one global policy in RL (> 1: federated,
             `dlsched.papers.dl2.federated`, one process each; 1: the single-process path).
-        rl_method: ``"actor-critic"`` (DL2's, `dlsched.papers.dl2.algorithm`; ``rl_steps``
-            counts its updates) or ``"es"`` (evolution strategies on the average JCT of whole
-            training traces, `dlsched.papers.dl2.es`; ``rl_steps`` counts its iterations).
+        rl_method: ``"actor-critic"`` (DL2's, `dlsched.papers.dl2.algorithm`, continuing from
+            the last supervised step; ``rl_steps`` counts its updates) or ``"es"`` (evolution
+            strategies on the average JCT of whole training traces, `dlsched.papers.dl2.es`,
+            starting from the best supervised checkpoint; ``rl_steps`` counts its iterations).
         es: ES's hyper-parameters (its workload, options and ``vary`` are this spec's).
         rl_eval_every: RL updates between validations (None: ``eval_every``).
         init: start from this policy checkpoint instead of a fresh network (same J, L,
@@ -363,8 +364,12 @@ def train_dl2(spec: TrainSpec, progress: Progress | None = None) -> Path:
 
 
 def _train_es(run: _Run, progress: Progress | None) -> None:
-    """The RL phase with evolution strategies (`dlsched.papers.dl2.es`)."""
+    """The RL phase with evolution strategies (`dlsched.papers.dl2.es`), from the best policy
+    so far (the best supervised checkpoint when SL ran, as ``--init OUT`` would start)."""
     spec = run.spec
+    if run.rl_done == 0 and run.rl_done < spec.rl_steps and (spec.out / "card.json").exists():
+        best, _ = load(spec.out, run.cfg.shape())
+        run.learner.policy.load_state_dict(best.state_dict())
     es_cfg = dataclasses.replace(
         spec.es,
         workload=spec.workload,
