@@ -6,8 +6,8 @@ plugin registries; the engine (`dlsched.sim`, `dlsched.core`) never does.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from dlsched.placement import make_placement
 from dlsched.schedulers.base import Scheduler
@@ -15,6 +15,9 @@ from dlsched.schedulers.registry import make_scheduler
 from dlsched.sim import RescaleCost, Result, SimConfig, Simulator
 from dlsched.workloads.base import Workload
 from dlsched.workloads.registry import make_workload
+
+if TYPE_CHECKING:
+    from dlsched.experiments.compare import Summary
 
 _UNSET: Any = object()
 
@@ -83,4 +86,29 @@ def simulate(
     return result
 
 
-__all__ = ["simulate"]
+def compare(
+    workload: str,
+    schedulers: Sequence[str | Scheduler],
+    seeds: Iterable[int],
+    **options: Any,
+) -> list[Summary]:
+    """Run every scheduler on every seed of one workload; one `Summary` per scheduler.
+
+    Every scheduler gets the same jobs for a given seed. Each `Summary` holds, per metric
+    (``avg_jct_s`` in s, ``avg_slowdown``, ``makespan_s`` in s, ``gpu_util`` in 0–1, …, see
+    `dlsched.experiments.compare.METRICS`), the mean over seeds and the half-width of its
+    Student-t 95 % confidence interval.
+
+    Args:
+        workload: a registered workload name (``"dl2"``).
+        schedulers: names (``"drf"``) or `Scheduler` objects (a `dlsched.rl.adapter.PolicyAdapter`).
+        seeds: workload and simulator seeds.
+        **options: `simulate`'s keyword arguments (``servers=20``, ``load=1.3``,
+            ``interval_s=1.0``, generator options).
+    """
+    from dlsched.experiments.compare import run_grid, summarise
+
+    return summarise(run_grid(workload, schedulers, seeds, **options))
+
+
+__all__ = ["compare", "make_scheduler", "make_workload", "simulate"]

@@ -85,3 +85,26 @@ def test_paper_reward_stays_selectable_and_differs() -> None:
 def test_bad_reward_is_one_clear_error() -> None:
     with pytest.raises(ValueError, match="reward must be 'paper' or 'jct', got 'fast'"):
         gym.make("dlsched/DL2-v0", reward="fast")
+
+
+def test_stalling_never_pays_under_the_jct_reward() -> None:
+    """A policy that only adds parameter servers never trains a job: the run stalls, the
+    episode terminates, and every job is charged up to the slot limit."""
+    env = gym.make("dlsched/DL2-v0", max_slots=1500, **SMALL["dlsched/DL2-v0"])
+    _, info = env.reset(seed=0)
+    rewards = []
+    done = False
+    while not done:
+        mask = info["action_mask"]
+        legal = np.flatnonzero(mask)
+        add_ps = [a for a in legal if a % 3 == 1 and a < 12]
+        action = add_ps[0] if add_ps else (12 if mask[12] else legal[0])
+        _, reward, terminated, truncated, info = env.step(action)
+        rewards.append(float(reward))
+        done = terminated or truncated
+    dl2 = env.unwrapped
+    assert dl2.stalled and terminated and not truncated  # type: ignore[attr-defined]
+    assert dl2.slots < 1500  # type: ignore[attr-defined]
+    end_s = 1500 * dl2.driver.sim.now_s / dl2.slots  # type: ignore[attr-defined]
+    submits = [job.submit_time_s for job in dl2.workload.jobs]  # type: ignore[attr-defined]
+    assert sum(rewards) == pytest.approx(-sum(end_s - s for s in submits) / 3600.0, rel=1e-9)

@@ -11,6 +11,7 @@ import numpy as np
 from scipy import stats
 
 from dlsched.api import simulate
+from dlsched.schedulers.base import Scheduler
 from dlsched.sim import Result
 
 METRICS = (
@@ -40,17 +41,19 @@ def parse_seeds(text: str, option: str = "--seeds") -> list[int]:
 
 def run_grid(
     workload: str,
-    schedulers: Sequence[str],
+    schedulers: Sequence[str | Scheduler],
     seeds: Iterable[int],
     *,
     on_run: Callable[[Result], None] | None = None,
     **options: Any,
 ) -> list[Result]:
-    """Simulate every (scheduler, seed) pair; the same seed gives every scheduler the same jobs."""
+    """Simulate every (scheduler, seed) pair; the same seed gives every scheduler the same jobs.
+
+    Schedulers are names (``"drf"``) or objects (reset by the simulator before each run)."""
     results = []
     for seed in seeds:
-        for name in schedulers:
-            result = simulate(workload, name, seed, **options)
+        for scheduler in schedulers:
+            result = simulate(workload, scheduler, seed, **options)
             results.append(result)
             if on_run is not None:
                 on_run(result)

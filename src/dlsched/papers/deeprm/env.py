@@ -21,8 +21,9 @@ are those of `dlsched.papers.deeprm.state` (which states every rule and its sour
 * **Episode end**: ``terminated`` when every job arrived and finished, ``truncated`` after
   ``max_steps`` time steps. Each episode is one jobset of the ``deeprm`` workload
   (``horizon_steps`` steps of Bernoulli arrivals at ``load``, seeded from ``self.np_random``), or
-  the `Jobset` passed as ``reset(options={"jobset": ...})``. Jobs beyond the backlog are dropped
-  and counted in ``info["dropped"]``.
+  the `Jobset` passed as ``reset(options={"jobset": ...})``; ``info["trace_seed"]`` is the
+  jobset's ``deeprm`` seed (None for a given jobset). Jobs beyond the backlog are dropped and
+  counted in ``info["dropped"]``.
 """
 
 from __future__ import annotations
@@ -84,6 +85,7 @@ class DeepRMEnv(gym.Env[Obs, np.int64]):
         self.action_space = spaces.Discrete(self.shape.num_actions)
         self.batch: DeepRMBatch | None = None
         self.jobset: Jobset | None = None
+        self.trace_seed: int | None = None
 
     def _state(self) -> DeepRMBatch:
         if self.batch is None:
@@ -95,9 +97,11 @@ class DeepRMEnv(gym.Env[Obs, np.int64]):
     ) -> tuple[Obs, dict[str, Any]]:
         super().reset(seed=seed)
         jobset = (options or {}).get("jobset")
+        self.trace_seed = None
         if jobset is None:
+            self.trace_seed = int(self.np_random.integers(2**31 - 1))
             workload = make_deeprm(
-                int(self.np_random.integers(2**31 - 1)),
+                self.trace_seed,
                 load=self.load,
                 horizon_steps=self.horizon_steps,
             )
@@ -148,4 +152,5 @@ class DeepRMEnv(gym.Env[Obs, np.int64]):
             "dropped": int(state.dropped[0]),
             "backlog": int(state.backlog[0]),
             "jobs_in_system": int(state.sys_cnt[0]),
+            "trace_seed": self.trace_seed,
         }

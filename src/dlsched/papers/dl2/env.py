@@ -26,7 +26,11 @@ Registered as ``dlsched/DL2-v0`` (`dlsched.rl.registration`; ``reward="jct"`` th
     counts slots, so an algorithm can give the reward to every sample of the slot, DL2 §4.2).
 
 * **Episode end**: ``terminated`` when every job finished; ``truncated`` after ``max_slots``
-  slots, or when the simulator reports a stall (the policy left jobs idle too long).
+  slots. When the simulator reports a stall (the policy left every job idle too long: nothing
+  will ever finish), the episode is ``truncated`` with ``reward="paper"``; with ``reward="jct"``
+  it is ``terminated`` and the step's reward also charges every unfinished job for the rest of
+  the ``max_slots`` slots (at the mean slot length so far): the return a stalled run would have
+  had if it had been simulated to the slot limit, so that stalling never pays.
 
 Traces come from the named workload with a seed drawn from ``self.np_random`` (or taken in turn
 from ``seeds``; drawn seeds are ≥ `TRAIN_SEED_MIN`); the simulator's noise is seeded from the
@@ -162,8 +166,8 @@ class Dl2Env(gym.Env[npt.NDArray[np.float32], np.int64]):
         if not self.slot.apply(a):
             return self.slot.observation(), 0.0, False, False, self._info(0.0)
         reward = self._run_slot()
-        terminated = self.slot is None and not self.stalled
-        truncated = self.stalled or (not terminated and self.slots >= self.max_slots)
+        terminated = self.slot is None and (not self.stalled or self.reward == "jct")
+        truncated = not terminated and (self.stalled or self.slots >= self.max_slots)
         obs = (
             self.slot.observation()
             if self.slot is not None
@@ -209,7 +213,11 @@ class Dl2Env(gym.Env[npt.NDArray[np.float32], np.int64]):
             self.stalled = True
         self.slot = None if t1 is None else Dl2Slot(self.driver.view(), self.shape)
         if self.reward == "jct":
-            return -self.time_in_system.advance() / HOUR_S
+            job_s = self.time_in_system.advance()
+            if self.stalled:  # the unfinished jobs stay in the system up to the slot limit
+                left = len(self.driver.sim.specs) - len(self.driver.sim.finished)
+                job_s += left * max(self.max_slots - self.slots, 0) * sim.now_s / self.slots
+            return -job_s / HOUR_S
         if self.stalled:
             return 0.0
         t_end = sim.now_s if t1 is None else t1

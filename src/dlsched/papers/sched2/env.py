@@ -27,7 +27,8 @@ Registered as ``dlsched/SCED2-v0`` (`dlsched.rl.registration`; ``reward="jct"`` 
     outcome, used as the reward only; the agent observes profiles); φ earns 0. Without noise,
     ``E_j`` equals the job's effectiveness in the `Result`.
 
-* **Episode end**: an episode is one trace (``num_jobs`` jobs, 1,000 by default as SCED² §IV-A);
+* **Episode end**: an episode is one trace (``num_jobs`` jobs, 1,000 by default as SCED² §IV-A;
+  its seed in ``info["trace_seed"]``);
   it ends (``terminated``) when every job finished and is ``truncated`` after ``max_steps``
   steps.
 """
@@ -134,6 +135,7 @@ class Sched2Env(gym.Env[npt.NDArray[np.float32], np.int64]):
         self.builder: Sched2Builder | None = None
         self.workload: Workload | None = None
         self.time_in_system: TimeInSystem | None = None
+        self.trace_seed = 0
         self.steps = 0
         self.picks = 0
         self.effectiveness_sum = 0.0
@@ -147,7 +149,8 @@ class Sched2Env(gym.Env[npt.NDArray[np.float32], np.int64]):
         trace_seed = (options or {}).get("trace_seed")
         if trace_seed is None:
             trace_seed = int(self.np_random.integers(0, 2**31 - 1))
-        self.workload = self.traces(int(trace_seed))
+        self.trace_seed = int(trace_seed)
+        self.workload = self.traces(self.trace_seed)
         self.driver = SimDriver(self.workload, seed=int(trace_seed), preemptive=False)
         self.time_in_system = TimeInSystem(self.driver.sim)
         self.steps = 0
@@ -239,7 +242,11 @@ class Sched2Env(gym.Env[npt.NDArray[np.float32], np.int64]):
         return np.minimum(self.builder.observation(), OBS_HIGH)
 
     def _info(self, done: bool, illegal: bool) -> dict[str, Any]:
-        info: dict[str, Any] = {"action_mask": self.action_masks(), "illegal_action": illegal}
+        info: dict[str, Any] = {
+            "action_mask": self.action_masks(),
+            "illegal_action": illegal,
+            "trace_seed": self.trace_seed,
+        }
         if done and self.driver is not None:
             result = self.driver.result()
             info["result"] = result.summary()
