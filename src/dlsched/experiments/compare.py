@@ -10,7 +10,6 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from dlsched.api import simulate
 from dlsched.schedulers.base import Scheduler
 from dlsched.sim import Result
 
@@ -50,6 +49,8 @@ def run_grid(
     """Simulate every (scheduler, seed) pair; the same seed gives every scheduler the same jobs.
 
     Schedulers are names (``"drf"``) or objects (reset by the simulator before each run)."""
+    from dlsched.api import simulate  # the public API imports this module's types
+
     results = []
     for seed in seeds:
         for scheduler in schedulers:
