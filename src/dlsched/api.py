@@ -6,12 +6,13 @@ plugin registries; the engine (`dlsched.sim`, `dlsched.core`) never does.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from dlsched.placement import make_placement
 from dlsched.schedulers.base import Scheduler
-from dlsched.schedulers.registry import make_scheduler
+from dlsched.schedulers.registry import made_for, make_scheduler
 from dlsched.sim import RescaleCost, Result, SimConfig, Simulator
 from dlsched.workloads.base import Workload
 from dlsched.workloads.registry import make_workload
@@ -19,7 +20,10 @@ from dlsched.workloads.registry import make_workload
 if TYPE_CHECKING:
     from dlsched.experiments.compare import Summary
 
+log = logging.getLogger(__name__)
+
 _UNSET: Any = object()
+_WARNED: set[tuple[str, str]] = set()
 
 
 def simulate(
@@ -62,6 +66,7 @@ def simulate(
     elif servers is not None or load is not None or overrides:
         raise ValueError("servers, load and generator options apply to workload names only")
     if isinstance(scheduler, str):
+        warn_if_not_made_for(scheduler, workload.name)
         scheduler = make_scheduler(scheduler)
     config = SimConfig(
         interval_s=workload.interval_s if interval_s is _UNSET else interval_s,
@@ -84,6 +89,23 @@ def simulate(
     result = sim.run()
     result.params = dict(workload.params)
     return result
+
+
+def warn_if_not_made_for(scheduler: str, workload: str) -> None:
+    """Log a warning, once per process and pair, when the registered ``scheduler`` is not meant
+    for ``workload`` (by the workloads named in its registry ``setting``; ``dlsched list``)."""
+    name, base = scheduler.partition(":")[0], workload.partition(":")[0]
+    made = made_for(name)
+    if made is None or base in made or (name, base) in _WARNED:
+        return
+    _WARNED.add((name, base))
+    log.warning(
+        "scheduler %r was made for the %s workload%s, not %r: its decisions may mean little here",
+        name,
+        ", ".join(sorted(made)),
+        "s" if len(made) > 1 else "",
+        base,
+    )
 
 
 def compare(
