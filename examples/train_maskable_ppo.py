@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
+import torch
 from sb3_contrib import MaskablePPO
 from stable_baselines3.common.callbacks import BaseCallback
 
@@ -110,11 +111,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baselines", default="drf", help="comma-separated scheduler names")
     parser.add_argument("--eval-seeds", default=None, help="held-out seeds, e.g. 101-110")
     parser.add_argument("--seed", type=int, default=0, help="seed of MaskablePPO and the env")
+    parser.add_argument("--threads", type=int, default=1, help="PyTorch threads (default 1)")
     parser.add_argument("--out", type=Path, default=Path("runs/maskable_ppo"))
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     if args.minutes <= 0:
         parser.error(f"--minutes must be > 0, got {args.minutes}")
+    if args.threads < 1:
+        parser.error(f"--threads must be >= 1, got {args.threads}")
+    torch.set_num_threads(args.threads)
     options = dict(args.options)
     try:
         env = gym.make(args.env_id, **options)
