@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint clean
+.PHONY: install install-rl demo test lint clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -14,6 +14,10 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# Stable-Baselines3 + sb3-contrib (the `rl` extra), torch pinned in the same command as above.
+install-rl: $(STAMP)
+	$(PY) -m pip install -q torch==2.13.0 -e '.[dev,rl]'
 
 demo: $(STAMP)
 	$(VENV)/bin/dlsched compare --workload dl2 --schedulers fifo,drf --seeds 1-3 --plot out/demo.png

@@ -5,10 +5,29 @@ Quick start::
     import dlsched
     result = dlsched.simulate(workload="dl2", scheduler="drf", seed=1)
     print(result.summary()["avg_jct_s"])
+    for row in dlsched.compare("dl2", ["drf", "optimus"], seeds=range(1, 4)):
+        print(row.scheduler, row.mean["avg_jct_s"], "±", row.ci95["avg_jct_s"])
+
+Public names: `simulate`, `compare`, `make_scheduler`, `make_workload`, `BaseScheduler` (subclass
+it to write a scheduler) and `Result`. Importing the package registers the Gymnasium ids
+``dlsched/DL2-v0``, ``dlsched/DeepRM-v0`` and ``dlsched/SCED2-v0`` (`dlsched.rl.registration`);
+it does not import PyTorch.
 """
 
-from dlsched.api import simulate
+from dlsched.api import compare, make_scheduler, make_workload, simulate
+from dlsched.rl.registration import register_envs
+from dlsched.schedulers.base import BaseScheduler
 from dlsched.sim import Result
 
+register_envs()
+
 __version__ = "0.1.0"
-__all__ = ["Result", "__version__", "simulate"]
+__all__ = [
+    "BaseScheduler",
+    "Result",
+    "__version__",
+    "compare",
+    "make_scheduler",
+    "make_workload",
+    "simulate",
+]

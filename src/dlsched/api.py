@@ -6,17 +6,24 @@ plugin registries; the engine (`dlsched.sim`, `dlsched.core`) never does.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from dlsched.placement import make_placement
 from dlsched.schedulers.base import Scheduler
-from dlsched.schedulers.registry import make_scheduler
+from dlsched.schedulers.registry import made_for, make_scheduler
 from dlsched.sim import RescaleCost, Result, SimConfig, Simulator
 from dlsched.workloads.base import Workload
 from dlsched.workloads.registry import make_workload
 
+if TYPE_CHECKING:
+    from dlsched.experiments.compare import Summary
+
+log = logging.getLogger(__name__)
+
 _UNSET: Any = object()
+_WARNED: set[tuple[str, str]] = set()
 
 
 def simulate(
@@ -59,6 +66,7 @@ def simulate(
     elif servers is not None or load is not None or overrides:
         raise ValueError("servers, load and generator options apply to workload names only")
     if isinstance(scheduler, str):
+        warn_if_not_made_for(scheduler, workload.name)
         scheduler = make_scheduler(scheduler)
     config = SimConfig(
         interval_s=workload.interval_s if interval_s is _UNSET else interval_s,
@@ -83,4 +91,46 @@ def simulate(
     return result
 
 
-__all__ = ["simulate"]
+def warn_if_not_made_for(scheduler: str, workload: str) -> None:
+    """Log a warning, once per process and pair, when the registered ``scheduler`` is not meant
+    for ``workload`` (by the workloads named in its registry ``setting``; ``dlsched list``)."""
+    name, base = scheduler.partition(":")[0], workload.partition(":")[0]
+    made = made_for(name)
+    if made is None or base in made or (name, base) in _WARNED:
+        return
+    _WARNED.add((name, base))
+    log.warning(
+        "scheduler %r was made for the %s workload%s, not %r: its decisions may mean little here",
+        name,
+        ", ".join(sorted(made)),
+        "s" if len(made) > 1 else "",
+        base,
+    )
+
+
+def compare(
+    workload: str,
+    schedulers: Sequence[str | Scheduler],
+    seeds: Iterable[int],
+    **options: Any,
+) -> list[Summary]:
+    """Run every scheduler on every seed of one workload; one `Summary` per scheduler.
+
+    Every scheduler gets the same jobs for a given seed. Each `Summary` holds, per metric
+    (``avg_jct_s`` in s, ``avg_slowdown``, ``makespan_s`` in s, ``gpu_util`` in 0–1, …, see
+    `dlsched.experiments.compare.METRICS`), the mean over seeds and the half-width of its
+    Student-t 95 % confidence interval.
+
+    Args:
+        workload: a registered workload name (``"dl2"``).
+        schedulers: names (``"drf"``) or `Scheduler` objects (a `dlsched.rl.adapter.PolicyAdapter`).
+        seeds: workload and simulator seeds.
+        **options: `simulate`'s keyword arguments (``servers=20``, ``load=1.3``,
+            ``interval_s=1.0``, generator options).
+    """
+    from dlsched.experiments.compare import run_grid, summarise
+
+    return summarise(run_grid(workload, schedulers, seeds, **options))
+
+
+__all__ = ["compare", "make_scheduler", "make_workload", "simulate"]

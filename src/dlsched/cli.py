@@ -408,14 +408,16 @@ def trace_info(
 @app.command()
 def reproduce(
     name: Annotated[str, typer.Argument(help="Experiment name (see dlsched list).")],
-    out_dir: Annotated[Path, typer.Option("--out", help="Output folder.")] = Path("out"),
+    out_dir: Annotated[
+        Path | None, typer.Option("--out", help="Output folder, used as given [default: out/NAME].")
+    ] = None,
     full: Annotated[bool, typer.Option(help="Run the paper's full size (slow).")] = False,
 ) -> None:
     """Regenerate a paper's table or figure as CSV + PNG + Markdown."""
     from dlsched.experiments.registry import run_experiment
 
     with _one_line_errors():
-        paths = run_experiment(name, out_dir / name, full=full)
+        paths = run_experiment(name, out_dir or Path("out") / name, full=full)
     for path in paths:
         out.print(f"wrote {path}", markup=False, emoji=False, highlight=False)
 

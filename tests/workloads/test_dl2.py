@@ -147,3 +147,30 @@ def test_runs_in_the_simulator() -> None:
     result = simulate(wl, "fifo", 0)
     assert result.num_jobs == 20
     assert len(result.records) == 20
+
+
+def test_load_scales_with_the_cluster() -> None:
+    """``load`` is relative to the cluster it is given: four times the servers, four times the
+    arrival rate, cap and default job count, so a trace spans about as many slots."""
+    small, large = make_dl2(3), make_dl2(3, servers=52)
+    assert large.params["arrivals_per_slot_mean"] == pytest.approx(
+        4 * small.params["arrivals_per_slot_mean"]
+    )
+    assert (len(small.jobs), len(large.jobs)) == (200, 800)
+    assert (small.params["max_arrivals_per_slot"], large.params["max_arrivals_per_slot"]) == (
+        10,
+        40,
+    )
+    assert 0.8 < large.params["num_slots"] / small.params["num_slots"] < 1.25
+    assert make_dl2(3, servers=8).params["max_arrivals_per_slot"] == 10  # never below the code's
+    assert len(make_dl2(3, servers=500, num_jobs=30).jobs) == 30  # an explicit count is kept
+
+
+def test_a_larger_cluster_is_about_as_busy_at_the_same_load() -> None:
+    """FIFO runs every job at its requested size, so its GPU utilisation follows the offered
+    load (measured, seed 2: 0.36 on 13 servers, 0.28 on 52; 0.12 on 52 when the load stayed
+    relative to 13 servers)."""
+    from dlsched.api import simulate
+
+    util = [simulate("dl2", "fifo", seed=2, servers=n).summary()["gpu_util"] for n in (13, 52)]
+    assert util[1] > 0.6 * util[0]

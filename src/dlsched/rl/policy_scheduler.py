@@ -3,7 +3,8 @@
 DL2, DeepRM and SCED² all decide a scheduling point by a *sequence* of small actions — add a
 worker/PS to a job, put a job in a slot, pick the next job — each chosen from the state updated
 by the previous ones, until a "void" action (or no legal action) ends the round. This module
-holds that loop once; each algorithm supplies only:
+holds that loop once (`SlotLoopScheduler`; `PolicyScheduler` runs a network in it,
+`dlsched.rl.adapter.PolicyAdapter` any library's policy); each algorithm supplies only:
 
 * a `SlotEncoder`: ``start(view)`` returns a `SlotBuilder` for that scheduling point;
 * a `SlotBuilder`: ``observation()`` (float32 vector, the network's input),
@@ -129,7 +130,54 @@ def masked_choice(
     return int(torch.multinomial(probs, 1, generator=generator).item())
 
 
-class PolicyScheduler(BaseScheduler):
+class SlotLoopScheduler(BaseScheduler):
+    """The loop every learned scheduler shares: start ``encoder``'s builder, then ask `choose`
+    for an action and apply it until the round ends (subclasses supply `choose`).
+
+    Args:
+        name: registry name (``"dl2"``).
+        encoder: turns a view into a `SlotBuilder`.
+        preemptive: whether decisions are the whole desired state (elastic, DL2) or only start
+            pending jobs (DeepRM, SCED²).
+        max_actions: safety cap on actions per scheduling point (the builder should end first).
+    """
+
+    is_oracle: ClassVar[bool] = False
+
+    def __init__(
+        self, name: str, encoder: SlotEncoder, *, preemptive: bool, max_actions: int = 100_000
+    ) -> None:
+        self.name = name
+        self.encoder = encoder
+        self.preemptive = preemptive  # type: ignore[misc]  # per instance, read by the engine
+        self.max_actions = max_actions
+
+    def decide(self, view: ClusterView) -> Decision:
+        return self._loop(self.encoder.start(view))
+
+    def _loop(self, builder: SlotBuilder) -> Decision:
+        """Ask `choose` and apply until ``builder``'s round ends; its decision."""
+        with torch.inference_mode():
+            for _ in range(self.max_actions):
+                mask = builder.action_mask()
+                if not mask.any():
+                    break
+                if builder.apply(self.choose(builder.observation(), mask)):
+                    break
+            else:
+                log.warning(
+                    "%s: stopped after %d actions in one round", self.name, self.max_actions
+                )
+        return builder.decision()
+
+    def choose(
+        self, obs: npt.NDArray[np.float32], mask: npt.NDArray[np.bool_]
+    ) -> int:  # pragma: no cover - abstract
+        """A legal action (``mask[action]`` True) for observation ``obs``."""
+        raise NotImplementedError
+
+
+class PolicyScheduler(SlotLoopScheduler):
     """A scheduler that runs ``net`` over ``encoder``'s builder until the round ends.
 
     Args:
@@ -143,8 +191,6 @@ class PolicyScheduler(BaseScheduler):
             a torch generator seeded by it (reseeded on `reset`).
     """
 
-    is_oracle: ClassVar[bool] = False
-
     def __init__(
         self,
         name: str,
@@ -155,11 +201,8 @@ class PolicyScheduler(BaseScheduler):
         max_actions: int = 100_000,
         sample_seed: int | None = None,
     ) -> None:
-        self.name = name
-        self.encoder = encoder
+        super().__init__(name, encoder, preemptive=preemptive, max_actions=max_actions)
         self.net = net.eval() if isinstance(net, torch.nn.Module) else net
-        self.preemptive = preemptive  # type: ignore[misc]  # per instance, read by the engine
-        self.max_actions = max_actions
         self.sample_seed = sample_seed
         self._generator: torch.Generator | None = None
         # protocol isinstance checks cost tens of µs: once per (net type, builder type)
@@ -183,32 +226,10 @@ class PolicyScheduler(BaseScheduler):
                 ) and isinstance(builder, IncrementalBuilder)
             if incremental:
                 return self._greedy_incremental(builder, net)  # type: ignore[arg-type]
-        with torch.inference_mode():
-            for _ in range(self.max_actions):
-                mask = builder.action_mask()
-                if not mask.any():
-                    break
-                if isinstance(self.net, torch.nn.Module):
-                    obs = torch.from_numpy(builder.observation()).unsqueeze(0)
-                    logits = self.net(obs)[0]
-                else:
-                    scores = self.net.logits(builder.observation())
-                    if self._generator is None:  # greedy without a torch round trip
-                        action = int(np.argmax(np.where(mask, scores, -np.inf)))
-                        if builder.apply(action):
-                            break
-                        continue
-                    logits = torch.from_numpy(np.asarray(scores, dtype=np.float32))
-                if builder.apply(masked_choice(logits, mask, self._generator)):
-                    break
-            else:
-                log.warning(
-                    "%s: stopped after %d actions in one round", self.name, self.max_actions
-                )
-        return builder.decision()
+        return self._loop(builder)
 
     def _greedy_incremental(self, builder: IncrementalBuilder, net: IncrementalPolicy) -> Decision:
-        """The greedy loop above with in-place arrays and part-wise recomputation."""
+        """The greedy loop with in-place arrays and part-wise recomputation."""
         part: int | None = None
         for _ in range(self.max_actions):
             mask = builder.mask_view()
@@ -222,3 +243,15 @@ class PolicyScheduler(BaseScheduler):
         else:
             log.warning("%s: stopped after %d actions in one round", self.name, self.max_actions)
         return builder.decision()
+
+    def choose(self, obs: npt.NDArray[np.float32], mask: npt.NDArray[np.bool_]) -> int:
+        """Arg-max of the network's scores over the legal actions, or a sample of their
+        softmax when sampling."""
+        if isinstance(self.net, torch.nn.Module):
+            logits = self.net(torch.from_numpy(obs).unsqueeze(0))[0]
+        else:
+            scores = self.net.logits(obs)
+            if self._generator is None:  # greedy without a torch round trip
+                return int(np.argmax(np.where(mask, scores, -np.inf)))
+            logits = torch.from_numpy(np.asarray(scores, dtype=np.float32))
+        return masked_choice(logits, mask, self._generator)

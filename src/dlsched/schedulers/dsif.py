@@ -94,7 +94,7 @@ class Dsif(BaseScheduler):
 
 @register(
     "dsif",
-    setting="fixed-GPU (sched2)",
+    setting="fixed-GPU (sched2, philly, trace)",
     source="SCED² §IV-A",
     description="SIF, delaying a job up to 3 times until it can get its best locality",
 )

@@ -37,7 +37,7 @@ class Las(BaseScheduler):
 
 @register(
     "las",
-    setting="fixed-GPU (sched2, philly, trace)",
+    setting="fixed-GPU (sched2, philly, trace, pollux)",
     source="Tiresias (NSDI 2019), LAS",
     description="least attained GPU-seconds first; preemptive",
 )

@@ -61,7 +61,7 @@ class Lrf(BaseScheduler):
 
 @register(
     "lrf",
-    setting="fixed-GPU (sched2)",
+    setting="fixed-GPU (sched2, philly, trace)",
     source="SCED² §IV-A",
     description="fewest requested GPUs first; non-preemptive",
 )

@@ -65,6 +65,27 @@ def schedulers() -> dict[str, SchedulerEntry]:
     return dict(sorted(REGISTRY.items()))
 
 
+def made_for(spec: str) -> frozenset[str] | None:
+    """The workload names a scheduler is meant for, read from its ``setting`` (the names in
+    parentheses, ``"elastic PS (dl2)"`` → ``{"dl2"}``); None when a part says ``"any"``.
+
+    Raises:
+        ValueError: an unknown scheduler name.
+    """
+    _load()
+    name = spec.partition(":")[0]
+    entry = REGISTRY.get(name)
+    if entry is None:
+        raise ValueError(f"unknown scheduler {name!r}; choose one of {', '.join(sorted(REGISTRY))}")
+    names: set[str] = set()
+    for part in entry.setting.split(";"):
+        if part.strip() == "any":
+            return None
+        inside = part.partition("(")[2].partition(")")[0]
+        names.update(n.strip() for n in inside.split(",") if n.strip())
+    return frozenset(names)
+
+
 def make_scheduler(spec: str) -> Scheduler:
     """Build a scheduler from ``name`` or ``name:ARG``; ValueError listing choices if unknown."""
     _load()

@@ -105,7 +105,7 @@ class Saf(BaseScheduler):
 
 @register(
     "saf",
-    setting="fixed-GPU (sched2)",
+    setting="fixed-GPU (sched2, philly, trace)",
     source="SCED² §IV-A",
     description="(oracle) shortest actual time on the packing placement it would get",
 )

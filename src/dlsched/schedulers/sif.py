@@ -32,7 +32,7 @@ class Sif(BaseScheduler):
 
 @register(
     "sif",
-    setting="fixed-GPU (sched2)",
+    setting="fixed-GPU (sched2, philly, trace)",
     source="SCED² §IV-A",
     description="shortest ideal execution time first; non-preemptive",
 )

@@ -38,7 +38,7 @@ class Spf(BaseScheduler):
 
 @register(
     "spf",
-    setting="fixed-GPU (sched2)",
+    setting="fixed-GPU (sched2, philly, trace)",
     source="SCED² §IV-A",
     description="smallest GPUs × ideal time first; non-preemptive",
 )

@@ -109,7 +109,7 @@ class Tiresias(BaseScheduler):
 
 @register(
     "tiresias",
-    setting="fixed-GPU (sched2, philly, trace)",
+    setting="fixed-GPU (sched2, philly, trace, pollux)",
     source="Tiresias (NSDI 2019)",
     description="discretised 2D-LAS: GPU-second queues, FIFO within; preemptive (tiresias:T1,..)",
 )

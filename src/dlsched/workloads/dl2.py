@@ -41,13 +41,15 @@ Arrivals
     * Arrivals per slot are Poisson with a diurnal mean (§6.2 Fig. 8a shows a daily cycle over
       a week; its values are not in the text): ``rate · (1 + 0.5·sin(2π·(slot + start)/72))``,
       72 slots a day, ``start`` a random slot of the day (like the code's random offset), and
-      capped at 10 a slot (code ``MAX_ARRVS_PER_TS = 10`` at large scale). ``num_jobs`` jobs a
-      trace (code ``TOT_NUM_JOBS = 200``). Leading empty slots are dropped, so the first job
-      arrives at 0 s.
-    * ``rate = load × 1.415`` jobs a slot: at ``load = 1`` the jobs' requested allocations
-      would keep the default 13-server cluster's dominant resource (CPU) fully busy on average
-      (`arrivals_per_slot`). ``load`` multiplies the rate and is always relative to the
-      13-server testbed, so ``servers=500`` at ``load=1`` is a lightly loaded cluster.
+      capped at 10 a slot on the 13-server testbed (code ``MAX_ARRVS_PER_TS = 10``). ``num_jobs``
+      jobs a trace (code ``TOT_NUM_JOBS = 200`` on the testbed). Leading empty slots are
+      dropped, so the first job arrives at 0 s.
+    * ``rate = load × 1.415 × servers / 13`` jobs a slot: at ``load = 1`` the jobs' requested
+      allocations would keep the cluster's dominant resource (CPU) fully busy on average
+      (`arrivals_per_slot`), whatever its size. The load scales with the cluster: the rate, the
+      cap (``10 × servers / 13``, at least 10) and the default ``num_jobs``
+      (``200 × servers / 13``, so a trace spans as many slots as on the testbed) all grow in
+      proportion to ``servers``; ``servers=500`` at ``load=1`` is as busy as the testbed.
 
 Settings: ``interval_s = 1200`` (DL2 reschedules once a slot), ``on_events = False``,
 ``placement = "load_balance"`` (§3.1, the default load-balancing placement), noise default
@@ -97,6 +99,9 @@ REQUEST_WORKERS = (1, 4)
 SLOT_S = 1200.0
 SLOTS_PER_DAY = 72
 MAX_ARRIVALS_PER_SLOT = 10
+"""Cap on arrivals a slot on the 13-server testbed (`max_arrivals_per_slot` scales it)."""
+DEFAULT_NUM_JOBS = 200
+"""Jobs a trace on the 13-server testbed (`default_num_jobs` scales it)."""
 DIURNAL_AMPLITUDE = 0.5
 MEAN_DURATION_MIN = 147.0
 MEDIAN_DURATION_MIN = 90.0
@@ -111,11 +116,11 @@ def worker_demand(model: str) -> Resources:
 PS_DEMAND = Resources(cpu=TASK_CPU, mem=TASK_MEM_GB)
 
 
-def arrivals_per_slot(load: float = 1.0) -> float:
+def arrivals_per_slot(load: float = 1.0, servers: int = DEFAULT_SERVERS) -> float:
     """Mean arrivals a slot (before the diurnal swing and the cap) at ``load``.
 
     At ``load = 1`` the mean offered demand — requested tasks times duration, per resource —
-    equals what the 13-server testbed offers in a slot, for its most loaded resource.
+    equals what ``servers`` testbed servers offer in a slot, for the most loaded resource.
     """
     lo, hi = REQUEST_WORKERS
     mean_workers = (lo + hi) / 2.0
@@ -127,13 +132,23 @@ def arrivals_per_slot(load: float = 1.0) -> float:
         TASK_MEM_GB * (mean_workers + mean_ps),
     )
     duration_s = MEAN_DURATION_MIN * 60.0
-    capacity = [c * DEFAULT_SERVERS * SLOT_S for c in TESTBED_SERVER.as_tuple()]
+    capacity = [c * servers * SLOT_S for c in TESTBED_SERVER.as_tuple()]
     busiest = max(d * duration_s / c for d, c in zip(per_job, capacity, strict=True))
     return load / busiest
 
 
+def max_arrivals_per_slot(servers: int = DEFAULT_SERVERS) -> int:
+    """The cap on arrivals a slot: 10 on the testbed, in proportion to ``servers`` above it."""
+    return max(MAX_ARRIVALS_PER_SLOT, math.ceil(MAX_ARRIVALS_PER_SLOT * servers / DEFAULT_SERVERS))
+
+
+def default_num_jobs(servers: int = DEFAULT_SERVERS) -> int:
+    """Jobs a trace by default: 200 on the testbed, in proportion to ``servers``."""
+    return max(1, round(DEFAULT_NUM_JOBS * servers / DEFAULT_SERVERS))
+
+
 def _slot_counts(
-    rng: np.random.Generator, num_jobs: int, rate: float, start: int
+    rng: np.random.Generator, num_jobs: int, rate: float, start: int, cap: int
 ) -> npt.NDArray[np.int64]:
     """Arrivals in each slot until ``num_jobs`` have arrived (the last slot trimmed)."""
     counts: list[int] = []
@@ -143,7 +158,7 @@ def _slot_counts(
     while total < num_jobs:
         phase = 2.0 * np.pi * (np.arange(slot, slot + chunk) + start) / SLOTS_PER_DAY
         mean = rate * (1.0 + DIURNAL_AMPLITUDE * np.sin(phase))
-        drawn = np.minimum(rng.poisson(mean), MAX_ARRIVALS_PER_SLOT)
+        drawn = np.minimum(rng.poisson(mean), cap)
         for n in drawn:
             if total == 0 and n == 0:
                 continue  # the trace starts with its first arrival
@@ -169,7 +184,7 @@ def make_dl2(
     *,
     servers: int | None = None,
     load: float | None = None,
-    num_jobs: int = 200,
+    num_jobs: int | None = None,
     noise: float | None = None,
 ) -> Workload:
     """Generate one DL2 trace (see the module docstring for every choice and its source).
@@ -177,9 +192,9 @@ def make_dl2(
     Args:
         seed: seeds ``numpy.random.default_rng``, the only randomness.
         servers: testbed servers (2 GPUs, 8 cores, 48 GB each); None → 13.
-        load: multiplies the arrival rate; 1.0 (None) offers the 13-server testbed its CPU
-            capacity at requested allocations.
-        num_jobs: jobs in the trace.
+        load: offered load relative to the cluster's capacity: 1.0 (None) offers the
+            ``servers`` servers their CPU capacity at requested allocations.
+        num_jobs: jobs in the trace; None → `default_num_jobs` (200 on 13 servers).
         noise: relative std of interference noise on speed; None → `DL2_LEVEL` (0.273).
 
     Returns:
@@ -193,6 +208,7 @@ def make_dl2(
     noise = DL2_LEVEL if noise is None else noise
     if servers < 1:
         raise ValueError(f"servers must be >= 1, got {servers}")
+    num_jobs = default_num_jobs(servers) if num_jobs is None else num_jobs
     if not (load > 0 and math.isfinite(load)):
         raise ValueError(f"load must be a finite number > 0, got {load}")
     if num_jobs < 1:
@@ -202,9 +218,10 @@ def make_dl2(
 
     rng = np.random.default_rng(seed)
     model = MeasuredPS()
-    rate = arrivals_per_slot(load)
+    rate = arrivals_per_slot(load, servers)
+    cap = max_arrivals_per_slot(servers)
     start = int(rng.integers(SLOTS_PER_DAY))
-    counts = _slot_counts(rng, num_jobs, rate, start)
+    counts = _slot_counts(rng, num_jobs, rate, start, cap)
     slots = np.repeat(np.arange(len(counts)), counts)
     types = rng.integers(0, len(JOB_TYPES), num_jobs)
     workers = rng.integers(REQUEST_WORKERS[0], REQUEST_WORKERS[1] + 1, num_jobs)
@@ -244,7 +261,7 @@ def make_dl2(
         "diurnal_amplitude": DIURNAL_AMPLITUDE,
         "slots_per_day": SLOTS_PER_DAY,
         "start_slot_of_day": start,
-        "max_arrivals_per_slot": MAX_ARRIVALS_PER_SLOT,
+        "max_arrivals_per_slot": cap,
         "num_slots": len(counts),
         "duration_mean_min": MEAN_DURATION_MIN,
         "duration_median_min": MEDIAN_DURATION_MIN,

@@ -1,25 +1,34 @@
 """`DeepRMEnv`: DeepRM's scheduling problem (DeepRM §3) as a Gymnasium environment.
 
-State, actions and rewards are those of `dlsched.papers.deeprm.state` (which states every rule and
-its source): the observation is the ``T × W`` binary image of the cluster over the next ``T``
-steps, the ``M`` waiting-job slots and the backlog count; action 0 is ∅ and ``i`` schedules slot
-``i``'s job at the first step at which it fits; time is frozen until ∅ or an invalid action;
-the reward on each time advance is ``−Σ 1/T_j`` (``objective="slowdown"``) or ``−|J|``
-(``"completion"``).
+Registered as ``dlsched/DeepRM-v0`` (`dlsched.rl.registration`). State, actions and rewards
+are those of `dlsched.papers.deeprm.state` (which states every rule and its source).
 
-Each episode is one jobset of the ``deeprm`` workload (``horizon_steps`` steps of Bernoulli
-arrivals at ``load``, seeded from ``self.np_random``), or the `Jobset` passed as
-``reset(options={"jobset": ...})``. Jobs beyond the backlog are dropped and counted in
-``info["dropped"]``.
-
-`action_masks` (sb3-contrib's convention, also ``info["action_mask"]``) marks the valid
-actions; ``mask_invalid=False`` offers every action, as in the paper, where an invalid choice
-simply lets time move on.
+* **Observation space** ``Box(0, 1, (T·W,), float32)``: DeepRM's binary ``T × W`` image of the
+  cluster over the next ``T`` steps, the ``M`` waiting-job slots and the backlog count, flattened
+  row by row (``obs.reshape(T, W)`` gives the image back; `DeepRMShape.horizon`,
+  `DeepRMShape.image_width`; 20 × 443 = 8,860 by default), so libraries' default MLP policies
+  take it as is.
+* **Action space** ``Discrete(M + 1)``: 0 is ∅ and ``i`` schedules slot ``i``'s job at the first
+  step at which it fits; time is frozen until ∅ or an invalid action. `action_masks`
+  (sb3-contrib's convention, also ``info["action_mask"]``) marks the valid actions;
+  ``mask_invalid=False`` offers every action, as in the paper, where an invalid choice simply
+  lets time move on.
+* **Reward**, paid on each step at which time advances one DeepRM step (0 while time is
+  frozen): ``reward="slowdown"`` (default, DeepRM's own) ``−Σ_j 1/T_j`` over the jobs in the
+  system, ``reward="jct"`` ``−|J|`` (DeepRM's completion-time objective, §3.4). Both follow
+  Little's law: the undiscounted return of an episode that runs to its end is ``−Σ_j S_j``
+  (slowdowns), resp. ``−Σ_j C_j`` (completion times, in steps), of the admitted jobs.
+* **Episode end**: ``terminated`` when every job arrived and finished, ``truncated`` after
+  ``max_steps`` time steps. Each episode is one jobset of the ``deeprm`` workload
+  (``horizon_steps`` steps of Bernoulli arrivals at ``load``, seeded from ``self.np_random``), or
+  the `Jobset` passed as ``reset(options={"jobset": ...})``; ``info["trace_seed"]`` is the
+  jobset's ``deeprm`` seed (None for a given jobset). Jobs beyond the backlog are dropped and
+  counted in ``info["dropped"]``.
 """
 
 from __future__ import annotations
 
-from typing import Any, SupportsFloat
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
@@ -29,7 +38,12 @@ from gymnasium import spaces
 from dlsched.papers.deeprm.state import DeepRMBatch, DeepRMShape, Jobset, Objective
 from dlsched.workloads.deeprm import make_deeprm
 
+if TYPE_CHECKING:
+    from dlsched.papers.deeprm.policy import DeepRMEncoder
+
 Obs = npt.NDArray[np.float32]
+DeepRMReward = Literal["slowdown", "jct"]
+_OBJECTIVE: dict[str, Objective] = {"slowdown": "slowdown", "jct": "completion"}
 
 
 class DeepRMEnv(gym.Env[Obs, np.int64]):
@@ -37,7 +51,7 @@ class DeepRMEnv(gym.Env[Obs, np.int64]):
 
     Args:
         load: offered load of generated jobsets (fraction of capacity; §4.1 uses 0.1–1.9).
-        objective: ``"slowdown"`` or ``"completion"`` (§3.4).
+        reward: ``"slowdown"`` (``−Σ 1/T_j`` per step) or ``"jct"`` (``−|J|`` per step), §3.4.
         horizon_steps: steps of arrivals per generated jobset (50, §4.1).
         shape: state sizes (``T``, ``M``, backlog, slots per resource).
         mask_invalid: True: `action_masks` marks only valid actions; False: all actions.
@@ -45,29 +59,33 @@ class DeepRMEnv(gym.Env[Obs, np.int64]):
     """
 
     metadata: dict[str, Any] = {"render_modes": []}  # noqa: RUF012 - gymnasium convention
+    preemptive: ClassVar[bool] = False
+    """Decisions only start pending jobs."""
 
     def __init__(
         self,
         load: float = 0.7,
-        objective: Objective = "slowdown",
+        reward: DeepRMReward = "slowdown",
         *,
         horizon_steps: int = 50,
         shape: DeepRMShape | None = None,
         mask_invalid: bool = True,
         max_steps: int = 400,
     ) -> None:
+        if reward not in _OBJECTIVE:
+            raise ValueError(f"reward must be 'slowdown' or 'jct', got {reward!r}")
         self.load = load
-        self.objective: Objective = objective
+        self.reward: DeepRMReward = reward
+        self.objective: Objective = _OBJECTIVE[reward]
         self.horizon_steps = horizon_steps
         self.shape = shape or DeepRMShape()
         self.mask_invalid = mask_invalid
         self.max_steps = max_steps
-        self.observation_space = spaces.Box(
-            0.0, 1.0, (self.shape.horizon, self.shape.image_width), np.float32
-        )
+        self.observation_space = spaces.Box(0.0, 1.0, (self.shape.obs_dim,), np.float32)
         self.action_space = spaces.Discrete(self.shape.num_actions)
         self.batch: DeepRMBatch | None = None
         self.jobset: Jobset | None = None
+        self.trace_seed: int | None = None
 
     def _state(self) -> DeepRMBatch:
         if self.batch is None:
@@ -79,9 +97,11 @@ class DeepRMEnv(gym.Env[Obs, np.int64]):
     ) -> tuple[Obs, dict[str, Any]]:
         super().reset(seed=seed)
         jobset = (options or {}).get("jobset")
+        self.trace_seed = None
         if jobset is None:
+            self.trace_seed = int(self.np_random.integers(2**31 - 1))
             workload = make_deeprm(
-                int(self.np_random.integers(2**31 - 1)),
+                self.trace_seed,
                 load=self.load,
                 horizon_steps=self.horizon_steps,
             )
@@ -92,7 +112,7 @@ class DeepRMEnv(gym.Env[Obs, np.int64]):
         self.batch = DeepRMBatch(
             [jobset], self.shape, objective=self.objective, max_steps=self.max_steps
         )
-        return self.batch.images()[0], self._info(advanced=False)
+        return self.batch.images()[0].ravel(), self._info(advanced=False)
 
     def step(self, action: np.int64 | int) -> tuple[Obs, SupportsFloat, bool, bool, dict[str, Any]]:
         state = self._state()
@@ -101,7 +121,7 @@ class DeepRMEnv(gym.Env[Obs, np.int64]):
         reward, advanced = state.step(np.array([int(action)]))
         info = self._info(advanced=bool(advanced[0]))
         return (
-            state.images()[0],
+            state.images()[0].ravel(),
             float(reward[0]),
             bool(state.terminated[0]),
             bool(state.truncated[0]),
@@ -114,6 +134,15 @@ class DeepRMEnv(gym.Env[Obs, np.int64]):
             return np.ones(self.shape.num_actions, bool)
         return self._state().action_masks()[0]
 
+    def slot_encoder(self) -> DeepRMEncoder:
+        """This environment's state encoding over the simulator, for a deployed scheduler
+        (`dlsched.rl.adapter.PolicyAdapter`): the same image; ∅ is masked while the cluster is
+        idle and a slot job fits (`DeepRMEncoder.idle_guard`), and jobs the environment would
+        drop wait instead."""
+        from dlsched.papers.deeprm.policy import DeepRMEncoder  # imports torch
+
+        return DeepRMEncoder(self.shape)
+
     def _info(self, *, advanced: bool) -> dict[str, Any]:
         state = self._state()
         return {
@@ -123,4 +152,5 @@ class DeepRMEnv(gym.Env[Obs, np.int64]):
             "dropped": int(state.dropped[0]),
             "backlog": int(state.backlog[0]),
             "jobs_in_system": int(state.sys_cnt[0]),
+            "trace_seed": self.trace_seed,
         }

@@ -1,17 +1,37 @@
 """`Dl2Env`: DL2's scheduling problem (§4.1) as a Gymnasium environment over the simulator.
 
-One step is one incremental action of `dlsched.papers.dl2.state` (add a worker, a PS, or both to
-one of ``J`` job rows, or the void action). The void action of the slot's last batch hands the
-slot's `Decision` to the simulator (`SimDriver`), which runs one time slot; the reward of that
-step is the slot's reward ``Σ_i t_i / E_i`` — epochs each job trained during the slot over its
-total epochs — and every other step's reward is 0. ``info["slot_reward"]`` repeats it and
-``info["slot"]`` counts slots, so an algorithm can give the reward to every sample of the slot
-(DL2 §4.2). An episode ends (``terminated``) when every job finished; it is ``truncated`` after
-``max_slots`` slots, or when the simulator reports a stall (jobs left idle too long).
+Registered as ``dlsched/DL2-v0`` (`dlsched.rl.registration`; ``reward="jct"`` there).
 
-Observation: a float32 vector in ``[0, 10]`` (`Dl2Shape.obs_dim`); action masks are exposed
-as `action_masks()` (sb3-contrib) and ``info["action_mask"]``; a masked action acts as the void
-action (so random agents and `check_env` still make progress; a masked policy never takes one).
+* **Action space** ``Discrete(3J + 1)`` (121 by default): one incremental action of
+  `dlsched.papers.dl2.state` — add a worker, a PS, or both to one of ``J`` job rows — or the void
+  action (the last one), which ends the batch; the void action of the slot's last batch hands
+  the slot's `Decision` to the simulator (`SimDriver`), which runs one 20-minute time slot.
+  Masks: `action_masks()` (sb3-contrib's convention) and ``info["action_mask"]``; a masked
+  action acts as the void action (so random agents and `check_env` still make progress; a
+  masked policy never takes one).
+* **Observation space** ``Box(0, 10, (obs_dim,), float32)`` (`Dl2Shape.obs_dim`, 724 by
+  default): per job row its type, slots run, remaining epochs, share and workers/PS allocated
+  so far this slot and a few observable extras, then the free GPU, CPU and memory fractions and
+  the jobs waiting beyond this batch (`dlsched.papers.dl2.state` gives every entry and scale).
+* **Reward**, paid on the void action that ends a slot (0 on every other step):
+
+  - ``reward="jct"``: minus the job-hours spent in the system during the slot (jobs arrived and
+    not finished, integrated exactly over the slot's simulated time, `dlsched.rl.time_in_system`).
+    Its undiscounted sum over an episode is ``−Σ_j JCT_j / 3600`` (Little's law), so maximising
+    the plain return minimises average JCT.
+  - ``reward="paper"`` (the default of this class, used by DL2's own trainer): DL2's slot reward
+    ``Σ_i t_i / E_i``, epochs each job trained during the slot over its total epochs. Every job
+    yields 1 in total, so its undiscounted return is the number of jobs whatever the policy;
+    DL2 relies on discounting per *slot* (``info["slot_reward"]`` repeats it and ``info["slot"]``
+    counts slots, so an algorithm can give the reward to every sample of the slot, DL2 §4.2).
+
+* **Episode end**: ``terminated`` when every job finished; ``truncated`` after ``max_slots``
+  slots. When the simulator reports a stall (the policy left every job idle too long: nothing
+  will ever finish), the episode is ``truncated`` with ``reward="paper"``; with ``reward="jct"``
+  it is ``terminated`` and the step's reward also charges every unfinished job for the rest of
+  the ``max_slots`` slots (at the mean slot length so far): the return a stalled run would have
+  had if it had been simulated to the slot limit, so that stalling never pays.
+
 Traces come from the named workload with a seed drawn from ``self.np_random`` (or taken in turn
 from ``seeds``; drawn seeds are ≥ `TRAIN_SEED_MIN`); the simulator's noise is seeded from the
 same draw, so ``reset(seed=s)`` makes an episode reproducible.
@@ -21,21 +41,23 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar, Literal
 
 import gymnasium as gym
 import numpy as np
 import numpy.typing as npt
 
 from dlsched.core import ClusterView
-from dlsched.papers.dl2.state import OBS_HIGH, Dl2Shape, Dl2Slot
+from dlsched.papers.dl2.state import OBS_HIGH, Dl2Encoder, Dl2Shape, Dl2Slot
 from dlsched.rl.sim_driver import SimDriver
+from dlsched.rl.time_in_system import HOUR_S, TimeInSystem
 from dlsched.sim import SimulationStalled
 from dlsched.workloads.base import Workload
 from dlsched.workloads.registry import make_workload
 
 log = logging.getLogger(__name__)
 
+Dl2Reward = Literal["paper", "jct"]
 
 TRAIN_SEED_MIN = 1_000_000
 """Trace seeds drawn by the environment are at least this, so smaller (validation) seeds are
@@ -54,10 +76,14 @@ class Dl2Env(gym.Env[npt.NDArray[np.float32], np.int64]):
             the measured speed model for a fitted one, `dlsched.papers.dl2.offline_rl`).
         vary: generator options drawn anew for every episode, one of the listed values each
             (``{"servers": (8, 13, 20)}``): train one policy across settings.
+        reward: ``"paper"`` (DL2's slot reward) or ``"jct"`` (minus job-hours in the system;
+            module docstring).
         **workload_options: generator options (``servers=13``, ``load=1.0``, ``num_jobs=200``).
     """
 
     metadata: dict[str, Any] = {"render_modes": []}  # noqa: RUF012 - gymnasium convention
+    preemptive: ClassVar[bool] = True
+    """Decisions are the whole desired allocation (DL2 is elastic)."""
 
     def __init__(
         self,
@@ -68,9 +94,13 @@ class Dl2Env(gym.Env[npt.NDArray[np.float32], np.int64]):
         max_slots: int = 2000,
         transform: Callable[[Workload], Workload] | None = None,
         vary: Mapping[str, Sequence[Any]] | None = None,
+        reward: Dl2Reward = "paper",
         **workload_options: Any,
     ) -> None:
         super().__init__()
+        if reward not in ("paper", "jct"):
+            raise ValueError(f"reward must be 'paper' or 'jct', got {reward!r}")
+        self.reward: Dl2Reward = reward
         self.workload_name = workload
         self.workload_options = dict(workload_options)
         self.vary = {k: tuple(v) for k, v in (vary or {}).items()}
@@ -90,6 +120,7 @@ class Dl2Env(gym.Env[npt.NDArray[np.float32], np.int64]):
         self.workload: Workload | None = None
         self.driver: SimDriver | None = None
         self.slot: Dl2Slot | None = None
+        self.time_in_system: TimeInSystem | None = None
         self.slots = 0
         self.stalled = False
 
@@ -113,6 +144,7 @@ class Dl2Env(gym.Env[npt.NDArray[np.float32], np.int64]):
         if self.transform is not None:
             self.workload = self.transform(self.workload)
         self.driver = SimDriver(self.workload, seed=self.trace_seed, preemptive=True)
+        self.time_in_system = TimeInSystem(self.driver.sim)
         self.slots = 0
         self.stalled = False
         t = self.driver.next_point()
@@ -134,8 +166,8 @@ class Dl2Env(gym.Env[npt.NDArray[np.float32], np.int64]):
         if not self.slot.apply(a):
             return self.slot.observation(), 0.0, False, False, self._info(0.0)
         reward = self._run_slot()
-        terminated = self.slot is None and not self.stalled
-        truncated = self.stalled or (not terminated and self.slots >= self.max_slots)
+        terminated = self.slot is None and (not self.stalled or self.reward == "jct")
+        truncated = not terminated and (self.stalled or self.slots >= self.max_slots)
         obs = (
             self.slot.observation()
             if self.slot is not None
@@ -151,6 +183,11 @@ class Dl2Env(gym.Env[npt.NDArray[np.float32], np.int64]):
             return mask
         return self.slot.action_mask()
 
+    def slot_encoder(self) -> Dl2Encoder:
+        """The state encoding of this environment for a deployed scheduler
+        (`dlsched.rl.adapter.PolicyAdapter`): same observations and masks."""
+        return Dl2Encoder(self.shape)
+
     # -- helpers -----------------------------------------------------------------------------
 
     def view(self) -> ClusterView:
@@ -160,26 +197,34 @@ class Dl2Env(gym.Env[npt.NDArray[np.float32], np.int64]):
         return self.driver.view()
 
     def _run_slot(self) -> float:
-        """Apply the slot's decision, simulate one slot, and return ``Σ t_i / E_i``."""
+        """Apply the slot's decision, simulate one slot, and return its reward."""
         assert self.slot is not None and self.driver is not None
+        assert self.time_in_system is not None
         sim = self.driver.sim
-        t0 = sim.now_s
-        before = {run.job_id: run.work_done(t0) for run in self.slot.jobs}
+        jobs = self.slot.jobs
+        before = {run.job_id: run.work_done(sim.now_s) for run in jobs}
         self.slots += 1
         try:
             self.driver.apply(self.slot.decision())
             t1 = self.driver.next_point()
         except SimulationStalled:
             log.warning("trace %d: the policy left every job idle too long", self.trace_seed)
-            self.slot = None
+            t1 = None
             self.stalled = True
+        self.slot = None if t1 is None else Dl2Slot(self.driver.view(), self.shape)
+        if self.reward == "jct":
+            job_s = self.time_in_system.advance()
+            if self.stalled:  # the unfinished jobs stay in the system up to the slot limit
+                left = len(self.driver.sim.specs) - len(self.driver.sim.finished)
+                job_s += left * max(self.max_slots - self.slots, 0) * sim.now_s / self.slots
+            return -job_s / HOUR_S
+        if self.stalled:
             return 0.0
         t_end = sim.now_s if t1 is None else t1
         reward = 0.0
-        for run in self.slot.jobs:
+        for run in jobs:
             done = run.spec.total_work if run.finished else run.work_done(t_end)
             reward += (done - before[run.job_id]) / max(run.spec.total_work, 1e-12)
-        self.slot = None if t1 is None else Dl2Slot(self.driver.view(), self.shape)
         return float(reward)
 
     def _info(self, reward: float, slot_end: bool = False) -> dict[str, Any]:

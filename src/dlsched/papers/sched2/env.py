@@ -1,28 +1,42 @@
 """`Sched2Env`: SCED²'s job-selection problem (§III) as a Gymnasium environment.
 
-One step is one action of `dlsched.papers.sched2.state`: pick one of the first ``J`` waiting jobs
-(placed at once by packing) or φ. Time is frozen while the agent picks; φ — or a pick after which
-no waiting job fits — hands the round's `Decision` to the simulator (`SimDriver`, the existing
-engine), which runs to the next event (a submission or a completion). Scheduling points where no
-waiting job fits are passed to the simulator without asking the agent.
+Registered as ``dlsched/SCED2-v0`` (`dlsched.rl.registration`; ``reward="jct"`` there).
 
-Reward of a pick: the job's execution effectiveness (SCED² Eq. 2)
-``E_j = T_ideal / (T_wait + T_actual)`` with ``T_ideal`` its duration at the best placement,
-``T_wait`` the time it waited until now and ``T_actual`` its remaining work over its true speed
-on the placement it got (the simulator's outcome, used as the reward only; the agent observes
-profiles). φ earns 0. Without noise, ``E_j`` equals the job's effectiveness in the `Result`.
+* **Action space** ``Discrete(J + 1)``: pick one of the first ``J`` waiting jobs (placed at once
+  by packing), or φ (the last action). Time is frozen while the agent picks; φ — or a pick after
+  which no waiting job fits — hands the round's `Decision` to the simulator (`SimDriver`), which
+  runs to the next event (a submission or a completion). Scheduling points where no waiting job
+  fits are passed to the simulator without asking the agent. A masked (illegal) action acts as
+  φ, or as the first legal pick when φ itself is masked, so random agents and `check_env`
+  progress; ``info["illegal_action"]`` says when that happened. Masks: `action_masks()` and
+  ``info["action_mask"]``.
+* **Observation space** ``Box(0, 1000, (obs_dim,), float32)`` (`Sched2Shape.obs_dim`,
+  ``N·M + J·(k + 2) + 4``): each GPU's remaining busy time, the ``J`` waiting jobs' profiles,
+  demands and waiting times, and statistics of the other waiting jobs, times as
+  ``log1p(t / 1 h)`` (`dlsched.papers.sched2.state`); clipped at 1,000.
+* **Reward**:
 
-An episode is one trace (``num_jobs`` jobs, 1,000 by default as SCED² §IV-A); it ends
-(``terminated``) when every job finished and is ``truncated`` after ``max_steps`` steps.
-A masked (illegal) action acts as φ, or as the first legal pick when φ itself is masked, so
-random agents and `check_env` progress; ``info["illegal_action"]`` says when that happened.
-Masks: `action_masks()` and ``info["action_mask"]``.
+  - ``reward="jct"``: on the step that hands a round to the simulator, minus the job-hours spent
+    in the system (jobs arrived and not finished) from the previous round to the next choice,
+    integrated exactly (`dlsched.rl.time_in_system`); 0 on picks. Its undiscounted sum over an
+    episode is ``−Σ_j JCT_j / 3600`` (Little's law).
+  - ``reward="paper"`` (the default of this class, used by SCED²'s trainer): on a pick, the job's
+    execution effectiveness (SCED² Eq. 2) ``E_j = T_ideal / (T_wait + T_actual)`` with
+    ``T_ideal`` its duration at the best placement, ``T_wait`` the time it waited until now and
+    ``T_actual`` its remaining work over its true speed on the placement it got (the simulator's
+    outcome, used as the reward only; the agent observes profiles); φ earns 0. Without noise,
+    ``E_j`` equals the job's effectiveness in the `Result`.
+
+* **Episode end**: an episode is one trace (``num_jobs`` jobs, 1,000 by default as SCED² §IV-A;
+  its seed in ``info["trace_seed"]``);
+  it ends (``terminated``) when every job finished and is ``truncated`` after ``max_steps``
+  steps.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar, Literal
 
 import gymnasium as gym
 import numpy as np
@@ -31,12 +45,14 @@ import numpy.typing as npt
 from dlsched.papers.sched2.profiling import Profiler
 from dlsched.papers.sched2.state import Sched2Builder, Sched2Encoder, Sched2Shape, cluster_shape
 from dlsched.rl.sim_driver import SimDriver
+from dlsched.rl.time_in_system import HOUR_S, TimeInSystem
 from dlsched.workloads.base import Workload
 from dlsched.workloads.registry import make_workload
 
 OBS_HIGH = 1000.0
 TraceFactory = Callable[[int], Workload]
 """Builds the trace of an episode from a seed."""
+Sched2Reward = Literal["paper", "jct"]
 
 
 def workload_traces(name: str = "sched2", **options: Any) -> TraceFactory:
@@ -78,11 +94,15 @@ class Sched2Env(gym.Env[npt.NDArray[np.float32], np.int64]):
         order: ``"arrival"`` (SCED²) or ``"shortest"`` (`Sched2Shape.order`).
         max_steps: steps before truncation.
         profile_seed: seed of the profiler's measurement noise.
+        reward: ``"paper"`` (effectiveness per pick) or ``"jct"`` (minus job-hours in the
+            system; module docstring).
         **workload_options: options of the default ``sched2`` traces (``num_jobs``, ``load``,
             ``one_gpu_frac``, ``servers``, …).
     """
 
     metadata: dict[str, Any] = {"render_modes": []}  # noqa: RUF012 - gymnasium convention
+    preemptive: ClassVar[bool] = False
+    """Decisions only start waiting jobs."""
 
     def __init__(
         self,
@@ -92,9 +112,14 @@ class Sched2Env(gym.Env[npt.NDArray[np.float32], np.int64]):
         order: str = "arrival",
         max_steps: int = 200_000,
         profile_seed: int = 0,
+        reward: Sched2Reward = "paper",
         **workload_options: Any,
     ) -> None:
         super().__init__()
+        if reward not in ("paper", "jct"):
+            raise ValueError(f"reward must be 'paper' or 'jct', got {reward!r}")
+        self.reward: Sched2Reward = reward
+        self.profile_seed = profile_seed
         self.traces = traces or workload_traces("sched2", **workload_options)
         probe = self.traces(0)
         servers, gpus = len(probe.servers), int(probe.servers[0].gpu)
@@ -109,6 +134,8 @@ class Sched2Env(gym.Env[npt.NDArray[np.float32], np.int64]):
         self.driver: SimDriver | None = None
         self.builder: Sched2Builder | None = None
         self.workload: Workload | None = None
+        self.time_in_system: TimeInSystem | None = None
+        self.trace_seed = 0
         self.steps = 0
         self.picks = 0
         self.effectiveness_sum = 0.0
@@ -122,8 +149,10 @@ class Sched2Env(gym.Env[npt.NDArray[np.float32], np.int64]):
         trace_seed = (options or {}).get("trace_seed")
         if trace_seed is None:
             trace_seed = int(self.np_random.integers(0, 2**31 - 1))
-        self.workload = self.traces(int(trace_seed))
+        self.trace_seed = int(trace_seed)
+        self.workload = self.traces(self.trace_seed)
         self.driver = SimDriver(self.workload, seed=int(trace_seed), preemptive=False)
+        self.time_in_system = TimeInSystem(self.driver.sim)
         self.steps = 0
         self.picks = 0
         self.effectiveness_sum = 0.0
@@ -150,13 +179,18 @@ class Sched2Env(gym.Env[npt.NDArray[np.float32], np.int64]):
         else:
             over = builder.apply(a)
             picked = builder.picked[-1]
-            reward = self._effectiveness(picked.run, picked.placement)
+            effectiveness = self._effectiveness(picked.run, picked.placement)
             self.picks += 1
-            self.effectiveness_sum += reward
+            self.effectiveness_sum += effectiveness
+            if self.reward == "paper":
+                reward = effectiveness
         done = False
         if over:
             self.driver.apply(builder.decision())
             done = self._to_next_choice()
+            if self.reward == "jct":
+                assert self.time_in_system is not None
+                reward = -self.time_in_system.advance() / HOUR_S
         truncated = not done and self.steps >= self.max_steps
         return self._observation(done), reward, done, truncated, self._info(done, illegal)
 
@@ -167,6 +201,13 @@ class Sched2Env(gym.Env[npt.NDArray[np.float32], np.int64]):
             mask[-1] = True
             return mask
         return self.builder.action_mask()
+
+    def slot_encoder(self) -> Sched2Encoder:
+        """This environment's state encoding for a deployed scheduler
+        (`dlsched.rl.adapter.PolicyAdapter`): same observations (clipped there to the
+        observation space) and masks."""
+        profiler = Profiler(self.shape.gpus_per_server, k=self.shape.k, seed=self.profile_seed)
+        return Sched2Encoder(self.shape, profiler)
 
     # -- internals ---------------------------------------------------------------------------
 
@@ -201,7 +242,11 @@ class Sched2Env(gym.Env[npt.NDArray[np.float32], np.int64]):
         return np.minimum(self.builder.observation(), OBS_HIGH)
 
     def _info(self, done: bool, illegal: bool) -> dict[str, Any]:
-        info: dict[str, Any] = {"action_mask": self.action_masks(), "illegal_action": illegal}
+        info: dict[str, Any] = {
+            "action_mask": self.action_masks(),
+            "illegal_action": illegal,
+            "trace_seed": self.trace_seed,
+        }
         if done and self.driver is not None:
             result = self.driver.result()
             info["result"] = result.summary()
