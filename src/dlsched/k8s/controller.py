@@ -133,17 +133,20 @@ class Controller:
         data: dict[str, Any] = json.loads(raw.data)
         return data
 
-    def observe(self) -> ClusterState | None:
-        """List nodes and DLJobs and build this round's state (None if no node is usable)."""
-        nodes = self._list(self.core.list_node, "nodes")["items"]
-        objs = self._list(
+    def _list_dljobs(self) -> dict[str, Any]:
+        return self._list(
             self.custom.list_namespaced_custom_object,
             "dljobs",
             GROUP,
             VERSION,
             self.namespace,
             PLURAL,
-        )["items"]
+        )
+
+    def observe(self) -> ClusterState | None:
+        """List nodes and DLJobs and build this round's state (None if no node is usable)."""
+        nodes = self._list(self.core.list_node, "nodes")["items"]
+        objs = self._list_dljobs()["items"]
         jobs = []
         for obj in objs:
             try:
@@ -270,14 +273,7 @@ class Controller:
         while not stop.is_set():
             try:
                 if version is None:
-                    version = self._list(
-                        self.custom.list_namespaced_custom_object,
-                        "dljobs",
-                        GROUP,
-                        VERSION,
-                        self.namespace,
-                        PLURAL,
-                    )["metadata"]["resourceVersion"]
+                    version = self._list_dljobs()["metadata"]["resourceVersion"]
                     wake.set()
                 stream = watch.Watch()
                 for event in stream.stream(
