@@ -11,7 +11,8 @@ import numpy as np
 import torch
 
 from dlsched.papers.dl2 import es as es_module
-from dlsched.papers.dl2.env import TRAIN_SEED_MIN
+from dlsched.papers.dl2.algorithm import collect_teacher, supervised
+from dlsched.papers.dl2.env import TRAIN_SEED_MIN, Dl2Env
 from dlsched.papers.dl2.es import Es, EsConfig, centred_ranks, evolve
 from dlsched.papers.dl2.network import (
     Dl2Config,
@@ -45,12 +46,15 @@ def test_centred_ranks_put_a_stalled_candidate_last() -> None:
     assert np.allclose(ranks, [2 / 3 - 0.5, 0.5, -0.5, 1 / 3 - 0.5])
 
 
-def test_a_short_es_run_improves_validation_over_its_start() -> None:
+def test_a_short_es_run_improves_validation_over_its_supervised_start() -> None:
     policy, cfg = _start()
+    env = Dl2Env(shape=cfg.shape(), **SMALL)
+    env.reset(seed=0)
+    supervised(policy, collect_teacher(env, "drf", 2, seed=0), cfg, 10)  # a short DRF warm-up
     before = evaluate(policy, cfg, VAL_SEEDS, "dl2", **SMALL)
     evolve(_es(policy, cfg), 8)
     after = evaluate(policy, cfg, VAL_SEEDS, "dl2", **SMALL)
-    assert after < 0.95 * before, (before, after)
+    assert after < 0.95 * before, (before, after)  # measured: 12,165 -> 7,509 s
 
 
 def test_same_seed_same_weights() -> None:
