@@ -23,8 +23,8 @@ demo: $(STAMP)
 	$(VENV)/bin/dlsched compare --workload dl2 --schedulers fifo,drf --seeds 1-3 --plot out/demo.png
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check src tests benchmarks
-	$(VENV)/bin/ruff format --check src tests benchmarks
+	$(VENV)/bin/ruff check src tests benchmarks examples
+	$(VENV)/bin/ruff format --check src tests benchmarks examples
 	$(VENV)/bin/mypy src
 
 test: $(STAMP)
