@@ -209,6 +209,22 @@ def test_bind_creates_and_binds_pods_by_placement(
     assert len(j9) == 3 and all(p["spec"]["nodeName"] for p in j9)
 
 
+def test_bind_does_not_recreate_pods_that_succeeded(
+    server: FakeApiServer, api_client: client.ApiClient
+) -> None:
+    _cluster(server, jobs=1, workers=2)
+    ctl = controller(api_client, "drf", bind=True)
+    ctl.reconcile()
+    before = sorted(p["metadata"]["name"] for p in server.objects("pods", NS))
+    for pod in server.objects("pods", NS):  # the job's tasks end before it reports Succeeded
+        pod["status"] = {"phase": "Succeeded"}
+        server.put("pods", NS, pod)
+    creates = server.count("POST", "/pods")
+    ctl.reconcile()
+    assert server.count("POST", "/pods") == creates
+    assert sorted(p["metadata"]["name"] for p in server.objects("pods", NS)) == before
+
+
 def test_the_watch_relists_after_410_and_wakes_rounds(
     server: FakeApiServer, api_client: client.ApiClient
 ) -> None:
