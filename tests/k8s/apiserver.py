@@ -443,6 +443,7 @@ def _matches(obj: Obj, selector: dict[str, str]) -> bool:
 def _handler(server: FakeApiServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True  # as Go's net/http: no 40 ms stalls on kept-alive links
 
         def log_message(self, format: str, *args: Any) -> None:  # quiet
             return

@@ -36,6 +36,17 @@ def test_fifo_starts_jobs_in_arrival_order_as_they_fit(
     assert reasons == ["Start", "Start"]
 
 
+def test_events_past_the_rounds_budget_are_counted_not_recorded(
+    server: FakeApiServer, api_client: client.ApiClient
+) -> None:
+    _cluster(server, jobs=3, workers=2)  # 8 GPUs: all three start
+    ctl = controller(api_client, "fifo", max_events=1)
+    ctl.reconcile()
+    assert sum(w > 0 for w, _ in grants(server).values()) == 3
+    assert [e["reason"] for e in server.objects("events", NS)] == ["Start"]
+    assert ctl.metrics.registry.get_sample_value("dlsched_events_skipped_total") == 2
+
+
 def test_drf_gives_the_finished_jobs_gpus_to_the_waiting_one(
     server: FakeApiServer, api_client: client.ApiClient
 ) -> None:
@@ -89,13 +100,31 @@ def test_a_not_ready_node_counts_as_lost(
     assert grants(server) == {"j0": (4, 1)} and held not in node_usage(server)
 
 
+def test_with_no_usable_node_left_stale_grants_are_still_reclaimed(
+    server: FakeApiServer, api_client: client.ApiClient
+) -> None:
+    _cluster(server, nodes=1, jobs=1, workers=2)
+    ctl = controller(api_client, "fifo")
+    ctl.reconcile()
+    assert grants(server) == {"j0": (2, 1)}
+    server.delete("nodes", "", "n0")
+    report = ctl.reconcile()
+    assert report.reclaimed == 1 and report.skipped == "no node is Ready and schedulable"
+    assert grants(server) == {"j0": (0, 0)}
+    assert PLACEMENT_ANNOTATION not in server.get("dljobs", NS, "j0")["metadata"].get(
+        "annotations", {}
+    )
+    patches = server.count("PATCH", "/dljobs/")
+    assert ctl.reconcile().reclaimed == 0 and server.count("PATCH", "/dljobs/") == patches
+
+
 def test_a_conflict_on_status_only_is_retried(
     server: FakeApiServer, api_client: client.ApiClient
 ) -> None:
     _cluster(server, nodes=1, jobs=1, workers=2)
     ctl = controller(api_client, "fifo")
     state = ctl.observe()
-    assert state is not None
+    assert state.view is not None
     # the job reports progress between the controller's read and its write
     obj = server.get("dljobs", NS, "j0")
     obj["status"] = {"progress": 1.0}
@@ -178,6 +207,22 @@ def test_bind_creates_and_binds_pods_by_placement(
         p for p in server.objects("pods", NS) if p["metadata"]["labels"]["dlsched.io/job"] == "j9"
     ]
     assert len(j9) == 3 and all(p["spec"]["nodeName"] for p in j9)
+
+
+def test_bind_does_not_recreate_pods_that_succeeded(
+    server: FakeApiServer, api_client: client.ApiClient
+) -> None:
+    _cluster(server, jobs=1, workers=2)
+    ctl = controller(api_client, "drf", bind=True)
+    ctl.reconcile()
+    before = sorted(p["metadata"]["name"] for p in server.objects("pods", NS))
+    for pod in server.objects("pods", NS):  # the job's tasks end before it reports Succeeded
+        pod["status"] = {"phase": "Succeeded"}
+        server.put("pods", NS, pod)
+    creates = server.count("POST", "/pods")
+    ctl.reconcile()
+    assert server.count("POST", "/pods") == creates
+    assert sorted(p["metadata"]["name"] for p in server.objects("pods", NS)) == before
 
 
 def test_the_watch_relists_after_410_and_wakes_rounds(

@@ -52,6 +52,9 @@ def k8s_run(
     metrics_port: Annotated[
         int, typer.Option(min=0, max=65535, help="Serve Prometheus metrics here (0: off).")
     ] = 0,
+    max_events: Annotated[
+        int, typer.Option(min=0, help="Kubernetes Events recorded per round (one per change).")
+    ] = 100,
     once: Annotated[bool, typer.Option("--once", help="Run one round and exit.")] = False,
 ) -> None:
     """Schedule the namespace's DLJobs with a dlsched scheduler until stopped (SIGTERM, Ctrl-C)."""
@@ -87,6 +90,7 @@ def k8s_run(
             bind=bind,
             placement=placement,
             metrics=metrics,
+            max_events=max_events,
         )
         if metrics_port:
             serve(metrics, metrics_port)

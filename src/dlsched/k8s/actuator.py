@@ -8,8 +8,11 @@ at all), and the annotation is what a restarted controller rebuilds its books fr
 through it would take two writes.) Preemption is a scale to zero. On 409 Conflict the actuator
 reads the job again and retries only if what it granted is unchanged (someone else wrote status
 or labels); otherwise it refuses and the executor gives the old allocation back. 5xx and 429 are
-retried with back-off. With ``--bind`` the job's pods follow (`dlsched.k8s.pods`). With
-``--dry-run`` nothing is written: intended changes are logged.
+retried with back-off. Each change also gets a Kubernetes Event, up to ``max_events`` per round
+(a second request per change: a round that starts 1,000 jobs would otherwise double its
+requests); further changes are only logged and counted (``dlsched_events_skipped``), as
+client-go's event recorder drops an event burst. With ``--bind`` the job's pods follow
+(`dlsched.k8s.pods`). With ``--dry-run`` nothing is written: intended changes are logged.
 """
 
 from __future__ import annotations
@@ -64,6 +67,7 @@ class K8sActuator:
         metrics: where actions and errors are counted.
         dry_run: log intended changes, write nothing.
         binder: create and bind pods by placement (``--bind``), or None.
+        max_events: Events recorded this round; later changes are logged and counted only.
     """
 
     def __init__(
@@ -75,6 +79,7 @@ class K8sActuator:
         *,
         dry_run: bool = False,
         binder: PodBinder | None = None,
+        max_events: int = 100,
     ) -> None:
         self.custom = custom
         self.core = core
@@ -82,6 +87,7 @@ class K8sActuator:
         self.metrics = metrics
         self.dry_run = dry_run
         self.binder = binder
+        self.events_left = max_events
 
     def change(self, run: JobRun, old: Allocation, new: Allocation) -> Status:
         """Patch the job to hold ``new``; a non-ok status refuses (nothing written)."""
@@ -140,7 +146,7 @@ class K8sActuator:
                 "spec": {"workers": new.num_workers, "ps": new.num_ps},
             }
             try:
-                updated: Any = with_retries(
+                raw: Any = with_retries(
                     lambda body=body: self.custom.patch_namespaced_custom_object(  # type: ignore[misc]
                         GROUP,
                         VERSION,
@@ -149,10 +155,11 @@ class K8sActuator:
                         job.name,
                         body,
                         _content_type="application/merge-patch+json",
+                        _preload_content=False,
                     ),
                     f"patch DLJob {job.key}",
                 )
-                job.resource_version = updated["metadata"]["resourceVersion"]
+                job.resource_version = json.loads(raw.data)["metadata"]["resourceVersion"]
                 return
             except client.ApiException as exc:
                 if exc.status != 409 or attempt == CONFLICT_RETRIES:
@@ -182,6 +189,10 @@ class K8sActuator:
         """Record a Kubernetes Event on ``job`` (best effort: failures are logged)."""
         if self.dry_run:
             return
+        if self.events_left <= 0:
+            self.metrics.events_skipped.inc()
+            return
+        self.events_left -= 1
         now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         body: Any = {
             "apiVersion": "v1",
@@ -203,7 +214,10 @@ class K8sActuator:
             "count": 1,
         }
         try:
-            self.core.create_namespaced_event(job.namespace, body, _preload_content=False)
+            raw: Any = self.core.create_namespaced_event(
+                job.namespace, body, _preload_content=False
+            )
+            raw.drain_conn()  # the answer read: only then does the connection go back to the pool
         except (client.ApiException, OSError) as exc:
             log.warning("event on DLJob %s not recorded: %s", job.key, exc)
 

@@ -71,11 +71,13 @@ class Controller:
         placement: placement policy name (``load_balance``, ``pack``, ``gang``).
         identity: this controller's name in the Lease (default: host name and pid).
         lease_duration_s: seconds another controller waits before taking over.
+        max_events: Kubernetes Events recorded per round (one per change); 0: none.
         watch_timeout_s: seconds one watch request stays open before it is renewed.
         clock: Unix seconds (the view's ``now_s``).
 
     Raises:
-        ValueError: an oracle scheduler, a non-positive interval or an unknown placement.
+        ValueError: an oracle scheduler, a non-positive interval, a negative ``max_events`` or
+            an unknown placement.
     """
 
     def __init__(
@@ -93,6 +95,7 @@ class Controller:
         lease_duration_s: float = 15.0,
         watch_timeout_s: int = 60,
         metrics: Metrics | None = None,
+        max_events: int = 100,
         clock: Callable[[], float] = time.time,
     ) -> None:
         check_scheduler(scheduler)
@@ -100,6 +103,8 @@ class Controller:
             raise ValueError(
                 f"scheduler {scheduler.name!r} is an oracle; a cluster has no true speeds"
             )
+        if max_events < 0:
+            raise ValueError(f"--max-events must be >= 0, got {max_events}")
         if not interval_s > 0:
             raise ValueError(f"--interval must be > 0 seconds, got {interval_s}")
         self.scheduler = scheduler
@@ -113,6 +118,7 @@ class Controller:
         self.metrics = metrics or Metrics()
         self.clock = clock
         self.watch_timeout_s = watch_timeout_s
+        self.max_events = max_events
         self.lease = LeaderLease(
             client.CoordinationV1Api(api),
             namespace,
@@ -143,8 +149,8 @@ class Controller:
             PLURAL,
         )
 
-    def observe(self) -> ClusterState | None:
-        """List nodes and DLJobs and build this round's state (None if no node is usable)."""
+    def observe(self) -> ClusterState:
+        """List nodes and DLJobs and build this round's state (no view if no node is usable)."""
         nodes = self._list(self.core.list_node, "nodes")["items"]
         objs = self._list_dljobs()["items"]
         jobs = []
@@ -178,15 +184,18 @@ class Controller:
             log.error("skipping %s", why)
 
     def reconcile(self) -> RoundReport:
-        """One round: observe, reclaim stale grants, decide, enact."""
+        """One round: observe, reclaim stale grants, decide, enact (with no usable node, only
+        reclaim: nothing can start)."""
         report = RoundReport()
         state = self.observe()
-        if state is None:
-            report.skipped = "no node is Ready and schedulable"
-            log.warning("no decision: %s", report.skipped)
-            return report
         actuator = K8sActuator(
-            self.custom, self.core, state, self.metrics, dry_run=self.dry_run, binder=self.binder
+            self.custom,
+            self.core,
+            state,
+            self.metrics,
+            dry_run=self.dry_run,
+            binder=self.binder,
+            max_events=self.max_events,
         )
         for job, why in state.stale:
             log.warning("DLJob %s: %s; scaling it to zero", job.key, why)
@@ -196,6 +205,10 @@ class Controller:
                 log.warning("no decision: %s", report.skipped)
                 return report
             report.reclaimed += 1
+        if state.view is None:
+            report.skipped = "no node is Ready and schedulable"
+            log.warning("no decision: %s", report.skipped)
+            return report
         if self.binder is not None and not self.dry_run:
             self._sync_pods(state)
         view = state.view

@@ -18,6 +18,7 @@ class Metrics:
             zero-stale); dry-run changes are counted under ``dry_run="true"``.
         pending_jobs, running_jobs: jobs waiting and holding replicas after the last round.
         errors: failed API calls and refused targets, by kind.
+        events_skipped: changes whose Event was not recorded (over a round's event budget).
     """
 
     def __init__(self) -> None:
@@ -44,6 +45,11 @@ class Metrics:
         )
         self.pending_jobs = Gauge("dlsched_pending_jobs", "Jobs holding no replicas.", registry=r)
         self.running_jobs = Gauge("dlsched_running_jobs", "Jobs holding replicas.", registry=r)
+        self.events_skipped = Counter(
+            "dlsched_events_skipped",
+            "Changes whose Event was not recorded (over a round's budget).",
+            registry=r,
+        )
         self.errors = Counter(
             "dlsched_errors", "Failed API calls and refused targets.", ["kind"], registry=r
         )

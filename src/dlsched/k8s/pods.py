@@ -5,7 +5,8 @@ Pods are built from the DLJob's ``spec.template`` (a PodTemplateSpec), one per t
 ``generateName``, labelled with the job and the role, owned by the DLJob (garbage-collected with
 it), with ``schedulerName: dlsched`` so that no other scheduler takes them, and with the task's
 GPUs, cores and memory as requests and limits. Reconciling is idempotent: pods already on the
-right nodes stay; unbound pods (a create whose bind never happened) are deleted and remade.
+right nodes stay, as do pods that Succeeded (the task ended: it is not started again); unbound
+pods (a create whose bind never happened) and Failed ones are deleted and remade.
 """
 
 from __future__ import annotations
@@ -119,9 +120,9 @@ class PodBinder:
             role = pod["metadata"]["labels"].get(ROLE_LABEL, "")
             node = (pod.get("spec") or {}).get("nodeName") or ""
             phase = (pod.get("status") or {}).get("phase", "")
-            if node and phase not in ("Succeeded", "Failed"):
+            if node and phase != "Failed":  # a Succeeded task is done: never made again
                 have[(role, node)].append(pod)
-            else:  # never bound, or ended: made again where the placement says
+            else:  # never bound, or failed: made again where the placement says
                 gone.append(pod)
         kept: list[dict[str, Any]] = []
         to_make: list[tuple[str, Resources, str]] = []

@@ -26,19 +26,22 @@ class ClusterState:
     """One round's picture of the cluster.
 
     Attributes:
-        view: what the scheduler reads.
+        view: what the scheduler reads; None when no node is usable (nothing can be decided,
+            stale grants are still reclaimed).
         nodes: server id → node.
         jobs: job id → DLJob, every active (not finished) job.
         stale: active jobs holding replicas the books cannot account for, with the reason.
     """
 
-    view: ClusterView
+    view: ClusterView | None
     nodes: list[NodeInfo]
     jobs: dict[int, DLJob]
     stale: list[tuple[DLJob, str]] = field(default_factory=list)
 
     @property
     def cluster(self) -> Cluster:
+        if self.view is None:
+            raise ValueError("no node is usable: the state has no cluster")
         return self.view.cluster
 
     def node_ids(self) -> dict[str, int]:
@@ -88,8 +91,9 @@ def build_state(
     now_s: float,
     interval_s: float | None,
     last_status: dict[int, Status],
-) -> ClusterState | None:
-    """This round's `ClusterState` (None if no node is usable).
+) -> ClusterState:
+    """This round's `ClusterState`; with no usable node it has no view, and every active job
+    holding replicas is stale (its nodes are all gone, NotReady or cordoned).
 
     ``runs`` (job id → `JobRun`) keeps what the controller learned across rounds (observed
     speeds); it is updated in place: new jobs added, finished and deleted ones dropped.
@@ -99,7 +103,9 @@ def build_state(
     for gone in set(runs) - {j.spec.job_id for j in active}:
         del runs[gone]
     if not usable:
-        return None
+        state = ClusterState(None, [], {j.spec.job_id: j for j in active})
+        state.stale = [(j, "no node is Ready and schedulable") for j in active if j.workers or j.ps]
+        return state
     cluster = Cluster([Server(i, n.capacity) for i, n in enumerate(usable)])
     node_ids = {n.name: i for i, n in enumerate(usable)}
     state = ClusterState(
