@@ -71,13 +71,13 @@ def test_same_seed_same_weights() -> None:
 
 def test_es_trains_on_training_traces_with_the_non_oracle_scheduler(monkeypatch: Any) -> None:
     seen: list[tuple[int, bool]] = []
-    real = es_module.avg_jct_s
+    real = es_module.evaluate
 
-    def spy(policy: torch.nn.Module, dl2: Dl2Config, workload: str, seed: int, **kw: Any) -> float:
-        seen.append((seed, make_scheduler_for(policy, dl2).is_oracle))
-        return real(policy, dl2, workload, seed, **kw)
+    def spy(policy: torch.nn.Module, dl2: Dl2Config, seeds: Any, workload: str, **kw: Any) -> float:
+        seen.extend((seed, make_scheduler_for(policy, dl2).is_oracle) for seed in seeds)
+        return real(policy, dl2, seeds, workload, **kw)
 
-    monkeypatch.setattr(es_module, "avg_jct_s", spy)
+    monkeypatch.setattr(es_module, "evaluate", spy)
     policy, cfg = _start()
     evolve(_es(policy, cfg), 1)
     assert len(seen) == 1 + 2 * 3  # the centre and 3 antithetic pairs, one trace each

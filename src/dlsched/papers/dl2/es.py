@@ -12,19 +12,20 @@ a whole training trace under the deployed greedy policy — from perturbations o
   validation seeds) and ``pairs`` Gaussian directions ``ε_i``;
 * ``θ + σ ε_i`` and ``θ − σ ε_i`` run the *same* traces (antithetic sampling and common random
   numbers: the difference between the two measures the direction, not the trace's luck);
-* the fitness of a candidate is its average JCT over the iteration's traces relative to
-  ``θ``'s own; fitnesses are turned into centred ranks (robust to outliers and to a candidate
-  that stalls the simulation) and ``θ`` takes an Adam step along ``Σ_i (rank⁺_i − rank⁻_i) ε_i``.
+* the fitness of a candidate is its average JCT over the iteration's traces
+  (`dlsched.papers.dl2.network.evaluate`, the same function validation uses); fitnesses are
+  turned into centred ranks (robust to outliers and to a candidate that stalls the simulation)
+  and ``θ`` takes an Adam step along ``−Σ_i (rank⁺_i − rank⁻_i) ε_i``.
 
-Episodes run through `dlsched.simulate` with the deployed `Dl2PolicyScheduler`, so training
-optimises the same decisions users get; the policy only observes the scheduler's view and no
-true speed is read. `EsConfig` holds every hyper-parameter.
+Episodes run through `dlsched.simulate` with the deployed scheduler (`make_scheduler_for`),
+so training optimises the same decisions users get; the policy only observes the scheduler's
+view and no true speed is read. `EsConfig` holds every hyper-parameter.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,7 +35,7 @@ import torch
 from torch import nn
 
 from dlsched.papers.dl2.env import TRAIN_SEED_MIN
-from dlsched.papers.dl2.network import Dl2Config, make_scheduler_for
+from dlsched.papers.dl2.network import Dl2Config, evaluate
 
 log = logging.getLogger(__name__)
 
@@ -60,18 +61,6 @@ class EsConfig:
     vary: dict[str, tuple[Any, ...]] = field(default_factory=dict)
     """Generator options drawn per iteration from the listed values (one setting per iteration,
     shared by its candidates)."""
-
-
-def avg_jct_s(policy: nn.Module, dl2: Dl2Config, workload: str, seed: int, **options: Any) -> float:
-    """Average JCT (s) of ``policy``'s greedy decisions on one trace; ``inf`` if it stalls."""
-    from dlsched.api import simulate
-    from dlsched.sim import SimulationStalled
-
-    try:
-        result = simulate(workload, make_scheduler_for(policy, dl2), seed=seed, **options)
-    except SimulationStalled:
-        return float("inf")
-    return float(result.summary()["avg_jct_s"])
 
 
 def centred_ranks(x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
@@ -100,36 +89,34 @@ class Es:
         self.opt = torch.optim.Adam([self.theta.requires_grad_(True)], lr=cfg.lr)
         self.iterations = 0
 
-    def _fitness(
-        self, theta: torch.Tensor, traces: Sequence[tuple[int, Mapping[str, Any]]]
-    ) -> float:
+    def _fitness(self, theta: torch.Tensor, seeds: list[int], options: dict[str, Any]) -> float:
+        """Average JCT (s) of the greedy policy with weights ``theta`` over the traces (inf if
+        it stalls one)."""
         nn.utils.vector_to_parameters(theta, self.policy.parameters())
-        jcts = [
-            avg_jct_s(self.policy, self.dl2, self.cfg.workload, s, **opts) for s, opts in traces
-        ]
-        return float(np.mean(jcts))
+        return evaluate(self.policy, self.dl2, seeds, self.cfg.workload, **options)
 
-    def _traces(self) -> list[tuple[int, dict[str, Any]]]:
+    def _traces(self) -> tuple[list[int], dict[str, Any]]:
+        """This iteration's training trace seeds and their (shared) generator options."""
         cfg = self.cfg
         options = dict(cfg.workload_options)
         for key, values in cfg.vary.items():
             options[key] = values[int(self.rng.integers(len(values)))]
         seeds = self.rng.integers(TRAIN_SEED_MIN, 2**31 - 1, cfg.traces_per_iter)
-        return [(int(s), options) for s in seeds]
+        return [int(s) for s in seeds], options
 
     def iterate(self) -> dict[str, float]:
         """One iteration; returns the centre's training JCT, the best candidate's and the
         gradient's norm."""
         cfg = self.cfg
-        traces = self._traces()
+        seeds, options = self._traces()
         theta = self.theta.detach()
         with torch.no_grad():
-            centre = self._fitness(theta, traces)
+            centre = self._fitness(theta, seeds, options)
             noise = torch.from_numpy(
                 self.rng.standard_normal((cfg.pairs, theta.numel()), dtype=np.float32)
             )
-            plus = [self._fitness(theta + cfg.sigma * e, traces) for e in noise]
-            minus = [self._fitness(theta - cfg.sigma * e, traces) for e in noise]
+            plus = [self._fitness(theta + cfg.sigma * e, seeds, options) for e in noise]
+            minus = [self._fitness(theta - cfg.sigma * e, seeds, options) for e in noise]
             ranks = centred_ranks(np.asarray(plus + minus))
             # lower JCT is better: a candidate's weight is minus its rank
             weights = torch.from_numpy(-(ranks[: cfg.pairs] - ranks[cfg.pairs :])).float()

@@ -351,7 +351,7 @@ def evaluate(
                 trace = transform(make_workload(workload, seed=seed, **workload_options))
                 result = simulate(trace, scheduler, seed=seed)
         except SimulationStalled:
-            log.warning("validation seed %d: the policy stalled the simulation", seed)
+            log.warning("trace seed %d: the policy stalled the simulation", seed)
             return float("inf")
         jcts.append(float(result.summary()["avg_jct_s"]))
     policy.train()

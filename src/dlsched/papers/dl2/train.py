@@ -77,7 +77,8 @@ class TrainSpec:
             strategies on the average JCT of whole training traces, `dlsched.papers.dl2.es`,
             starting from the best supervised checkpoint; ``rl_steps`` counts its iterations).
         es: ES's hyper-parameters (its workload, options and ``vary`` are this spec's).
-        rl_eval_every: RL updates between validations (None: ``eval_every``).
+        rl_eval_every: RL updates (or ES iterations) between validations (None:
+            ``eval_every``).
         init: start from this policy checkpoint instead of a fresh network (same J, L,
             network arch and hidden sizes).
     """
@@ -328,7 +329,7 @@ def train_dl2(spec: TrainSpec, progress: Progress | None = None) -> Path:
         else:
             rollout = Rollout(env, run.learner, seed=cfg.seed + run.rl_done)
         while run.rl_done < spec.rl_steps:
-            chunk = min(spec.eval_every, spec.rl_steps - run.rl_done)
+            chunk = min(spec.rl_eval_every or spec.eval_every, spec.rl_steps - run.rl_done)
             entropies: list[float] = []
 
             def on_rl(
@@ -367,7 +368,7 @@ def _train_es(run: _Run, progress: Progress | None) -> None:
     """The RL phase with evolution strategies (`dlsched.papers.dl2.es`), from the best policy
     so far (the best supervised checkpoint when SL ran, as ``--init OUT`` would start)."""
     spec = run.spec
-    if run.rl_done == 0 and run.rl_done < spec.rl_steps and (spec.out / "card.json").exists():
+    if run.rl_done == 0 < spec.rl_steps and (spec.out / "card.json").exists():
         best, _ = load(spec.out, run.cfg.shape())
         run.learner.policy.load_state_dict(best.state_dict())
     es_cfg = dataclasses.replace(
