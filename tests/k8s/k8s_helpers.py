@@ -8,7 +8,7 @@ from apiserver import FakeApiServer
 from kubernetes import client
 
 from dlsched.k8s.controller import Controller
-from dlsched.k8s.objects import PLACEMENT_ANNOTATION, DLJob, ObjectError, parse_dljob
+from dlsched.k8s.objects import PLACEMENT_ANNOTATION, ObjectError, TrainingJob, parse_dljob
 from dlsched.schedulers.registry import make_scheduler
 
 NS = "default"
@@ -65,7 +65,7 @@ def controller(api: client.ApiClient, scheduler: str = "fifo", **kwargs: Any) ->
     return Controller(api, make_scheduler(scheduler), namespace=NS, **kwargs)
 
 
-def jobs(server: FakeApiServer) -> list[DLJob]:
+def jobs(server: FakeApiServer) -> list[TrainingJob]:
     """The well-formed DLJobs in the server."""
     found = []
     for obj in server.objects("dljobs", NS):

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from dlsched.core import Allocation, Cluster, ClusterView, JobRun, Server, Status
-from dlsched.k8s.objects import DLJob, NodeInfo
+from dlsched.k8s.objects import NodeInfo, TrainingJob
 
 log = logging.getLogger(__name__)
 
@@ -35,8 +35,8 @@ class ClusterState:
 
     view: ClusterView | None
     nodes: list[NodeInfo]
-    jobs: dict[int, DLJob]
-    stale: list[tuple[DLJob, str]] = field(default_factory=list)
+    jobs: dict[int, TrainingJob]
+    stale: list[tuple[TrainingJob, str]] = field(default_factory=list)
 
     @property
     def cluster(self) -> Cluster:
@@ -72,7 +72,7 @@ def allocation_to_placement(alloc: Allocation, nodes: list[NodeInfo]) -> dict[st
     }
 
 
-def _refresh(run: JobRun, job: DLJob, now_s: float) -> None:
+def _refresh(run: JobRun, job: TrainingJob, now_s: float) -> None:
     """Bring ``run`` up to what ``job`` reports."""
     run.progress_s = min(job.progress, job.spec.total_work)
     run.progress_time_s = job.progress_time_s if job.progress_time_s is not None else now_s
@@ -85,7 +85,7 @@ def _refresh(run: JobRun, job: DLJob, now_s: float) -> None:
 
 def build_state(
     nodes: Iterable[NodeInfo],
-    jobs: Iterable[DLJob],
+    jobs: Iterable[TrainingJob],
     runs: dict[int, JobRun],
     *,
     now_s: float,
@@ -133,7 +133,7 @@ def build_state(
     return state
 
 
-def _account(job: DLJob, cluster: Cluster, node_ids: dict[str, int]) -> Allocation | str:
+def _account(job: TrainingJob, cluster: Cluster, node_ids: dict[str, int]) -> Allocation | str:
     """Take ``job``'s grant in ``cluster``: the allocation, ``""`` if it holds nothing, or why
     the grant cannot be accounted for."""
     if job.workers == 0 and job.ps == 0:
