@@ -3,9 +3,14 @@
 The fake API server (``tests/k8s/apiserver.py``) runs in a child process bound to 127.0.0.1,
 filled there and stopped by this script, so the CPU figure is the controller's alone:
 ``time.process_time`` of this process (all its threads) around the round. Wall times of the
-round, of the decision and of its enactment (patches and events over real HTTP) are printed too.
+round, of the decision and of its enactment (writes and events over real HTTP) are printed too,
+with the requests the round sent by kind. Each start is one merge patch (workers, PS and
+placement together); with ``--scenario resize`` every job already runs (three in four one worker
+short of their request) and each resize is a placement patch and a ``/scale`` update.
+``--runs N`` repeats on a fresh server and controller (the box is shared: the spread is part of
+the figure).
 
-    PYTHONPATH=src python benchmarks/k8s_reconcile.py --scheduler drf
+    PYTHONPATH=src python benchmarks/k8s_reconcile.py --scheduler drf --arch ps --runs 3
 """
 
 from __future__ import annotations
@@ -15,13 +20,15 @@ import json
 import multiprocessing as mp
 import sys
 import time
+from collections import Counter
 from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "k8s"))
 
 from apiserver import FakeApiServer
-from k8s_helpers import NS, dljob, node
+from k8s_helpers import NS, PLACEMENT_ANNOTATION, dljob, node
 from kubernetes import client
 
 from dlsched.k8s.controller import Controller
@@ -29,15 +36,35 @@ from dlsched.k8s.objects import GROUP, PLURAL, VERSION
 from dlsched.schedulers.registry import make_scheduler
 
 
-def serve(conn: Connection, jobs: int, nodes: int) -> None:
-    """Child process: fill a fake API server, send its URL, serve until told to stop."""
+def _running(job: dict[str, Any], node_name: str, workers: int) -> None:
+    """Make ``job`` hold ``workers`` workers (and its PS) on one node, as granted before."""
+    ps = job["spec"]["request"]["ps"]
+    job["spec"]["workers"], job["spec"]["ps"] = workers, ps
+    placement = {"workers": {node_name: workers}, "ps": {node_name: ps} if ps else {}}
+    job["metadata"]["annotations"] = {PLACEMENT_ANNOTATION: json.dumps(placement)}
+
+
+def serve(conn: Connection, jobs: int, nodes: int, arch: str, scenario: str) -> None:
+    """Child process: fill a fake API server, send its URL, serve until told to stop, then
+    send the requests it served (method and path kind)."""
     with FakeApiServer() as server:
         for i in range(nodes):
             server.put("nodes", "", node(f"node-{i:04d}", gpu=8, cpu=64, mem_gi=512))
         for i in range(jobs):
-            server.put("dljobs", NS, dljob(f"job-{i:04d}", workers=1 + i % 4, arch="ps"))
+            job = dljob(f"job-{i:04d}", workers=1 + i % 4, arch=arch, max_workers=4)
+            if scenario == "resize":
+                _running(job, f"node-{i % nodes:04d}", 1 + i % 4 - (i % 4 > 0))
+            server.put("dljobs", NS, job)
         conn.send(server.url)
         conn.recv()  # the parent's stop
+        conn.send(dict(Counter(f"{m} {_what(p)}" for m, p in server.requests)))
+
+
+def _what(path: str) -> str:
+    parts = path.rstrip("/").split("/")
+    if parts[-1] in ("scale", "status", "binding"):
+        return f"{parts[-3]}/{parts[-1]}"
+    return parts[-2] if parts[-2] in ("dljobs", "events", "pods") else parts[-1]
 
 
 def started(api: client.ApiClient) -> int:
@@ -48,15 +75,14 @@ def started(api: client.ApiClient) -> int:
     return sum(1 for obj in json.loads(raw.data)["items"] if obj["spec"].get("workers"))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--scheduler", default="drf")
-    parser.add_argument("--jobs", type=int, default=1000)
-    parser.add_argument("--nodes", type=int, default=500)
-    args = parser.parse_args()
+def run_once(args: argparse.Namespace) -> None:
+    """One fresh server and controller: the first round, then a steady one."""
     here, there = mp.Pipe()
-    child = mp.get_context("spawn").Process(target=serve, args=(there, args.jobs, args.nodes))
+    child = mp.get_context("spawn").Process(
+        target=serve, args=(there, args.jobs, args.nodes, args.arch, args.scenario)
+    )
     child.start()
+    requests: dict[str, int] = {}
     try:
         url = here.recv()
         with client.ApiClient(client.Configuration(host=url)) as api:
@@ -70,13 +96,39 @@ def main() -> None:
             n = started(api)
     finally:
         here.send("stop")
+        if here.poll(30):
+            requests = here.recv()
         child.join(timeout=10)
         if child.is_alive():
             child.terminate()
-    print(f"scheduler {args.scheduler}: {args.jobs} jobs, {args.nodes} nodes, {n} started")
-    print(f"first round (enacts every start): controller CPU {cpu:.2f} s, wall {wall:.2f} s")
+    print(
+        f"scheduler {args.scheduler}, {args.arch} jobs, scenario {args.scenario}: "
+        f"{args.jobs} jobs, {args.nodes} nodes"
+    )
+    print(f"first round: {n} running after; controller CPU {cpu:.2f} s, wall {wall:.2f} s")
     print(f"  decision {report.decision_s * 1000:.1f} ms, enactment {report.enactment_s:.2f} s")
     print(f"steady round (no change): controller CPU {cpu2:.2f} s, wall {wall2:.2f} s")
+    print("  requests served (both rounds and the final list):")
+    for what, count in sorted(requests.items()):
+        print(f"    {count:5d} {what}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--scheduler", default="drf")
+    parser.add_argument("--jobs", type=int, default=1000)
+    parser.add_argument("--nodes", type=int, default=500)
+    parser.add_argument("--arch", choices=("ps", "allreduce"), default="ps")
+    parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument(
+        "--scenario",
+        choices=("start", "resize"),
+        default="start",
+        help="start: no job runs yet; resize: 3 in 4 jobs run one worker short of their request",
+    )
+    args = parser.parse_args()
+    for _ in range(args.runs):
+        run_once(args)
 
 
 if __name__ == "__main__":

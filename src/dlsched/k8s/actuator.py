@@ -1,23 +1,26 @@
 """`K8sActuator`: the shared executor's `Actuator` on Kubernetes.
 
 Each validated change is written with the ``metadata.resourceVersion`` the round read as a
-precondition, in one or two requests:
+precondition:
 
-- a change of the worker count alone goes through the kind's ``/scale`` subresource (an
-  ``autoscaling/v1`` Scale update, as ``kubectl scale`` and the HorizontalPodAutoscaler write
-  it) when its CRD declares one (`dlsched.k8s.kinds`), after one merge patch of the
-  ``dlsched.io/placement`` annotation (where the granted tasks go);
-- a change of a DLJob's parameter servers (a PS gang starting, stopping, or resizing its PS),
-  and any change of a kind without ``/scale``, is ONE merge patch of workers, PS and placement.
+- an elastic resize (a running job keeps running with another worker count and the same PS)
+  goes through the kind's ``/scale`` subresource (an ``autoscaling/v1`` Scale update, as
+  ``kubectl scale`` and the HorizontalPodAutoscaler resize a running workload) when its CRD
+  declares one (`dlsched.k8s.kinds`), after one merge patch of the ``dlsched.io/placement``
+  annotation (where the granted tasks go);
+- a gang starting or being preempted (to zero), a change of a DLJob's parameter servers, and
+  any change of a kind without ``/scale`` is ONE merge patch of workers, PS and placement.
 
-Why not always ``/scale``: it carries one count (``specReplicasPath``: a DLJob's workers), so
-changing workers and PS through it takes two writes, and between them the job's operator would
-see half a gang (PS without workers, or workers without PS) and start pods for it; the issue
-asks for gang jobs all-or-nothing. Placement before scale: if the scale then fails, the
-annotation is put back (a patch without a version guard: the annotation is the controller's
-alone). Should that fail too, the job is left with counts and placement disagreeing, and the
-next round treats it as stale and scales it to zero: the books never count a grant the cluster
-does not show (`dlsched.k8s.view`). Preemption is a scale to zero.
+Why not ``/scale`` for everything: it carries one count (``specReplicasPath``: a DLJob's
+workers) and nothing else. Starting or stopping a PS gang through it takes two writes, between
+which the job's operator would see half a gang (PS without workers, or workers without PS) and
+start pods for it, and the issue asks for gang jobs all-or-nothing; one merge patch is atomic
+and is one request instead of two (the round that starts 1,000 jobs: RESULTS.md). A resize
+does need two writes (the placement moves with the count): placement first; if the scale then
+fails, the annotation is put back (a patch without a version guard: the annotation is the
+controller's alone). Should that fail too, the job is left with counts and placement
+disagreeing, and the next round treats it as stale and scales it to zero: the books never count
+a grant the cluster does not show (`dlsched.k8s.view`).
 
 On 409 Conflict the actuator reads the job (or its Scale) again and retries only if what it
 granted is unchanged (someone else wrote status or labels); otherwise it refuses and the
@@ -147,8 +150,8 @@ class K8sActuator:
     def _enact(
         self, job: TrainingJob, new: Allocation, placement: dict[str, dict[str, int]]
     ) -> None:
-        """A worker-count-only change: placement by merge patch, then workers by ``/scale``
-        (the patch undone if the scale fails). Otherwise one merge patch of everything."""
+        """A running job's worker-count resize: placement by merge patch, then workers by
+        ``/scale`` (the patch undone if the scale fails). Otherwise one merge patch of all."""
         served = self.kinds[job.kind]
         kind = served.kind
         note, old_note = _note(placement), _note(job.placement)
@@ -157,7 +160,8 @@ class K8sActuator:
         if kind.ps_path is not None and ps_change:
             _put(spec, kind.ps_path[1:], new.num_ps)
         scale = new.num_workers != job.workers
-        if scale and (ps_change or not served.scale):  # the whole gang in one write
+        resize = job.workers > 0 and new.num_workers > 0 and not ps_change
+        if scale and not (resize and served.scale):  # the whole gang in one write
             _put(spec, kind.workers_path[1:], new.num_workers)
             scale = False
         patched = note != old_note or bool(spec)
