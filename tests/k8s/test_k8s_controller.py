@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import threading
 import time
+import urllib.request
 
 import pytest
 from apiserver import FakeApiServer
 from k8s_helpers import NS, controller, dljob, finish, grants, node, node_usage
 from kubernetes import client
 
+from dlsched.k8s.metrics import serve
 from dlsched.k8s.objects import PLACEMENT_ANNOTATION
 
 
@@ -278,3 +280,29 @@ def _wait(condition: object, timeout_s: float = 15.0) -> None:
             return
         time.sleep(0.05)
     raise AssertionError("condition not met in time")
+
+
+def test_metrics_are_served_for_prometheus(
+    server: FakeApiServer, api_client: client.ApiClient
+) -> None:
+    _cluster(server, jobs=3, workers=3)  # two start, one waits
+    ctl = controller(api_client, "fifo")
+    ctl.reconcile()
+    http = serve(ctl.metrics, 0, "127.0.0.1")
+    try:
+        host, port = http.server_address[:2]
+        with urllib.request.urlopen(f"http://{host}:{port}/metrics", timeout=10) as answer:
+            text = answer.read().decode()
+    finally:
+        http.shutdown()
+        http.server_close()
+    samples = {
+        line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line and not line.startswith("#")
+    }
+    assert samples["dlsched_decisions_total"] == 1
+    assert samples['dlsched_scale_actions_total{action="start",dry_run="false"}'] == 2
+    assert samples["dlsched_decision_seconds_count"] == 1
+    assert samples["dlsched_enactment_seconds_count"] == 1
+    assert samples["dlsched_running_jobs"] == 2 and samples["dlsched_pending_jobs"] == 1

@@ -81,3 +81,9 @@ def test_bad_cli_input_is_one_line_and_exit_2() -> None:
     result = CliRunner().invoke(app, ["k8s", "run", "--scheduler", "nope", "--once"])
     assert result.exit_code == 2
     assert "unknown scheduler 'nope'" in result.output
+
+
+def test_an_unknown_job_kind_is_one_line_and_exit_2() -> None:
+    result = CliRunner().invoke(app, ["k8s", "run", "--kinds", "dljob,tfjob", "--once"])
+    assert result.exit_code == 2
+    assert "--kinds: unknown tfjob (known: dljob, pytorchjob)" in result.output
