@@ -584,13 +584,18 @@ def _handler(server: FakeApiServer) -> type[BaseHTTPRequestHandler]:
                 server.requests.append(("WATCH", path))
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
+            # one chunk per event, as the real server streams them: a client reading the
+            # stream gets each event when it is sent, not when the watch ends
+            self.send_header("Transfer-Encoding", "chunked")
             self.send_header("Connection", "close")
             self.end_headers()
             self.close_connection = True
             try:
                 for event in server.watch(match["plural"], match["ns"] or "", query):
-                    self.wfile.write(json.dumps(event).encode() + b"\n")
+                    data = json.dumps(event).encode() + b"\n"
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
                     self.wfile.flush()
+                self.wfile.write(b"0\r\n\r\n")
             except (BrokenPipeError, ConnectionResetError):
                 return
 

@@ -306,3 +306,30 @@ def test_metrics_are_served_for_prometheus(
     assert samples["dlsched_decision_seconds_count"] == 1
     assert samples["dlsched_enactment_seconds_count"] == 1
     assert samples["dlsched_running_jobs"] == 2 and samples["dlsched_pending_jobs"] == 1
+
+
+def test_a_lost_node_wakes_a_round_and_a_heartbeat_does_not(
+    server: FakeApiServer, api_client: client.ApiClient
+) -> None:
+    _cluster(server, nodes=2, jobs=1, workers=4)  # one job fills one node
+    ctl = controller(api_client, "fifo", interval_s=60.0, placement="pack")
+    stop = threading.Event()
+    thread = threading.Thread(target=ctl.run, args=(stop,))
+    thread.start()
+    try:
+        _wait(lambda: grants(server) == {"j0": (4, 1)} and server.count("WATCH", "") >= 3)
+        time.sleep(1.0)  # the rounds woken by the watches' first lists and our own writes
+        rounds = ctl.metrics.registry.get_sample_value("dlsched_decisions_total")
+        (held,) = node_usage(server)
+        beat = server.get("nodes", "", held)
+        beat["status"]["conditions"][0]["lastHeartbeatTime"] = "2026-01-01T00:00:00Z"
+        beat["metadata"]["labels"] = {"touched": "yes"}
+        server.put("nodes", "", beat)
+        time.sleep(1.0)  # a round would run within 0.2 s of a wake
+        assert ctl.metrics.registry.get_sample_value("dlsched_decisions_total") == rounds
+        server.delete("nodes", "", held)
+        _wait(lambda: held not in node_usage(server) and grants(server) == {"j0": (4, 1)})
+    finally:
+        stop.set()
+        thread.join(timeout=10)
+    assert not thread.is_alive()

@@ -6,9 +6,9 @@ and the jobs, builds the `ClusterView` the simulator would give (`dlsched.k8s.vi
 scales stale grants to zero (jobs on lost nodes), then asks the scheduler and enacts its
 decision through the one executor (`dlsched.sim.executor`) with `K8sActuator`. Nothing is kept
 that the cluster does not hold, so a restarted controller continues from the cluster as it is.
-A watch per job kind (list, then watch from the list's resourceVersion; on 410 Gone list again)
-wakes a round early when jobs change; rounds also run every ``interval_s``. A Lease makes one
-controller act at a time.
+Watches on nodes and on each job kind (`dlsched.k8s.watches`) wake a round early when jobs
+change or a node comes, goes or changes what it offers; rounds also run every ``interval_s``.
+A Lease makes one controller act at a time.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
-from kubernetes import client, watch
+from kubernetes import client
 from urllib3.exceptions import HTTPError
 
 from dlsched.core import Allocation, JobRun, Status
@@ -36,6 +36,7 @@ from dlsched.k8s.pods import PodBinder
 from dlsched.k8s.rest import JsonApi
 from dlsched.k8s.retry import with_retries
 from dlsched.k8s.view import ClusterState, build_state
+from dlsched.k8s.watches import NodeChanges, watch_loop
 from dlsched.placement import make_placement
 from dlsched.schedulers.base import Scheduler, check_scheduler
 from dlsched.sim.executor import Executor
@@ -264,10 +265,15 @@ class Controller:
     # ------------------------------------------------------------------ the loop
 
     def run(self, stop: threading.Event) -> None:
-        """Lead (or stand by) and reconcile until ``stop`` is set; each served job kind gets a
-        watch thread from the first round that finds it."""
+        """Lead (or stand by) and reconcile until ``stop`` is set. Nodes are watched from the
+        start, each served job kind from the first round that finds it."""
         wake = threading.Event()
-        watchers: dict[str, threading.Thread] = {}
+        watchers = {
+            "Node": threading.Thread(
+                target=self.watch_nodes, args=(stop, wake), name="node-watch", daemon=True
+            )
+        }
+        watchers["Node"].start()
         backoff = 0.0
         try:
             while not stop.is_set():
@@ -301,46 +307,39 @@ class Controller:
                 thread.join(timeout=self.watch_timeout_s + 5)
 
     def watch_jobs(self, kind: JobKind, stop: threading.Event, wake: threading.Event) -> None:
-        """List, then watch ``kind``'s jobs from the list's resourceVersion, setting ``wake`` on
-        every change; on 410 Gone list again; on other failures back off and retry."""
-        version: str | None = None
-        backoff = 0.0
-        while not stop.is_set():
-            try:
-                if version is None:
-                    version = self._list_kind(kind)["metadata"]["resourceVersion"]
-                    wake.set()
-                stream = watch.Watch()
-                for event in stream.stream(
-                    self.custom.list_namespaced_custom_object,
-                    kind.group,
-                    kind.version,
-                    self.namespace,
-                    kind.plural,
-                    label_selector=kind.label_selector or None,
-                    resource_version=version,
-                    timeout_seconds=self.watch_timeout_s,
-                ):
-                    version = event["raw_object"]["metadata"]["resourceVersion"]
-                    wake.set()
-                    if stop.is_set():
-                        stream.stop()
-                backoff = 0.0
-            except client.ApiException as exc:
-                if exc.status == 410:
-                    log.info("%s watch expired (410 Gone); listing again", kind.kind)
-                    self.metrics.errors.labels("watch_expired").inc()
-                    version = None
-                    continue
-                backoff = self._watch_failed(kind, exc, backoff, stop)
-            except (HTTPError, OSError, ValueError) as exc:
-                backoff = self._watch_failed(kind, exc, backoff, stop)
+        """Wake rounds on every change of ``kind``'s jobs (`dlsched.k8s.watches`)."""
+        watch_loop(
+            kind.kind,
+            lambda: str(self._list_kind(kind)["metadata"]["resourceVersion"]),
+            self.custom.list_namespaced_custom_object,
+            (kind.group, kind.version, self.namespace, kind.plural),
+            {"label_selector": kind.label_selector} if kind.label_selector else {},
+            lambda _event: True,
+            stop=stop,
+            wake=wake,
+            metrics=self.metrics,
+            timeout_s=self.watch_timeout_s,
+        )
 
-    def _watch_failed(
-        self, kind: JobKind, exc: Exception, backoff: float, stop: threading.Event
-    ) -> float:
-        self.metrics.errors.labels("watch").inc()
-        backoff = min(30.0, max(0.5, backoff * 2))
-        log.warning("%s watch failed (%s); again in %.1f s", kind.kind, exc, backoff)
-        stop.wait(backoff)
-        return backoff
+    def watch_nodes(self, stop: threading.Event, wake: threading.Event) -> None:
+        """Wake rounds when a node comes or goes or its allocatable, readiness or cordon
+        changes (not on heartbeats)."""
+        changes = NodeChanges()
+
+        def relist() -> str:
+            nodes = self._list(self.rest.request, "nodes", "GET", "/api/v1/nodes")
+            changes.reset(nodes["items"])
+            return str(nodes["metadata"]["resourceVersion"])
+
+        watch_loop(
+            "Node",
+            relist,
+            self.core.list_node,
+            (),
+            {},
+            changes,
+            stop=stop,
+            wake=wake,
+            metrics=self.metrics,
+            timeout_s=self.watch_timeout_s,
+        )
