@@ -29,7 +29,7 @@ class ClusterState:
         view: what the scheduler reads; None when no node is usable (nothing can be decided,
             stale grants are still reclaimed).
         nodes: server id → node.
-        jobs: job id → DLJob, every active (not finished) job.
+        jobs: job id → job (DLJob or PyTorchJob), every active (not finished) job.
         stale: active jobs holding replicas the books cannot account for, with the reason.
     """
 
@@ -115,8 +115,10 @@ def build_state(
     running: list[JobRun] = []
     for job in active:
         job_id = job.spec.job_id
-        if job_id in state.jobs:
-            raise ValueError(f"DLJob {job.key}: job id {job_id} taken by {state.jobs[job_id].key}")
+        if job_id in state.jobs:  # two UIDs sharing their first 48 bits: never seen, but cheap
+            other = state.jobs[job_id]
+            log.error("skipping %s %s: job id %d taken by %s", job.kind, job.key, job_id, other.key)
+            continue
         state.jobs[job_id] = job
         run = runs.get(job_id)
         if run is None or run.spec != job.spec:
