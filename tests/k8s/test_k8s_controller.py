@@ -175,12 +175,33 @@ def test_a_restarted_controller_continues_from_the_cluster(
     assert grants(server)["j2"] == (3, 1)
 
 
-def test_dry_run_writes_nothing(server: FakeApiServer, api_client: client.ApiClient) -> None:
+def test_dry_run_logs_the_changes_and_writes_nothing(
+    server: FakeApiServer, api_client: client.ApiClient, caplog: pytest.LogCaptureFixture
+) -> None:
     _cluster(server, jobs=2, workers=2)
+    caplog.set_level("INFO", logger="dlsched.k8s")
     report = controller(api_client, "fifo", dry_run=True).reconcile()
     assert report.refused == {}
     assert grants(server) == {"j0": (0, 0), "j1": (0, 0)}
-    assert server.count("PATCH", "") == 0 and server.count("POST", "") == 0
+    assert all(m == "GET" for m, _ in server.requests)
+    assert caplog.text.count("dry-run: would start DLJob default/j") == 2
+
+
+def test_a_failing_round_backs_off_and_the_next_one_recovers(
+    server: FakeApiServer, api_client: client.ApiClient
+) -> None:
+    _cluster(server, nodes=1, jobs=1, workers=2)
+    server.fail_next("GET", r"/namespaces/default/dljobs$", 500, times=7)  # 5 tries, then fails
+    ctl = controller(api_client, "fifo", interval_s=60.0)
+    stop = threading.Event()
+    thread = threading.Thread(target=ctl.run, args=(stop,))
+    thread.start()
+    try:
+        _wait(lambda: grants(server) == {"j0": (2, 1)})
+    finally:
+        stop.set()
+        thread.join(timeout=10)
+    assert ctl.metrics.registry.get_sample_value("dlsched_errors_total", {"kind": "round"}) == 1
 
 
 def test_bind_creates_and_binds_pods_by_placement(
