@@ -2,12 +2,13 @@
 
 It serves what the dlsched controller and the official ``kubernetes`` client use:
 
-- ``/api/v1/nodes``: list, get, create, merge-patch, delete;
+- ``/api/v1/nodes``: list, get, create, merge-patch, delete, watch;
 - ``/apis/apiextensions.k8s.io/v1/customresourcedefinitions``: CRDs; storing one serves its
   kind (first served version) as the real server does. By default the DLJob CRD of
   ``deploy/crd.yaml`` and a Kubeflow PyTorchJob CRD (``pytorchjob-crd.yaml``) are installed;
 - ``/apis/GROUP/VERSION/namespaces/NS/PLURAL`` of an installed CRD: create, get, list (with
-  ``resourceVersion`` and ``labelSelector``), ``?watch=true`` (JSON lines), replace,
+  ``resourceVersion`` and ``labelSelector``), ``?watch=true`` (JSON lines, one HTTP chunk
+  per event as the real server streams them; ``labelSelector`` applies), replace,
   merge-patch, delete, and, where the CRD declares them, the ``/status`` subresource (then the
   main resource ignores status changes) and the ``/scale`` subresource: GET, PUT and
   merge-PATCH of an ``autoscaling/v1`` Scale of the CRD's ``specReplicasPath`` (and
