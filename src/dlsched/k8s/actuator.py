@@ -40,11 +40,12 @@ from datetime import datetime, timezone
 from typing import Any
 
 from kubernetes import client
+from urllib3.exceptions import HTTPError
 
 from dlsched.core import Allocation, JobRun, Status
 from dlsched.k8s.kinds import ServedKind
 from dlsched.k8s.metrics import Metrics
-from dlsched.k8s.objects import KIND, PLACEMENT_ANNOTATION, TrainingJob
+from dlsched.k8s.objects import KIND, PLACEMENT_ANNOTATION, ObjectError, TrainingJob
 from dlsched.k8s.pods import PodBinder, check_template
 from dlsched.k8s.rest import MERGE_PATCH, JsonApi
 from dlsched.k8s.retry import with_retries
@@ -174,7 +175,7 @@ class K8sActuator:
             return
         try:
             self._scale(job, new.num_workers)
-        except client.ApiException:
+        except (client.ApiException, HTTPError, OSError):
             if patched:
                 self._undo(job, {"metadata": {"annotations": {PLACEMENT_ANNOTATION: old_note}}})
             raise
@@ -244,18 +245,18 @@ class K8sActuator:
                 f"undo patch of {job.kind} {job.key}",
             )
             job.resource_version = answer["metadata"]["resourceVersion"]
-        except client.ApiException as exc:
-            self.metrics.errors.labels(f"undo_{exc.status}").inc()
+        except (client.ApiException, HTTPError, OSError) as exc:
+            self.metrics.errors.labels("undo").inc()
             log.error(
-                "%s %s: scale failed and its placement could not be put back (%s %s); the "
-                "next round scales it to zero",
+                "%s %s: scale failed and its placement could not be put back (%s); the next "
+                "round scales it to zero",
                 job.kind,
                 job.key,
-                exc.status,
-                exc.reason,
+                exc,
             )
 
     def _latest(self, job: TrainingJob) -> TrainingJob | None:
+        """The job as stored now; None if it is gone or no longer readable."""
         kind = self.kinds[job.kind].kind
         path = kind.path(job.namespace, job.name)
         try:
@@ -264,7 +265,10 @@ class K8sActuator:
             if exc.status == 404:
                 return None
             raise
-        return kind.parse(obj)
+        try:
+            return kind.parse(obj)
+        except ObjectError:  # edited into something unreadable: not ours to overwrite
+            return None
 
     def event(self, job: TrainingJob, reason: str, message: str, kind: str = "Normal") -> None:
         """Record a Kubernetes Event on ``job`` (best effort: failures are logged)."""

@@ -1,4 +1,4 @@
-"""Kubernetes objects as dlsched sees them: a `DLJob` custom resource and a `NodeInfo`.
+"""Kubernetes objects as dlsched sees them: a `DLJob` read as a `TrainingJob`, and a `NodeInfo`.
 
 A DLJob (``dlsched.io/v1alpha1``, see ``deploy/crd.yaml``) carries what the user asked for
 (``spec.request``, ``spec.worker``, ``spec.parameterServer``, bounds, ``spec.totalWork``), what
