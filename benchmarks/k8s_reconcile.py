@@ -16,8 +16,10 @@ the figure).
 from __future__ import annotations
 
 import argparse
+import cProfile
 import json
 import multiprocessing as mp
+import pstats
 import sys
 import time
 from collections import Counter
@@ -87,8 +89,13 @@ def run_once(args: argparse.Namespace) -> None:
         url = here.recv()
         with client.ApiClient(client.Configuration(host=url)) as api:
             ctl = Controller(api, make_scheduler(args.scheduler), namespace=NS)
+            profile = cProfile.Profile(time.process_time) if args.profile else None
             cpu0, wall0 = time.process_time(), time.perf_counter()
+            if profile is not None:
+                profile.enable()
             report = ctl.reconcile()
+            if profile is not None:
+                profile.disable()
             cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
             cpu0, wall0 = time.process_time(), time.perf_counter()
             ctl.reconcile()
@@ -111,6 +118,36 @@ def run_once(args: argparse.Namespace) -> None:
     print("  requests served (both rounds and the final list):")
     for what, count in sorted(requests.items()):
         print(f"    {count:5d} {what}")
+    if profile is not None:
+        print("  first round's CPU by part (cProfile, process-time clock; profiling inflates it):")
+        _shares(profile)
+
+
+PARTS = {
+    "HTTP, every request (urllib3, http.client)": ("urllib3/connectionpool.py", "urlopen"),
+    "  of which response header parsing": ("http/client.py", "parse_headers"),
+    "observe: lists (their HTTP too) and parsing": ("dlsched/k8s/controller.py", "observe"),
+    "scheduler decision": ("dlsched/schedulers/", "decide"),
+    "placement": ("dlsched/placement/tasks.py", "place_tasks"),
+}
+
+
+def _shares(profile: cProfile.Profile) -> None:
+    """Cumulative share of the round in a few parts (their outermost calls)."""
+    stats = pstats.Stats(profile).stats  # type: ignore[attr-defined]
+    total = max(cum for _cc, _nc, _tt, cum, _callers in stats.values())
+    for label, (file_part, func) in PARTS.items():
+        cum = sum(
+            row[3]
+            for (file, _line, name), row in stats.items()
+            if file_part in file and name == func and not _called_by_itself(row, file_part, func)
+        )
+        print(f"    {cum / total:5.1%} {label}")
+
+
+def _called_by_itself(row: tuple, file_part: str, func: str) -> bool:
+    callers = row[4]
+    return any(file_part in f and n == func for f, _l, n in callers)
 
 
 def main() -> None:
@@ -120,6 +157,7 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=500)
     parser.add_argument("--arch", choices=("ps", "allreduce"), default="ps")
     parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--profile", action="store_true", help="Split the first round's CPU.")
     parser.add_argument(
         "--scenario",
         choices=("start", "resize"),
