@@ -114,6 +114,7 @@ class Controller:
             raise ValueError(f"--max-events must be >= 0, got {max_events}")
         if not interval_s > 0:
             raise ValueError(f"--interval must be > 0 seconds, got {interval_s}")
+        kinds = list(kinds)
         unknown = sorted(set(kinds) - set(KINDS))
         if unknown:
             raise ValueError(f"--kinds: unknown {', '.join(unknown)} (known: {', '.join(KINDS)})")
