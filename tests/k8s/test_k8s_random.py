@@ -58,10 +58,13 @@ def test_no_node_is_ever_over_committed(steps: list, scheduler: str) -> None:
                     server.delete("nodes", "", names[n % len(names)])
             elif kind == "restart":
                 ctl = controller(api, scheduler)
-            ctl.reconcile()
+            report = ctl.reconcile()
+            # a grant on a lost node stays only while injected 409s keep its reclaim from being
+            # written, and then the round decides nothing
+            reclaim_failed = report.skipped.startswith("could not reclaim")
             alive = {o["metadata"]["name"]: o for o in server.objects("nodes")}
             for name, (gpu, cpu, mem) in node_usage(server).items():
-                assert name in alive, f"a grant on lost node {name}"
+                assert name in alive or reclaim_failed, f"a grant on lost node {name}"
                 assert gpu <= 4 and cpu <= 8 and mem <= 32, (name, gpu, cpu, mem)
             for job in jobs(server):
                 held = sum((job.placement or {}).get("workers", {}).values())
