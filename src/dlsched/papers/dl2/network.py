@@ -182,8 +182,9 @@ class NumpyPolicy:
 
     For a `RowNet` the context and void-head layers are regrouped: each row's embedding ``h_i``
     goes through one product with ``[row head | context→row | context→void hidden]``, and the
-    present rows' context parts are kept as a running sum. Same function as the network, in
-    float64 (within 1e-9 relative of float64 torch in the tests; the summation order differs).
+    present rows' embeddings are kept as a running sum (the context enters only linear layers).
+    Same function as the network; products in float32, sums and scores in float64 (within
+    1e-5 relative of float64 torch in the tests, not bit for bit).
     A flat MLP (``arch="mlp"``) runs in float32 NumPy and has no incremental path.
     """
 
@@ -218,7 +219,7 @@ class NumpyPolicy:
         for w, b in layers:
             parts += [w, b]
         offsets = np.cumsum([0] + [p.size for p in parts])
-        self._wflat = np.concatenate([p.ravel() for p in parts])
+        self._wflat = np.concatenate([p.ravel() for p in parts]).astype(np.float32)
         meta = [self.J, self.row_dim, self.L, emb, 3 + emb, len(layers)]
         meta += offsets[:6].tolist()
         for k, (w, _) in enumerate(layers):

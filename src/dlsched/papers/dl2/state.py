@@ -111,10 +111,15 @@ class Dl2Slot:
     Args:
         view: the cluster as the scheduler sees it.
         shape: J and the job types.
+        statics: a cache of what rows take from job specs, by job id, kept from slot to slot
+            (checked against the spec object; see `Dl2Encoder`).
     """
 
-    def __init__(self, view: ClusterView, shape: Dl2Shape) -> None:
+    def __init__(
+        self, view: ClusterView, shape: Dl2Shape, statics: dict[int, Static] | None = None
+    ) -> None:
         self.shape = shape
+        self._statics = {} if statics is None else statics
         self.now_s = view.now_s
         cluster = view.cluster
         self.capacity = cluster.capacity_array.sum(axis=0)
@@ -124,7 +129,9 @@ class Dl2Slot:
         given_back = FreeTracker(cluster, release=view.running).free
         self.free = np.array(given_back, dtype=np.float64).reshape(-1, 3)
         """Free (gpu, cpu, mem) per server in this slot's scratch copy (changed in place)."""
-        self._totals_cap = np.stack([self.free.sum(axis=0), self.capacity.astype(np.float64)])
+        self._totals_cap = np.empty((2, 3))
+        self._totals_cap[0] = self.free.sum(axis=0)
+        self._totals_cap[1] = self.capacity
         self.counts: dict[int, tuple[int, int]] = {}  # earlier batches' jobs: (workers, PS)
         self.order: list[int] = []  # earlier batches' job ids in the order they got a task
         self.batch = 0
@@ -158,20 +165,23 @@ class Dl2Slot:
         if self.batch > 0:
             self._obs[:] = 0.0
         obs_rows = self._obs_rows
-        table = self._rows
-        table[:] = 0
-        table[:, sk.SERVED] = -1
-        needs: list[Need] = []
-        need_ids: dict[Need, int] = {}
-        pairs: list[tuple[int, int]] = []
-        pair_ids: dict[tuple[int, int], int] = {}
-        now, type_index = self.now_s, self._type_index
+        statics, type_index = self._statics, self._type_index
+        pair_ids: dict[tuple[Need, Need], int] = {}
+        ints: list[tuple[int, int, int, int, int]] = []  # the table's MAX_W .. SHAPE
+        now = self.now_s
         hot: list[tuple[int, int]] = []  # (row, job type) of the one-hot
         extra: list[tuple[float, float, float, float, int, int]] = []
         for i, run in enumerate(self.rows):
             spec = run.spec
-            t = type_index.get(spec.model)
-            if t is not None:
+            static = statics.get(run.job_id)
+            if static is None or static[0] is not spec:
+                static = statics[run.job_id] = _static(spec, type_index)
+            _, t, (max_w, max_p, min_w, needs_ps), key, total = static
+            k = pair_ids.get(key)
+            if k is None:
+                k = pair_ids[key] = len(pair_ids)
+            ints.append((max_w, max_p, min_w, needs_ps, k))
+            if t >= 0:
                 hot.append((i, t))
             alloc = run.allocation
             left = run.remaining_work(now)
@@ -180,30 +190,28 @@ class Dl2Slot:
                     math.log1p(run.slots_run),
                     math.log1p(left),
                     left,
-                    max(spec.total_work, _EPS),
+                    total,
                     alloc.num_workers,
                     alloc.num_ps,
                 )
             )
-            ps = spec.arch is Arch.PS
+        needs: list[Need] = []
+        need_ids: dict[Need, int] = {}
+        pairs: list[tuple[int, int]] = []
+        for key in pair_ids:  # in insertion order: pair k is the k-th key
             pair = []
-            for need in (spec.worker_demand.as_tuple(), spec.ps_demand.as_tuple()):
-                k = need_ids.get(need)
-                if k is None:
-                    k = need_ids[need] = len(needs)
+            for need in key:
+                m = need_ids.get(need)
+                if m is None:
+                    m = need_ids[need] = len(needs)
                     needs.append(need)
-                pair.append(k)
-            key = (pair[0], pair[1])
-            shape_id = pair_ids.get(key)
-            if shape_id is None:
-                shape_id = pair_ids[key] = len(pairs)
-                pairs.append(key)
-            row = table[i]
-            row[sk.MAX_W] = spec.max_workers
-            row[sk.MAX_P] = spec.max_ps if ps else 0
-            row[sk.MIN_W] = max(1, spec.min_workers)
-            row[sk.NEEDS_PS] = ps and spec.max_ps > 0
-            row[sk.SHAPE] = shape_id
+                pair.append(m)
+            pairs.append((pair[0], pair[1]))
+        table = self._rows
+        table[:] = 0
+        table[:, sk.SERVED] = -1
+        if n:
+            table[:n, sk.MAX_W : sk.SHAPE + 1] = ints
         self._needs = np.array(needs, dtype=np.float64).reshape(-1, 3)
         self._pairs = np.array(pairs, dtype=np.int64).reshape(-1, 2)
         self._fits = np.zeros((len(needs), len(self.free)), dtype=np.int64)
@@ -365,10 +373,32 @@ class Dl2Slot:
         return fixes
 
 
+Static = tuple[JobSpec, int, tuple[int, int, int, int], tuple[Need, Need], float]
+"""What a row needs from a job's spec alone: the spec, its type's index (-1: unknown), caps
+(max workers, max PS, workers to train, 1 if it cannot train without a PS), the worker's and
+the PS's demand, total work (> 0)."""
+
+
+def _static(spec: JobSpec, type_index: dict[str, int]) -> Static:
+    ps = spec.arch is Arch.PS
+    caps = (
+        spec.max_workers,
+        spec.max_ps if ps else 0,
+        max(1, spec.min_workers),
+        int(ps and spec.max_ps > 0),
+    )
+    key = (spec.worker_demand.as_tuple(), spec.ps_demand.as_tuple())
+    return spec, type_index.get(spec.model, -1), caps, key, max(spec.total_work, _EPS)
+
+
 def _can_train(spec: JobSpec, workers: int, ps: int) -> bool:
     if workers < max(1, spec.min_workers):
         return False
     return not (spec.arch is Arch.PS and spec.max_ps > 0 and ps < 1)
+
+
+_STATICS_KEPT = 10_000
+"""Jobs whose spec-derived row entries an encoder caches (cleared beyond)."""
 
 
 class Dl2Encoder:
@@ -376,6 +406,9 @@ class Dl2Encoder:
 
     def __init__(self, shape: Dl2Shape) -> None:
         self.shape = shape
+        self._statics: dict[int, Static] = {}
 
     def start(self, view: ClusterView) -> Dl2Slot:
-        return Dl2Slot(view, self.shape)
+        if len(self._statics) > _STATICS_KEPT:
+            self._statics.clear()
+        return Dl2Slot(view, self.shape, self._statics)
