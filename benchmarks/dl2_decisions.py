@@ -11,8 +11,9 @@ one version's action deviated from float64's with a gap below the tie tolerance.
     PYTHONPATH=src python benchmarks/dl2_decisions.py --out /tmp/new.json
     python benchmarks/dl2_decisions.py --diff /tmp/old.json /tmp/new.json
 
-Works on trees with and without ``NumpyPolicy.logits_after`` (the older one replays with
-``logits``, which there gives the same numbers as its own incremental path).
+Works on trees with ``NumpyPolicy.act_after`` (the compiled greedy step, replayed with it),
+with only ``logits_after``, and with neither (the oldest replays with ``logits``, which there
+gives the same numbers as its own incremental path).
 """
 
 from __future__ import annotations
@@ -64,11 +65,14 @@ def _run(seed: int, servers: int, load: float) -> dict[str, Any]:
         while True:
             mask = slot.action_mask()
             obs = slot.observation()
-            if hasattr(net, "logits_after"):
-                scores = net.logits_after(obs, part)
+            if hasattr(net, "act_after"):  # the deployed path since 2026-11-24 (dl2fast)
+                action = net.act_after(obs, mask, part)
             else:
-                scores = net.logits(obs)
-            action = int(np.where(mask, scores, -np.inf).argmax())
+                if hasattr(net, "logits_after"):
+                    scores = net.logits_after(obs, part)
+                else:
+                    scores = net.logits(obs)
+                action = int(np.where(mask, scores, -np.inf).argmax())
             with torch.inference_mode():
                 ref = exact(torch.from_numpy(obs.astype(np.float64))[None])[0].numpy()
             ref = np.where(mask, ref, -np.inf)

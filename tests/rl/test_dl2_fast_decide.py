@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from dlsched.api import simulate
 from dlsched.core import ClusterView, Decision
+from dlsched.core.cluster import tasks_that_fit
 from dlsched.papers.dl2.network import (
     Dl2Config,
     NumpyPolicy,
@@ -29,7 +30,7 @@ from dlsched.papers.dl2.network import (
     make_scheduler_for,
 )
 from dlsched.papers.dl2.scheduler import SHIPPED
-from dlsched.papers.dl2.state import Dl2Slot
+from dlsched.papers.dl2.state import ADD_PS, ADD_WORKER, Dl2Slot
 from dlsched.rl.policy_scheduler import PolicyScheduler
 from dlsched.rl.sim_driver import SimDriver
 from dlsched.schedulers.base import BaseScheduler
@@ -263,20 +264,32 @@ def _reference_rows(slot: Dl2Slot) -> np.ndarray:
     return np.array(out, dtype=np.float32).reshape(-1, 3)
 
 
-@settings(max_examples=12, deadline=None)
+def _reference_place(free: list[list[float]], need: tuple[float, float, float]) -> None:
+    """One task where most tasks of ``need`` fit (lowest server id on ties)."""
+    if not any(x > 0 for x in need):
+        return
+    fits = [tasks_that_fit(row, need) for row in free]
+    server = fits.index(max(fits))
+    assert fits[server] >= 1
+    free[server] = [free[server][r] + -1.0 * need[r] for r in range(3)]
+
+
+@settings(max_examples=16, deadline=None)
 @given(
     seed=st.integers(0, 10_000),
     servers=st.sampled_from([2, 5, 13]),
     J=st.sampled_from([2, 5, 40]),
     load=st.sampled_from([1.0, 3.0]),
-    skip=st.integers(0, 6),
+    skip=st.integers(0, 4),
+    randoms=st.integers(0, 12),
 )
 def test_fast_path_acts_as_the_straightforward_path_on_random_states(
-    seed: int, servers: int, J: int, load: float, skip: int
+    seed: int, servers: int, J: int, load: float, skip: int, randoms: int
 ) -> None:
-    """Random states (a random scheduling point, random legal actions taken first): at every
-    later step, the fast path's in-place mask and observation rows equal the reference ones and
-    its action is the float64 torch arg-max over the reference mask, except at a float tie."""
+    """Random states (a random scheduling point, then ``randoms`` random legal actions before
+    the fast path's own): at every step the in-place mask, the acted rows' entries and the
+    scratch free resources equal the straightforward ones, and from the random state on, the
+    fast path's action is the float64 torch arg-max over the reference mask, except at a tie."""
     rng = np.random.default_rng(seed)
     if J == 40:
         policy, cfg = load_policy_cached()
@@ -290,30 +303,39 @@ def test_fast_path_acts_as_the_straightforward_path_on_random_states(
         make_workload("dl2", seed=seed, servers=servers, num_jobs=3 * J + 5, load=load), seed=seed
     )
     drf = make_scheduler("drf")
-    for _ in range(skip):  # DRF drives to a random scheduling point
+    for k in range(skip + 1):  # DRF drives to a random scheduling point
         if driver.next_point() is None:
             return
-        driver.apply(drf.decide(driver.view()))
-    if driver.next_point() is None:
-        return
+        if k < skip:
+            driver.apply(drf.decide(driver.view()))
     slot = Dl2Slot(driver.view(), cfg.shape())
-    for _ in range(int(rng.integers(0, 12))):  # random legal actions first: a random state
-        if slot.apply(int(rng.choice(np.flatnonzero(slot.action_mask())))):
-            return
+    free = slot.free.tolist()
     part: int | None = None
-    for _ in range(60):
+    for step in range(randoms + 60):
         mask = _reference_mask(slot)
         assert np.array_equal(slot.mask_view(), mask)
         rows = slot.observation_view()[: J * cfg.shape().row_dim].reshape(J, -1)
-        n = len(slot.rows)
-        np.testing.assert_array_equal(rows[:n, cfg.shape().L + 4 : cfg.shape().L + 7], _reference_rows(slot))
+        L = cfg.shape().L
+        np.testing.assert_array_equal(rows[: len(slot.rows), L + 4 : L + 7], _reference_rows(slot))
+        assert slot.free.tolist() == free
         action = fast.act_after(slot.observation_view(), slot.mask_view(), part)
-        exact = np.where(mask, _torch_logits(ref, slot.observation()), -np.inf)
-        if action != int(exact.argmax()):
-            assert exact.max() - exact[action] < TIE
+        if step < randoms:  # a random state first
+            action = int(rng.choice(np.flatnonzero(mask)))
+            part = None  # the fast path saw other states: it recomputes every row
+        else:
+            exact = np.where(mask, _torch_logits(ref, slot.observation()), -np.inf)
+            if action != int(exact.argmax()):
+                assert exact.max() - exact[action] < TIE
+        if action < 3 * J:
+            spec = slot.rows[action // 3].spec
+            if action % 3 != ADD_PS:
+                _reference_place(free, spec.worker_demand.as_tuple())
+            if action % 3 != ADD_WORKER:
+                _reference_place(free, spec.ps_demand.as_tuple())
         if slot.apply(action):
             return
-        part = slot.changed_part
+        if step >= randoms:
+            part = slot.changed_part
 
 
 _SHIPPED: list[tuple[torch.nn.Module, Dl2Config]] = []
