@@ -33,6 +33,7 @@ RUNS: tuple[tuple[int, int, float], ...] = (
     *((seed, 8, 1.0) for seed in (101, 102, 103)),
     *((seed, 20, 1.0) for seed in (101, 102, 103)),
     *((seed, 13, 3.0) for seed in (101, 102)),  # `dl2_policy.py`'s timing traces: 40 rows full
+    *((seed, 13, 1.5) for seed in (101, 102, 103)),
 )
 """(seed, servers, load) of the ``dl2`` workload."""
 TIE = 1e-4
@@ -142,15 +143,27 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", help="write this tree's runs here (JSON)")
     parser.add_argument("--diff", nargs=2, metavar=("OLD", "NEW"))
+    parser.add_argument(
+        "--runs", help="only these runs: SEED/SERVERS/LOAD,... (default: every run of RUNS)"
+    )
     args = parser.parse_args()
     if args.diff:
         return _diff(*args.diff)
     if not args.out:
         parser.error("give --out or --diff")
     torch.set_num_threads(1)
+    chosen = RUNS
+    if args.runs:
+        try:
+            chosen = tuple(
+                (int(a), int(b), float(c))
+                for a, b, c in (item.split("/") for item in args.runs.split(","))
+            )
+        except ValueError:
+            parser.error(f"--runs {args.runs!r}: expected SEED/SERVERS/LOAD,...")
     runs = {
         f"seed {seed}, {servers} servers, load {load:g}": _run(seed, servers, load)
-        for seed, servers, load in RUNS
+        for seed, servers, load in chosen
     }
     with open(args.out, "w") as fh:
         json.dump(runs, fh)
