@@ -238,6 +238,10 @@ class Dl2Slot:
         st[sk.SERVE] = 0
         sk.fill_globals(self._totals_cap, self._glob)
         self._fill_mask()
+        self._kernel_args = (
+            self.free, self._totals_cap, self._needs, self._fits, self._pairs,
+            self._rows, self._st, self._obs_rows, self._glob, self._mask, self._L,
+        )  # fmt: skip
 
     def _fill_mask(self) -> None:
         sk.fill_mask(
@@ -292,10 +296,7 @@ class Dl2Slot:
         i, kind = divmod(int(action), 3)
         if not (0 <= i < len(self.rows)):
             raise ValueError(f"action {action}: no job in row {i}")
-        result = sk.apply_row(
-            i, kind, self.free, self._totals_cap, self._needs, self._fits, self._pairs,
-            self._rows, self._st, self._obs_rows, self._glob, self._mask, self._L,
-        )  # fmt: skip
+        result = sk.apply_row(i, kind, *self._kernel_args)
         if result != sk.OK:
             why = {
                 sk.AT_CAP: f"job {self._ids[i]} is at its cap",
