@@ -200,7 +200,7 @@ class NumpyPolicy:
             raise ValueError(f"no NumPy inference for {type(net).__name__}")
 
     def _pack(self, net: RowNet) -> None:
-        """Weights as float64, regrouped and packed for `net_kernels` (see its layout)."""
+        """Weights regrouped (in float64) and packed as float32 for `net_kernels` (its layout)."""
 
         def arr(t: torch.Tensor) -> npt.NDArray[np.float64]:
             return t.detach().numpy().astype(np.float64)
