@@ -69,6 +69,11 @@ class ReinforceConfig:
     """Training iterations (paper: 1000)."""
     horizon_steps: int = 50
     """Time steps of arrivals per jobset (paper: 50)."""
+    loads: tuple[float, ...] = ()
+    """Several training loads, dealt round-robin over the jobsets (empty: ``load`` only)."""
+    long_jobs: int = 0
+    """If > 0, every other training jobset holds this many jobs (a long jobset, the CLI's
+    ``num_jobs`` setting) instead of ``horizon_steps`` steps of arrivals (0: the paper's only)."""
     lr: float = 1e-3
     """RMSProp learning rate (paper: 0.001)."""
     rms_alpha: float = 0.9
@@ -98,17 +103,44 @@ class ReinforceConfig:
         """The ``deeprm`` workload seeds of the training jobsets."""
         return [TRAIN_SEED_BASE + 1000 * self.seed + i for i in range(self.jobsets)]
 
+    def points(self) -> list[tuple[float, int | None]]:
+        """The ``(load, horizon_steps)`` settings trained on, in round-robin order; a
+        ``horizon_steps`` of None is a `long_jobs`-job jobset."""
+        loads = self.loads or (self.load,)
+        kinds: list[int | None] = [self.horizon_steps, None] if self.long_jobs else [self.horizon_steps]
+        return [(load, kind) for kind in kinds for load in loads]
+
+    def jobset_setting(self, i: int) -> tuple[int, float, int | None]:
+        """``(seed, load, horizon_steps)`` of training jobset ``i`` (horizon None: long)."""
+        load, kind = self.points()[i % len(self.points())]
+        return self.train_seeds()[i], load, kind
+
+    def training_jobsets(self, ids: Sequence[int]) -> list[Jobset]:
+        """The training jobsets ``ids`` (indices into `train_seeds`)."""
+        out = []
+        for i in ids:
+            seed, load, kind = self.jobset_setting(i)
+            out += make_jobsets([seed], load, kind, self.long_jobs)
+        return out
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready hyper-parameters."""
         data = asdict(self)
         data["hidden"] = list(self.hidden)
+        data["loads"] = list(self.loads)
         return data
 
 
-def make_jobsets(seeds: Sequence[int], load: float, horizon_steps: int = 50) -> list[Jobset]:
-    """``deeprm`` jobsets (``horizon_steps`` steps of arrivals at ``load``) for ``seeds``."""
+def make_jobsets(
+    seeds: Sequence[int], load: float, horizon_steps: int | None = 50, num_jobs: int = 200
+) -> list[Jobset]:
+    """``deeprm`` jobsets for ``seeds``: ``horizon_steps`` steps of arrivals at ``load``, or
+    ``num_jobs`` jobs when ``horizon_steps`` is None."""
     return [
-        Jobset.from_workload(make_deeprm(s, load=load, horizon_steps=horizon_steps)) for s in seeds
+        Jobset.from_workload(
+            make_deeprm(s, load=load, horizon_steps=horizon_steps, num_jobs=num_jobs)
+        )
+        for s in seeds
     ]
 
 
@@ -343,13 +375,12 @@ def _net_for(config: ReinforceConfig, state: dict[str, npt.NDArray[np.float32]])
 
 
 def _jobsets_for(config: ReinforceConfig, ids: Sequence[int]) -> list[Jobset]:
-    cache: dict[tuple[int, float, int], Jobset] = _WORKER.setdefault("jobsets", {})
-    seeds = config.train_seeds()
+    cache: dict[tuple[int, float, int | None, int], Jobset] = _WORKER.setdefault("jobsets", {})
     out = []
     for i in ids:
-        key = (seeds[i], config.load, config.horizon_steps)
+        key = (*config.jobset_setting(i), config.long_jobs)
         if key not in cache:
-            cache[key] = make_jobsets([seeds[i]], config.load, config.horizon_steps)[0]
+            cache[key] = config.training_jobsets([i])[0]
         out.append(cache[key])
     return out
 
@@ -499,7 +530,7 @@ class Reinforce:
         """
         cfg = self.config
         epochs = cfg.pretrain_epochs if epochs is None else epochs
-        jobsets = make_jobsets(cfg.train_seeds(), cfg.load, cfg.horizon_steps)
+        jobsets = cfg.training_jobsets(range(cfg.jobsets))
         batch = DeepRMBatch(jobsets, cfg.shape, objective=cfg.objective, max_steps=cfg.max_steps)
         samples = run_batch(batch, sjf_actions, record=True, mask_invalid=True).samples
         optimizer = torch.optim.Adam(self.net.parameters(), lr=cfg.pretrain_lr)

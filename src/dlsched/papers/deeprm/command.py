@@ -46,11 +46,32 @@ def train_deeprm_command(
     seed: Annotated[
         int, typer.Option(min=0, max=MAX_SEED, help="Seed of torch, sampling and training jobsets.")
     ] = 0,
+    loads: Annotated[
+        str | None,
+        typer.Option(help="Several training loads, comma-separated (dealt over the jobsets)."),
+    ] = None,
+    long_jobs: Annotated[
+        int,
+        typer.Option(
+            min=0, max=MAX_STEPS, help="Every other jobset has this many jobs (0: 50-step only)."
+        ),
+    ] = 0,
+    ranked: Annotated[
+        bool,
+        typer.Option("--ranked", help="Slots show the M shortest waiting jobs (not the paper's)."),
+    ] = False,
+    max_steps: Annotated[
+        int, typer.Option(min=1, max=MAX_STEPS, help="Truncate training episodes here.")
+    ] = 400,
+    validation_jobsets: Annotated[
+        int, typer.Option(min=1, max=MAX_STEPS, help="Validation jobsets per training setting.")
+    ] = 20,
 ) -> None:
     """Train DeepRM; OUT/progress.csv logs each iteration, OUT/best is the policy to use."""
     import torch
 
     from dlsched.papers.deeprm.algorithm import ReinforceConfig
+    from dlsched.papers.deeprm.state import DeepRMShape
     from dlsched.papers.deeprm.train import train_deeprm
 
     with one_line_errors():
@@ -58,8 +79,13 @@ def train_deeprm_command(
         if objective not in ("slowdown", "completion"):
             raise ValueError(f"--objective {objective!r}: choose slowdown or completion")
         sizes = parse_hidden(hidden)
+        load_list = _parse_loads(loads) if loads else ()
         config = ReinforceConfig(
-            load=load,
+            load=load_list[0] if load_list else load,
+            loads=load_list,
+            long_jobs=long_jobs,
+            max_steps=max_steps,
+            shape=DeepRMShape(ranked=ranked),
             objective=objective,  # type: ignore[arg-type]
             jobsets=jobsets,
             episodes=episodes,
@@ -72,7 +98,7 @@ def train_deeprm_command(
             pretrain_epochs=pretrain_epochs,
         )
         with progress_bar(label="deeprm {task.description}") as progress:
-            task = progress.add_task(f"load {load}", total=iterations)
+            task = progress.add_task(f"load {loads or load}", total=iterations)
 
             def advance(stats: object) -> None:
                 reward = getattr(stats, "mean_reward", float("nan"))
@@ -86,10 +112,11 @@ def train_deeprm_command(
                 out_dir,
                 time_budget_s=time_budget,
                 validate_every=validate_every,
+                validation_jobsets=validation_jobsets,
                 on_iteration=advance,
             )
     plural = "" if outcome.iterations == 1 else "s"
-    table = Table(title=f"deeprm · load {load} · {outcome.iterations} iteration{plural}")
+    table = Table(title=f"deeprm · load {loads or load} · {outcome.iterations} iteration{plural}")
     table.add_column("field")
     table.add_column("value", justify="right")
     table.add_row("best validation slowdown", f"{outcome.best_slowdown:.3f} ({outcome.best_mode})")
@@ -98,3 +125,17 @@ def train_deeprm_command(
     table.add_row("wall time", f"{outcome.elapsed_s:.0f} s")
     table.add_row("policy", str(outcome.best_dir))
     out.print(table)
+
+
+def _parse_loads(text: str) -> tuple[float, ...]:
+    """``"0.3,0.7,1.9"`` → loads; ValueError naming ``--loads`` on a bad entry."""
+    out = []
+    for part in text.split(","):
+        try:
+            value = float(part)
+        except ValueError:
+            raise ValueError(f"--loads: {part.strip()!r} is not a number") from None
+        if not 0.01 <= value <= MAX_LOAD:
+            raise ValueError(f"--loads: {value} is outside 0.01..{MAX_LOAD}")
+        out.append(value)
+    return tuple(out)

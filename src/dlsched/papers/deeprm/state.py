@@ -63,6 +63,12 @@ class DeepRMShape:
         backlog: most jobs counted in the backlog (60); later arrivals are dropped.
         res_slots: ``R``, slots of capacity per resource (20 = the ``deeprm`` workload's unit).
         num_res: ``d``, resources (2).
+        ranked: False (the paper's): slots hold jobs in arrival order, the backlog is a FIFO
+            of at most ``backlog`` jobs and later arrivals are dropped. True (dlsched's, for
+            long queues): the slots always show the ``M`` shortest waiting jobs (duration, then
+            arrival), slot 1 the shortest; every other waiting job is in the backlog, which has
+            no cap (nothing is dropped, as in the Simulator) and whose image shows at most
+            ``backlog`` of them. The image and the network are the same size either way.
     """
 
     horizon: int = 20
@@ -70,6 +76,7 @@ class DeepRMShape:
     backlog: int = 60
     res_slots: int = SLOTS_PER_R
     num_res: int = 2
+    ranked: bool = False
 
     def __post_init__(self) -> None:
         for name in ("horizon", "slots", "res_slots", "num_res"):
@@ -104,8 +111,8 @@ class DeepRMShape:
         return self.horizon * self.num_res + self.slots * self.num_res + 1
 
     def shapes(self) -> dict[str, int]:
-        """The checkpoint card's shape fields."""
-        return {
+        """The checkpoint card's shape fields (``ranked`` only when set: older cards lack it)."""
+        fields = {
             "T": self.horizon,
             "M": self.slots,
             "backlog": self.backlog,
@@ -114,6 +121,21 @@ class DeepRMShape:
             "obs_dim": self.obs_dim,
             "num_actions": self.num_actions,
         }
+        if self.ranked:
+            fields["ranked"] = 1
+        return fields
+
+    @staticmethod
+    def from_shapes(shapes: dict[str, int]) -> DeepRMShape:
+        """The shape a checkpoint card's ``shapes`` describe (paper defaults for missing keys)."""
+        return DeepRMShape(
+            horizon=shapes.get("T", 20),
+            slots=shapes.get("M", 10),
+            backlog=shapes.get("backlog", 60),
+            res_slots=shapes.get("R", SLOTS_PER_R),
+            num_res=shapes.get("d", 2),
+            ranked=bool(shapes.get("ranked", 0)),
+        )
 
 
 @dataclass(frozen=True)
@@ -311,6 +333,13 @@ class DeepRMBatch:
             self.arrival[i, :n] = js.arrival
             self.length[i, :n] = js.length
             self.demand[i, :n] = js.demand
+        # ranked view: jobs in slot order (duration, then arrival; the padding job last) and
+        # which of them wait, in that order
+        key = np.where(self.arrival == _BIG, _BIG, self.length)
+        self.order = np.lexsort((self.arrival, key))
+        self.rank = np.empty_like(self.order)
+        np.put_along_axis(self.rank, self.order, np.arange(jmax + 1)[None], axis=1)
+        self.waiting = np.zeros((b, jmax + 1), bool)
         self.rows = np.arange(b)
         t_len = shape.horizon
         self.now = np.zeros(b, np.int64)
@@ -344,7 +373,8 @@ class DeepRMBatch:
         return ~(self.terminated | self.truncated)
 
     def fits(self) -> tuple[BoolArray, IntArray]:
-        """`fit_table` of the current states of active episodes (cached until the next step)."""
+        """`fit_table` of the current states of active episodes (cached until the next step);
+        in the ranked view a job "fits" only if it fits now (`DeepRMShape.ranked`)."""
         if self._fits is None:
             fits = np.zeros(self.slot.shape, bool)
             first = np.zeros(self.slot.shape, np.int64)
@@ -353,6 +383,8 @@ class DeepRMBatch:
                 fits[rows], first[rows] = fit_table(
                     self.used[rows], self.slot_len[rows], self.slot_dem[rows], self.shape.res_slots
                 )
+            if self.shape.ranked:
+                fits &= first == 0
             self._fits = fits, first
         return self._fits
 
@@ -412,6 +444,10 @@ class DeepRMBatch:
         self.fin_inv[rows, end] += 1.0 / length
         self.fin_cnt[rows, end] += 1
         self.start[rows, job] = self.now[rows] + off
+        if self.shape.ranked:
+            self.waiting[rows, self.rank[rows, job]] = False
+            self._rank_slots(rows)
+            return
         refill = self.backlog[rows] > 0
         head = self.queue_head[rows]
         nxt = np.where(refill, self.queue[rows, head % self.queue.shape[1]], -1)
@@ -447,6 +483,13 @@ class DeepRMBatch:
                 return
             rows = self.rows[due]
             j = job[rows]
+            if self.shape.ranked:
+                self.waiting[rows, self.rank[rows, j]] = True
+                self.sys_inv[rows] += 1.0 / self.length[rows, j]
+                self.sys_cnt[rows] += 1
+                self.next_job[rows] += 1
+                self._rank_slots(rows)
+                continue
             empty = self.slot[rows] < 0
             has_slot = empty.any(1)
             pos = empty.argmax(1)
@@ -466,6 +509,21 @@ class DeepRMBatch:
             self.dropped[rows[~admitted]] += 1
             self.was_dropped[rows[~admitted], j[~admitted]] = True
             self.next_job[rows] += 1
+
+    def _rank_slots(self, rows: IntArray) -> None:
+        """Ranked view: the first ``M`` waiting jobs in slot order fill the slots of ``rows``;
+        the backlog counts the others."""
+        m = self.shape.slots
+        wait = self.waiting[rows]
+        place = np.cumsum(wait, axis=1)  # 1-based slot of each waiting job
+        r, c = np.nonzero(wait & (place <= m))
+        self.slot[rows] = -1
+        self.slot[rows[r], place[r, c] - 1] = self.order[rows[r], c]
+        filled = self.slot[rows] >= 0
+        job = np.maximum(self.slot[rows], 0)
+        self.slot_len[rows] = np.where(filled, self.length[rows[:, None], job], 0)
+        self.slot_dem[rows] = self.demand[rows[:, None], job] * filled[:, :, None]
+        self.backlog[rows] = np.maximum(place[:, -1] - m, 0) if wait.shape[1] else 0
 
     def _check_done(self) -> None:
         all_in = self.next_job >= self.num_jobs
