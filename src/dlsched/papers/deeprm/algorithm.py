@@ -96,6 +96,9 @@ class ReinforceConfig:
     """Supervised epochs on SJF decisions before RL (0: none)."""
     pretrain_lr: float = 1e-3
     """Adam learning rate of the supervised pre-training."""
+    pretrain_temperature: float = 1.0
+    """After pre-training, divide the output layer by this (> 1: the arg-max is unchanged, the
+    softmax flatter, so REINFORCE's sampled episodes explore beyond the teacher)."""
     shape: DeepRMShape = field(default_factory=DeepRMShape)
     """State sizes (T, M, backlog, slots per resource)."""
 
@@ -552,6 +555,12 @@ class Reinforce:
                 hits += int((logits.argmax(1) == target[chunk]).sum())
             accuracy = hits / max(1, len(target))
         log.info("deeprm SJF pre-training: %d samples, accuracy %.3f", len(target), accuracy)
+        if cfg.pretrain_temperature != 1.0:
+            last = self.net.rest[-1]
+            assert isinstance(last, torch.nn.Linear)
+            with torch.no_grad():
+                last.weight /= cfg.pretrain_temperature
+                last.bias /= cfg.pretrain_temperature
         return accuracy
 
 

@@ -63,6 +63,13 @@ def train_deeprm_command(
     max_steps: Annotated[
         int, typer.Option(min=1, max=MAX_STEPS, help="Truncate training episodes here.")
     ] = 400,
+    pretrain_lr: Annotated[
+        float, typer.Option(min=0.0, max=10.0, help="Adam learning rate of pre-training.")
+    ] = 1e-3,
+    pretrain_temperature: Annotated[
+        float,
+        typer.Option(min=0.01, max=1000.0, help="Divide the pre-trained output layer by this."),
+    ] = 1.0,
     validation_jobsets: Annotated[
         int, typer.Option(min=1, max=MAX_STEPS, help="Validation jobsets per training setting.")
     ] = 20,
@@ -96,6 +103,8 @@ def train_deeprm_command(
             workers=workers,
             seed=seed,
             pretrain_epochs=pretrain_epochs,
+            pretrain_lr=pretrain_lr,
+            pretrain_temperature=pretrain_temperature,
         )
         with progress_bar(label="deeprm {task.description}") as progress:
             task = progress.add_task(f"load {loads or load}", total=iterations)

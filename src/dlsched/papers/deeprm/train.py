@@ -44,11 +44,12 @@ log = logging.getLogger(__name__)
 
 VALIDATION_SEED_BASE = 800_000
 VALIDATION_MAX_STEPS = 3000
+WORSE_PENALTY = 10.0
 CSV_FIELDS = [
     *IterationStats.__dataclass_fields__,
     "val_sample_slowdown",
     "val_greedy_slowdown",
-    "val_worst_ratio",
+    "val_score",
 ]
 
 
@@ -95,8 +96,10 @@ class ValidationSet:
     """Held-out jobsets for every ``(load, horizon_steps)`` point the run trains on, and SJF's
     mean slowdown on each point (SJF over the slots, in the same state: the reference).
 
-    The score of a network is its worst point: the largest ratio of its mean slowdown to SJF's
-    (with one point, the ratio orders networks as their mean slowdown does)."""
+    The score of a network (lower is better) is the mean over the points of the ratio of its
+    mean slowdown to SJF's, plus `WORSE_PENALTY` times how far its worst ratio exceeds 1: a
+    network better on average but worse than SJF somewhere loses to SJF's own imitation (with
+    one point, the score orders networks as their mean slowdown does)."""
 
     points: list[tuple[float, int | None]]
     jobsets: list[Jobset]
@@ -116,9 +119,10 @@ class ValidationSet:
         return ValidationSet(points, jobsets, point_of, _per_point(sjf, point_of, len(points)))
 
     def score(self, slowdowns: np.ndarray) -> tuple[float, np.ndarray]:
-        """(worst ratio to SJF over the points, mean slowdown per point)."""
+        """(score, mean slowdown per point)."""
         means = _per_point(slowdowns, self.point_of, len(self.points))
-        return float(np.max(means / self.sjf)), means
+        ratio = means / self.sjf
+        return float(ratio.mean() + WORSE_PENALTY * max(0.0, ratio.max() - 1.0)), means
 
     def label(self, i: int) -> str:
         load, kind = self.points[i]
@@ -186,14 +190,14 @@ def train_deeprm(
         row["val_greedy_slowdown"] = float(np.nanmean(runs[1]))
         scored = [(*val.score(runs[0]), "sample"), (*val.score(runs[1]), "greedy")]
         score, means, mode = min(scored, key=lambda x: x[0])
-        row["val_worst_ratio"] = score
+        row["val_score"] = score
         if score >= best["score"]:
             return
         best.update(score=score, mode=mode, it=it, slowdown=float(np.mean(means)))
         validation = {
             "slowdown": float(np.mean(means)),
             "sjf_slots_slowdown": sjf_slowdown,
-            "worst_ratio_to_sjf_slots": score,
+            "score": score,
             "elapsed_s": time.perf_counter() - wall0,
         }
         for i in range(len(val.points)):
