@@ -14,7 +14,13 @@ from hypothesis import strategies as st
 
 import dlsched
 from dlsched.core import ClusterView, Decision
-from dlsched.papers.deeprm.algorithm import ReinforceConfig, make_jobsets, run_batch, sjf_actions
+from dlsched.papers.deeprm.algorithm import (
+    ReinforceConfig,
+    make_jobsets,
+    run_batch,
+    sjf_actions,
+    withholding_actions,
+)
 from dlsched.papers.deeprm.policy import DeepRMEncoder, load_policy
 from dlsched.papers.deeprm.state import DeepRMBatch, DeepRMShape, Jobset
 from dlsched.papers.deeprm.train import ValidationSet, train_deeprm
@@ -27,11 +33,7 @@ RANKED = DeepRMShape(slots=4, ranked=True)
 def _expected_slots(batch: DeepRMBatch, i: int) -> list[int]:
     """The waiting jobs of episode ``i`` by (duration, arrival, index), brute force."""
     n = int(batch.num_jobs[i])
-    waiting = [
-        j
-        for j in range(n)
-        if batch.arrival[i, j] <= batch.now[i] and batch.start[i, j] < 0
-    ]
+    waiting = [j for j in range(n) if batch.arrival[i, j] <= batch.now[i] and batch.start[i, j] < 0]
     return sorted(waiting, key=lambda j: (batch.length[i, j], batch.arrival[i, j], j))
 
 
@@ -148,3 +150,24 @@ def test_short_training_improves_validation(tmp_path: Path) -> None:
         "params": {"servers": 1, "load": [0.7, 1.5]},
     }
     assert card.shapes["ranked"] == 1
+
+
+@pytest.mark.parametrize(("cpu", "withheld"), [(10, True), (9, False)])
+def test_withholding_teacher_keeps_room_for_a_waiting_short_job(cpu: int, withheld: bool) -> None:
+    """A long job that fits is not started while the cluster is half busy and a short job
+    waits; SJF starts it either way."""
+    jobset = Jobset(
+        arrival=np.array([0, 1, 1]),
+        length=np.array([12, 10, 2]),
+        demand=np.array([[cpu, cpu], [5, 5], [12, 1]]),  # the short job does not fit at t=1
+        job_ids=np.arange(3),
+    )
+    batch = DeepRMBatch([jobset], DeepRMShape(ranked=True))
+    rows = np.array([0])
+    assert sjf_actions(batch, rows, batch.action_masks()).tolist() == [1]
+    batch.step(np.array([1]))  # job 0 starts
+    batch.step(np.array([0]))  # time moves to step 1
+    assert batch.slot[0, :2].tolist() == [2, 1]  # shortest first
+    assert sjf_actions(batch, rows, batch.action_masks()).tolist() == [2]
+    expected = 0 if withheld else 2
+    assert withholding_actions(batch, rows, batch.action_masks()).tolist() == [expected]

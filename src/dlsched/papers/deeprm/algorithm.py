@@ -19,8 +19,9 @@ and returns the gradient of its share of the loss, so only gradients cross proce
 valid job) carry no gradient; ``mask_invalid=False`` is the paper's setting (an invalid choice
 lets time advance).
 
-``pretrain_epochs > 0`` first fits the network to SJF's choices (shortest slot job that fits
-now, else ∅) on the training jobsets by cross-entropy, as DeepRM's code offers (``pg_su.py``).
+``pretrain_epochs > 0`` first fits the network to a teacher's choices on the training jobsets by
+cross-entropy, as DeepRM's code offers (``pg_su.py``): SJF (shortest slot job that fits now,
+else ∅) or `withholding_actions` (SJF that keeps room for short jobs when busy).
 
 This file is a little over 500 lines on purpose: one iteration of REINFORCE (rollouts, the
 per-timestep baseline, the update, its validation) reads top to bottom in one place, CleanRL
@@ -96,6 +97,8 @@ class ReinforceConfig:
     """Supervised epochs on SJF decisions before RL (0: none)."""
     pretrain_lr: float = 1e-3
     """Adam learning rate of the supervised pre-training."""
+    teacher: str = "sjf"
+    """Pre-training teacher, a name in `TEACHERS` (``"sjf"``: the code's ``pg_su.py``)."""
     pretrain_temperature: float = 1.0
     """After pre-training, divide the output layer by this (> 1: the arg-max is unchanged, the
     softmax flatter, so REINFORCE's sampled episodes explore beyond the teacher)."""
@@ -110,7 +113,9 @@ class ReinforceConfig:
         """The ``(load, horizon_steps)`` settings trained on, in round-robin order; a
         ``horizon_steps`` of None is a `long_jobs`-job jobset."""
         loads = self.loads or (self.load,)
-        kinds: list[int | None] = [self.horizon_steps, None] if self.long_jobs else [self.horizon_steps]
+        kinds: list[int | None] = (
+            [self.horizon_steps, None] if self.long_jobs else [self.horizon_steps]
+        )
         return [(load, kind) for kind in kinds for load in loads]
 
     def jobset_setting(self, i: int) -> tuple[int, float, int | None]:
@@ -221,6 +226,35 @@ def sjf_actions(
     length = np.where(now, batch.slot_len[rows], np.iinfo(np.int64).max)
     best = length.argmin(1)
     return np.where(now.any(1), best + 1, 0)
+
+
+LONG_JOB_STEPS = 10
+"""`withholding_actions`: jobs of at least this many steps are long (the workload's long class)."""
+BUSY_FRACTION = 0.5
+"""`withholding_actions`: a resource this full (fraction of its slots in use now) is busy."""
+
+
+def withholding_actions(
+    batch: DeepRMBatch, rows: npt.NDArray[np.int64], _mask: npt.NDArray[np.bool_]
+) -> npt.NDArray[np.int64]:
+    """SJF on the slots that withholds room for short jobs (DeepRM §4.3's finding, as a rule):
+    the shortest job that fits now (earliest slot on ties), except that a long job
+    (`LONG_JOB_STEPS`) is not started while a short job waits in a slot and some resource is
+    at least `BUSY_FRACTION` used now; else ∅. A pre-training teacher (``teacher="withhold"``);
+    its two constants were chosen on validation jobsets (seeds 800,000+), never on test ones."""
+    fits, first = batch.fits()
+    now = fits[rows] & (first[rows] == 0)
+    length = batch.slot_len[rows]
+    long = length >= LONG_JOB_STEPS
+    short_waits = ((length > 0) & ~long).any(1)
+    busy = batch.used[rows, 0].max(1) >= BUSY_FRACTION * batch.shape.res_slots
+    now &= ~(long & (short_waits & busy)[:, None])
+    length = np.where(now, length, np.iinfo(np.int64).max)
+    return np.where(now.any(1), length.argmin(1) + 1, 0)
+
+
+TEACHERS: dict[str, Chooser] = {"sjf": sjf_actions, "withhold": withholding_actions}
+"""Pre-training teachers by name."""
 
 
 def policy_chooser(
@@ -526,7 +560,8 @@ class Reinforce:
         return stats
 
     def pretrain(self, epochs: int | None = None) -> float:
-        """Fit the network to SJF's decisions on the training jobsets (cross-entropy, Adam).
+        """Fit the network to the teacher's decisions on the training jobsets (cross-entropy,
+        Adam).
 
         Returns:
             The final epoch's accuracy (fraction of SJF's choices the arg-max reproduces).
@@ -535,7 +570,9 @@ class Reinforce:
         epochs = cfg.pretrain_epochs if epochs is None else epochs
         jobsets = cfg.training_jobsets(range(cfg.jobsets))
         batch = DeepRMBatch(jobsets, cfg.shape, objective=cfg.objective, max_steps=cfg.max_steps)
-        samples = run_batch(batch, sjf_actions, record=True, mask_invalid=True).samples
+        if cfg.teacher not in TEACHERS:
+            raise ValueError(f"teacher {cfg.teacher!r}: choose one of {', '.join(TEACHERS)}")
+        samples = run_batch(batch, TEACHERS[cfg.teacher], record=True, mask_invalid=True).samples
         optimizer = torch.optim.Adam(self.net.parameters(), lr=cfg.pretrain_lr)
         index = torch.from_numpy(samples.state.astype(np.int64))
         mask = torch.from_numpy(samples.mask)
@@ -554,13 +591,13 @@ class Reinforce:
                 optimizer.step()
                 hits += int((logits.argmax(1) == target[chunk]).sum())
             accuracy = hits / max(1, len(target))
-        log.info("deeprm SJF pre-training: %d samples, accuracy %.3f", len(target), accuracy)
+        log.info("deeprm pre-training: %d samples, accuracy %.3f", len(target), accuracy)
         if cfg.pretrain_temperature != 1.0:
             last = self.net.rest[-1]
             assert isinstance(last, torch.nn.Linear)
             with torch.no_grad():
-                last.weight /= cfg.pretrain_temperature
-                last.bias /= cfg.pretrain_temperature
+                last.weight.mul_(1.0 / cfg.pretrain_temperature)
+                last.bias.mul_(1.0 / cfg.pretrain_temperature)
         return accuracy
 
 

@@ -63,6 +63,9 @@ def train_deeprm_command(
     max_steps: Annotated[
         int, typer.Option(min=1, max=MAX_STEPS, help="Truncate training episodes here.")
     ] = 400,
+    teacher: Annotated[
+        str, typer.Option(help="Pre-training teacher: sjf or withhold (SJF keeping room).")
+    ] = "sjf",
     pretrain_lr: Annotated[
         float, typer.Option(min=0.0, max=10.0, help="Adam learning rate of pre-training.")
     ] = 1e-3,
@@ -83,6 +86,8 @@ def train_deeprm_command(
 
     with one_line_errors():
         torch.set_num_threads(1)
+        if teacher not in ("sjf", "withhold"):
+            raise ValueError(f"--teacher {teacher!r}: choose sjf or withhold")
         if objective not in ("slowdown", "completion"):
             raise ValueError(f"--objective {objective!r}: choose slowdown or completion")
         sizes = parse_hidden(hidden)
@@ -104,6 +109,7 @@ def train_deeprm_command(
             seed=seed,
             pretrain_epochs=pretrain_epochs,
             pretrain_lr=pretrain_lr,
+            teacher=teacher,
             pretrain_temperature=pretrain_temperature,
         )
         with progress_bar(label="deeprm {task.description}") as progress:

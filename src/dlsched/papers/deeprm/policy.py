@@ -16,6 +16,14 @@ on:
   trained with sampling may still rank ∅ first there, and its arg-max would never start
   anything once arrivals stop.
 
+With a ranked shape (`DeepRMShape.ranked`, the shipped ``deeprm`` policy) the slots hold the
+``M`` shortest pending jobs not yet reserved, the backlog all the others (no overflow), and only
+jobs that fit now can be chosen, exactly as in the environment's ranked view.
+
+Shipped policies (`POLICY_DIR`): ``ranked`` is ``deeprm``'s (`DEFAULT_POLICY`); ``load0.7`` and
+``load1.3`` see the paper's state (slots in arrival order) and were trained on 50-step jobsets at
+those loads: ``deeprm:LOAD`` runs the one nearest ``LOAD`` (the paper's reproduction).
+
 A reserved job's step is always a completion in the Simulator (the job fits only once something
 ends), so an event-driven run reaches it.
 
@@ -156,7 +164,8 @@ class DeepRMEncoder:
         ranked view, the ``M`` shortest waiting jobs into the slots (`DeepRMShape.ranked`)."""
         if self.shape.ranked:
             waiting = sorted(
-                [j for j in self.slots if j is not None] + list(self.backlog), key=self.rank.get
+                [j for j in self.slots if j is not None] + list(self.backlog),
+                key=lambda j: self.rank[j],
             )
             m = self.shape.slots
             self.slots = [*waiting[:m], *[None] * (m - len(waiting[:m]))]
@@ -344,7 +353,9 @@ def make_deeprm_scheduler(arg: str | None) -> DeepRMScheduler:
             raise ValueError(f"deeprm: no paper-state policy in {POLICY_DIR}; use deeprm:PATH")
         path = min(paper, key=lambda p: abs(load_policy(p)[0] - want))
     load, net, seed, card = load_policy(path)
-    return DeepRMScheduler([(load, net, seed)], _shape_of(card), trained_setting=card.trained_setting)
+    return DeepRMScheduler(
+        [(load, net, seed)], _shape_of(card), trained_setting=card.trained_setting
+    )
 
 
 def _shape_of(card: PolicyCard) -> DeepRMShape:
