@@ -9,6 +9,9 @@ and the authors' simulator (GitHub ``hongzimao/deeprm``, ``environment.py``):
 * **Waiting jobs**: the first ``M`` jobs go to slots; a new job takes the first empty slot, else
   the end of the backlog (at most ``backlog`` jobs), else it is **dropped** and counted
   (``dropped``). Scheduling a job frees its slot, which the backlog's head then fills (code).
+* **Ranked view** (``DeepRMShape(ranked=True)``, dlsched's, not the paper's): the slots show the
+  ``M`` shortest waiting jobs, the backlog counts the rest without a cap (nothing dropped), and
+  a slot's job is valid only if it fits now (see `DeepRMShape`).
 * **Actions** ``0 = ∅`` and ``i = 1..M`` (slot ``i``). A valid choice (a job whose demand fits
   for its whole duration somewhere in the horizon) reserves the job at the **first step at which
   it fits** and time stays frozen (reward 0). ∅ or an invalid choice advances time one step.

@@ -1,4 +1,4 @@
-"""Train a DeepRM policy end to end: optional SJF pre-training, REINFORCE, validation, files.
+"""Train a DeepRM policy end to end: optional pre-training, REINFORCE, validation, files.
 
 `train_deeprm` writes into ``out_dir``:
 
@@ -6,9 +6,12 @@
   validations included) and the iteration's seconds, mean and max episode
   reward, mean slowdown of the sampled episodes (DeepRM Fig. 6), samples, dropped and truncated
   episodes, and, every ``validate_every`` iterations, the mean slowdown on held-out validation
-  jobsets with sampled and with arg-max actions;
-* ``best/`` — the checkpoint (`dlsched.rl.checkpoint`) with the lowest validation slowdown, its
-  card recording which action selection (``"sample"`` or ``"greedy"``) reached it;
+  jobsets with sampled and with arg-max actions and the validation score (`ValidationSet`);
+  with pre-training, a row ``iteration = 0`` validates the pre-trained network;
+* ``best/`` — the checkpoint (`dlsched.rl.checkpoint`) with the lowest validation score (the
+  pre-trained network included), its card recording which action selection (``"sample"`` or
+  ``"greedy"``) reached it, the score and the mean slowdown of every training setting, and the
+  ``trained_setting`` (`dlsched.rl.setting`);
 * ``last/`` — the final network.
 
 Validation jobsets are ``deeprm`` seeds `VALIDATION_SEED_BASE` + i; test jobsets (experiments,
@@ -142,10 +145,18 @@ def _card(config: ReinforceConfig, mode: str, validation: dict[str, float], it: 
     params["load"] = [min(loads), max(loads)] if len(loads) > 1 else loads[0]
     if not config.long_jobs:
         params["horizon_steps"] = config.horizon_steps
+    workload_params: dict[str, object] = {
+        "load": config.load,
+        "horizon_steps": config.horizon_steps,
+    }
+    if config.loads:
+        workload_params["loads"] = list(config.loads)
+    if config.long_jobs:
+        workload_params["long_jobs_num_jobs"] = config.long_jobs
     return PolicyCard(
         algorithm="deeprm",
         workload="deeprm",
-        workload_params={"load": config.load, "horizon_steps": config.horizon_steps},
+        workload_params=workload_params,
         shapes=config.shape.shapes(),
         seeds={"train": config.train_seeds()},
         steps={"iterations": it, "pretrain_epochs": config.pretrain_epochs},
