@@ -87,3 +87,15 @@ def test_dl2_card_names_its_training_range() -> None:
     assert setting["workload"] == "dl2"
     assert differences(setting, "dl2", {"servers": 13, "load": 1.0}) == []
     assert differences(setting, "dl2", {"servers": 40, "load": 1.0}) != []
+
+
+def test_dl2_policy_says_when_the_cluster_is_outside_its_training_range(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(api, "_WARNED_SETTING", set())
+    with caplog.at_level(logging.WARNING, logger="dlsched.api"):
+        dlsched.simulate("dl2", "dl2", 1, servers=13, num_jobs=4)
+        assert _notices(caplog) == []
+        dlsched.simulate("dl2", "dl2", 1, servers=40, num_jobs=4)
+    [notice] = _notices(caplog)
+    assert "servers 40 (trained 8–20)" in notice
