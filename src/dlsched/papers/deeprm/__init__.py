@@ -1,8 +1,10 @@
 """DeepRM (Mao et al., HotNets 2016): an image of the cluster and the waiting jobs, a one-layer
 policy network, REINFORCE with per-timestep baselines.
 
-Files: `state` (DeepRM's discrete-time cluster, vectorised over episodes, §3), `net` (the policy
-network), `env` (`DeepRMEnv`), `algorithm` (REINFORCE over jobsets, §3.3), `policy` (the trained
+Files: `shape` (state sizes, jobsets), `state` (DeepRM's discrete-time cluster, vectorised over
+episodes, §3), `net` (the policy
+network), `env` (`DeepRMEnv`), `algorithm` (REINFORCE over jobsets, §3.3), `teachers` (SJF and
+withholding SJF over the slots), `policy` (the trained
 network behind the scheduler protocol, checkpoints), `scheduler` (registers ``deeprm``), `train`
 (``dlsched train deeprm``'s run; `command` is the sub-command), `experiments` (``dlsched
 reproduce deeprm``), ``policies/ranked`` (the shipped ``deeprm`` policy) and ``policies/load0.7``,

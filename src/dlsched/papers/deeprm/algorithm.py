@@ -23,7 +23,7 @@ lets time advance).
 cross-entropy, as DeepRM's code offers (``pg_su.py``): SJF (shortest slot job that fits now,
 else ∅) or `withholding_actions` (SJF that keeps room for short jobs when busy).
 
-This file is a little over 500 lines on purpose: one iteration of REINFORCE (rollouts, the
+This file is over 500 lines on purpose (about 580): one iteration of REINFORCE (rollouts, the
 per-timestep baseline, the update, its validation) reads top to bottom in one place, CleanRL
 style; splitting it would scatter one algorithm over files.
 """
@@ -33,7 +33,7 @@ from __future__ import annotations
 import logging
 import multiprocessing as mp
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, NamedTuple
 
@@ -44,6 +44,9 @@ import torch.nn.functional as F
 
 from dlsched.papers.deeprm.net import DeepRMPolicyNet
 from dlsched.papers.deeprm.state import DeepRMBatch, DeepRMShape, Jobset, Objective
+from dlsched.papers.deeprm.teachers import TEACHERS, Chooser
+from dlsched.papers.deeprm.teachers import sjf_actions as sjf_actions  # re-exported
+from dlsched.papers.deeprm.teachers import withholding_actions as withholding_actions
 from dlsched.workloads.deeprm import make_deeprm
 
 log = logging.getLogger(__name__)
@@ -209,52 +212,6 @@ class Rollout(NamedTuple):
     """Mean slowdown of the jobs each episode started."""
     dropped: npt.NDArray[np.int64]
     truncated: npt.NDArray[np.bool_]
-
-
-Chooser = Callable[
-    [DeepRMBatch, npt.NDArray[np.int64], npt.NDArray[np.bool_]], npt.NDArray[np.int64]
-]
-"""Picks actions for the given rows of a batch (whose masks are given)."""
-
-
-def sjf_actions(
-    batch: DeepRMBatch, rows: npt.NDArray[np.int64], _mask: npt.NDArray[np.bool_]
-) -> npt.NDArray[np.int64]:
-    """SJF on the slots: the shortest job that fits now (earliest slot on ties), else ∅."""
-    fits, first = batch.fits()
-    now = fits[rows] & (first[rows] == 0)
-    length = np.where(now, batch.slot_len[rows], np.iinfo(np.int64).max)
-    best = length.argmin(1)
-    return np.where(now.any(1), best + 1, 0)
-
-
-LONG_JOB_STEPS = 10
-"""`withholding_actions`: jobs of at least this many steps are long (the workload's long class)."""
-BUSY_FRACTION = 0.5
-"""`withholding_actions`: a resource this full (fraction of its slots in use now) is busy."""
-
-
-def withholding_actions(
-    batch: DeepRMBatch, rows: npt.NDArray[np.int64], _mask: npt.NDArray[np.bool_]
-) -> npt.NDArray[np.int64]:
-    """SJF on the slots that withholds room for short jobs (DeepRM §4.3's finding, as a rule):
-    the shortest job that fits now (earliest slot on ties), except that a long job
-    (`LONG_JOB_STEPS`) is not started while a short job waits in a slot and some resource is
-    at least `BUSY_FRACTION` used now; else ∅. A pre-training teacher (``teacher="withhold"``);
-    its two constants were chosen on validation jobsets (seeds 800,000+), never on test ones."""
-    fits, first = batch.fits()
-    now = fits[rows] & (first[rows] == 0)
-    length = batch.slot_len[rows]
-    long = length >= LONG_JOB_STEPS
-    short_waits = ((length > 0) & ~long).any(1)
-    busy = batch.used[rows, 0].max(1) >= BUSY_FRACTION * batch.shape.res_slots
-    now &= ~(long & (short_waits & busy)[:, None])
-    length = np.where(now, length, np.iinfo(np.int64).max)
-    return np.where(now.any(1), length.argmin(1) + 1, 0)
-
-
-TEACHERS: dict[str, Chooser] = {"sjf": sjf_actions, "withhold": withholding_actions}
-"""Pre-training teachers by name."""
 
 
 def policy_chooser(
