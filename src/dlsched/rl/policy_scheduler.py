@@ -191,7 +191,13 @@ class PolicyScheduler(SlotLoopScheduler):
         max_actions: safety cap on actions per scheduling point (the builder should end first).
         sample_seed: None for greedy (arg-max) actions; an int to sample from the softmax with
             a torch generator seeded by it (reseeded on `reset`).
+
+    Attributes:
+        trained_setting: the card's ``trained_setting`` (workload and parameters the policy
+            was trained for; `dlsched.rl.setting`), set by the loader; None: not said.
     """
+
+    trained_setting: dict[str, Any] | None = None
 
     def __init__(
         self,

@@ -9,7 +9,9 @@ are those of `dlsched.papers.deeprm.state` (which states every rule and its sour
   `DeepRMShape.image_width`; 20 × 443 = 8,860 by default), so libraries' default MLP policies
   take it as is.
 * **Action space** ``Discrete(M + 1)``: 0 is ∅ and ``i`` schedules slot ``i``'s job at the first
-  step at which it fits; time is frozen until ∅ or an invalid action. `action_masks`
+  step at which it fits; time is frozen until ∅ or an invalid action. ``shape=DeepRMShape(
+  ranked=True)`` gives dlsched's ranked view instead (slots = the ``M`` shortest waiting jobs,
+  a job valid only if it fits now; the shipped ``deeprm`` policy's), same spaces. `action_masks`
   (sb3-contrib's convention, also ``info["action_mask"]``) marks the valid actions;
   ``mask_invalid=False`` offers every action, as in the paper, where an invalid choice simply
   lets time move on.
