@@ -16,7 +16,8 @@ from typing import ClassVar
 
 from dlsched.core import ClusterView, Decision, JobRun
 from dlsched.schedulers.base import BaseScheduler, Scheduler
-from dlsched.schedulers.ordered import start_in_order
+from dlsched.schedulers.ordered import requested_size, start_in_order
+from dlsched.schedulers.pending_queue import PendingQueue
 from dlsched.schedulers.registry import register
 
 
@@ -31,8 +32,15 @@ class Sjf(BaseScheduler):
     name = "sjf"
     preemptive: ClassVar[bool] = False
 
+    def __init__(self) -> None:
+        # kept sorted between points instead of sorting the queue at each
+        self.queue = PendingQueue(lambda run, _now: duration_key(run), requested_size)
+
+    def reset(self) -> None:
+        self.queue.clear()
+
     def decide(self, view: ClusterView) -> Decision:
-        return start_in_order(view, sorted(view.pending, key=duration_key))
+        return start_in_order(view, self.queue.update(view))
 
 
 @register(

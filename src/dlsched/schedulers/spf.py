@@ -15,7 +15,8 @@ from typing import ClassVar
 
 from dlsched.core import ClusterView, Decision, JobRun
 from dlsched.schedulers.base import BaseScheduler, Scheduler
-from dlsched.schedulers.ordered import start_in_order
+from dlsched.schedulers.ordered import requested_size, start_in_order
+from dlsched.schedulers.pending_queue import PendingQueue
 from dlsched.schedulers.registry import register
 
 
@@ -32,8 +33,15 @@ class Spf(BaseScheduler):
     name = "spf"
     preemptive: ClassVar[bool] = False
 
+    def __init__(self) -> None:
+        # kept sorted between points instead of sorting the queue at each
+        self.queue = PendingQueue(lambda run, _now: gpu_seconds_key(run), requested_size)
+
+    def reset(self) -> None:
+        self.queue.clear()
+
     def decide(self, view: ClusterView) -> Decision:
-        return start_in_order(view, sorted(view.pending, key=gpu_seconds_key))
+        return start_in_order(view, self.queue.update(view))
 
 
 @register(

@@ -32,6 +32,7 @@ from dlsched.core import (
     Decision,
     JobRun,
     JobSpec,
+    QueueChanges,
     Resources,
     Status,
 )
@@ -140,6 +141,12 @@ class Simulator:
         self._decisions = 0
         self._started = False
         self._point_s: float | None = None
+        # how the pending list changed since the last point (see QueueChanges), and this run's
+        # token and point count for it
+        self._pending_log: list[tuple[JobRun, bool]] = []
+        self._changes: QueueChanges | None = None
+        self._run_token = object()
+        self._points = 0
         self._wall0 = time.perf_counter()
         self._check_fits()
 
@@ -199,6 +206,11 @@ class Simulator:
                 if self.config.interval_s is not None:
                     self._redraw_noise(t)
                 self._point_s = t
+                self._points += 1
+                self._changes = QueueChanges(
+                    self._run_token, self._points, tuple(self._pending_log)
+                )
+                self._pending_log.clear()
                 return t
 
     def view(self) -> ClusterView:
@@ -215,6 +227,7 @@ class Simulator:
             interval_s=self.config.interval_s,
             last_status=MappingProxyType(self.last_status),  # type: ignore[arg-type]
             _oracle=self.model.speed if self.scheduler.is_oracle else None,
+            changes=self._changes,
         )
 
     def apply(self, decision: Decision) -> dict[int, Status]:
@@ -453,6 +466,7 @@ class Simulator:
         self._noise.pop(run.job_id, None)
 
     def _add_pending(self, run: JobRun) -> None:
+        self._pending_log.append((run, True))
         pending = self.pending
         if not pending or _arrival_key(pending[-1]) < _arrival_key(run):
             pending.append(run)  # an arrival, the usual case
@@ -460,6 +474,7 @@ class Simulator:
             pending.insert(bisect.bisect(pending, _arrival_key(run), key=_arrival_key), run)
 
     def _remove_pending(self, run: JobRun) -> None:
+        self._pending_log.append((run, False))
         pending = self.pending
         if pending[0] is run:
             del pending[0]  # the head, the usual case
