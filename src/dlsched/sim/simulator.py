@@ -49,11 +49,6 @@ from dlsched.sim.result import Result, RunTotals
 log = logging.getLogger(__name__)
 
 
-def _arrival_key(run: JobRun) -> tuple[float, int]:
-    """Order of the pending list: submission time, then job id."""
-    return run.spec.submit_time_s, run.spec.job_id
-
-
 class SimulationStalled(RuntimeError):
     """Jobs wait or hold resources without progress, and nothing will ever change that."""
 
@@ -117,6 +112,10 @@ class Simulator:
         self.now_s = 0.0
         self.runs: dict[int, JobRun] = {}
         self.pending: list[JobRun] = []
+        # each pending job's place in arrival order (index in `specs`), in pending's order: the
+        # list bisected when a preempted job goes back (keys computed once, compared in C)
+        self._pending_keys: list[int] = []
+        self._arrival_index = {spec.job_id: i for i, spec in enumerate(self.specs)}
         self.running: dict[int, JobRun] = {}
         self.finished: list[JobRun] = []
         self.last_status: dict[int, Status] = {}
@@ -176,8 +175,23 @@ class Simulator:
                 returned, a run never ends early without saying so).
         """
         scheduler = self.scheduler
+        # a policy that sleeps until its queue's head or the free resources change (see
+        # `BaseScheduler.wake`) is not asked at points where neither did since it started
+        # nothing: its answer would be the same empty decision
+        sleeps = getattr(scheduler, "wake", None) == "head-or-free" and not scheduler.preemptive
+        asleep: tuple[int, int] | None = None
+        empty = Decision()
+        cluster = self.cluster
+        pending = self.pending
         while self.next_point() is not None:
-            self.apply(scheduler.decide(self.view()))
+            if asleep is not None and asleep == (cluster.version, pending[0].job_id):
+                self.apply(empty)
+                continue
+            decision = scheduler.decide(self.view())
+            asleep = None
+            if sleeps and pending and not decision.targets:
+                asleep = (cluster.version, pending[0].job_id)
+            self.apply(decision)
         return self.result()
 
     def next_point(self) -> float | None:
@@ -467,19 +481,26 @@ class Simulator:
 
     def _add_pending(self, run: JobRun) -> None:
         self._pending_log.append((run, True))
-        pending = self.pending
-        if not pending or _arrival_key(pending[-1]) < _arrival_key(run):
+        pending, keys = self.pending, self._pending_keys
+        key = self._arrival_index[run.job_id]
+        if not keys or keys[-1] < key:
             pending.append(run)  # an arrival, the usual case
+            keys.append(key)
         else:
-            pending.insert(bisect.bisect(pending, _arrival_key(run), key=_arrival_key), run)
+            i = bisect.bisect(keys, key)
+            pending.insert(i, run)
+            keys.insert(i, key)
 
     def _remove_pending(self, run: JobRun) -> None:
         self._pending_log.append((run, False))
-        pending = self.pending
+        pending, keys = self.pending, self._pending_keys
         if pending[0] is run:
             del pending[0]  # the head, the usual case
+            del keys[0]
         else:
-            del pending[bisect.bisect_left(pending, _arrival_key(run), key=_arrival_key)]
+            i = bisect.bisect_left(keys, self._arrival_index[run.job_id])
+            del pending[i]
+            del keys[i]
 
     # -- accounting ------------------------------------------------------------------------
 
