@@ -8,6 +8,9 @@ decision counts go into one JSON file. A run that raises records its error messa
     python benchmarks/records_fingerprint.py --out /tmp/before.json      # on the old code
     python benchmarks/records_fingerprint.py --out /tmp/after.json       # on the new code
     python benchmarks/records_fingerprint.py --diff /tmp/before.json /tmp/after.json
+
+``--large`` runs instead the priority policies on a large Philly virtual cluster (b436b2: 7,423
+jobs, thousands waiting at every point), where incremental queues matter (issue 18).
 """
 
 from __future__ import annotations
@@ -29,6 +32,12 @@ EXTRA: tuple[tuple[str, str, int, dict[str, Any]], ...] = (
     ("dl2", "drf", 3, {"servers": 200}),
     ("deeprm", "deeprm", 9001, {"horizon_steps": 50}),
     ("sched2", "sched2", 9001, {"load": 1.8}),
+)
+
+
+LARGE = tuple(
+    ("philly:b436b2", scheduler, 1, {})
+    for scheduler in ("fifo", "sjf", "sif", "dsif", "spf", "lrf", "srtf", "las", "tiresias")
 )
 
 
@@ -97,12 +106,14 @@ def main() -> int:
     parser.add_argument("--diff", nargs=2, metavar=("BEFORE", "AFTER"))
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--match", help="only runs whose key contains this text (e.g. philly)")
+    parser.add_argument("--large", action="store_true", help="the large Philly VC set instead")
     args = parser.parse_args()
     if args.diff:
         return _diff(*args.diff, args.match)
     if not args.out:
         parser.error("give --out or --diff")
-    runs = [r for r in _runs() if not args.match or args.match in _key(r)]
+    every = list(LARGE) if args.large else _runs()
+    runs = [r for r in every if not args.match or args.match in _key(r)]
     with ProcessPoolExecutor(args.workers) as pool:
         results = dict(pool.map(_one, runs, chunksize=4))
     with open(args.out, "w") as fh:
