@@ -5,6 +5,8 @@ reference that sorts every active job at every point, as the policies did before
 references below are that code), and every decision of the run must be equal: on random
 workloads (hypothesis; fixed-GPU and PS jobs, ties in keys, event-driven and slotted, a
 stepping driver that skips points), and on the busiest stretch of two Philly virtual clusters.
+And FIFO, whose points the simulator skips while it sleeps (``wake = "head-or-free"``), gives
+the same run as FIFO asked at every point.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from dlsched.placement import make_placement
 from dlsched.schedulers.base import BaseScheduler, Scheduler, WrappingScheduler
 from dlsched.schedulers.common import FreeTracker, requested
 from dlsched.schedulers.dsif import MAX_DELAYS, Dsif, servers_needed
+from dlsched.schedulers.fifo import Fifo
 from dlsched.schedulers.las import Las
 from dlsched.schedulers.lrf import Lrf, resource_key
 from dlsched.schedulers.ordered import run_in_order, start_in_order
@@ -310,3 +313,51 @@ def test_keys_of_waiting_jobs_do_not_depend_on_time() -> None:
     run = JobRun(gpu_job(0, 0.0, 100.0, 2), attained_gpu_s=37.5, progress_s=12.0)
     assert run.attained_gpu_s_at(10.0) == run.attained_gpu_s_at(1e9) == 37.5
     assert run.remaining_work(10.0) == run.remaining_work(1e9) == 88.0
+
+
+# -- the engine skips FIFO's points while its blocked head and the free resources stay put ------
+
+
+class CountingFifo(Fifo):
+    """FIFO counting its calls; ``wake`` as given."""
+
+    def __init__(self, wake: str) -> None:
+        super().__init__()
+        self.wake = wake  # type: ignore[misc]
+        self.calls = 0
+
+    def decide(self, view: ClusterView) -> Decision:
+        self.calls += 1
+        return super().decide(view)
+
+
+def _fifo_run(jobs: list[JobSpec], fifo: CountingFifo, servers: int) -> tuple[Any, ...]:
+    sim = Simulator(
+        jobs,
+        small_cluster(servers),
+        LinearModel(),
+        fifo,
+        make_placement("pack"),
+        SimConfig(max_idle_retries=20),
+    )
+    result = sim.run()
+    records = [dataclasses.astuple(r) for r in result.records]
+    return records, result.decisions, result.events
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(1, 40), servers=st.integers(2, 3))
+def test_fifo_asleep_gives_the_same_run_with_fewer_calls(seed: int, n: int, servers: int) -> None:
+    jobs = _jobs(seed, n, 0.2)
+    every, sleepy = CountingFifo("every-point"), CountingFifo("head-or-free")
+    assert _fifo_run(jobs, sleepy, servers) == _fifo_run(jobs, every, servers)
+    assert sleepy.calls <= every.calls
+
+
+def test_fifo_is_not_asked_while_its_head_is_blocked() -> None:
+    # one 8-GPU job holds the cluster; a second waits at the head; ten 1-GPU jobs arrive behind
+    jobs = [gpu_job(0, 0.0, 1000.0, 8), gpu_job(1, 1.0, 10.0, 8)]
+    jobs += [gpu_job(i, 2.0 + i, 10.0, 1) for i in range(2, 12)]
+    every, sleepy = CountingFifo("every-point"), CountingFifo("head-or-free")
+    assert _fifo_run(jobs, sleepy, 2) == _fifo_run(jobs, every, 2)
+    assert every.calls - sleepy.calls == 10  # the ten arrivals behind the blocked head

@@ -184,7 +184,7 @@ class Simulator:
         cluster = self.cluster
         pending = self.pending
         while self.next_point() is not None:
-            if asleep is not None and asleep == (cluster.version, pending[0].job_id):
+            if asleep is not None and pending and asleep == (cluster.version, pending[0].job_id):
                 self.apply(empty)
                 continue
             decision = scheduler.decide(self.view())
