@@ -45,9 +45,10 @@ def _in_order(
 
 def _mark_dead(dead: set[Shape], shape: Shape | None, fits_nowhere: bool) -> None:
     """Record that a job of ``shape`` did not fit. The loops only take resources, so a shape
-    that exceeds the summed free resources never fits again at this point, nor does one whose
-    workers found no room (without PS, whose placement follows the workers', ``take`` depends
-    only on the shape and what is free)."""
+    that exceeds the summed free resources never fits again at this point; nor does a shape
+    without PS whose tasks found no room (whether ``take`` succeeds then depends only on the
+    shape and on what is free, which only shrinks; with PS, where the workers land changes
+    where the PS fit, so such a shape is not dropped)."""
     if shape is not None and (fits_nowhere or shape[3] == 0):
         dead.add(shape)
 
