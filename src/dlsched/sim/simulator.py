@@ -11,6 +11,10 @@ drive the run one scheduling point at a time; `Simulator.run` is a loop over it:
     while (t := sim.next_point()) is not None:   # simulate to the next scheduling point
         sim.apply(scheduler.decide(sim.view()))  # decide there and apply
     result = sim.result()
+
+(`run` also applies an empty decision without asking, at the points where a policy that
+declared ``wake = "head-or-free"`` is asleep; see `BaseScheduler.wake`.) Each view carries
+`QueueChanges`: how the pending list changed since the previous point.
 """
 
 from __future__ import annotations
