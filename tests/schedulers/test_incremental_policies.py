@@ -361,3 +361,13 @@ def test_fifo_is_not_asked_while_its_head_is_blocked() -> None:
     every, sleepy = CountingFifo("every-point"), CountingFifo("head-or-free")
     assert _fifo_run(jobs, sleepy, 2) == _fifo_run(jobs, every, 2)
     assert every.calls - sleepy.calls == 10  # the ten arrivals behind the blocked head
+
+
+@pytest.mark.parametrize("policy", sorted(PAIRS))
+def test_incremental_policies_pickle_after_a_run(policy: str) -> None:
+    """Their queues hold no lambdas: a policy can be shipped to a worker process mid-sweep."""
+    import pickle
+
+    scheduler = PAIRS[policy][0]()
+    _run(_jobs(1, 20, 0.0), scheduler, 2, 0)
+    assert type(pickle.loads(pickle.dumps(scheduler))) is type(scheduler)

@@ -28,7 +28,7 @@ from dlsched.schedulers.common import FreeTracker, requested, tasks_that_fit
 from dlsched.schedulers.ordered import requested_size
 from dlsched.schedulers.pending_queue import PendingQueue, Shape
 from dlsched.schedulers.registry import register
-from dlsched.schedulers.sjf import duration_key
+from dlsched.schedulers.sjf import duration_key_at
 
 MAX_DELAYS = 3
 
@@ -70,7 +70,7 @@ class Dsif(BaseScheduler):
         self.max_delays = max_delays
         self.delays: dict[int, int] = {}
         # kept sorted between points instead of sorting the queue at each
-        self.queue = PendingQueue(lambda run, _now: duration_key(run), requested_size)
+        self.queue = PendingQueue(duration_key_at, requested_size)
 
     def reset(self) -> None:
         self.delays = {}

@@ -38,10 +38,13 @@ class Lrf(BaseScheduler):
         # kept sorted between points instead of sorting the queue at each; the keys hold for
         # the cluster total they were computed with
         self._total = Resources()
-        self.queue = PendingQueue(lambda run, _now: resource_key(run, self._total), requested_size)
+        self.queue = PendingQueue(self._key, requested_size)
 
     def reset(self) -> None:
         self.queue.clear()
+
+    def _key(self, run: JobRun, _now_s: float) -> tuple[float, float, float, int]:
+        return resource_key(run, self._total)
 
     def decide(self, view: ClusterView) -> Decision:
         total = view.cluster.total

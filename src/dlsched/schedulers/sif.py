@@ -19,7 +19,7 @@ from dlsched.schedulers.base import BaseScheduler, Scheduler
 from dlsched.schedulers.ordered import requested_size, start_in_order
 from dlsched.schedulers.pending_queue import PendingQueue
 from dlsched.schedulers.registry import register
-from dlsched.schedulers.sjf import duration_key
+from dlsched.schedulers.sjf import duration_key_at
 
 
 class Sif(BaseScheduler):
@@ -29,7 +29,7 @@ class Sif(BaseScheduler):
     preemptive: ClassVar[bool] = False
 
     def __init__(self) -> None:
-        self.queue = PendingQueue(lambda run, _now: duration_key(run), requested_size)
+        self.queue = PendingQueue(duration_key_at, requested_size)
 
     def reset(self) -> None:
         self.queue.clear()

@@ -26,6 +26,11 @@ def duration_key(run: JobRun) -> tuple[float, float, int]:
     return (run.spec.total_work, run.spec.submit_time_s, run.job_id)
 
 
+def duration_key_at(run: JobRun, _now_s: float) -> tuple[float, float, int]:
+    """`duration_key` as a `PendingQueue` key (it does not depend on the time)."""
+    return duration_key(run)
+
+
 class Sjf(BaseScheduler):
     """Shortest job first, non-preemptive and work-conserving."""
 
@@ -34,7 +39,7 @@ class Sjf(BaseScheduler):
 
     def __init__(self) -> None:
         # kept sorted between points instead of sorting the queue at each
-        self.queue = PendingQueue(lambda run, _now: duration_key(run), requested_size)
+        self.queue = PendingQueue(duration_key_at, requested_size)
 
     def reset(self) -> None:
         self.queue.clear()

@@ -27,6 +27,10 @@ def gpu_seconds_key(run: JobRun) -> tuple[float, float, int]:
     return (gpus * spec.total_work, spec.submit_time_s, run.job_id)
 
 
+def _gpu_seconds_key_at(run: JobRun, _now_s: float) -> tuple[float, float, int]:
+    return gpu_seconds_key(run)
+
+
 class Spf(BaseScheduler):
     """Smallest GPU × ideal-time product first, non-preemptive and work-conserving."""
 
@@ -35,7 +39,7 @@ class Spf(BaseScheduler):
 
     def __init__(self) -> None:
         # kept sorted between points instead of sorting the queue at each
-        self.queue = PendingQueue(lambda run, _now: gpu_seconds_key(run), requested_size)
+        self.queue = PendingQueue(_gpu_seconds_key_at, requested_size)
 
     def reset(self) -> None:
         self.queue.clear()
