@@ -19,7 +19,6 @@ declared ``wake = "head-or-free"`` is asleep; see `BaseScheduler.wake`.) Each vi
 
 from __future__ import annotations
 
-import bisect
 import logging
 import math
 import time
@@ -48,6 +47,7 @@ from dlsched.sim.config import SimConfig
 from dlsched.sim.engine import EventKind, EventQueue
 from dlsched.sim.executor import Executor
 from dlsched.sim.metrics import Timeline
+from dlsched.sim.pending import PendingList
 from dlsched.sim.result import Result, RunTotals
 
 log = logging.getLogger(__name__)
@@ -115,11 +115,8 @@ class Simulator:
         self.queue = EventQueue()
         self.now_s = 0.0
         self.runs: dict[int, JobRun] = {}
-        self.pending: list[JobRun] = []
-        # each pending job's place in arrival order (index in `specs`), in pending's order: the
-        # list bisected when a preempted job goes back (keys computed once, compared in C)
-        self._pending_keys: list[int] = []
-        self._arrival_index = {spec.job_id: i for i, spec in enumerate(self.specs)}
+        self._pending = PendingList(self.specs)
+        self.pending: list[JobRun] = self._pending.runs
         self.running: dict[int, JobRun] = {}
         self.finished: list[JobRun] = []
         self.last_status: dict[int, Status] = {}
@@ -144,12 +141,7 @@ class Simulator:
         self._decisions = 0
         self._started = False
         self._point_s: float | None = None
-        # how the pending list changed since the last point (see QueueChanges), and this run's
-        # token and point count for it
-        self._pending_log: list[tuple[JobRun, bool]] = []
-        self._changes: QueueChanges | None = None
-        self._run_token = object()
-        self._points = 0
+        self._changes: QueueChanges | None = None  # since the previous point
         self._wall0 = time.perf_counter()
         self._check_fits()
 
@@ -224,11 +216,7 @@ class Simulator:
                 if self.config.interval_s is not None:
                     self._redraw_noise(t)
                 self._point_s = t
-                self._points += 1
-                self._changes = QueueChanges(
-                    self._run_token, self._points, tuple(self._pending_log)
-                )
-                self._pending_log.clear()
+                self._changes = self._pending.changes()
                 return t
 
     def view(self) -> ClusterView:
@@ -342,7 +330,7 @@ class Simulator:
             run = JobRun(spec, progress_time_s=t)
             run.ideal_duration_s = spec.total_work / max(self.model.ideal_speed(spec), 1e-12)
             self.runs[spec.job_id] = run
-            self._add_pending(run)
+            self._pending.add(run)
             changed = True
         queue = self.queue
         while queue.peek_time() <= t:
@@ -420,10 +408,10 @@ class Simulator:
         if new.is_empty:
             run.rate = 0.0
             self._stop_running(run)
-            self._add_pending(run)
+            self._pending.add(run)
         else:
             if old.is_empty:
-                self._remove_pending(run)
+                self._pending.remove(run)
                 self._start_running(run)
                 if run.first_start_s is None:
                     run.first_start_s = t
@@ -482,29 +470,6 @@ class Simulator:
         self._running_list = None
         run.count_slots(None)
         self._noise.pop(run.job_id, None)
-
-    def _add_pending(self, run: JobRun) -> None:
-        self._pending_log.append((run, True))
-        pending, keys = self.pending, self._pending_keys
-        key = self._arrival_index[run.job_id]
-        if not keys or keys[-1] < key:
-            pending.append(run)  # an arrival, the usual case
-            keys.append(key)
-        else:
-            i = bisect.bisect(keys, key)
-            pending.insert(i, run)
-            keys.insert(i, key)
-
-    def _remove_pending(self, run: JobRun) -> None:
-        self._pending_log.append((run, False))
-        pending, keys = self.pending, self._pending_keys
-        if pending[0] is run:
-            del pending[0]  # the head, the usual case
-            del keys[0]
-        else:
-            i = bisect.bisect_left(keys, self._arrival_index[run.job_id])
-            del pending[i]
-            del keys[i]
 
     # -- accounting ------------------------------------------------------------------------
 
