@@ -8,6 +8,10 @@ decision counts go into one JSON file. A run that raises records its error messa
     python benchmarks/records_fingerprint.py --out /tmp/before.json      # on the old code
     python benchmarks/records_fingerprint.py --out /tmp/after.json       # on the new code
     python benchmarks/records_fingerprint.py --diff /tmp/before.json /tmp/after.json
+
+``--large`` runs instead the priority policies on a large Philly virtual cluster (b436b2 up to
+the first day of its burst of arrivals: thousands of jobs waiting), where incremental queues
+matter (issue 18).
 """
 
 from __future__ import annotations
@@ -30,6 +34,14 @@ EXTRA: tuple[tuple[str, str, int, dict[str, Any]], ...] = (
     ("deeprm", "deeprm", 9001, {"horizon_steps": 50}),
     ("sched2", "sched2", 9001, {"load": 1.8}),
 )
+
+
+LARGE = tuple(
+    ("philly:b436b2", scheduler, 1, {"horizon_s": 2.75e6})
+    for scheduler in ("fifo", "sjf", "sif", "dsif", "spf", "lrf", "srtf", "las", "tiresias")
+)
+"""b436b2 up to the first day of its burst of arrivals (the old code needs minutes a policy for
+the whole VC)."""
 
 
 def _runs() -> list[tuple[str, str, int, dict[str, Any]]]:
@@ -68,13 +80,14 @@ def _one(run: tuple[str, str, int, dict[str, Any]]) -> tuple[str, Any]:
     }
 
 
-def _diff(before_path: str, after_path: str, only: str | None) -> int:
+def _diff(before_path: str, after_path: str, only: str | None, subset: bool = False) -> int:
     with open(before_path) as fh:
         before = json.load(fh)
     with open(after_path) as fh:
         after = json.load(fh)
     bad = 0
-    for key in sorted(set(before) | set(after)):
+    keys = set(after) if subset else set(before) | set(after)  # subset: only what after ran
+    for key in sorted(keys):
         if only is not None and only not in key:
             continue
         a, b = before.get(key), after.get(key)
@@ -97,12 +110,21 @@ def main() -> int:
     parser.add_argument("--diff", nargs=2, metavar=("BEFORE", "AFTER"))
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--match", help="only runs whose key contains this text (e.g. philly)")
+    parser.add_argument("--large", action="store_true", help="the large Philly VC set instead")
+    parser.add_argument("--schedulers", help="only these schedulers (comma-separated)")
+    parser.add_argument(
+        "--subset", action="store_true", help="--diff only the runs AFTER has (a --schedulers run)"
+    )
     args = parser.parse_args()
     if args.diff:
-        return _diff(*args.diff, args.match)
+        return _diff(*args.diff, args.match, args.subset)
     if not args.out:
         parser.error("give --out or --diff")
-    runs = [r for r in _runs() if not args.match or args.match in _key(r)]
+    every = list(LARGE) if args.large else _runs()
+    runs = [r for r in every if not args.match or args.match in _key(r)]
+    if args.schedulers:
+        wanted = set(args.schedulers.split(","))
+        runs = [r for r in runs if r[1] in wanted]
     with ProcessPoolExecutor(args.workers) as pool:
         results = dict(pool.map(_one, runs, chunksize=4))
     with open(args.out, "w") as fh:

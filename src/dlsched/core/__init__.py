@@ -4,7 +4,7 @@ from dlsched.core.cluster import Cluster, Server, usage
 from dlsched.core.decision import Allocation, Code, Decision, Status, Target
 from dlsched.core.job import Arch, JobRun, JobSpec
 from dlsched.core.resources import RESOURCE_NAMES, Resources
-from dlsched.core.view import ClusterView
+from dlsched.core.view import ClusterView, QueueChanges
 
 __all__ = [
     "RESOURCE_NAMES",
@@ -16,6 +16,7 @@ __all__ = [
     "Decision",
     "JobRun",
     "JobSpec",
+    "QueueChanges",
     "Resources",
     "Server",
     "Status",

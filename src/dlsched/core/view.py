@@ -56,6 +56,29 @@ class ReadOnlyList(Sequence[JobRun]):
 
 
 @dataclass(frozen=True, slots=True)
+class QueueChanges:
+    """How the pending list changed since the previous scheduling point of the same run.
+
+    A backend that can say it (the simulator) attaches one to each view, so that a policy
+    keeping its own ordered structure of the pending jobs updates it instead of re-ranking the
+    whole queue (`dlsched.schedulers.pending_queue`). A policy must check ``run`` and ``point``
+    before trusting it: the changes follow from the view of point ``point - 1`` of run ``run``
+    only; anything else (another run, a skipped point, no changes at all) means rebuilding
+    from ``pending``.
+
+    Attributes:
+        run: identifies the run (compare with ``is``; a new object for every run).
+        point: the scheduling point's number in the run (1, 2, ...).
+        log: ``(job, entered)`` in the order they happened: ``entered`` True when the job
+            joined the pending list (arrived or was preempted), False when it left it (started).
+    """
+
+    run: object
+    point: int
+    log: tuple[tuple[JobRun, bool], ...]
+
+
+@dataclass(frozen=True, slots=True)
 class ClusterView:
     """What a real scheduler could observe at a scheduling point.
 
@@ -68,6 +91,8 @@ class ClusterView:
         interval_s: time until the next periodic scheduling point (None if event-driven only).
         last_status: job id → placement outcome of the previous decision, where it failed
             (read-only).
+        changes: how ``pending`` changed since the previous point, where the backend knows
+            (`QueueChanges`); None otherwise.
     """
 
     now_s: float
@@ -77,6 +102,7 @@ class ClusterView:
     interval_s: float | None = None
     last_status: dict[int, Status] = field(default_factory=dict)
     _oracle: SpeedOracle | None = None
+    changes: QueueChanges | None = None
 
     def jobs(self) -> list[JobRun]:
         """Every active job (running and pending), in arrival order."""

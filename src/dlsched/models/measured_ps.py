@@ -31,7 +31,6 @@ from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
-from scipy.interpolate import RBFInterpolator
 
 from dlsched.core import Allocation, Arch, JobSpec
 
@@ -141,6 +140,8 @@ class _ModelTable:
         values = np.array(list(points.values()), dtype=np.float64)
         self.max_ps = int(coords[:, 0].max())
         self.max_workers = int(coords[:, 1].max())
+        from scipy.interpolate import RBFInterpolator  # SciPy's import costs ~0.5 s
+
         rbf = RBFInterpolator(coords, values, kernel="linear")
         grid = np.array(
             [(p, w) for p in range(1, self.max_ps + 1) for w in range(1, self.max_workers + 1)],

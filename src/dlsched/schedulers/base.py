@@ -44,6 +44,12 @@ class BaseScheduler:
     name: str = "base"
     preemptive: ClassVar[bool] = False
     is_oracle: ClassVar[bool] = False
+    wake: ClassVar[str] = "every-point"
+    """When the simulator asks it: ``"every-point"``; or ``"head-or-free"`` for a
+    non-preemptive policy that, once it started nothing, would start nothing again until the
+    first waiting job or the cluster's free resources change (FIFO with head-of-line
+    blocking): the simulator then skips the points in between (as empty decisions, counted
+    as such). Wrappers do not inherit it."""
 
     def reset(self) -> None:
         """Forget per-episode state (called by the simulator before a run)."""

@@ -9,7 +9,9 @@ Locality is the number of servers the job's GPUs would span. Its best is the few
 empty cluster would need (``ceil(GPUs / GPUs per server)`` on identical servers); what it can get
 now is the fewest servers that the free resources allow, filling the servers with most room
 first — which is what packing placement (SCED² Fig. 2) achieves. A job that does not fit at all
-just waits, without counting a delay. Non-preemptive and otherwise work-conserving.
+just waits, without counting a delay. Non-preemptive and otherwise work-conserving. The queue is
+kept sorted between points (`PendingQueue`), and the jobs of a shape that no longer fits are
+skipped together.
 
 Source: Luan et al., SCED² §IV-A baselines ("if the selected job could not get the best
 locality, it will delay the job for at most 3 times").
@@ -23,8 +25,10 @@ from typing import ClassVar
 from dlsched.core import ClusterView, Decision, JobSpec
 from dlsched.schedulers.base import BaseScheduler, Scheduler
 from dlsched.schedulers.common import FreeTracker, requested, tasks_that_fit
+from dlsched.schedulers.ordered import requested_size
+from dlsched.schedulers.pending_queue import PendingQueue, Shape
 from dlsched.schedulers.registry import register
-from dlsched.schedulers.sjf import duration_key
+from dlsched.schedulers.sjf import duration_key_at
 
 MAX_DELAYS = 3
 
@@ -65,9 +69,12 @@ class Dsif(BaseScheduler):
     def __init__(self, max_delays: int = MAX_DELAYS) -> None:
         self.max_delays = max_delays
         self.delays: dict[int, int] = {}
+        # kept sorted between points instead of sorting the queue at each
+        self.queue = PendingQueue(duration_key_at, requested_size)
 
     def reset(self) -> None:
         self.delays = {}
+        self.queue.clear()
 
     def decide(self, view: ClusterView) -> Decision:
         decision = Decision()
@@ -75,13 +82,23 @@ class Dsif(BaseScheduler):
             return decision
         capacity = view.cluster.capacity_array.tolist()
         tracker = FreeTracker(view.cluster)
-        for run in sorted(view.pending, key=duration_key):
+        # per shape: servers its workers need on an empty cluster and, until the next start,
+        # now (both depend on nothing else); a shape that fits nowhere or failed is dead
+        best_of: dict[Shape, int | None] = {}
+        now_of: dict[Shape, int | None] = {}
+        dead: set[Shape] = set()
+        for run, shape in self.queue.update(view).candidates(dead):
             spec = run.spec
             workers, ps = requested(spec)
-            now = servers_needed(tracker.free, spec, workers)
+            if shape not in now_of:
+                now_of[shape] = servers_needed(tracker.free, spec, workers)
+            now = now_of[shape]
             if now is None:
-                continue  # does not fit: waits, no delay counted
-            best = servers_needed(capacity, spec, workers)
+                dead.add(shape)  # does not fit: waits, no delay counted (nor after it)
+                continue
+            if shape not in best_of:
+                best_of[shape] = servers_needed(capacity, spec, workers)
+            best = best_of[shape]
             delayed = self.delays.get(run.job_id, 0)
             if best is not None and now > best and delayed < self.max_delays:
                 self.delays[run.job_id] = delayed + 1
@@ -89,6 +106,9 @@ class Dsif(BaseScheduler):
             if tracker.take(spec, workers, ps):
                 decision.set(run.job_id, workers, ps)
                 self.delays.pop(run.job_id, None)
+                now_of.clear()
+            elif ps == 0:
+                dead.add(shape)
         return decision
 
 

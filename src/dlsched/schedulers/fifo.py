@@ -15,6 +15,7 @@ class Fifo(BaseScheduler):
 
     name = "fifo"
     preemptive: ClassVar[bool] = False
+    wake: ClassVar[str] = "head-or-free"
 
     def __init__(self) -> None:
         # (cluster, its version, head job id) when the head last did not fit

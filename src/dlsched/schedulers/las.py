@@ -14,10 +14,17 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from dlsched.core import ClusterView, Decision
+from dlsched.core import ClusterView, Decision, JobRun
 from dlsched.schedulers.base import BaseScheduler, Scheduler
-from dlsched.schedulers.ordered import run_in_order
+from dlsched.schedulers.ordered import requested_size, run_in_order
+from dlsched.schedulers.pending_queue import PendingQueue
 from dlsched.schedulers.registry import register
+
+
+def service_key(run: JobRun, now_s: float) -> tuple[float, float, int]:
+    """Least GPU-seconds received by ``now_s`` first, then arrival (a waiting job's service
+    does not grow, so its key is the same at any time)."""
+    return (run.attained_gpu_s_at(now_s), run.spec.submit_time_s, run.job_id)
 
 
 class Las(BaseScheduler):
@@ -26,13 +33,15 @@ class Las(BaseScheduler):
     name = "las"
     preemptive: ClassVar[bool] = True
 
+    def __init__(self) -> None:
+        # waiting jobs kept sorted between points; the running ones are ranked at each
+        self.queue = PendingQueue(service_key, requested_size)
+
+    def reset(self) -> None:
+        self.queue.clear()
+
     def decide(self, view: ClusterView) -> Decision:
-        now = view.now_s
-        order = sorted(
-            view.jobs(),
-            key=lambda r: (r.attained_gpu_s_at(now), r.spec.submit_time_s, r.job_id),
-        )
-        return run_in_order(view, order)
+        return run_in_order(view, self.queue.update(view).rank(view))
 
 
 @register(

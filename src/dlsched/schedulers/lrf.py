@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from dlsched.core import ClusterView, Decision, JobRun, JobSpec, Resources
+from dlsched.core import ClusterView, Decision, JobRun, Resources
 from dlsched.schedulers.base import BaseScheduler, Scheduler
 from dlsched.schedulers.common import requested
-from dlsched.schedulers.ordered import start_in_order
+from dlsched.schedulers.ordered import requested_size, start_in_order
+from dlsched.schedulers.pending_queue import PendingQueue
 from dlsched.schedulers.registry import register
 
 
@@ -34,29 +35,23 @@ class Lrf(BaseScheduler):
     preemptive: ClassVar[bool] = False
 
     def __init__(self) -> None:
-        # job id -> (its spec, its key) for the cluster total the keys were computed with: a
-        # job's key never changes, and long queues are sorted at every point
-        self._keys: dict[int, tuple[JobSpec, tuple[float, float, float, int]]] = {}
-        self._keys_total: Resources | None = None
+        # kept sorted between points instead of sorting the queue at each; the keys hold for
+        # the cluster total they were computed with
+        self._total = Resources()
+        self.queue = PendingQueue(self._key, requested_size)
 
     def reset(self) -> None:
-        self._keys.clear()
-        self._keys_total = None
+        self.queue.clear()
+
+    def _key(self, run: JobRun, _now_s: float) -> tuple[float, float, float, int]:
+        return resource_key(run, self._total)
 
     def decide(self, view: ClusterView) -> Decision:
         total = view.cluster.total
-        if total != self._keys_total:
-            self._keys.clear()
-            self._keys_total = total
-        keys = self._keys
-
-        def key(run: JobRun) -> tuple[float, float, float, int]:
-            found = keys.get(run.job_id)
-            if found is None or found[0] is not run.spec:  # new, or another job with this id
-                found = keys[run.job_id] = (run.spec, resource_key(run, total))
-            return found[1]
-
-        return start_in_order(view, sorted(view.pending, key=key))
+        if total != self._total:
+            self._total = total
+            self.queue.clear()
+        return start_in_order(view, self.queue.update(view))
 
 
 @register(

@@ -8,14 +8,20 @@
   pending jobs go into what is left, and running jobs not chosen are preempted unless they still
   fit where they are (SRTF, LAS, Tiresias). Choosing first and placing second avoids preempting a
   job only because a scratch placement put a newcomer on its servers.
+
+Both take the order as a plain list (the policy sorted the jobs itself) or as a
+`PendingQueue` / `Ranking` that the policy keeps up to date between points; with the latter the
+loops skip every remaining job of a shape once one of that shape did not fit (see
+`dlsched.schedulers.pending_queue`), and the decisions are the same.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from dlsched.core import ClusterView, Decision, JobRun, JobSpec
 from dlsched.schedulers.common import FreeTracker, requested
+from dlsched.schedulers.pending_queue import PendingQueue, Ranking, Shape
 
 _EPS = 1e-9
 
@@ -28,14 +34,34 @@ def requested_size(run: JobRun) -> tuple[int, int]:
     return requested(run.spec)
 
 
+def _in_order(
+    runs: Iterable[JobRun] | PendingQueue | Ranking, dead: set[Shape]
+) -> Iterator[tuple[JobRun, Shape | None]]:
+    """``runs`` in order with their shapes where known (a shape added to ``dead`` is skipped)."""
+    if isinstance(runs, PendingQueue | Ranking):
+        return runs.candidates(dead)
+    return ((run, None) for run in runs)
+
+
+def _mark_dead(dead: set[Shape], shape: Shape | None, fits_nowhere: bool) -> None:
+    """Record that a job of ``shape`` did not fit. The loops only take resources, so a shape
+    that exceeds the summed free resources never fits again at this point; nor does a shape
+    without PS whose tasks found no room (whether ``take`` succeeds then depends only on the
+    shape and on what is free, which only shrinks; with PS, where the workers land changes
+    where the PS fit, so such a shape is not dropped)."""
+    if shape is not None and (fits_nowhere or shape[3] == 0):
+        dead.add(shape)
+
+
 def start_in_order(
-    view: ClusterView, runs: Iterable[JobRun], size: Size = requested_size
+    view: ClusterView, runs: Iterable[JobRun] | PendingQueue, size: Size = requested_size
 ) -> Decision:
     """Start each job of ``runs`` (pending ones) that fits, in order; skip those that do not.
 
     Args:
         view: the cluster now.
-        runs: pending jobs in preference order.
+        runs: pending jobs in preference order (a `PendingQueue` is in its key order and must
+            size jobs as ``size`` does).
         size: (workers, PS) of each job; default what it asked for.
 
     Returns:
@@ -44,25 +70,30 @@ def start_in_order(
     decision = Decision()
     tracker = FreeTracker(view.cluster)
     free = list(tracker.total().as_tuple())
-    for run in runs:
+    dead: set[Shape] = set()
+    for run, shape in _in_order(runs, dead):
         workers, ps = size(run)
         need = _demand(run.spec, workers, ps)
         if _exceeds(need, free):
+            _mark_dead(dead, shape, True)
             continue  # cannot fit anywhere: skip the per-server check
         if tracker.take(run.spec, workers, ps):
             decision.set(run.job_id, workers, ps)
             _subtract(free, need)
+        else:
+            _mark_dead(dead, shape, False)
     return decision
 
 
 def run_in_order(
-    view: ClusterView, runs: Sequence[JobRun], size: Size = requested_size
+    view: ClusterView, runs: Sequence[JobRun] | Ranking, size: Size = requested_size
 ) -> Decision:
     """Preemptive priority scheduling of fixed-size jobs (module docstring).
 
     Args:
         view: the cluster now.
-        runs: every active job, highest priority first.
+        runs: every active job, highest priority first (a `Ranking` is in its key order and
+            its queue must size jobs as ``size`` does).
         size: (workers, PS) of a job that starts; running jobs keep their counts.
 
     Returns:
@@ -72,14 +103,18 @@ def run_in_order(
     chooser = FreeTracker(view.cluster, release=list(view.running))
     free = list(chooser.total().as_tuple())
     chosen: list[JobRun] = []
-    for run in runs:
+    dead: set[Shape] = set()
+    for run, shape in _in_order(runs, dead):
         workers, ps = _counts(run, size)
         need = _demand(run.spec, workers, ps)
         if _exceeds(need, free):
+            _mark_dead(dead, shape, True)
             continue  # cannot fit anywhere: skip the per-server check
         if chooser.take(run.spec, workers, ps):
             chosen.append(run)
             _subtract(free, need)
+        else:
+            _mark_dead(dead, shape, False)
     chosen_ids = {run.job_id for run in chosen}
     tracker = FreeTracker(
         view.cluster, release=[r for r in view.running if r.job_id not in chosen_ids]
@@ -93,7 +128,8 @@ def run_in_order(
             workers, ps = size(run)
             if tracker.take(run.spec, workers, ps):
                 decision.set(run.job_id, workers, ps)
-    for run in runs:  # preempt only those whose place a chosen job really needs
+    by_rank = runs.running_jobs() if isinstance(runs, Ranking) else runs
+    for run in by_rank:  # preempt only those whose place a chosen job really needs
         if (
             run.running
             and run.job_id not in chosen_ids

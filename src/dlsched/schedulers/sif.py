@@ -3,7 +3,8 @@
 Rule: at every scheduling point, pending jobs are sorted by their ideal execution time — the
 duration at their best placement, ``total_work`` seconds for all-reduce jobs — then by arrival;
 each starts at its requested GPUs if they fit (the placement policy, packing in SCED², decides
-where), and jobs that do not fit are skipped. Non-preemptive.
+where), and jobs that do not fit are skipped. Non-preemptive. The queue is kept sorted between
+points (`PendingQueue`), not re-sorted at each.
 
 Source: Luan et al., SCED² §IV-A baselines ("schedules the job with the shortest ideal
 execution time from waiting queue") and §II-B, Fig. 4.
@@ -15,9 +16,10 @@ from typing import ClassVar
 
 from dlsched.core import ClusterView, Decision
 from dlsched.schedulers.base import BaseScheduler, Scheduler
-from dlsched.schedulers.ordered import start_in_order
+from dlsched.schedulers.ordered import requested_size, start_in_order
+from dlsched.schedulers.pending_queue import PendingQueue
 from dlsched.schedulers.registry import register
-from dlsched.schedulers.sjf import duration_key
+from dlsched.schedulers.sjf import duration_key_at
 
 
 class Sif(BaseScheduler):
@@ -26,8 +28,14 @@ class Sif(BaseScheduler):
     name = "sif"
     preemptive: ClassVar[bool] = False
 
+    def __init__(self) -> None:
+        self.queue = PendingQueue(duration_key_at, requested_size)
+
+    def reset(self) -> None:
+        self.queue.clear()
+
     def decide(self, view: ClusterView) -> Decision:
-        return start_in_order(view, sorted(view.pending, key=duration_key))
+        return start_in_order(view, self.queue.update(view))
 
 
 @register(

@@ -16,7 +16,8 @@ from typing import ClassVar
 
 from dlsched.core import ClusterView, Decision, JobRun
 from dlsched.schedulers.base import BaseScheduler, Scheduler
-from dlsched.schedulers.ordered import start_in_order
+from dlsched.schedulers.ordered import requested_size, start_in_order
+from dlsched.schedulers.pending_queue import PendingQueue
 from dlsched.schedulers.registry import register
 
 
@@ -25,14 +26,26 @@ def duration_key(run: JobRun) -> tuple[float, float, int]:
     return (run.spec.total_work, run.spec.submit_time_s, run.job_id)
 
 
+def duration_key_at(run: JobRun, _now_s: float) -> tuple[float, float, int]:
+    """`duration_key` as a `PendingQueue` key (it does not depend on the time)."""
+    return duration_key(run)
+
+
 class Sjf(BaseScheduler):
     """Shortest job first, non-preemptive and work-conserving."""
 
     name = "sjf"
     preemptive: ClassVar[bool] = False
 
+    def __init__(self) -> None:
+        # kept sorted between points instead of sorting the queue at each
+        self.queue = PendingQueue(duration_key_at, requested_size)
+
+    def reset(self) -> None:
+        self.queue.clear()
+
     def decide(self, view: ClusterView) -> Decision:
-        return start_in_order(view, sorted(view.pending, key=duration_key))
+        return start_in_order(view, self.queue.update(view))
 
 
 @register(

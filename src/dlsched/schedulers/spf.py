@@ -15,7 +15,8 @@ from typing import ClassVar
 
 from dlsched.core import ClusterView, Decision, JobRun
 from dlsched.schedulers.base import BaseScheduler, Scheduler
-from dlsched.schedulers.ordered import start_in_order
+from dlsched.schedulers.ordered import requested_size, start_in_order
+from dlsched.schedulers.pending_queue import PendingQueue
 from dlsched.schedulers.registry import register
 
 
@@ -26,14 +27,25 @@ def gpu_seconds_key(run: JobRun) -> tuple[float, float, int]:
     return (gpus * spec.total_work, spec.submit_time_s, run.job_id)
 
 
+def _gpu_seconds_key_at(run: JobRun, _now_s: float) -> tuple[float, float, int]:
+    return gpu_seconds_key(run)
+
+
 class Spf(BaseScheduler):
     """Smallest GPU × ideal-time product first, non-preemptive and work-conserving."""
 
     name = "spf"
     preemptive: ClassVar[bool] = False
 
+    def __init__(self) -> None:
+        # kept sorted between points instead of sorting the queue at each
+        self.queue = PendingQueue(_gpu_seconds_key_at, requested_size)
+
+    def reset(self) -> None:
+        self.queue.clear()
+
     def decide(self, view: ClusterView) -> Decision:
-        return start_in_order(view, sorted(view.pending, key=gpu_seconds_key))
+        return start_in_order(view, self.queue.update(view))
 
 
 @register(

@@ -30,7 +30,8 @@ from typing import ClassVar
 from dlsched.core import Arch, ClusterView, Decision, JobRun
 from dlsched.schedulers.base import BaseScheduler, Scheduler
 from dlsched.schedulers.common import requested
-from dlsched.schedulers.ordered import run_in_order
+from dlsched.schedulers.ordered import requested_size, run_in_order
+from dlsched.schedulers.pending_queue import PendingQueue
 from dlsched.schedulers.registry import register
 from dlsched.schedulers.speed_estimate import ObservedSpeeds
 
@@ -43,9 +44,13 @@ class Srtf(BaseScheduler):
 
     def __init__(self) -> None:
         self.speeds = ObservedSpeeds()
+        # waiting jobs kept sorted between points while every key is fixed (no PS job, whose
+        # estimate changes as speeds are observed), the running ones ranked at each
+        self.queue = PendingQueue(self._key, requested_size, flag=_is_ps)
 
     def reset(self) -> None:
         self.speeds.reset()
+        self.queue.clear()
 
     def remaining_s(self, run: JobRun, now_s: float) -> float:
         """Estimated remaining time, seconds (PS jobs: at their requested counts)."""
@@ -56,13 +61,22 @@ class Srtf(BaseScheduler):
         speed = self.speeds.speed(run, max(ps, 1), max(workers, 1))
         return left / speed if speed > 0 else float("inf")
 
+    def _key(self, run: JobRun, now_s: float) -> tuple[float, float, int]:
+        return (self.remaining_s(run, now_s), run.spec.submit_time_s, run.job_id)
+
     def decide(self, view: ClusterView) -> Decision:
+        self.queue.update(view)
+        if not self.queue.flagged and not any(_is_ps(run) for run in view.running):
+            return run_in_order(view, self.queue.rank(view))
         jobs = view.jobs()
         now = view.now_s
-        if any(run.spec.arch is Arch.PS for run in jobs):
-            self.speeds.update(jobs)
+        self.speeds.update(jobs)
         order = sorted(jobs, key=lambda r: (self.remaining_s(r, now), r.spec.submit_time_s))
         return run_in_order(view, order)
+
+
+def _is_ps(run: JobRun) -> bool:
+    return run.spec.arch is Arch.PS
 
 
 @register(

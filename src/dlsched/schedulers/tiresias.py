@@ -22,11 +22,13 @@ The thresholds and the knob are our defaults; the paper tunes them per cluster.
 from __future__ import annotations
 
 import bisect
+import heapq
 from typing import ClassVar
 
 from dlsched.core import ClusterView, Decision, JobRun
 from dlsched.schedulers.base import BaseScheduler, Scheduler
-from dlsched.schedulers.ordered import run_in_order
+from dlsched.schedulers.ordered import requested_size, run_in_order
+from dlsched.schedulers.pending_queue import PendingQueue
 from dlsched.schedulers.registry import register
 
 DEFAULT_THRESHOLDS_GPU_S: tuple[float, ...] = (3600.0,)
@@ -69,42 +71,83 @@ class Tiresias(BaseScheduler):
         self._last_run_s: dict[int, float] = {}
         self._waiting_since_s: dict[int, float] = {}
         self._service_offset: dict[int, float] = {}
+        # the jobs in _run_started_s (seen running, not yet seen waiting or finished)
+        self._tracked: dict[int, JobRun] = {}
+        # waiting jobs that may be promoted: (when, job id, waiting since, last run, job)
+        self._starving: list[tuple[float, int, float, float, JobRun]] = []
+        # waiting jobs kept sorted between points; the running ones are ranked at each
+        self.queue = PendingQueue(self._key, requested_size)
 
     def queue_of(self, run: JobRun, now_s: float) -> int:
         """Queue index (0 = highest priority) of ``run`` at ``now_s``."""
         service = run.attained_gpu_s_at(now_s) - self._service_offset.get(run.job_id, 0.0)
         return bisect.bisect_right(self.thresholds_gpu_s, service)
 
+    def _key(self, run: JobRun, now_s: float) -> tuple[int, float, int]:
+        """Queue, then arrival (a waiting job's key changes only when it is promoted)."""
+        return (self.queue_of(run, now_s), run.spec.submit_time_s, run.job_id)
+
     def _track(self, view: ClusterView) -> None:
-        """Record run and wait spells (as seen at decisions), and promote starved jobs."""
+        """Record run and wait spells (as seen at decisions), and promote starved jobs.
+
+        Only the jobs whose spell changed are visited: those seen running at the last decision
+        and the waiting jobs due for promotion (a heap by due time).
+        """
         now = view.now_s
+        running_ids = set()
         for run in view.running:
             job = run.job_id
+            running_ids.add(job)
             self._waiting_since_s.pop(job, None)
-            self._run_started_s.setdefault(job, self._prev_decision_s)  # started last decision
+            if job not in self._run_started_s:
+                self._run_started_s[job] = self._prev_decision_s  # started last decision
+                self._tracked[job] = run
             self._seen_running_s[job] = now
-        for run in view.pending:
-            job = run.job_id
-            started = self._run_started_s.pop(job, None)
-            if started is not None:  # preempted by the decision at which it was last running
-                stopped = self._seen_running_s.pop(job)
-                self._last_run_s[job] = stopped - started
-                self._waiting_since_s[job] = stopped
-            since = self._waiting_since_s.get(job)
-            last = self._last_run_s.get(job, 0.0)
-            if since is not None and last > 0 and now - since >= self.promote_knob * last:
+        for job in [job for job in self._tracked if job not in running_ids]:
+            run = self._tracked.pop(job)
+            started = self._run_started_s.pop(job)
+            stopped = self._seen_running_s.pop(job)
+            if run.finish_s is not None:
+                continue  # finished: its spells no longer matter
+            # preempted by the decision at which it was last running
+            last = self._last_run_s[job] = stopped - started
+            self._waiting_since_s[job] = stopped
+            if last > 0:
+                when = stopped + self.promote_knob * last
+                heapq.heappush(self._starving, (when, job, stopped, last, run))
+        self._promote(now)
+        self._prev_decision_s = now
+
+    def _promote(self, now: float) -> None:
+        """Promote each waiting job that has waited `promote_knob` times its last run."""
+        starving = self._starving
+        later = []
+        # the heap's times are rounded sums: look a little ahead, decide by the exact test
+        while starving and starving[0][0] <= now + 1e-6 * max(1.0, abs(now)):
+            entry = heapq.heappop(starving)
+            _, job, since, last, run = entry
+            if (
+                self._waiting_since_s.get(job) != since
+                or self._last_run_s.get(job) != last
+                or run.running
+                or run.finish_s is not None
+            ):
+                continue  # it ran again since (a newer entry stands for it) or finished
+            if now - since >= self.promote_knob * last:
                 self._service_offset[job] = run.attained_gpu_s_at(now)
                 self._waiting_since_s[job] = now
                 self._last_run_s[job] = 0.0
-        self._prev_decision_s = now
+                if run in self.queue:
+                    self.queue.rekey(run, now)
+            else:
+                later.append(entry)
+        for entry in later:
+            heapq.heappush(starving, entry)
 
     def decide(self, view: ClusterView) -> Decision:
+        self.queue.update(view)
         self._track(view)
-        now = view.now_s
-        order = sorted(
-            view.jobs(), key=lambda r: (self.queue_of(r, now), r.spec.submit_time_s, r.job_id)
-        )
-        return run_in_order(view, order)
+        return run_in_order(view, self.queue.rank(view))
 
 
 @register(

@@ -46,6 +46,8 @@ class Actuator(Protocol):
 
 def _is_count(x: object) -> bool:
     """A task count: an integer (Python or NumPy, not bool) >= 0."""
+    if type(x) is int:  # the usual case, without the slow abstract-class check
+        return x >= 0
     return isinstance(x, Integral) and not isinstance(x, bool) and int(x) >= 0
 
 

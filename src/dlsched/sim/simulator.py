@@ -11,11 +11,14 @@ drive the run one scheduling point at a time; `Simulator.run` is a loop over it:
     while (t := sim.next_point()) is not None:   # simulate to the next scheduling point
         sim.apply(scheduler.decide(sim.view()))  # decide there and apply
     result = sim.result()
+
+(`run` also applies an empty decision without asking, at the points where a policy that
+declared ``wake = "head-or-free"`` is asleep; see `BaseScheduler.wake`.) Each view carries
+`QueueChanges`: how the pending list changed since the previous point.
 """
 
 from __future__ import annotations
 
-import bisect
 import logging
 import math
 import time
@@ -32,6 +35,7 @@ from dlsched.core import (
     Decision,
     JobRun,
     JobSpec,
+    QueueChanges,
     Resources,
     Status,
 )
@@ -43,14 +47,10 @@ from dlsched.sim.config import SimConfig
 from dlsched.sim.engine import EventKind, EventQueue
 from dlsched.sim.executor import Executor
 from dlsched.sim.metrics import Timeline
+from dlsched.sim.pending import PendingList
 from dlsched.sim.result import Result, RunTotals
 
 log = logging.getLogger(__name__)
-
-
-def _arrival_key(run: JobRun) -> tuple[float, int]:
-    """Order of the pending list: submission time, then job id."""
-    return run.spec.submit_time_s, run.spec.job_id
 
 
 class SimulationStalled(RuntimeError):
@@ -115,7 +115,8 @@ class Simulator:
         self.queue = EventQueue()
         self.now_s = 0.0
         self.runs: dict[int, JobRun] = {}
-        self.pending: list[JobRun] = []
+        self._pending = PendingList(self.specs)
+        self.pending: list[JobRun] = self._pending.runs
         self.running: dict[int, JobRun] = {}
         self.finished: list[JobRun] = []
         self.last_status: dict[int, Status] = {}
@@ -140,6 +141,7 @@ class Simulator:
         self._decisions = 0
         self._started = False
         self._point_s: float | None = None
+        self._changes: QueueChanges | None = None  # since the previous point
         self._wall0 = time.perf_counter()
         self._check_fits()
 
@@ -169,8 +171,23 @@ class Simulator:
                 returned, a run never ends early without saying so).
         """
         scheduler = self.scheduler
+        # a policy that sleeps until its queue's head or the free resources change (see
+        # `BaseScheduler.wake`) is not asked at points where neither did since it started
+        # nothing: its answer would be the same empty decision
+        sleeps = getattr(scheduler, "wake", None) == "head-or-free" and not scheduler.preemptive
+        asleep: tuple[int, int] | None = None
+        empty = Decision()
+        cluster = self.cluster
+        pending = self.pending
         while self.next_point() is not None:
-            self.apply(scheduler.decide(self.view()))
+            if asleep is not None and pending and asleep == (cluster.version, pending[0].job_id):
+                self.apply(empty)
+                continue
+            decision = scheduler.decide(self.view())
+            asleep = None
+            if sleeps and pending and not decision.targets:
+                asleep = (cluster.version, pending[0].job_id)
+            self.apply(decision)
         return self.result()
 
     def next_point(self) -> float | None:
@@ -199,6 +216,7 @@ class Simulator:
                 if self.config.interval_s is not None:
                     self._redraw_noise(t)
                 self._point_s = t
+                self._changes = self._pending.changes()
                 return t
 
     def view(self) -> ClusterView:
@@ -215,6 +233,7 @@ class Simulator:
             interval_s=self.config.interval_s,
             last_status=MappingProxyType(self.last_status),  # type: ignore[arg-type]
             _oracle=self.model.speed if self.scheduler.is_oracle else None,
+            changes=self._changes,
         )
 
     def apply(self, decision: Decision) -> dict[int, Status]:
@@ -311,7 +330,7 @@ class Simulator:
             run = JobRun(spec, progress_time_s=t)
             run.ideal_duration_s = spec.total_work / max(self.model.ideal_speed(spec), 1e-12)
             self.runs[spec.job_id] = run
-            self._add_pending(run)
+            self._pending.add(run)
             changed = True
         queue = self.queue
         while queue.peek_time() <= t:
@@ -389,10 +408,10 @@ class Simulator:
         if new.is_empty:
             run.rate = 0.0
             self._stop_running(run)
-            self._add_pending(run)
+            self._pending.add(run)
         else:
             if old.is_empty:
-                self._remove_pending(run)
+                self._pending.remove(run)
                 self._start_running(run)
                 if run.first_start_s is None:
                     run.first_start_s = t
@@ -451,20 +470,6 @@ class Simulator:
         self._running_list = None
         run.count_slots(None)
         self._noise.pop(run.job_id, None)
-
-    def _add_pending(self, run: JobRun) -> None:
-        pending = self.pending
-        if not pending or _arrival_key(pending[-1]) < _arrival_key(run):
-            pending.append(run)  # an arrival, the usual case
-        else:
-            pending.insert(bisect.bisect(pending, _arrival_key(run), key=_arrival_key), run)
-
-    def _remove_pending(self, run: JobRun) -> None:
-        pending = self.pending
-        if pending[0] is run:
-            del pending[0]  # the head, the usual case
-        else:
-            del pending[bisect.bisect_left(pending, _arrival_key(run), key=_arrival_key)]
 
     # -- accounting ------------------------------------------------------------------------
 

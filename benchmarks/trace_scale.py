@@ -1,0 +1,111 @@
+"""Every fixed-GPU scheduler on a Philly virtual cluster and on the whole Philly trace.
+
+Issue 18's targets: each replays ``philly:6214e9`` (41,226 jobs) in ≤ 15 s and all of Philly
+(82,247 jobs) in ≤ 60 s. Each run is a fresh process with one BLAS thread and a CPU-time limit
+(``--limit``, seconds; a run that reaches it is reported as stopped). Times are CPU seconds of
+the simulation alone (loading the trace and importing the schedulers are not counted), which
+other load on a shared machine changes less than wall time; the wall time is printed next to
+it. Run from the repository root::
+
+    PYTHONPATH=src python benchmarks/trace_scale.py --workloads philly:6214e9,philly \\
+        --schedulers fifo,sif --limit 70
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import resource
+import time
+from typing import Any
+
+FIXED_GPU = "fifo,sjf,sif,dsif,saf,spf,lrf,srtf,las,tiresias,kubeflow-static,kubeflow-dynamic"
+TARGET_S = {"philly:6214e9": 15.0, "philly": 60.0}
+
+
+def _case(workload_name: str, scheduler: str, limit_s: int, queue: Any) -> None:
+    import dlsched
+    from dlsched.schedulers.registry import make_scheduler
+    from dlsched.workloads.registry import make_workload
+
+    workload = make_workload(workload_name, seed=0)
+    make_scheduler("fifo")  # first use imports every scheduler module
+    used = time.process_time()
+    resource.setrlimit(resource.RLIMIT_CPU, (int(used) + limit_s, int(used) + limit_s + 5))
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    result = dlsched.simulate(workload=workload, scheduler=scheduler, seed=0)
+    cpu_s = time.process_time() - cpu0
+    summary = result.summary()
+    queue.put(
+        {
+            "workload": workload_name,
+            "scheduler": scheduler,
+            "jobs": summary["jobs"],
+            "finished": summary["finished"],
+            "cpu_s": cpu_s,
+            "wall_s": time.perf_counter() - wall0,
+            "avg_jct_s": summary["avg_jct_s"],
+            "events": summary["events"],
+            "decisions": summary["decisions"],
+            "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        }
+    )
+
+
+def run_case(workload: str, scheduler: str, limit_s: int) -> dict[str, Any]:
+    """One run in a fresh process; ``{"stopped": True}`` if it hit the CPU limit or failed."""
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = "1"
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=_case, args=(workload, scheduler, limit_s, queue))
+    wall0 = time.perf_counter()
+    proc.start()
+    proc.join()
+    if proc.exitcode == 0:
+        return dict(queue.get())
+    return {
+        "workload": workload,
+        "scheduler": scheduler,
+        "stopped": True,
+        "exitcode": proc.exitcode,
+        "wall_s": time.perf_counter() - wall0,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workloads", default="philly:6214e9,philly")
+    parser.add_argument("--schedulers", default=FIXED_GPU)
+    parser.add_argument("--limit", type=int, default=70, help="CPU seconds per run")
+    parser.add_argument("--json", action="store_true", help="one JSON object per run")
+    args = parser.parse_args()
+    for workload in args.workloads.split(","):
+        for scheduler in args.schedulers.split(","):
+            row = run_case(workload, scheduler, args.limit)
+            if args.json:
+                print(json.dumps(row), flush=True)
+                continue
+            target = TARGET_S.get(workload)
+            if row.get("stopped"):
+                print(
+                    f"{workload} {scheduler}: stopped at the {args.limit} s CPU limit "
+                    f"(exit {row['exitcode']}, {row['wall_s']:.0f} s wall)",
+                    flush=True,
+                )
+                continue
+            met = "" if target is None else f" (target ≤ {target:g} s: "
+            met += "" if target is None else ("met)" if row["cpu_s"] <= target else "not met)")
+            print(
+                f"{workload} {scheduler}: {row['finished']}/{row['jobs']} jobs, CPU "
+                f"{row['cpu_s']:.2f} s{met}, wall {row['wall_s']:.2f} s, "
+                f"{row['jobs'] / row['cpu_s']:,.0f} jobs/s, avg JCT {row['avg_jct_s']:.1f} s, "
+                f"peak {row['peak_mb']:.0f} MB",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()
