@@ -20,7 +20,9 @@ PLUGIN = Plugin(
             "sched2",
             "dlsched.workloads.sched2:make_sched2",
             False,
-            "SCED² §IV: 15×8-GPU servers, 68 % one-GPU jobs, locality-sensitive models",
+            "SCED² §IV: 15×8-GPU servers, 68 % one-GPU jobs, locality-sensitive models; "
+            "default load 1.8, the contended regime SCED² evaluates and the shipped sched2 "
+            "policy is trained for",
         ),
     ),
     experiments=(

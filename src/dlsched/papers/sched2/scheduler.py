@@ -29,10 +29,7 @@ from dlsched.schedulers.registry import register
     description="SCED²'s DQN job selection with packing; sched2:PATH loads a checkpoint",
 )
 def _make(arg: str | None) -> Scheduler:
-    from dlsched.papers.sched2.policy import load_policy, make_scheduler_from
+    from dlsched.papers.sched2.policy import load_scheduler
 
-    net, shape, card = load_policy(arg)
-    source = f"checkpoint {arg}" if arg else "shipped policy"
-    where = f"sched2 ({source}, trained on {card.workload})"
-    seed = int(card.hyperparams.get("profile_seed", 0))
-    return make_scheduler_from(net, shape, profile_seed=seed, where=where)
+    scheduler, _ = load_scheduler(arg)
+    return scheduler
