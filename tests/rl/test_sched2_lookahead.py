@@ -31,6 +31,7 @@ PARAMS = st.builds(
     backfill=st.floats(0.0, 2.0),
     match=st.floats(0.0, 3.0),
     open_cost=st.floats(0.0, 2.0),
+    promote_after=st.floats(0.0, 20.0),
 )
 
 
@@ -75,7 +76,7 @@ def test_reservation_lets_a_starving_big_job_start_sooner():
 
 
 def test_checkpoint_round_trip(tmp_path):
-    params = LookaheadParams(0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
+    params = LookaheadParams(0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
     save_lookahead(
         tmp_path,
         params,

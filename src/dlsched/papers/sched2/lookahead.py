@@ -15,7 +15,7 @@ This policy sees the same things as SCED²'s agent — each waiting job's GPU de
 and its ``k`` profiled times (`dlsched.papers.sched2.profiling`, measured with noise, never the
 simulator's true speed), and the estimated remaining time of every running job (its remaining
 work over its *profiled* speed on its placement) — but over the whole queue, and decides with a
-rule of six parameters (`LookaheadParams`) found by the cross-entropy method on the objective
+rule of nine parameters (`LookaheadParams`) found by the cross-entropy method on the objective
 itself (`dlsched.papers.sched2.lookahead_train`):
 
 1. **Priority** (lower first): ``log(T_best) + gpu_exp · log(GPUs) − aging · log1p(wait / 1 h)``
@@ -23,14 +23,19 @@ itself (`dlsched.papers.sched2.lookahead_train`):
 2. **Locality hold**: a job whose packing placement now would make it slower than
    ``(1 + slow_tol) · T_best`` (estimated from its profile) waits, unless it has waited
    ``patience · T_best`` already.
-3. **Reservation with lookahead** (EASY backfilling over estimates): the first job in priority
-   order that cannot start at its best locality and has waited at least ``reserve_after_h``
-   hours gets the servers that will give it that locality soonest, by the estimated remaining
-   times of their jobs (time ``t*``). Other jobs may use those servers only if their estimated
-   time there ends by ``backfill · t*``; elsewhere they start as usual.
+3. **Reservation with lookahead** (EASY backfilling over estimates): the longest-waiting job
+   that has waited at least ``reserve_after_h`` hours and cannot start now (it does not fit, or
+   it is held) gets the servers that will give it its best locality soonest, by the estimated
+   remaining times of their jobs (time ``t*``). Other jobs may use those servers only if their
+   estimated time there ends by ``backfill · t*``; elsewhere they start as usual.
+4. **Promotion**: a job that has waited ``promote_after`` times its best profiled time goes
+   ahead of the others (promoted jobs in arrival order).
+5. **Placement**: a job that fits on one server goes to the one with the tightest fit plus
+   ``match`` times the mismatch between its estimated time and the remaining times of the
+   server's jobs (so that servers empty at once and big jobs find whole servers) plus
+   ``open_cost`` for an idle server; larger jobs are packed (SCED² Fig. 2).
 
-Every job then starts on its packing placement (SCED² Fig. 2), so the engine applies exactly the
-placements decided here. Non-preemptive.
+The engine applies exactly the placements decided here. Non-preemptive.
 """
 
 from __future__ import annotations
@@ -64,6 +69,9 @@ class LookaheadParams:
         match: weight of the end-time mismatch in choosing a server for a one-server job
             (mean ``|log1p(t_gpu / 1 h) − log1p(T / 1 h)|`` over the server's busy GPUs).
         open_cost: extra cost of starting a one-server job on an idle server.
+        promote_after: a job that has waited this many times its best profiled time goes ahead
+            of every job not promoted (promoted jobs in arrival order), so that it gets the
+            reservation or starts: long jobs do not wait for the queue to drain.
     """
 
     gpu_exp: float = 0.0
@@ -74,6 +82,7 @@ class LookaheadParams:
     backfill: float = 1.0
     match: float = 0.0
     open_cost: float = 0.0
+    promote_after: float = 1e6
 
     NAMES: ClassVar[tuple[str, ...]] = (
         "gpu_exp",
@@ -84,6 +93,7 @@ class LookaheadParams:
         "backfill",
         "match",
         "open_cost",
+        "promote_after",
     )
 
     @staticmethod
@@ -176,27 +186,31 @@ class LookaheadScheduler(BaseScheduler):
             best_s = max(prof.times_s[0], 1.0)
             wait_h = max(0.0, now - run.spec.submit_time_s) / HOUR_S
             key = math.log(best_s) + p.gpu_exp * math.log(g) - p.aging * math.log1p(wait_h)
+            if wait_h * HOUR_S >= p.promote_after * best_s:
+                key = -1e9 + run.spec.submit_time_s / HOUR_S  # promoted: arrival order first
             cands.append(_Candidate(run, prof, best_s, math.ceil(g / m), key))
         cands.sort(key=lambda c: (c.key, c.run.spec.submit_time_s, c.run.job_id))
         times = self._free_times(view)
         reserved: set[int] = set()
         reserve_until = math.inf
+        target: int | None = None
+        for c in sorted(cands, key=lambda c: (c.run.spec.submit_time_s, c.run.job_id)):
+            if now - c.run.spec.submit_time_s < p.reserve_after_h * HOUR_S:
+                break
+            if self._startable(free, c, now) is None:
+                target = c.run.job_id
+                reserve_until, reserved = self._reserve(
+                    times, max(1, c.run.spec.num_gpus), c.best_span, m
+                )
+                break
         for c in cands:
             if free_gpus < 0.5:
                 break
             spec = c.run.spec
-            wait = now - spec.submit_time_s
-            alloc = pack_allocation([row[:] for row in free], spec, spec.num_workers, 0)
-            startable = alloc is not None
-            if alloc is not None:
-                est = c.profile.estimate_time_s(alloc.num_servers)
-                held = est > (1.0 + p.slow_tol) * c.best_s and wait < p.patience * c.best_s
-                startable = not held
-            if not startable:
-                if not reserved and wait >= p.reserve_after_h * HOUR_S:
-                    reserve_until, reserved = self._reserve(
-                        times, max(1, spec.num_gpus), c.best_span, m
-                    )
+            if spec.job_id == target:
+                continue
+            alloc = self._startable(free, c, now)
+            if alloc is None:
                 continue
             assert alloc is not None
             if alloc.num_servers == 1:
@@ -215,6 +229,20 @@ class LookaheadScheduler(BaseScheduler):
             free_gpus -= spec.num_gpus
             decision.targets[c.run.job_id] = Target(alloc.num_workers, 0, alloc)
         return decision
+
+    def _startable(self, free: list[list[float]], c: _Candidate, now: float) -> Allocation | None:
+        """The job's packing placement on ``free`` unless it does not fit or is held for
+        locality (estimated slowdown over ``1 + slow_tol`` and waited under ``patience``)."""
+        p = self.params
+        spec = c.run.spec
+        alloc = pack_allocation([row[:] for row in free], spec, spec.num_workers, 0)
+        if alloc is None:
+            return None
+        est = c.profile.estimate_time_s(alloc.num_servers)
+        wait = now - spec.submit_time_s
+        if est > (1.0 + p.slow_tol) * c.best_s and wait < p.patience * c.best_s:
+            return None
+        return alloc
 
     def _one_server(
         self,

@@ -38,8 +38,9 @@ VALIDATION_SEEDS = (90_001, 90_002, 90_003, 90_004)
 test traces are `dlsched.papers.sched2.train.TEST_SEEDS`)."""
 REFERENCES = ("sif", "dsif", "tiresias")
 METRICS = ("avg_jct_s", "makespan_s", "avg_fragmentation")
-INIT_MEAN = (0.2, 0.2, 0.3, 1.0, 4.0, 1.0, 0.5, 0.2)
-INIT_STD = (0.3, 0.3, 0.3, 1.0, 3.0, 0.5, 0.5, 0.3)
+INIT_MEAN = (0.2, 0.2, 0.3, 1.0, 2.0, 1.0, 0.5, 0.2, 6.0)
+"""Start of the search, in `LookaheadParams.NAMES` order."""
+INIT_STD = (0.3, 0.3, 0.3, 1.0, 2.0, 0.5, 0.5, 0.3, 4.0)
 
 
 @dataclass
