@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -205,6 +206,7 @@ def _train_lookahead(
 
             path, best = train_sched2_lookahead(
                 target,
+                command="dlsched " + " ".join(sys.argv[1:]),
                 workload=workload,
                 config=config,
                 num_jobs=num_jobs,

@@ -153,6 +153,20 @@ def train_sched2(
     return out, best
 
 
+LOOKAHEAD_REASONS = (
+    "Why a rule over the whole queue and not the Q-network: the DQN of issue 6 chose among 10 "
+    "visible jobs and, trained from DSIF demonstrations, reached DSIF's quality and no more. "
+    "What costs SIF/DSIF JCT and makespan at load 1.8 is (a) long multi-GPU jobs started "
+    "spread, 2-3x slower, which then set the makespan, and (b) 16/32-GPU and very long jobs "
+    "starved until arrivals stop. SCED²-L sees every waiting job's profile (measured with "
+    "noise), GPUs and wait, and the running jobs' estimated remaining times (remaining work "
+    "over profiled speed; never true speeds), holds jobs whose estimated slowdown is too "
+    "large, reserves servers for the longest-waiting blocked job by looking ahead over those "
+    "estimates (EASY backfilling), promotes long-starved jobs and places one-server jobs "
+    "next to jobs that end at about the same time."
+)
+
+
 def train_sched2_lookahead(
     out_dir: str | Path,
     *,
@@ -164,11 +178,14 @@ def train_sched2_lookahead(
     servers: int | None = None,
     log_csv: str | Path | None = None,
     on_iteration: Callable[[Any], None] | None = None,
+    command: str = "",
 ) -> tuple[Path, dict[str, float]]:
     """Train SCED²-L by the cross-entropy method (`dlsched.papers.sched2.lookahead_train`) and
     write the best parameters by validation as a checkpoint.
 
-    Args as `train_sched2`; ``config`` is a `CemConfig`.
+    Args as `train_sched2`; ``config`` is a `CemConfig`; ``command`` (the command line that ran
+    this) goes into the card's notes. The per-iteration log (the validation curve) is written to
+    ``log_csv`` (default ``out_dir/train_log.csv``), next to the card.
 
     Returns:
         (checkpoint directory, validation metrics of the saved policy).
@@ -218,7 +235,8 @@ def train_sched2_lookahead(
             f"{len(history)} iterations x {cem.population} vectors x {cem.traces_per_iter} "
             f"fresh training traces of {num_jobs} jobs, {wall:.0f} s wall; kept the iteration "
             "mean with the best validation objective (JCT, makespan and fragmentation each "
-            f"relative to the best of {', '.join(REFERENCES)} per trace)"
+            f"relative to the best of {', '.join(REFERENCES)} per trace), validation curve in "
+            f"{log_path.name}. {LOOKAHEAD_REASONS}" + (f" Command: {command}" if command else "")
         ),
     )
     log.info("sched2-L policy written to %s (validation %s)", out, metrics)
