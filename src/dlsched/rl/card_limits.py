@@ -99,7 +99,9 @@ def validate_card_data(data: Mapping[str, Any], where: str = "card") -> None:
     if setting and (
         not isinstance(setting.get("workload"), str) or not isinstance(setting.get("params"), dict)
     ):
-        raise ValueError(f"{where}: 'trained_setting' needs a 'workload' name and a 'params' object")
+        raise ValueError(
+            f"{where}: 'trained_setting' needs a 'workload' name and a 'params' object"
+        )
     hyper = _mapping(data, "hyperparams", where)
     algorithm = data.get("algorithm")
     if algorithm == "dl2":
