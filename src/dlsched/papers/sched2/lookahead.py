@@ -212,7 +212,6 @@ class LookaheadScheduler(BaseScheduler):
             alloc = self._startable(free, c, now)
             if alloc is None:
                 continue
-            assert alloc is not None
             if alloc.num_servers == 1:
                 alloc = self._one_server(free, times, c, reserved, reserve_until)
             elif reserved:
