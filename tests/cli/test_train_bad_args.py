@@ -29,6 +29,8 @@ BAD = [
     (["sched2", "--num-jobs", "1000000000"], "--num-jobs"),
     (["sched2", "--servers", "0"], "--servers"),
     (["sched2", "--seed", "99999999999"], "--seed"),
+    (["sched2", "--method", "ppo"], "--method"),
+    (["sched2", "--method", "lookahead", "--population", "1"], "--population"),
 ]
 
 

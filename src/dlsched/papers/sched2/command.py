@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -63,11 +64,47 @@ def train_sched2_command(
     log_csv: Annotated[
         Path | None, typer.Option(help="Per-episode CSV log (default OUT/train_log.csv).")
     ] = None,
+    method: Annotated[
+        str,
+        typer.Option(
+            help="lookahead: SCED²-L by cross-entropy search (the shipped policy); "
+            "dqn: SCED²'s Q-network."
+        ),
+    ] = "dqn",
+    iterations: Annotated[
+        int, typer.Option(min=1, max=MAX_STEPS, help="lookahead: cross-entropy iterations.")
+    ] = 12,
+    population: Annotated[
+        int, typer.Option(min=2, max=10_000, help="lookahead: parameter vectors per iteration.")
+    ] = 16,
+    traces_per_iter: Annotated[
+        int, typer.Option(min=1, max=10_000, help="lookahead: training traces per iteration.")
+    ] = 3,
 ) -> None:
-    """Train a SCED² policy; the best by validation effectiveness is saved with a JSON card."""
+    """Train a SCED² policy (DQN, or SCED²-L with --method lookahead); the best by validation
+    is saved with a JSON card."""
     from dlsched.papers.sched2.algorithm import DQNConfig, EpisodeLog
     from dlsched.papers.sched2.train import run_name, train_sched2
 
+    if method not in ("dqn", "lookahead"):
+        err.print(f"error: --method must be dqn or lookahead, got {method!r}")
+        raise typer.Exit(2)
+    if method == "lookahead":
+        _train_lookahead(
+            workload,
+            out_dir,
+            num_jobs,
+            load,
+            one_gpu_frac,
+            servers,
+            seed,
+            minutes,
+            iterations,
+            population,
+            traces_per_iter,
+            log_csv,
+        )
+        return
     with one_line_errors():
         config = DQNConfig(
             seed=seed,
@@ -117,5 +154,66 @@ def train_sched2_command(
                 teacher=None if teacher == "none" else teacher,
                 log_csv=log_csv,
                 on_episode=show,
+            )
+    out.print(f"policy written to [bold]{path}[/] · validation {best}")
+
+
+def _train_lookahead(
+    workload: str,
+    out_dir: Path | None,
+    num_jobs: int,
+    load: float | None,
+    one_gpu_frac: float | None,
+    servers: int | None,
+    seed: int,
+    minutes: float | None,
+    iterations: int,
+    population: int,
+    traces_per_iter: int,
+    log_csv: Path | None,
+) -> None:
+    from dlsched.papers.sched2.lookahead_train import CemConfig, IterationLog
+    from dlsched.papers.sched2.train import run_name, train_sched2_lookahead
+
+    with one_line_errors():
+        config = CemConfig(
+            seed=seed,
+            iterations=iterations,
+            population=population,
+            elite=max(2, population // 4),
+            traces_per_iter=traces_per_iter,
+            time_budget_s=None if minutes is None else minutes * 60.0,
+        )
+        target = out_dir or Path("runs") / run_name(workload, seed)
+        with progress_bar() as progress:
+            task = progress.add_task("sched2-L iterations", total=iterations)
+
+            def show(row: IterationLog) -> None:
+                progress.update(
+                    task,
+                    advance=1,
+                    description=f"it {row.iteration} · validation {row.validation:.3f}",
+                )
+                if not err.is_terminal:
+                    err.print(
+                        f"iteration {row.iteration}: train best {row.train_best:.4f}, "
+                        f"validation {row.validation:.4f} (JCT {row.validation_avg_jct_s:.0f} s, "
+                        f"makespan {row.validation_makespan_s:.0f} s, fragmentation "
+                        f"{row.validation_avg_fragmentation:.3f}), params [{row.params}], "
+                        f"{row.wall_s:.0f} s",
+                        highlight=False,
+                    )
+
+            path, best = train_sched2_lookahead(
+                target,
+                command="dlsched " + " ".join(sys.argv[1:]),
+                workload=workload,
+                config=config,
+                num_jobs=num_jobs,
+                load=load,
+                one_gpu_frac=one_gpu_frac,
+                servers=servers,
+                log_csv=log_csv,
+                on_iteration=show,
             )
     out.print(f"policy written to [bold]{path}[/] · validation {best}")

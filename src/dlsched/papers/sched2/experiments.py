@@ -1,8 +1,9 @@
 """``dlsched reproduce sched2``: SCED² Fig. 7, 8, 9, 10 and Table III on held-out traces.
 
 * **Fig. 7** — average execution effectiveness, makespan and average JCT of SCED² (the shipped
-  policy) and SIF, DSIF, SAF (oracle), LRF, SPF, FIFO on traces with 60 %, 68 % and 75 % one-GPU
-  jobs.
+  policy, SCED²-L) and SIF, DSIF, SAF (oracle), LRF, SPF, FIFO and Tiresias (preemptive, not in
+  the paper; the strongest heuristic on makespan here) on traces with 60 %, 68 % and 75 %
+  one-GPU jobs.
 * **Fig. 8** — average effectiveness when every arrival interval is scaled (68 % mix).
 * **Fig. 9** — average server fragmentation (Eq. 1) over time on one test trace, with the GPUs
   SCED²'s waiting jobs ask for.
@@ -45,7 +46,7 @@ from dlsched.workloads.registry import make_workload
 
 log = logging.getLogger(__name__)
 
-SCHEDULERS = ("sched2", "sif", "dsif", "saf", "lrf", "spf", "fifo")
+SCHEDULERS = ("sched2", "sif", "dsif", "saf", "lrf", "spf", "fifo", "tiresias")
 MIXES = (0.60, 0.68, 0.75)
 SCALINGS = (0.75, 1.0, 1.25, 1.5, 2.0)
 REDUCED_SEEDS = 2

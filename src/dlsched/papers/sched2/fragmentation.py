@@ -17,9 +17,10 @@ time at scheduling points, and writes:
   the first and last thirds of the arrival span, average JCT and wait.
 
 Sizes: the reduced default is `REDUCED` (300 jobs, seeds 1–3); ``full=True`` is `FULL` (SCED²'s
-1,000-job traces, seeds 1–5). ``load`` is `LOAD` = 2 (twice the arrival rate of the workload's
-default): SCED² reports baselines waiting 19,075 s on average (§IV-C), far busier than the
-``sched2`` workload at load 1, and fragmentation only matters when jobs queue.
+1,000-job traces, seeds 1–5). ``load`` is `LOAD` = 2 (twice the trace's own arrival rate, a
+little above the workload's default of 1.8): SCED² reports baselines waiting 19,075 s on
+average (§IV-C), far busier than the ``sched2`` workload at load 1, and fragmentation only
+matters when jobs queue.
 """
 
 from __future__ import annotations

@@ -1,9 +1,16 @@
-"""SCED²'s trained Q-network as a scheduler: load, save and evaluate policies.
+"""SCED² policies as schedulers: load, save and evaluate checkpoints of both kinds.
 
-The registered ``sched2`` scheduler (`dlsched.papers.sched2.scheduler`) loads the policy shipped in
-``dlsched/papers/sched2/policies/sched2`` (trained on the ``sched2`` workload: 15 servers × 8 GPUs,
-J = 10, k = 4) or another checkpoint (a directory with ``policy.pt`` and ``card.json``,
-`dlsched.rl.checkpoint`) through `load_policy` and `make_scheduler_from`.
+A checkpoint is a directory with ``policy.pt`` and ``card.json`` (`dlsched.rl.checkpoint`) whose
+card says ``algorithm: "sched2"`` and, in ``hyperparams["policy"]``, which kind it holds:
+
+* ``"qnet"`` (or absent): SCED²'s Q-network over a window of J jobs (`load_policy`,
+  `make_scheduler_from`); ``policies/sched2_dqn`` is the issue-6 DQfD network (15 × 8 GPUs,
+  J = 10, k = 4).
+* ``"lookahead"``: SCED²-L, the rule over the whole queue of `dlsched.papers.sched2.lookahead`,
+  its parameters found by the cross-entropy method (`load_lookahead`, `save_lookahead`);
+  ``policies/sched2`` — the shipped policy behind ``--scheduler sched2`` — is one.
+
+`load_scheduler` builds a scheduler from either kind.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from dlsched.papers.sched2.algorithm import DQNConfig, Sched2QNet, make_net
+from dlsched.papers.sched2.lookahead import LookaheadParams, LookaheadScheduler
 from dlsched.papers.sched2.profiling import Profiler
 from dlsched.papers.sched2.state import WINDOW_ORDERS, Sched2Encoder, Sched2Shape
 from dlsched.rl.checkpoint import (
@@ -25,10 +33,15 @@ from dlsched.rl.checkpoint import (
     save_checkpoint,
 )
 from dlsched.rl.policy_scheduler import PolicyScheduler
+from dlsched.schedulers.base import Scheduler
 from dlsched.workloads.base import Workload
 
 POLICY_DIR = Path(__file__).resolve().parent / "policies" / "sched2"
-"""The shipped policy (``policy.pt`` + ``card.json``)."""
+"""The shipped policy (``policy.pt`` + ``card.json``): SCED²-L."""
+DQN_POLICY_DIR = Path(__file__).resolve().parent / "policies" / "sched2_dqn"
+"""The issue-6 Q-network (DQfD from DSIF demonstrations), kept for comparison."""
+LOOKAHEAD = "lookahead"
+PARAMS_KEY = "params"
 
 
 def shape_from_card(card: PolicyCard) -> Sched2Shape:
@@ -52,9 +65,11 @@ def make_scheduler_from(
 
 def load_policy(path: str | Path | None = None) -> tuple[Sched2QNet, Sched2Shape, PolicyCard]:
     """Load a sched2 checkpoint (default: the shipped one) without unpickling objects."""
-    where = Path(path) if path is not None else POLICY_DIR
+    where = Path(path) if path is not None else DQN_POLICY_DIR
     card = read_card(where)
     check_card(card, algorithm="sched2", where=f"checkpoint {where}")  # before its shape fields
+    if card.hyperparams.get("policy") == LOOKAHEAD:
+        raise ValueError(f"checkpoint {where}: holds a SCED²-L rule, not a Q-network")
     shape = shape_from_card(card)
     state, card = load_checkpoint(where, algorithm="sched2", shapes=shape.as_card())
     config = DQNConfig(**{k: v for k, v in card.hyperparams.items() if k in _NET_FIELDS})
@@ -110,3 +125,73 @@ def evaluate(
     net.train(was_training)
     keys = ("avg_effectiveness", "avg_jct_s", "makespan_s", "avg_fragmentation", "avg_wait_s")
     return {k: float(np.mean([s[k] for s in summaries])) for k in keys}
+
+
+def save_lookahead(
+    directory: str | Path,
+    params: LookaheadParams,
+    *,
+    gpus_per_server: int,
+    workload: str,
+    workload_params: dict[str, Any],
+    seeds: dict[str, list[int]],
+    steps: int,
+    validation: dict[str, float],
+    hyperparams: dict[str, Any],
+    notes: str = "",
+) -> Path:
+    """Write a SCED²-L checkpoint: the parameter vector as a tensor, the card alongside.
+
+    ``trained_setting`` is the workload and ``workload_params`` it was trained at.
+    """
+    import torch
+
+    card = PolicyCard(
+        algorithm="sched2",
+        workload=workload,
+        workload_params=workload_params,
+        shapes={"M": gpus_per_server},
+        seeds=seeds,
+        steps={"simulations": steps},
+        validation=validation,
+        hyperparams={"policy": LOOKAHEAD, PARAMS_KEY: params.as_dict(), **hyperparams},
+        notes=notes,
+        trained_setting={"workload": workload, "params": dict(workload_params)},
+    )
+    state = {PARAMS_KEY: torch.tensor(params.vector(), dtype=torch.float64)}
+    return save_checkpoint(directory, state, card)
+
+
+def load_lookahead(path: str | Path | None = None) -> tuple[LookaheadParams, int, PolicyCard]:
+    """Load a SCED²-L checkpoint (default: the shipped one): (parameters, M, card)."""
+    where = Path(path) if path is not None else POLICY_DIR
+    card = read_card(where)
+    check_card(card, algorithm="sched2", where=f"checkpoint {where}")
+    if card.hyperparams.get("policy") != LOOKAHEAD:
+        raise ValueError(f"checkpoint {where}: holds a Q-network, not a SCED²-L rule")
+    m = card.shapes.get("M")
+    if m is None:
+        raise ValueError(f"checkpoint {where}: card has no shape field 'M'")
+    state, card = load_checkpoint(where, algorithm="sched2", shapes={"M": m})
+    vector = state.get(PARAMS_KEY)
+    if vector is None or vector.numel() != len(LookaheadParams.NAMES):
+        raise ValueError(
+            f"checkpoint {where}: needs a {PARAMS_KEY!r} tensor of "
+            f"{len(LookaheadParams.NAMES)} values"
+        )
+    return LookaheadParams.from_vector(vector.tolist()), int(m), card
+
+
+def load_scheduler(path: str | Path | None = None) -> tuple[Scheduler, PolicyCard]:
+    """A scheduler from a checkpoint of either kind (default: the shipped SCED²-L policy)."""
+    where = Path(path) if path is not None else POLICY_DIR
+    card = read_card(where)
+    check_card(card, algorithm="sched2", where=f"checkpoint {where}")
+    seed = int(card.hyperparams.get("profile_seed", 0))
+    source = f"checkpoint {path}" if path is not None else "shipped policy"
+    if card.hyperparams.get("policy") == LOOKAHEAD:
+        params, m, card = load_lookahead(where)
+        return LookaheadScheduler(params, m, profile_seed=seed), card
+    net, shape, card = load_policy(where)
+    label = f"sched2 ({source}, trained on {card.workload})"
+    return make_scheduler_from(net, shape, profile_seed=seed, where=label), card

@@ -1,16 +1,18 @@
-"""The ``sched2`` scheduler: SCED²'s trained Q-network behind the `Scheduler` protocol.
+"""The ``sched2`` scheduler: a shipped SCED² policy behind the `Scheduler` protocol.
 
-``--scheduler sched2`` loads the policy shipped in ``dlsched/papers/sched2/policies/sched2``
-(trained on the ``sched2`` workload: 15 servers × 8 GPUs, J = 10, k = 4); ``sched2:PATH`` loads
-another checkpoint (a directory with ``policy.pt`` and ``card.json``, `dlsched.rl.checkpoint`). At
-each scheduling point it repeats: observe (`sched2_state`), take the legal action with the highest
-Q-value, until φ or nothing fits; the picked jobs start on their packing placements.
-Non-preemptive.
-
-It works on any fixed-GPU workload — ``sched2``, ``philly[:VC]``, ``trace:PATH`` — whose
-cluster has the N servers × M GPUs the policy was trained for; otherwise the first decision
-raises a one-line ValueError naming both shapes (pass ``--servers N``, or train a policy for
-that trace with ``dlsched train sched2 --workload philly:VC``).
+``--scheduler sched2`` loads the policy shipped in ``dlsched/papers/sched2/policies/sched2``:
+SCED²-L (`dlsched.papers.sched2.lookahead`), a rule over the whole waiting queue — priority,
+locality holds and a reservation planned over profiled (estimated) durations — whose parameters
+were trained by cross-entropy search on the ``sched2`` workload at load 1.8 (its card says how).
+It works on any fixed-GPU workload whose servers have the 8 GPUs it was trained for, at any
+number of servers. ``sched2:PATH`` loads another checkpoint (a directory with ``policy.pt`` and
+``card.json``, `dlsched.rl.checkpoint`) of either kind, e.g. ``policies/sched2_dqn``, SCED²'s
+Q-network (issue 6): at each scheduling point it repeats observe (`dlsched.papers.sched2.state`)
+and take the legal action with the highest Q-value, until φ or nothing fits; the picked jobs
+start on their packing placements. A Q-network works only on the N servers × M GPUs it was
+trained for; otherwise the first decision raises a one-line ValueError naming both shapes (pass
+``--servers N``, or train one for that trace with ``dlsched train sched2 --workload philly:VC``).
+Both are non-preemptive.
 
 This module only registers the scheduler; PyTorch is imported when one is built
 (`dlsched.papers.sched2.policy`), so listing schedulers stays fast.
@@ -26,13 +28,11 @@ from dlsched.schedulers.registry import register
     "sched2",
     setting="fixed-GPU (sched2, philly, trace)",
     source="SCED² §III",
-    description="SCED²'s DQN job selection with packing; sched2:PATH loads a checkpoint",
+    description="SCED²-L: learned locality-aware selection over the whole queue with a "
+    "reservation over estimated durations; sched2:PATH loads a checkpoint (DQN or rule)",
 )
 def _make(arg: str | None) -> Scheduler:
-    from dlsched.papers.sched2.policy import load_policy, make_scheduler_from
+    from dlsched.papers.sched2.policy import load_scheduler
 
-    net, shape, card = load_policy(arg)
-    source = f"checkpoint {arg}" if arg else "shipped policy"
-    where = f"sched2 ({source}, trained on {card.workload})"
-    seed = int(card.hyperparams.get("profile_seed", 0))
-    return make_scheduler_from(net, shape, profile_seed=seed, where=where)
+    scheduler, _ = load_scheduler(arg)
+    return scheduler

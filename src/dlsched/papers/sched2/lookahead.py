@@ -1,0 +1,313 @@
+"""SCED²-L: a learned job-selection rule over the whole queue, with locality holds and a
+reservation planned over *estimated* durations.
+
+Why not the Q-network alone (issue 17): the DQN chooses among J = 10 visible jobs and, trained
+from DSIF demonstrations, reaches about DSIF's quality and no more — its action space can express
+DSIF's choice but not what makes DSIF lose. On ``sched2`` traces at load 1.8 the losses are:
+
+* **locality collapses for long jobs**: a 4-GPU, 12 h transformer spread over 4 servers runs
+  3.3× slower and alone sets the makespan (SIF, validation trace 90001: 142,123 s of running for
+  43,507 s of work);
+* **big jobs starve**: 16- and 32-GPU jobs wait 25,000–70,000 s, until arrivals stop, because
+  small short jobs keep taking the servers they need; they then run last, at the end of the trace.
+
+This policy sees the same things as SCED²'s agent — each waiting job's GPU demand, waiting time
+and its ``k`` profiled times (`dlsched.papers.sched2.profiling`, measured with noise, never the
+simulator's true speed), and the estimated remaining time of every running job (its remaining
+work over its *profiled* speed on its placement) — but over the whole queue, and decides with a
+rule of nine parameters (`LookaheadParams`) found by the cross-entropy method on the objective
+itself (`dlsched.papers.sched2.lookahead_train`):
+
+1. **Priority** (lower first): ``log(T_best) + gpu_exp · log(GPUs) − aging · log1p(wait / 1 h)``
+   with ``T_best`` the profiled time at the best placement.
+2. **Locality hold**: a job whose packing placement now would make it slower than
+   ``(1 + slow_tol) · T_best`` (estimated from its profile) waits, unless it has waited
+   ``patience · T_best`` already.
+3. **Reservation with lookahead** (EASY backfilling over estimates): the longest-waiting job
+   that has waited at least ``reserve_after_h`` hours and cannot start now (it does not fit, or
+   it is held) gets the servers that will give it its best locality soonest, by the estimated
+   remaining times of their jobs (time ``t*``). Other jobs may use those servers only if their
+   estimated time there ends by ``backfill · t*``; elsewhere they start as usual.
+4. **Promotion**: a job that has waited ``promote_after`` times its best profiled time goes
+   ahead of the others (promoted jobs in arrival order).
+5. **Placement**: a job that fits on one server goes to the one with the tightest fit plus
+   ``match`` times the mismatch between its estimated time and the remaining times of the
+   server's jobs (so that servers empty at once and big jobs find whole servers) plus
+   ``open_cost`` for an idle server; larger jobs are packed (SCED² Fig. 2).
+
+The engine applies exactly the placements decided here. Non-preemptive.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields
+from typing import ClassVar
+
+from dlsched.core import Allocation, ClusterView, Decision, JobRun, Target
+from dlsched.papers.sched2.profiling import JobProfile, Profiler
+from dlsched.schedulers.base import BaseScheduler
+from dlsched.schedulers.common import tasks_that_fit
+from dlsched.schedulers.saf import pack_allocation
+
+HOUR_S = 3600.0
+
+
+@dataclass(frozen=True)
+class LookaheadParams:
+    """The rule's parameters (module docstring); every one is ≥ 0.
+
+    Attributes:
+        gpu_exp: weight of ``log(GPUs)`` in the priority (0: shortest first; 1: least
+            GPU-time first).
+        aging: weight of ``log1p(wait / 1 h)`` in the priority (0: no aging).
+        slow_tol: tolerated estimated slowdown from locality before a job is held (0.25: hold
+            jobs that would run over 25 % slower than at their best placement).
+        patience: longest hold, in multiples of the job's best profiled time.
+        reserve_after_h: hours a job must have waited before it gets a reservation.
+        backfill: other jobs may use reserved servers if they end by ``backfill · t*``.
+        match: weight of the end-time mismatch in choosing a server for a one-server job
+            (mean ``|log1p(t_gpu / 1 h) − log1p(T / 1 h)|`` over the server's busy GPUs).
+        open_cost: extra cost of starting a one-server job on an idle server.
+        promote_after: a job that has waited this many times its best profiled time goes ahead
+            of every job not promoted (promoted jobs in arrival order), so that it gets the
+            reservation or starts: long jobs do not wait for the queue to drain.
+    """
+
+    gpu_exp: float = 0.0
+    aging: float = 0.0
+    slow_tol: float = 0.25
+    patience: float = 1.0
+    reserve_after_h: float = 4.0
+    backfill: float = 1.0
+    match: float = 0.0
+    open_cost: float = 0.0
+    promote_after: float = 1e6
+
+    NAMES: ClassVar[tuple[str, ...]] = (
+        "gpu_exp",
+        "aging",
+        "slow_tol",
+        "patience",
+        "reserve_after_h",
+        "backfill",
+        "match",
+        "open_cost",
+        "promote_after",
+    )
+
+    @staticmethod
+    def from_vector(values: list[float]) -> LookaheadParams:
+        """Parameters from a vector in `NAMES` order, clipped at 0."""
+        return LookaheadParams(*(max(0.0, float(v)) for v in values))
+
+    def vector(self) -> list[float]:
+        return [float(getattr(self, f.name)) for f in fields(self)]
+
+    def as_dict(self) -> dict[str, float]:
+        return asdict(self)
+
+
+@dataclass
+class _Candidate:
+    run: JobRun
+    profile: JobProfile
+    best_s: float
+    best_span: int
+    key: float
+
+
+class LookaheadScheduler(BaseScheduler):
+    """SCED²-L (module docstring).
+
+    Args:
+        params: the rule's parameters.
+        gpus_per_server: M (for the best span ``ceil(GPUs / M)``).
+        profile_seed: seed of the profiler's measurement noise.
+    """
+
+    name = "sched2"
+    preemptive: ClassVar[bool] = False
+
+    def __init__(
+        self, params: LookaheadParams, gpus_per_server: int = 8, *, profile_seed: int = 0
+    ) -> None:
+        self.params = params
+        self.gpus_per_server = gpus_per_server
+        self.profiler = Profiler(gpus_per_server, seed=profile_seed)
+
+    def reset(self) -> None:
+        self.profiler._cache.clear()
+
+    # -- estimates -----------------------------------------------------------------------
+
+    def _free_times(self, view: ClusterView) -> list[list[float]]:
+        """Per server, the estimated seconds until each GPU is free (0 = free now)."""
+        m = self.gpus_per_server
+        now = view.now_s
+        free = view.cluster.free_array.tolist()
+        times: list[list[float]] = [[0.0] * round(row[0]) for row in free]
+        for run in view.running:
+            prof = self.profiler.profile(run.spec)
+            left = prof.estimate_time_s(run.allocation.num_servers, run.remaining_work(now))
+            for server, n in run.allocation.workers:
+                times[server].extend([left] * n)
+        for row in times:
+            row.sort()
+            del row[m:]
+        return times
+
+    @staticmethod
+    def _reserve(times: list[list[float]], gpus: int, span: int, m: int) -> tuple[float, set[int]]:
+        """Servers giving ``gpus`` GPUs on ``span`` servers soonest, and when (seconds from now)."""
+        per_server = -(-gpus // span)
+        ready = sorted(
+            (row[per_server - 1] if per_server <= len(row) else math.inf, s)
+            for s, row in enumerate(times)
+        )
+        chosen = ready[:span]
+        return chosen[-1][0], {s for _, s in chosen}
+
+    # -- deciding ------------------------------------------------------------------------
+
+    def decide(self, view: ClusterView) -> Decision:
+        decision = Decision()
+        if not view.pending:
+            return decision
+        p = self.params
+        m = self.gpus_per_server
+        now = view.now_s
+        free = view.cluster.free_array.tolist()
+        free_gpus = sum(row[0] for row in free)
+        cands: list[_Candidate] = []
+        for run in view.pending:
+            prof = self.profiler.profile(run.spec)
+            g = max(1, run.spec.num_gpus)
+            best_s = max(prof.times_s[0], 1.0)
+            wait_h = max(0.0, now - run.spec.submit_time_s) / HOUR_S
+            key = math.log(best_s) + p.gpu_exp * math.log(g) - p.aging * math.log1p(wait_h)
+            if wait_h * HOUR_S >= p.promote_after * best_s:
+                key = -1e9 + run.spec.submit_time_s / HOUR_S  # promoted: arrival order first
+            cands.append(_Candidate(run, prof, best_s, math.ceil(g / m), key))
+        cands.sort(key=lambda c: (c.key, c.run.spec.submit_time_s, c.run.job_id))
+        times = self._free_times(view)
+        reserved: set[int] = set()
+        reserve_until = math.inf
+        target: int | None = None
+        for c in sorted(cands, key=lambda c: (c.run.spec.submit_time_s, c.run.job_id)):
+            if now - c.run.spec.submit_time_s < p.reserve_after_h * HOUR_S:
+                break
+            if self._startable(free, c, now) is None:
+                target = c.run.job_id
+                reserve_until, reserved = self._reserve(
+                    times, max(1, c.run.spec.num_gpus), c.best_span, m
+                )
+                break
+        for c in cands:
+            if free_gpus < 0.5:
+                break
+            spec = c.run.spec
+            if spec.job_id == target:
+                continue
+            alloc = self._startable(free, c, now)
+            if alloc is None:
+                continue
+            if alloc.num_servers == 1:
+                alloc = self._one_server(free, times, c, reserved, reserve_until)
+            elif reserved:
+                alloc = self._around(free, c, alloc, reserved, reserve_until)
+            if alloc is None:
+                continue
+            est = c.profile.estimate_time_s(alloc.num_servers)
+            _take(free, alloc, spec.worker_demand.as_tuple())
+            for server, n in alloc.workers:
+                row = times[server]
+                for i in range(min(n, len(row))):
+                    row[i] = est
+                row.sort()
+            free_gpus -= spec.num_gpus
+            decision.targets[c.run.job_id] = Target(alloc.num_workers, 0, alloc)
+        return decision
+
+    def _startable(self, free: list[list[float]], c: _Candidate, now: float) -> Allocation | None:
+        """The job's packing placement on ``free`` unless it does not fit or is held for
+        locality (estimated slowdown over ``1 + slow_tol`` and waited under ``patience``)."""
+        p = self.params
+        spec = c.run.spec
+        alloc = pack_allocation([row[:] for row in free], spec, spec.num_workers, 0)
+        if alloc is None:
+            return None
+        est = c.profile.estimate_time_s(alloc.num_servers)
+        wait = now - spec.submit_time_s
+        if est > (1.0 + p.slow_tol) * c.best_s and wait < p.patience * c.best_s:
+            return None
+        return alloc
+
+    def _one_server(
+        self,
+        free: list[list[float]],
+        times: list[list[float]],
+        c: _Candidate,
+        reserved: set[int],
+        until_s: float,
+    ) -> Allocation | None:
+        """The server for a job that fits on one: tightest fit, plus ``match`` times the
+        end-time mismatch and ``open_cost`` for an idle server; reserved servers only if the
+        job ends by ``backfill · t*``."""
+        p = self.params
+        spec = c.run.spec
+        g = spec.num_workers
+        need = spec.worker_demand.as_tuple()
+        est = c.profile.estimate_time_s(1)
+        may_reserved = est <= p.backfill * until_s
+        log_est = math.log1p(est / HOUR_S)
+        m = self.gpus_per_server
+        best: tuple[float, int] | None = None
+        for server, row in enumerate(free):
+            if server in reserved and not may_reserved:
+                continue
+            room = tasks_that_fit(row, need)
+            if room < g:
+                continue
+            score = (room - g) / m
+            busy = [t for t in times[server] if t > 0.0]
+            if busy:
+                score += (
+                    p.match * sum(abs(math.log1p(t / HOUR_S) - log_est) for t in busy) / len(busy)
+                )
+            else:
+                score += p.open_cost
+            if best is None or score < best[0]:
+                best = (score, server)
+        if best is None:
+            return None
+        return Allocation.of([(best[1], g)])
+
+    def _around(
+        self,
+        free: list[list[float]],
+        c: _Candidate,
+        alloc: Allocation,
+        reserved: set[int],
+        until_s: float,
+    ) -> Allocation | None:
+        """``alloc`` if it avoids the reserved servers or ends in time; else a packing placement
+        on the other servers at no worse locality; else None."""
+        if not any(s in reserved for s, _ in alloc.workers):
+            return alloc
+        if c.profile.estimate_time_s(alloc.num_servers) <= self.params.backfill * until_s:
+            return alloc
+        spec = c.run.spec
+        others = [[0.0, 0.0, 0.0] if s in reserved else row[:] for s, row in enumerate(free)]
+        outside = pack_allocation(others, spec, spec.num_workers, 0)
+        if outside is None or outside.num_servers > alloc.num_servers:
+            return None
+        return outside
+
+
+def _take(free: list[list[float]], alloc: Allocation, need: tuple[float, float, float]) -> None:
+    """Subtract ``alloc``'s workers of demand ``need`` from ``free`` in place."""
+    for server, n in alloc.workers:
+        row = free[server]
+        for r in range(3):
+            row[r] -= need[r] * n
