@@ -9,7 +9,8 @@ command so pip keeps the CPU build). Example::
         --minutes 25 --baselines sjf --out runs/ppo_deeprm
 
 MaskablePPO runs with its default hyper-parameters (``MlpPolicy``, γ = 0.99, 2,048 steps per
-rollout) for ``--minutes`` of wall time; the model is saved as ``OUT/model.zip``. It is then
+rollout) for ``--minutes`` of wall time; the model is saved as ``OUT/model.zip``, each
+training episode's return in ``OUT/episodes.csv`` (a progress line is logged every minute). It is then
 evaluated greedily with `dlsched.rl.adapter.from_sb3` in `dlsched.compare` against the
 baselines, on held-out seeds: the environments draw their training traces from seeds
 ≥ 1,000,000 (DL2) or uniformly from 0..2^31 (DeepRM, SCED²), and the default evaluation seeds
@@ -50,19 +51,49 @@ SCHED2_ENV_ONLY = {"slots", "order", "max_steps", "profile_seed", "reward"}
 
 
 class TimeLimit(BaseCallback):
-    """Stops training after ``seconds`` of wall time; records the traces trained on."""
+    """Stops training after ``seconds`` of wall time; records the traces trained on, and each
+    episode's undiscounted return in ``log_path`` (CSV: ``wall_s`` seconds since the start,
+    ``timesteps`` environment steps so far, ``episode_return`` the episode's summed reward);
+    logs the mean return of the episodes since the last line every ``every_s`` seconds."""
 
-    def __init__(self, seconds: float) -> None:
+    def __init__(self, seconds: float, log_path: Path, every_s: float = 60.0) -> None:
         super().__init__()
         self.seconds = seconds
         self.start = time.monotonic()
         self.trace_seeds: set[int] = set()
+        self.every_s = every_s
+        self._last_line = self.start
+        self._return = 0.0
+        self._recent: list[float] = []
+        self._log = log_path.open("w")
+        self._log.write("wall_s,timesteps,episode_return\n")
 
     def _on_step(self) -> bool:
         for info in self.locals.get("infos", []):
-            if "trace_seed" in info:
+            if "trace_seed" in info and info["trace_seed"] is not None:
                 self.trace_seeds.add(int(info["trace_seed"]))
-        return time.monotonic() - self.start < self.seconds
+        self._return += float(self.locals["rewards"][0])
+        now = time.monotonic()
+        if self.locals["dones"][0]:
+            self._log.write(f"{now - self.start:.1f},{self.num_timesteps},{self._return:.6g}\n")
+            self._log.flush()
+            self._recent.append(self._return)
+            self._return = 0.0
+        if now - self._last_line >= self.every_s:
+            mean = sum(self._recent) / len(self._recent) if self._recent else float("nan")
+            log.info(
+                "%.0f s: %d steps, %d episodes since the last line, mean return %.4g",
+                now - self.start,
+                self.num_timesteps,
+                len(self._recent),
+                mean,
+            )
+            self._recent = []
+            self._last_line = now
+        return now - self.start < self.seconds
+
+    def _on_training_end(self) -> None:
+        self._log.close()
 
 
 def parse_option(text: str) -> tuple[str, Any]:
@@ -129,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
 
     model = MaskablePPO("MlpPolicy", env, seed=args.seed, device="cpu", verbose=0)
-    limit = TimeLimit(args.minutes * 60.0)
+    limit = TimeLimit(args.minutes * 60.0, args.out / "episodes.csv")
     log.info("training %s for %.1f min", args.env_id, args.minutes)
     model.learn(total_timesteps=10**9, callback=limit)
     trained = sorted(limit.trace_seeds & set(seeds))

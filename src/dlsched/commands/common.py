@@ -8,6 +8,7 @@ the commands to its Typer apps): the import graph has no cycle.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -30,14 +31,36 @@ __all__ = [
     "clean",
     "err",
     "fmt_metric",
+    "metric_unit",
     "one_line_errors",
     "out",
     "parse_options",
     "progress_bar",
 ]
 
-out = Console()
-err = Console(stderr=True)
+OFF_TERMINAL_WIDTH = 200
+"""Columns of tables and help written to a pipe or file: Rich's 80-column default cut names
+(``tetris-star:KNO…``) and wrapped help there. ``COLUMNS`` (or ``TERMINAL_WIDTH`` for help)
+still wins when set."""
+
+
+def off_terminal_width(stream_is_terminal: bool) -> int | None:
+    """The width for output that does not go to a terminal (None: Rich's own choice)."""
+    if stream_is_terminal or os.environ.get("COLUMNS"):
+        return None
+    return OFF_TERMINAL_WIDTH
+
+
+def _console(stderr: bool = False) -> Console:
+    console = Console(stderr=stderr)
+    width = off_terminal_width(console.is_terminal)
+    if width is not None:
+        console.width = width
+    return console
+
+
+out = _console()
+err = _console(stderr=True)
 
 
 @contextmanager
@@ -64,11 +87,18 @@ def clean(obj: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def metric_unit(name: str) -> str:
+    """A metric's unit in tables: seconds for every ``*_s`` key (as in ``--json``), else none."""
+    return "s" if name.endswith("_s") else ""
+
+
 def fmt_metric(name: str, value: float) -> str:
+    """``value`` in `metric_unit` (never a unit chosen from the value): times in seconds with
+    thousands separators and 0.1 s, other metrics to three decimals; NaN as a dash."""
     if math.isnan(value):
         return "—"
     if name.endswith("_s"):
-        return f"{value / 3600:.2f} h" if value >= 3600 else f"{value:.1f} s"
+        return f"{value:,.1f}"
     return f"{value:.3f}"
 
 

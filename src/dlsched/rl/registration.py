@@ -29,6 +29,7 @@ import gymnasium as gym
 
 ENV_IDS: dict[str, tuple[str, dict[str, str]]] = {
     "dlsched/DL2-v0": ("dlsched.papers.dl2.env:Dl2Env", {"reward": "jct"}),
+    "dlsched/DL2Slot-v0": ("dlsched.papers.dl2.slot_env:Dl2SlotEnv", {}),
     "dlsched/DeepRM-v0": ("dlsched.papers.deeprm.env:DeepRMEnv", {"reward": "slowdown"}),
     "dlsched/SCED2-v0": ("dlsched.papers.sched2.env:Sched2Env", {"reward": "jct"}),
 }

@@ -12,7 +12,11 @@ are those of `dlsched.papers.deeprm.state` (which states every rule and its sour
   step at which it fits; time is frozen until ∅ or an invalid action. `action_masks`
   (sb3-contrib's convention, also ``info["action_mask"]``) marks the valid actions;
   ``mask_invalid=False`` offers every action, as in the paper, where an invalid choice simply
-  lets time move on.
+  lets time move on. ``work_conserving=True`` (the registered id's default) offers only the
+  slot jobs that fit *now*, and ∅ only when none does: the policy chooses which waiting jobs
+  start and in what order, never idles resources a waiting job could use, and takes one
+  action per job started plus one ∅ per time step whatever it does — so a library's
+  per-action discount cannot be gamed by taking more or fewer actions (issue 19).
 * **Reward**, paid on each step at which time advances one DeepRM step (0 while time is
   frozen): ``reward="slowdown"`` (default, DeepRM's own) ``−Σ_j 1/T_j`` over the jobs in the
   system, ``reward="jct"`` ``−|J|`` (DeepRM's completion-time objective, §3.4). Both follow
@@ -42,8 +46,8 @@ if TYPE_CHECKING:
     from dlsched.papers.deeprm.policy import DeepRMEncoder
 
 Obs = npt.NDArray[np.float32]
-DeepRMReward = Literal["slowdown", "jct"]
-_OBJECTIVE: dict[str, Objective] = {"slowdown": "slowdown", "jct": "completion"}
+DeepRMReward = Literal["slowdown", "jct", "wait"]
+_OBJECTIVE: dict[str, Objective] = {"slowdown": "slowdown", "jct": "completion", "wait": "slowdown"}
 
 
 class DeepRMEnv(gym.Env[Obs, np.int64]):
@@ -56,6 +60,8 @@ class DeepRMEnv(gym.Env[Obs, np.int64]):
         shape: state sizes (``T``, ``M``, backlog, slots per resource).
         mask_invalid: True: `action_masks` marks only valid actions; False: all actions.
         max_steps: truncate after this many time steps.
+        work_conserving: True: `action_masks` offers only the slot jobs that fit at the
+            current step, and ∅ only when none does (module docstring).
     """
 
     metadata: dict[str, Any] = {"render_modes": []}  # noqa: RUF012 - gymnasium convention
@@ -71,9 +77,10 @@ class DeepRMEnv(gym.Env[Obs, np.int64]):
         shape: DeepRMShape | None = None,
         mask_invalid: bool = True,
         max_steps: int = 400,
+        work_conserving: bool = False,
     ) -> None:
         if reward not in _OBJECTIVE:
-            raise ValueError(f"reward must be 'slowdown' or 'jct', got {reward!r}")
+            raise ValueError(f"reward must be 'slowdown', 'jct' or 'wait', got {reward!r}")
         self.load = load
         self.reward: DeepRMReward = reward
         self.objective: Objective = _OBJECTIVE[reward]
@@ -81,6 +88,7 @@ class DeepRMEnv(gym.Env[Obs, np.int64]):
         self.shape = shape or DeepRMShape()
         self.mask_invalid = mask_invalid
         self.max_steps = max_steps
+        self.work_conserving = work_conserving
         self.observation_space = spaces.Box(0.0, 1.0, (self.shape.obs_dim,), np.float32)
         self.action_space = spaces.Discrete(self.shape.num_actions)
         self.batch: DeepRMBatch | None = None
@@ -118,7 +126,10 @@ class DeepRMEnv(gym.Env[Obs, np.int64]):
         state = self._state()
         if not self.action_space.contains(np.int64(action)):
             raise ValueError(f"DeepRMEnv.step: action {action!r} not in 0..{self.shape.slots}")
+        waiting = self._waiting_inv() if self.reward == "wait" else 0.0
         reward, advanced = state.step(np.array([int(action)]))
+        if self.reward == "wait":
+            reward[0] = -waiting if advanced[0] else 0.0
         info = self._info(advanced=bool(advanced[0]))
         return (
             state.images()[0].ravel(),
@@ -128,11 +139,25 @@ class DeepRMEnv(gym.Env[Obs, np.int64]):
             info,
         )
 
+    def _waiting_inv(self) -> float:
+        """``Σ 1/T_j`` over the admitted jobs that arrived and have not started by now."""
+        state = self._state()
+        now = state.now[0]
+        seen = np.arange(state.arrival.shape[1]) < state.next_job[0]
+        start = state.start[0]
+        waiting = seen & ~state.was_dropped[0] & ((start < 0) | (start > now))
+        return float((1.0 / state.length[0][waiting]).sum())
+
     def action_masks(self) -> npt.NDArray[np.bool_]:
         """Valid actions now (all True with ``mask_invalid=False``)."""
         if not self.mask_invalid:
             return np.ones(self.shape.num_actions, bool)
-        return self._state().action_masks()[0]
+        state = self._state()
+        if self.work_conserving and state.active[0]:
+            fits, first = state.fits()
+            now = fits[0] & (first[0] == 0)
+            return np.concatenate([[not now.any()], now])
+        return state.action_masks()[0]
 
     def slot_encoder(self) -> DeepRMEncoder:
         """This environment's state encoding over the simulator, for a deployed scheduler
@@ -141,7 +166,7 @@ class DeepRMEnv(gym.Env[Obs, np.int64]):
         drop wait instead."""
         from dlsched.papers.deeprm.policy import DeepRMEncoder  # imports torch
 
-        return DeepRMEncoder(self.shape)
+        return DeepRMEncoder(self.shape, work_conserving=self.work_conserving)
 
     def _info(self, *, advanced: bool) -> dict[str, Any]:
         state = self._state()

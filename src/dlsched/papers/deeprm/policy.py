@@ -70,6 +70,9 @@ class DeepRMEncoder:
     """Do not offer ∅ while nothing runs or is reserved and a slot job fits (see
     `dlsched.papers.deeprm.algorithm.policy_chooser`): an arg-max policy would otherwise wait
     forever."""
+    work_conserving: bool = False
+    """Offer only the slot jobs that fit now, and ∅ only when none does (the environment's
+    ``work_conserving`` option)."""
 
     def __post_init__(self) -> None:
         self.reset()
@@ -200,7 +203,10 @@ class DeepRMBuilder:
         return render(self.shape, self.used[None], length, demand, backlog)[0].ravel()
 
     def action_mask(self) -> npt.NDArray[np.bool_]:
-        fits = self._fit()[0]
+        fits, first = self._fit()
+        if self.encoder.work_conserving:
+            now = fits & (first == 0)
+            return np.concatenate([[not now.any()], now])
         idle = self.encoder.idle_guard and not self.used.any() and bool(fits.any())
         return np.concatenate([[not idle], fits])
 

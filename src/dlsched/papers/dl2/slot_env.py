@@ -1,0 +1,178 @@
+"""`Dl2SlotEnv`: DL2's problem with one environment step per time slot (``dlsched/DL2Slot-v0``).
+
+`Dl2Env` decides a slot by tens of small actions, so a library's discount γ applies per
+*action*: with the ``jct`` reward (negative) every extra action in a slot postpones — and so
+discounts — the cost of all later slots, and MaskablePPO learns to pad slots with useless
+parameter servers (benchmarks/RESULTS.md, issue 19). Here one step is one whole slot, so γ is
+per slot, as in DL2's own trainer (§4.2).
+
+* **Observation space**: `Dl2Env`'s, ``Box(0, 10, (obs_dim,), float32)`` (724 by default): the
+  ``J`` job rows of the slot's first batch (arrival order) with nothing allocated yet, and the
+  free resource fractions (`dlsched.papers.dl2.state`).
+* **Action space** ``MultiDiscrete([K] * J)`` (``K = len(LEVELS)`` = 5): one level per job row;
+  level ``k`` asks for ``LEVELS[k]`` = 0, 1, 2, 4 or 8 *units* — a unit is one worker plus,
+  for a parameter-server job, one PS (DRF's bundle). The environment serves rows in decreasing
+  level (ties: arrival order), each up to its units, capped by the job's limits and by what
+  fits; jobs beyond the ``J`` rows then get one unit each, in arrival order, while room is
+  left; if nothing could train, the first job that fits gets one unit (an idle cluster with
+  jobs waiting would stall). Mask (`action_masks`, sb3-contrib's flat ``J·K`` convention):
+  every level of a present row, only level 0 for an empty row.
+* **Reward** (paid every step): minus the job-seconds spent in the system during the slot
+  (`dlsched.rl.time_in_system`) ÷ (slot length × ``J``): minus the mean number of jobs in the
+  system over the slot, ÷ ``J``, so O(1). Its undiscounted sum over an episode is
+  ``−Σ_j JCT_j / (1200 s × J)`` (Little's law): maximising the plain return minimises average
+  JCT.
+* **Episode end**: as `Dl2Env` with ``reward="jct"``: ``terminated`` when every job finished
+  (or on a stall, which also charges the unfinished jobs up to ``max_slots``), ``truncated``
+  after ``max_slots`` slots.
+
+`Dl2LevelEncoder` applies the same levels in `dlsched.simulate` (through
+`dlsched.rl.adapter.PolicyAdapter`), so a policy trained here is evaluated with ``compare``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import numpy.typing as npt
+
+from dlsched.core import Arch, ClusterView, Decision, JobRun
+from dlsched.papers.dl2.env import Dl2Env
+from dlsched.papers.dl2.state import ADD_BOTH, ADD_WORKER, Dl2Shape, Dl2Slot
+from dlsched.rl.time_in_system import HOUR_S
+from dlsched.workloads.dl2 import SLOT_S
+
+LEVELS: tuple[int, ...] = (0, 1, 2, 3, 4)
+"""Units (worker, plus a PS for PS jobs) each action level asks for."""
+
+
+def _unit_action(run: JobRun, row: int) -> int:
+    both = run.spec.arch is Arch.PS and run.spec.max_ps > 0
+    return 3 * row + (ADD_BOTH if both else ADD_WORKER)
+
+
+def _add_units(slot: Dl2Slot, row: int, units: int) -> int:
+    """Give ``row`` of ``slot``'s current batch up to ``units`` units; how many it got."""
+    run = slot.rows[row]
+    action = _unit_action(run, row)
+    got = 0
+    for _ in range(units):
+        try:
+            slot.apply(action)
+        except ValueError:  # at a cap or no room: the row is done
+            break
+        got += 1
+    return got
+
+
+def level_mask(slot: Dl2Slot, num_levels: int = len(LEVELS)) -> npt.NDArray[np.bool_]:
+    """Flat ``J · K`` mask: every level of a present row, level 0 only for an empty row."""
+    mask = np.zeros((slot.shape.J, num_levels), dtype=bool)
+    mask[:, 0] = True
+    mask[: len(slot.rows), :] = True
+    return mask.ravel()
+
+
+def apply_levels(slot: Dl2Slot, levels: npt.ArrayLike) -> None:
+    """Fill ``slot`` (fresh, batch 0) from one level per row (module docstring) and end it."""
+    lv = np.asarray(levels, dtype=np.int64).ravel()
+    n = len(slot.rows)
+    if lv.shape[0] != slot.shape.J or lv.min(initial=0) < 0 or lv.max(initial=0) >= len(LEVELS):
+        raise ValueError(f"levels must be {slot.shape.J} integers in 0..{len(LEVELS) - 1}")
+    served = [row for row in sorted(range(n), key=lambda i: (-int(lv[i]), i)) if lv[row] > 0]
+    for row in served:
+        _add_units(slot, row, LEVELS[int(lv[row])])
+    while served:  # the rest of the cluster: one more unit each, round robin, until full
+        served = [row for row in served if _add_units(slot, row, 1)]
+    void = slot.shape.void
+    while slot.batch + 1 < slot.num_batches:  # jobs beyond the J rows: one unit each
+        slot.apply(void)
+        for row in range(len(slot.rows)):
+            _add_units(slot, row, 1)
+    if not len(slot.decision()):  # never end a slot with an idle cluster (no stalls)
+        for row in range(len(slot.rows)):
+            if _add_units(slot, row, 1):
+                break
+    if not slot.done:
+        slot.apply(void)
+
+
+class Dl2LevelBuilder:
+    """One scheduling point decided by one level vector (a `SlotBuilder` for the adapter)."""
+
+    def __init__(self, view: ClusterView, shape: Dl2Shape) -> None:
+        self.slot = Dl2Slot(view, shape)
+
+    def observation(self) -> npt.NDArray[np.float32]:
+        return self.slot.observation()
+
+    def action_mask(self) -> npt.NDArray[np.bool_]:
+        return level_mask(self.slot)
+
+    def apply(self, action: Any) -> bool:
+        apply_levels(self.slot, action)
+        return True
+
+    def decision(self) -> Decision:
+        return self.slot.decision()
+
+
+class Dl2LevelEncoder:
+    """`SlotEncoder` of `Dl2SlotEnv`: a `Dl2LevelBuilder` per scheduling point."""
+
+    def __init__(self, shape: Dl2Shape) -> None:
+        self.shape = shape
+
+    def start(self, view: ClusterView) -> Dl2LevelBuilder:
+        return Dl2LevelBuilder(view, self.shape)
+
+
+class Dl2SlotEnv(Dl2Env):
+    """DL2 with one step per slot (module docstring). Arguments as `Dl2Env`, less ``reward``
+    (always minus the mean jobs in the system ÷ ``J``)."""
+
+    def __init__(
+        self,
+        workload: str = "dl2",
+        *,
+        shape: Dl2Shape | None = None,
+        seeds: Sequence[int] | None = None,
+        max_slots: int = 2000,
+        **workload_options: Any,
+    ) -> None:
+        super().__init__(
+            workload, shape=shape, seeds=seeds, max_slots=max_slots, reward="jct", **workload_options
+        )
+        self.action_space = gym.spaces.MultiDiscrete([len(LEVELS)] * self.shape.J)  # type: ignore[assignment]
+        self._scale = HOUR_S / (SLOT_S * self.shape.J)
+
+    def step(  # type: ignore[override]
+        self, action: npt.ArrayLike
+    ) -> tuple[npt.NDArray[np.float32], float, bool, bool, dict[str, Any]]:
+        if self.slot is None or self.driver is None:
+            raise ValueError("call reset() before step()")
+        apply_levels(self.slot, action)
+        reward = self._run_slot() * self._scale
+        terminated = self.slot is None
+        truncated = not terminated and self.slots >= self.max_slots
+        obs = (
+            self.slot.observation()
+            if self.slot is not None
+            else np.zeros(self.shape.obs_dim, dtype=np.float32)
+        )
+        return obs, reward, terminated, truncated, self._info(reward, slot_end=True)
+
+    def action_masks(self) -> npt.NDArray[np.bool_]:
+        """Legal levels now, flat ``J · K`` (sb3-contrib's MultiDiscrete convention)."""
+        if self.slot is None:
+            mask = np.zeros((self.shape.J, len(LEVELS)), dtype=bool)
+            mask[:, 0] = True
+            return mask.ravel()
+        return level_mask(self.slot)
+
+    def slot_encoder(self) -> Dl2LevelEncoder:  # type: ignore[override]
+        """The level encoding for a deployed scheduler (`dlsched.rl.adapter.PolicyAdapter`)."""
+        return Dl2LevelEncoder(self.shape)
