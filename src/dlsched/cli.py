@@ -305,9 +305,10 @@ _HEADERS = {
 
 
 def _comparison_table(rows: Sequence[Summary], metrics: tuple[str, ...], title: str) -> Table:
-    """Means with their 95 % CI below (none for one run). Every time column is in seconds,
-    named in its header, whatever the values (as ``--json``, whose keys end in ``_s``).
-    Unfinished jobs get a column only when there are any."""
+    """Means with their 95 % CI below (none for one run). Every time column is in whole
+    seconds, named in its header, whatever the values (as ``--json``, whose keys end in
+    ``_s``), so that the table fits 80 columns. Unfinished jobs get a column only when there
+    are any."""
     show_unfinished = any(row.unfinished for row in rows)
     title += " · mean ± 95 % CI" if any(row.runs > 1 for row in rows) else " · one run each"
     table = Table(title=Text(title), box=box.SIMPLE_HEAD, collapse_padding=True, pad_edge=False)
@@ -326,9 +327,9 @@ def _comparison_table(rows: Sequence[Summary], metrics: tuple[str, ...], title: 
         cells = []
         for metric in formats:
             mean, ci = row.mean[metric], row.ci95[metric]
-            text = _fmt_metric(metric, mean)
+            text = _fmt_metric(metric, mean, time_decimals=0)
             if row.runs > 1 and not math.isnan(ci) and not math.isnan(mean):
-                text += f"\n± {_fmt_metric(metric, ci)}"
+                text += f"\n± {_fmt_metric(metric, ci, time_decimals=0)}"
             cells.append(text)
         if show_unfinished:
             cells.append(str(row.unfinished))

@@ -39,6 +39,7 @@ import numpy as np
 import numpy.typing as npt
 from gymnasium import spaces
 
+from dlsched.papers.deeprm.compact import compact_dim, compact_observation
 from dlsched.papers.deeprm.state import DeepRMBatch, DeepRMShape, Jobset, Objective
 from dlsched.workloads.deeprm import make_deeprm
 
@@ -47,6 +48,8 @@ if TYPE_CHECKING:
 
 Obs = npt.NDArray[np.float32]
 DeepRMReward = Literal["slowdown", "jct", "wait"]
+DeepRMObservation = Literal["image", "compact"]
+DeepRMWindow = Literal["arrival", "shortest"]
 _OBJECTIVE: dict[str, Objective] = {"slowdown": "slowdown", "jct": "completion", "wait": "slowdown"}
 
 
@@ -78,6 +81,8 @@ class DeepRMEnv(gym.Env[Obs, np.int64]):
         mask_invalid: bool = True,
         max_steps: int = 400,
         work_conserving: bool = False,
+        observation: DeepRMObservation = "image",
+        window: DeepRMWindow = "arrival",
     ) -> None:
         if reward not in _OBJECTIVE:
             raise ValueError(f"reward must be 'slowdown', 'jct' or 'wait', got {reward!r}")
@@ -89,7 +94,14 @@ class DeepRMEnv(gym.Env[Obs, np.int64]):
         self.mask_invalid = mask_invalid
         self.max_steps = max_steps
         self.work_conserving = work_conserving
-        self.observation_space = spaces.Box(0.0, 1.0, (self.shape.obs_dim,), np.float32)
+        if observation not in ("image", "compact"):
+            raise ValueError(f"observation must be 'image' or 'compact', got {observation!r}")
+        self.observation: DeepRMObservation = observation
+        if window not in ("arrival", "shortest"):
+            raise ValueError(f"window must be 'arrival' or 'shortest', got {window!r}")
+        self.window: DeepRMWindow = window
+        dim = self.shape.obs_dim if observation == "image" else compact_dim(self.shape)
+        self.observation_space = spaces.Box(0.0, 1.0, (dim,), np.float32)
         self.action_space = spaces.Discrete(self.shape.num_actions)
         self.batch: DeepRMBatch | None = None
         self.jobset: Jobset | None = None
@@ -120,7 +132,8 @@ class DeepRMEnv(gym.Env[Obs, np.int64]):
         self.batch = DeepRMBatch(
             [jobset], self.shape, objective=self.objective, max_steps=self.max_steps
         )
-        return self.batch.images()[0].ravel(), self._info(advanced=False)
+        self._order_window()
+        return self._obs(), self._info(advanced=False)
 
     def step(self, action: np.int64 | int) -> tuple[Obs, SupportsFloat, bool, bool, dict[str, Any]]:
         state = self._state()
@@ -130,14 +143,47 @@ class DeepRMEnv(gym.Env[Obs, np.int64]):
         reward, advanced = state.step(np.array([int(action)]))
         if self.reward == "wait":
             reward[0] = -waiting if advanced[0] else 0.0
+        self._order_window()
         info = self._info(advanced=bool(advanced[0]))
         return (
-            state.images()[0].ravel(),
+            self._obs(),
             float(reward[0]),
             bool(state.terminated[0]),
             bool(state.truncated[0]),
             info,
         )
+
+    def _order_window(self) -> None:
+        """``window="shortest"``: the slots hold the shortest waiting jobs, shortest first
+        (ties: arrival order); the rest wait in the backlog."""
+        state = self._state()
+        if self.window != "shortest" or not state.active[0]:
+            return
+        width = state.queue.shape[1]
+        head, count = int(state.queue_head[0]), int(state.backlog[0])
+        queued = [int(state.queue[0, (head + k) % width]) for k in range(count)]
+        waiting = [int(j) for j in state.slot[0] if j >= 0] + queued
+        waiting.sort(key=lambda j: (int(state.length[0, j]), j))
+        m = self.shape.slots
+        slots = np.array(waiting[:m] + [-1] * max(0, m - len(waiting)), np.int64)
+        filled = slots >= 0
+        jobs = np.maximum(slots, 0)
+        state.slot[0] = slots
+        state.slot_len[0] = np.where(filled, state.length[0, jobs], 0)
+        state.slot_dem[0] = state.demand[0, jobs] * filled[:, None]
+        rest = waiting[m:]
+        for k, j in enumerate(rest):
+            state.queue[0, (head + k) % width] = j
+        state.backlog[0] = len(rest)
+        state._fits = None
+
+    def _obs(self) -> Obs:
+        state = self._state()
+        if self.observation == "image":
+            return state.images()[0].ravel()
+        return compact_observation(
+            self.shape, state.used, state.slot_len, state.slot_dem, state.backlog
+        )[0]
 
     def _waiting_inv(self) -> float:
         """``Σ 1/T_j`` over the admitted jobs that arrived and have not started by now."""
@@ -166,7 +212,12 @@ class DeepRMEnv(gym.Env[Obs, np.int64]):
         drop wait instead."""
         from dlsched.papers.deeprm.policy import DeepRMEncoder  # imports torch
 
-        return DeepRMEncoder(self.shape, work_conserving=self.work_conserving)
+        return DeepRMEncoder(
+            self.shape,
+            work_conserving=self.work_conserving,
+            observation=self.observation,
+            window=self.window,
+        )
 
     def _info(self, *, advanced: bool) -> dict[str, Any]:
         state = self._state()

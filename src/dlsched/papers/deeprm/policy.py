@@ -73,6 +73,14 @@ class DeepRMEncoder:
     work_conserving: bool = False
     """Offer only the slot jobs that fit now, and ∅ only when none does (the environment's
     ``work_conserving`` option)."""
+    observation: str = "image"
+    """``"image"`` (DeepRM's) or ``"compact"`` (`dlsched.papers.deeprm.compact`), as the
+    environment's ``observation`` option."""
+    window: str = "arrival"
+    """``"shortest"``: the slots hold the shortest waiting jobs, shortest first (the
+    environment's ``window`` option); ``"arrival"``: DeepRM's first come, first in."""
+    lengths: dict[int, int] = field(default_factory=dict)
+    """Job id → duration in steps, of the jobs seen (for ``window="shortest"``)."""
 
     def __post_init__(self) -> None:
         self.reset()
@@ -87,6 +95,7 @@ class DeepRMEncoder:
         self.overflowed = 0
         self.offered = [0.0] * self.shape.num_res
         self.first_step = None
+        self.lengths = {}
 
     def load_estimate(self, now: int) -> float:
         """Offered load seen so far: Σ duration × demand of the arrived jobs over the capacity of
@@ -112,6 +121,7 @@ class DeepRMEncoder:
             if self.first_step is None:
                 self.first_step = round(run.spec.submit_time_s / STEP_S)
             length, demand = _profile(run)
+            self.lengths[run.job_id] = length
             for r in range(self.shape.num_res):
                 self.offered[r] += length * demand[r]
             self._admit(run.job_id)
@@ -152,6 +162,13 @@ class DeepRMEncoder:
             self.backlog.append(self.overflow.popleft())
         if None in self.slots and self.overflow:
             self._refill()
+            return
+        if self.window == "shortest":
+            waiting = [j for j in self.slots if j is not None] + list(self.backlog)
+            waiting.sort(key=lambda j: (self.lengths.get(j, 0), j))
+            m = self.shape.slots
+            self.slots = [*waiting[:m], *[None] * max(0, m - len(waiting))]
+            self.backlog = deque(waiting[m:])
 
 
 def _profile(run: JobRun) -> tuple[int, npt.NDArray[np.int64]]:
@@ -200,6 +217,10 @@ class DeepRMBuilder:
     def observation(self) -> npt.NDArray[np.float32]:
         length, demand = self._slot_arrays()
         backlog = np.array([min(len(self.encoder.backlog), self.shape.backlog)])
+        if self.encoder.observation == "compact":
+            from dlsched.papers.deeprm.compact import compact_observation
+
+            return compact_observation(self.shape, self.used[None], length, demand, backlog)[0]
         return render(self.shape, self.used[None], length, demand, backlog)[0].ravel()
 
     def action_mask(self) -> npt.NDArray[np.bool_]:

@@ -9,14 +9,15 @@ per slot, as in DL2's own trainer (§4.2).
 * **Observation space**: `Dl2Env`'s, ``Box(0, 10, (obs_dim,), float32)`` (724 by default): the
   ``J`` job rows of the slot's first batch (arrival order) with nothing allocated yet, and the
   free resource fractions (`dlsched.papers.dl2.state`).
-* **Action space** ``MultiDiscrete([K] * J)`` (``K = len(LEVELS)`` = 5): one level per job row;
-  level ``k`` asks for ``LEVELS[k]`` = 0, 1, 2, 4 or 8 *units* — a unit is one worker plus,
-  for a parameter-server job, one PS (DRF's bundle). The environment serves rows in decreasing
-  level (ties: arrival order), each up to its units, capped by the job's limits and by what
-  fits; jobs beyond the ``J`` rows then get one unit each, in arrival order, while room is
-  left; if nothing could train, the first job that fits gets one unit (an idle cluster with
-  jobs waiting would stall). Mask (`action_masks`, sb3-contrib's flat ``J·K`` convention):
-  every level of a present row, only level 0 for an empty row.
+* **Action space** ``MultiDiscrete([K] * J)`` (``K = len(LEVELS)`` = 5): one level per job row,
+  the most *units* that job may have this slot: ``LEVELS[k]`` = 1, 2, 4, 8 or 16 — a unit is
+  one worker plus, for a parameter-server job, one PS (DRF's bundle). The environment hands out
+  units round robin, one per job per round in arrival order, until every job is at its level,
+  at its own limits, or out of room; jobs beyond the ``J`` rows then share what is left the
+  same way with no level. So every job that fits runs (the cluster is never left idle with jobs
+  waiting), level 16 everywhere is DRF's allocation, and a policy learns how much of the
+  cluster each job is worth. Mask (`action_masks`, sb3-contrib's flat ``J·K`` convention):
+  every level of a present row, only level 0 for an empty row (its level is ignored).
 * **Reward** (paid every step): minus the job-seconds spent in the system during the slot
   (`dlsched.rl.time_in_system`) ÷ (slot length × ``J``): minus the mean number of jobs in the
   system over the slot, ÷ ``J``, so O(1). Its undiscounted sum over an episode is
@@ -45,8 +46,8 @@ from dlsched.papers.dl2.state import ADD_BOTH, ADD_WORKER, Dl2Shape, Dl2Slot
 from dlsched.rl.time_in_system import HOUR_S
 from dlsched.workloads.dl2 import SLOT_S
 
-LEVELS: tuple[int, ...] = (0, 1, 2, 3, 4)
-"""Units (worker, plus a PS for PS jobs) each action level asks for."""
+LEVELS: tuple[int, ...] = (1, 2, 4, 8, 16)
+"""The most units (a worker, plus a PS for PS jobs) each action level lets a job have."""
 
 
 def _unit_action(run: JobRun, row: int) -> int:
@@ -54,18 +55,24 @@ def _unit_action(run: JobRun, row: int) -> int:
     return 3 * row + (ADD_BOTH if both else ADD_WORKER)
 
 
-def _add_units(slot: Dl2Slot, row: int, units: int) -> int:
-    """Give ``row`` of ``slot``'s current batch up to ``units`` units; how many it got."""
-    run = slot.rows[row]
-    action = _unit_action(run, row)
-    got = 0
-    for _ in range(units):
-        try:
-            slot.apply(action)
-        except ValueError:  # at a cap or no room: the row is done
-            break
-        got += 1
-    return got
+def _add_unit(slot: Dl2Slot, row: int) -> bool:
+    """Give ``row`` of ``slot``'s current batch one more unit; False at a cap or without room."""
+    try:
+        slot.apply(_unit_action(slot.rows[row], row))
+    except ValueError:
+        return False
+    return True
+
+
+def _round_robin(slot: Dl2Slot, caps: list[int]) -> None:
+    """One unit per row per round, in row (arrival) order, until every row is at its cap (in
+    units), at the job's limits, or out of room."""
+    got = [0] * len(caps)
+    rows = list(range(len(caps)))
+    while rows:
+        rows = [r for r in rows if got[r] < caps[r] and _add_unit(slot, r)]
+        for r in rows:
+            got[r] += 1
 
 
 def level_mask(slot: Dl2Slot, num_levels: int = len(LEVELS)) -> npt.NDArray[np.bool_]:
@@ -79,23 +86,13 @@ def level_mask(slot: Dl2Slot, num_levels: int = len(LEVELS)) -> npt.NDArray[np.b
 def apply_levels(slot: Dl2Slot, levels: npt.ArrayLike) -> None:
     """Fill ``slot`` (fresh, batch 0) from one level per row (module docstring) and end it."""
     lv = np.asarray(levels, dtype=np.int64).ravel()
-    n = len(slot.rows)
     if lv.shape[0] != slot.shape.J or lv.min(initial=0) < 0 or lv.max(initial=0) >= len(LEVELS):
         raise ValueError(f"levels must be {slot.shape.J} integers in 0..{len(LEVELS) - 1}")
-    served = [row for row in sorted(range(n), key=lambda i: (-int(lv[i]), i)) if lv[row] > 0]
-    for row in served:
-        _add_units(slot, row, LEVELS[int(lv[row])])
-    while served:  # the rest of the cluster: one more unit each, round robin, until full
-        served = [row for row in served if _add_units(slot, row, 1)]
+    _round_robin(slot, [LEVELS[int(k)] for k in lv[: len(slot.rows)]])
     void = slot.shape.void
-    while slot.batch + 1 < slot.num_batches:  # jobs beyond the J rows: one unit each
+    while slot.batch + 1 < slot.num_batches:  # jobs beyond the J rows: no cap (DRF's share)
         slot.apply(void)
-        for row in range(len(slot.rows)):
-            _add_units(slot, row, 1)
-    if not len(slot.decision()):  # never end a slot with an idle cluster (no stalls)
-        for row in range(len(slot.rows)):
-            if _add_units(slot, row, 1):
-                break
+        _round_robin(slot, [LEVELS[-1]] * len(slot.rows))
     if not slot.done:
         slot.apply(void)
 
