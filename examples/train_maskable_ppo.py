@@ -3,20 +3,23 @@
 Needs the ``rl`` extra (``pip install torch==2.13.0 -e '.[rl]'``; torch pinned in the same
 command so pip keeps the CPU build). Example::
 
-    python examples/train_maskable_ppo.py dlsched/DL2-v0 --minutes 25 --baselines drf \\
+    python examples/train_maskable_ppo.py dlsched/DL2Slot-v0 --minutes 25 --baselines drf \\
         --out runs/ppo_dl2
     python examples/train_maskable_ppo.py dlsched/DeepRM-v0 -o load=1.3 -o horizon_steps=50 \\
-        --minutes 25 --baselines sjf --out runs/ppo_deeprm
+        -o reward=wait -o observation=compact -o work_conserving=True -o window=shortest \\
+        --minutes 25 --baselines sjf,tetris-star --out runs/ppo_deeprm
 
-MaskablePPO runs with its default hyper-parameters (``MlpPolicy``, γ = 0.99, 2,048 steps per
-rollout) for ``--minutes`` of wall time; the model is saved as ``OUT/model.zip``, each
-training episode's return in ``OUT/episodes.csv`` (a progress line is logged every minute). It is then
-evaluated greedily with `dlsched.rl.adapter.from_sb3` in `dlsched.compare` against the
-baselines, on held-out seeds: the environments draw their training traces from seeds
-≥ 1,000,000 (DL2) or uniformly from 0..2^31 (DeepRM, SCED²), and the default evaluation seeds
-(101–110 for DL2 and SCED², 900000–900009 for DeepRM, the repository's validation seeds) are
-checked against the traces actually trained on. The table and ``OUT/eval.json`` give each
-scheduler's mean and 95 % confidence half-width of average JCT (s) and average slowdown.
+(the DeepRM options are the ones MaskablePPO learns with; without them it gets the paper's image
+state and reward: ``benchmarks/RESULTS.md``, issue 19). MaskablePPO runs with its default
+hyper-parameters (``MlpPolicy``, γ = 0.99, 2,048 steps per rollout) for ``--minutes`` of wall time;
+the model is saved as ``OUT/model.zip``, each training episode's return in ``OUT/episodes.csv``
+(and a progress line is logged every minute). It is then evaluated greedily with
+`dlsched.rl.adapter.from_sb3` in `dlsched.compare` against the baselines, on held-out seeds: the
+environments draw their training traces from seeds ≥ 1,000,000 (DL2) or uniformly from 0..2^31
+(DeepRM, SCED²), and the default evaluation seeds (101–110 for DL2 and SCED², 900000–900009 for
+DeepRM, the repository's validation seeds) are checked against the traces actually trained on. The
+table and ``OUT/eval.json`` give each scheduler's mean and 95 % confidence half-width of average
+JCT (s) and average slowdown.
 """
 
 from __future__ import annotations
@@ -128,7 +131,9 @@ def evaluation_setting(env: gym.Env[Any, Any], options: dict[str, Any]) -> dict[
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("env_id", help="dlsched/DL2-v0, dlsched/DeepRM-v0 or dlsched/SCED2-v0")
+    parser.add_argument(
+        "env_id", help="dlsched/DL2-v0, dlsched/DL2Slot-v0, dlsched/DeepRM-v0 or dlsched/SCED2-v0"
+    )
     parser.add_argument(
         "-o",
         dest="options",

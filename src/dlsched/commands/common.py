@@ -130,8 +130,9 @@ class _LineProgress(Progress):
         self._stop = threading.Event()
         self._ticker: threading.Thread | None = None
 
-    def __enter__(self) -> Progress:
+    def __enter__(self) -> _LineProgress:
         entered = super().__enter__()
+        assert isinstance(entered, _LineProgress)
         if self.disable and self.every_s > 0:
             self._ticker = threading.Thread(target=self._tick, name="progress-lines", daemon=True)
             self._ticker.start()

@@ -104,7 +104,9 @@ class PolicyAdapter(SlotLoopScheduler):
         raw = self.policy(np.clip(obs, self._low, self._high), mask)
         action = np.asarray(raw, dtype=np.int64).ravel()
         if action.shape != self._nvec.shape or (action < 0).any() or (action >= self._nvec).any():
-            raise ValueError(f"{self.name}: the policy chose {action.tolist()}, not in {self._nvec}")
+            raise ValueError(
+                f"{self.name}: the policy chose {action.tolist()}, not in {self._nvec}"
+            )
         offsets = np.concatenate([[0], np.cumsum(self._nvec)[:-1]])
         bad = np.flatnonzero(~mask[offsets + action])
         if bad.size:

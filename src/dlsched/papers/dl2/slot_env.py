@@ -141,12 +141,17 @@ class Dl2SlotEnv(Dl2Env):
         **workload_options: Any,
     ) -> None:
         super().__init__(
-            workload, shape=shape, seeds=seeds, max_slots=max_slots, reward="jct", **workload_options
+            workload,
+            shape=shape,
+            seeds=seeds,
+            max_slots=max_slots,
+            reward="jct",
+            **workload_options,
         )
         self.action_space = gym.spaces.MultiDiscrete([len(LEVELS)] * self.shape.J)  # type: ignore[assignment]
         self._scale = HOUR_S / (SLOT_S * self.shape.J)
 
-    def step(  # type: ignore[override]
+    def step(
         self, action: npt.ArrayLike
     ) -> tuple[npt.NDArray[np.float32], float, bool, bool, dict[str, Any]]:
         if self.slot is None or self.driver is None:
