@@ -33,12 +33,6 @@ LIBRARY_DEEPRM: dict[str, Any] = {
 }
 
 
-def _highest(mask: Mask, rows: int) -> npt.NDArray[np.int64]:
-    """The highest legal level of every row (16 units: DRF's share)."""
-    per_row = mask.reshape(rows, len(LEVELS))
-    return np.array([np.flatnonzero(r).max() for r in per_row], np.int64)
-
-
 # -- DL2, one step a slot -------------------------------------------------------------------
 
 
@@ -70,13 +64,34 @@ def test_dl2_slot_return_is_minus_total_jct_over_slot_times_rows() -> None:
     assert total == pytest.approx(-jct.sum() / (1200.0 * 6), rel=1e-9)
 
 
-def test_dl2_slot_highest_levels_everywhere_is_drf() -> None:
-    """Level 16 for every job hands out units round robin until full: DRF's allocation."""
-    adapter = PolicyAdapter(lambda o, m: _highest(m, 40), "dlsched/DL2Slot-v0", name="all-16")
+def test_dl2_slot_level_zero_everywhere_is_drf() -> None:
+    """(1 worker, 1 PS) units round robin until nothing fits: DRF's allocation."""
+    assert LEVELS[0] == (1, 1)
+    adapter = PolicyAdapter(
+        lambda o, m: np.zeros(40, np.int64), "dlsched/DL2Slot-v0", name="level-0"
+    )
     workload = make_workload("dl2", seed=101, servers=5, num_jobs=40)
     levels = dlsched.simulate(workload, adapter, seed=101).summary()["avg_jct_s"]
     drf = dlsched.simulate(workload, "drf", seed=101).summary()["avg_jct_s"]
     assert levels == pytest.approx(drf, rel=1e-12)
+
+
+def test_dl2_slot_levels_shape_the_units() -> None:
+    """A PS-heavy level gives parameter-server jobs about two PS a worker."""
+    from dlsched.core import Arch
+    from dlsched.papers.dl2.slot_env import Dl2LevelBuilder
+
+    env = Dl2SlotEnv(**SMALL_DL2)
+    env.reset(seed=0, options={"trace_seed": 3})
+    builder = Dl2LevelBuilder(env.view(), env.shape)
+    builder.apply(np.full(6, LEVELS.index((1, 2))) * builder.action_mask().reshape(6, -1)[:, 1])
+    decision = builder.decision()
+    specs = {run.job_id: run.spec for run in builder.slot.jobs}
+    ps_jobs = [j for j in decision if specs[j].arch is Arch.PS]
+    assert ps_jobs
+    for job in ps_jobs:
+        target = decision.targets[job]
+        assert target.num_ps >= target.num_workers
 
 
 def test_dl2_slot_adapter_refuses_a_masked_level() -> None:

@@ -1,33 +1,49 @@
 """`DeepRMEnv`: DeepRM's scheduling problem (DeepRM §3) as a Gymnasium environment.
 
 Registered as ``dlsched/DeepRM-v0`` (`dlsched.rl.registration`). State, actions and rewards
-are those of `dlsched.papers.deeprm.state` (which states every rule and its source).
+are those of `dlsched.papers.deeprm.state` (which states every rule and its source). The
+defaults are the paper's; four options (issue 19) make a problem a standard library learns on
+with its default hyper-parameters — ``reward="wait", work_conserving=True, window="shortest",
+observation="compact"`` (``examples/train_maskable_ppo.py``; ``benchmarks/RESULTS.md``).
 
-* **Observation space** ``Box(0, 1, (T·W,), float32)``: DeepRM's binary ``T × W`` image of the
-  cluster over the next ``T`` steps, the ``M`` waiting-job slots and the backlog count, flattened
-  row by row (``obs.reshape(T, W)`` gives the image back; `DeepRMShape.horizon`,
-  `DeepRMShape.image_width`; 20 × 443 = 8,860 by default), so libraries' default MLP policies
-  take it as is.
+* **Observation space**: ``observation="image"`` (default) ``Box(0, 1, (T·W,), float32)``:
+  DeepRM's binary ``T × W`` image of the cluster over the next ``T`` steps, the ``M``
+  waiting-job slots and the backlog count, flattened row by row (``obs.reshape(T, W)`` gives the
+  image back; `DeepRMShape.horizon`, `DeepRMShape.image_width`; 20 × 443 = 8,860 by default).
+  ``observation="compact"``: the same information as ``T·d + M·(d + 4) + 1`` numbers in
+  ``[0, 1]`` (101 by default; `dlsched.papers.deeprm.compact`), a job's duration and demands
+  one number each.
 * **Action space** ``Discrete(M + 1)``: 0 is ∅ and ``i`` schedules slot ``i``'s job at the first
   step at which it fits; time is frozen until ∅ or an invalid action. `action_masks`
   (sb3-contrib's convention, also ``info["action_mask"]``) marks the valid actions;
   ``mask_invalid=False`` offers every action, as in the paper, where an invalid choice simply
-  lets time move on. ``work_conserving=True`` (the registered id's default) offers only the
-  slot jobs that fit *now*, and ∅ only when none does: the policy chooses which waiting jobs
-  start and in what order, never idles resources a waiting job could use, and takes one
-  action per job started plus one ∅ per time step whatever it does — so a library's
-  per-action discount cannot be gamed by taking more or fewer actions (issue 19).
+  lets time move on. ``work_conserving=True`` offers only the slot jobs that fit *now*, and ∅
+  only when none does: the policy chooses which waiting jobs start and in what order, never
+  idles resources a waiting job could use, and takes one action per job started plus one ∅ per
+  time step whatever it does — so a library's per-*action* discount cannot be gamed by taking
+  more or fewer actions.
+* **Window**: ``window="arrival"`` (DeepRM's) fills the ``M`` slots first come, first in, the
+  rest wait in the backlog; ``window="shortest"`` keeps the ``M`` shortest waiting jobs in the
+  slots, shortest first (ties: arrival), as SJF sees every waiting job. Durations are in the
+  state either way.
 * **Reward**, paid on each step at which time advances one DeepRM step (0 while time is
   frozen): ``reward="slowdown"`` (default, DeepRM's own) ``−Σ_j 1/T_j`` over the jobs in the
   system, ``reward="jct"`` ``−|J|`` (DeepRM's completion-time objective, §3.4). Both follow
   Little's law: the undiscounted return of an episode that runs to its end is ``−Σ_j S_j``
   (slowdowns), resp. ``−Σ_j C_j`` (completion times, in steps), of the admitted jobs.
+  ``reward="wait"``: ``−Σ_j 1/T_j`` over the admitted jobs *waiting* (arrived, not started);
+  its undiscounted return is ``−Σ_j (S_j − 1)``, the same optimum, but a job's own run time
+  (a constant) is no longer charged while it runs, so under a discount starting a job sooner
+  never moves a cost earlier, where it weighs more — with ``"slowdown"`` it does.
 * **Episode end**: ``terminated`` when every job arrived and finished, ``truncated`` after
   ``max_steps`` time steps. Each episode is one jobset of the ``deeprm`` workload
   (``horizon_steps`` steps of Bernoulli arrivals at ``load``, seeded from ``self.np_random``), or
   the `Jobset` passed as ``reset(options={"jobset": ...})``; ``info["trace_seed"]`` is the
   jobset's ``deeprm`` seed (None for a given jobset). Jobs beyond the backlog are dropped and
   counted in ``info["dropped"]``.
+
+`slot_encoder` gives the deployed scheduler (`dlsched.rl.adapter.PolicyAdapter`) the same
+options, so a policy sees in `dlsched.simulate` what it saw here.
 """
 
 from __future__ import annotations
@@ -58,13 +74,16 @@ class DeepRMEnv(gym.Env[Obs, np.int64]):
 
     Args:
         load: offered load of generated jobsets (fraction of capacity; §4.1 uses 0.1–1.9).
-        reward: ``"slowdown"`` (``−Σ 1/T_j`` per step) or ``"jct"`` (``−|J|`` per step), §3.4.
+        reward: ``"slowdown"`` (``−Σ 1/T_j`` per step) or ``"jct"`` (``−|J|`` per step), §3.4;
+            ``"wait"`` (``−Σ 1/T_j`` over waiting jobs per step).
         horizon_steps: steps of arrivals per generated jobset (50, §4.1).
         shape: state sizes (``T``, ``M``, backlog, slots per resource).
         mask_invalid: True: `action_masks` marks only valid actions; False: all actions.
         max_steps: truncate after this many time steps.
         work_conserving: True: `action_masks` offers only the slot jobs that fit at the
             current step, and ∅ only when none does (module docstring).
+        observation: ``"image"`` (DeepRM's) or ``"compact"`` (101 numbers).
+        window: ``"arrival"`` (DeepRM's slots) or ``"shortest"`` (the shortest waiting jobs).
     """
 
     metadata: dict[str, Any] = {"render_modes": []}  # noqa: RUF012 - gymnasium convention

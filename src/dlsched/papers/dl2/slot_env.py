@@ -9,15 +9,17 @@ per slot, as in DL2's own trainer (§4.2).
 * **Observation space**: `Dl2Env`'s, ``Box(0, 10, (obs_dim,), float32)`` (724 by default): the
   ``J`` job rows of the slot's first batch (arrival order) with nothing allocated yet, and the
   free resource fractions (`dlsched.papers.dl2.state`).
-* **Action space** ``MultiDiscrete([K] * J)`` (``K = len(LEVELS)`` = 5): one level per job row,
-  the most *units* that job may have this slot: ``LEVELS[k]`` = 1, 2, 4, 8 or 16 — a unit is
-  one worker plus, for a parameter-server job, one PS (DRF's bundle). The environment hands out
-  units round robin, one per job per round in arrival order, until every job is at its level,
-  at its own limits, or out of room; jobs beyond the ``J`` rows then share what is left the
-  same way with no level. So every job that fits runs (the cluster is never left idle with jobs
-  waiting), level 16 everywhere is DRF's allocation, and a policy learns how much of the
-  cluster each job is worth. Mask (`action_masks`, sb3-contrib's flat ``J·K`` convention):
-  every level of a present row, only level 0 for an empty row (its level is ignored).
+* **Action space** ``MultiDiscrete([K] * J)`` (``K = len(LEVELS)`` = 5, ``J`` = 40 rows by
+  default): one level per job row, the shape of that job's *units*: ``LEVELS[k]`` = (1 worker,
+  1 PS), (1, 2), (1, 3), (2, 1) or (2, 3) — a job without parameter servers adds one worker a
+  unit whatever its level. The environment hands out units round robin, one per job per round
+  in arrival order (a unit that does not fit whole is added as far as it fits), until no job
+  can take more (its limits, or no room); jobs beyond the ``J`` rows then share what is left
+  the same way with (1, 1) units. So every job that fits runs (the cluster is never left idle
+  with jobs waiting), level 0 everywhere is DRF's allocation (with at most ``J`` active
+  jobs), and a policy learns the
+  worker:PS shape that suits each job. Mask (`action_masks`, sb3-contrib's flat ``J·K``
+  convention): every level of a present row, only level 0 for an empty row.
 * **Reward** (paid every step): minus the job-seconds spent in the system during the slot
   (`dlsched.rl.time_in_system`) ÷ (slot length × ``J``): minus the mean number of jobs in the
   system over the slot, ÷ ``J``, so O(1). Its undiscounted sum over an episode is
@@ -42,37 +44,44 @@ import numpy.typing as npt
 
 from dlsched.core import Arch, ClusterView, Decision, JobRun
 from dlsched.papers.dl2.env import Dl2Env
-from dlsched.papers.dl2.state import ADD_BOTH, ADD_WORKER, Dl2Shape, Dl2Slot
+from dlsched.papers.dl2.state import ADD_BOTH, ADD_PS, ADD_WORKER, Dl2Shape, Dl2Slot
 from dlsched.rl.time_in_system import HOUR_S
 from dlsched.workloads.dl2 import SLOT_S
 
-LEVELS: tuple[int, ...] = (1, 2, 4, 8, 16)
-"""The most units (a worker, plus a PS for PS jobs) each action level lets a job have."""
+LEVELS: tuple[tuple[int, int], ...] = ((1, 1), (1, 2), (1, 3), (2, 1), (2, 3))
+"""(workers, PS) that one *unit* of a parameter-server job adds, per action level (a job
+without PS adds one worker a unit whatever its level)."""
 
 
-def _unit_action(run: JobRun, row: int) -> int:
-    both = run.spec.arch is Arch.PS and run.spec.max_ps > 0
-    return 3 * row + (ADD_BOTH if both else ADD_WORKER)
+def _unit_actions(run: JobRun, row: int, level: int) -> list[int]:
+    """The incremental `Dl2Slot` actions of one unit of ``row`` at ``level``: a worker and a
+    PS together while both are due, then the rest."""
+    if not (run.spec.arch is Arch.PS and run.spec.max_ps > 0):
+        return [3 * row + ADD_WORKER]
+    workers, ps = LEVELS[level]
+    both = min(workers, ps)
+    rest = ADD_WORKER if workers > ps else ADD_PS
+    return [3 * row + ADD_BOTH] * both + [3 * row + rest] * abs(workers - ps)
 
 
-def _add_unit(slot: Dl2Slot, row: int) -> bool:
-    """Give ``row`` of ``slot``'s current batch one more unit; False at a cap or without room."""
-    try:
-        slot.apply(_unit_action(slot.rows[row], row))
-    except ValueError:
-        return False
-    return True
+def _add_unit(slot: Dl2Slot, row: int, level: int) -> bool:
+    """Give ``row`` of ``slot``'s current batch one more unit (as much of it as fits); False
+    if nothing of it could be added (at the job's limits or out of room)."""
+    added = False
+    for action in _unit_actions(slot.rows[row], row, level):
+        try:
+            slot.apply(action)
+        except ValueError:
+            break
+        added = True
+    return added
 
 
-def _round_robin(slot: Dl2Slot, caps: list[int]) -> None:
-    """One unit per row per round, in row (arrival) order, until every row is at its cap (in
-    units), at the job's limits, or out of room."""
-    got = [0] * len(caps)
-    rows = list(range(len(caps)))
+def _round_robin(slot: Dl2Slot, levels: list[int]) -> None:
+    """One unit per row per round, in row (arrival) order, until no row can take more."""
+    rows = list(range(len(levels)))
     while rows:
-        rows = [r for r in rows if got[r] < caps[r] and _add_unit(slot, r)]
-        for r in rows:
-            got[r] += 1
+        rows = [r for r in rows if _add_unit(slot, r, levels[r])]
 
 
 def level_mask(slot: Dl2Slot, num_levels: int = len(LEVELS)) -> npt.NDArray[np.bool_]:
@@ -88,11 +97,11 @@ def apply_levels(slot: Dl2Slot, levels: npt.ArrayLike) -> None:
     lv = np.asarray(levels, dtype=np.int64).ravel()
     if lv.shape[0] != slot.shape.J or lv.min(initial=0) < 0 or lv.max(initial=0) >= len(LEVELS):
         raise ValueError(f"levels must be {slot.shape.J} integers in 0..{len(LEVELS) - 1}")
-    _round_robin(slot, [LEVELS[int(k)] for k in lv[: len(slot.rows)]])
+    _round_robin(slot, [int(k) for k in lv[: len(slot.rows)]])
     void = slot.shape.void
-    while slot.batch + 1 < slot.num_batches:  # jobs beyond the J rows: no cap (DRF's share)
+    while slot.batch + 1 < slot.num_batches:  # jobs beyond the J rows: DRF's 1:1 units
         slot.apply(void)
-        _round_robin(slot, [LEVELS[-1]] * len(slot.rows))
+        _round_robin(slot, [0] * len(slot.rows))
     if not slot.done:
         slot.apply(void)
 
