@@ -17,8 +17,7 @@ per slot, as in DL2's own trainer (§4.2).
   can take more (its limits, or no room); jobs beyond the ``J`` rows then share what is left
   the same way with (1, 1) units. So every job that fits runs (the cluster is never left idle
   with jobs waiting), level 0 everywhere is DRF's allocation (with at most ``J`` active
-  jobs), and a policy learns the
-  worker:PS shape that suits each job. Mask (`action_masks`, sb3-contrib's flat ``J·K``
+  jobs), and a policy learns the worker:PS shape that suits each job. Mask (`action_masks`, sb3-contrib's flat ``J·K``
   convention): every level of a present row, only level 0 for an empty row.
 * **Reward** (paid every step): minus the job-seconds spent in the system during the slot
   (`dlsched.rl.time_in_system`) ÷ (slot length × ``J``): minus the mean number of jobs in the
