@@ -149,6 +149,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="seed of MaskablePPO and the env")
     parser.add_argument("--threads", type=int, default=1, help="PyTorch threads (default 1)")
     parser.add_argument("--out", type=Path, default=Path("runs/maskable_ppo"))
+    parser.add_argument(
+        "--load",
+        type=Path,
+        default=None,
+        help="evaluate this saved model (OUT/model.zip of an earlier run) instead of training; "
+        "its folder's trained_seeds.json, when there, is checked against the evaluation seeds",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     if args.minutes <= 0:
@@ -164,20 +171,32 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(exc).splitlines()[0])
     args.out.mkdir(parents=True, exist_ok=True)
 
-    model = MaskablePPO("MlpPolicy", env, seed=args.seed, device="cpu", verbose=0)
-    limit = TimeLimit(args.minutes * 60.0, args.out / "episodes.csv")
-    log.info("training %s for %.1f min", args.env_id, args.minutes)
-    model.learn(total_timesteps=10**9, callback=limit)
-    trained = sorted(limit.trace_seeds & set(seeds))
+    if args.load is not None:
+        model = MaskablePPO.load(args.load, env=env, device="cpu")
+        seeds_file = args.load.parent / "trained_seeds.json"
+        trained_on: set[int] = (
+            set(json.loads(seeds_file.read_text())) if seeds_file.is_file() else set()
+        )
+        episodes = None
+        log.info("evaluating %s (%d steps trained)", args.load, model.num_timesteps)
+    else:
+        model = MaskablePPO("MlpPolicy", env, seed=args.seed, device="cpu", verbose=0)
+        limit = TimeLimit(args.minutes * 60.0, args.out / "episodes.csv")
+        log.info("training %s for %.1f min", args.env_id, args.minutes)
+        model.learn(total_timesteps=10**9, callback=limit)
+        trained_on = limit.trace_seeds
+        episodes = len(limit.trace_seeds) or None
+        model.save(args.out / "model.zip")
+        (args.out / "trained_seeds.json").write_text(json.dumps(sorted(trained_on)))
+        log.info(
+            "trained %d steps in %.1f min; saved %s",
+            model.num_timesteps,
+            (time.monotonic() - limit.start) / 60.0,
+            args.out / "model.zip",
+        )
+    trained = sorted(trained_on & set(seeds))
     if trained:
         parser.error(f"evaluation seeds {trained} were trained on; pick others (--eval-seeds)")
-    model.save(args.out / "model.zip")
-    log.info(
-        "trained %d steps in %.1f min; saved %s",
-        model.num_timesteps,
-        (time.monotonic() - limit.start) / 60.0,
-        args.out / "model.zip",
-    )
 
     setting = evaluation_setting(env.unwrapped, options)
     workload = setting.pop("workload")
@@ -194,7 +213,8 @@ def main(argv: list[str] | None = None) -> int:
         "options": {k: repr(v) for k, v in options.items()},
         "minutes": args.minutes,
         "timesteps": model.num_timesteps,
-        "episodes_trained": len(limit.trace_seeds) or None,
+        "episodes_trained": episodes,
+        "model": str(args.load) if args.load is not None else None,
         "eval_workload": workload,
         "eval_options": setting,
         "eval_seeds": seeds,

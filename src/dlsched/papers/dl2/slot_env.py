@@ -17,8 +17,11 @@ per slot, as in DL2's own trainer (§4.2).
   can take more (its limits, or no room); jobs beyond the ``J`` rows then share what is left
   the same way with (1, 1) units. So every job that fits runs (the cluster is never left idle
   with jobs waiting), level 0 everywhere is DRF's allocation (with at most ``J`` active
-  jobs), and a policy learns the worker:PS shape that suits each job. Mask (`action_masks`, sb3-contrib's flat ``J·K``
-  convention): every level of a present row, only level 0 for an empty row.
+  jobs), and a policy learns the worker:PS shape that suits each job. Mask (`action_masks`,
+  sb3-contrib's flat ``J·K`` convention): every level of a present row, only level 0 for an
+  empty row. ``per="type"``: ``MultiDiscrete([K] * L)``, one level per job *type* (``L`` = 8)
+  that every job of the type takes (the jobs beyond the rows too): 8 choices a step instead of
+  40, which a library learns from far more cheaply (SB3 builds one distribution a dimension).
 * **Reward** (paid every step): minus the job-seconds spent in the system during the slot
   (`dlsched.rl.time_in_system`) ÷ (slot length × ``J``): minus the mean number of jobs in the
   system over the slot, ÷ ``J``, so O(1). Its undiscounted sum over an episode is
@@ -35,7 +38,7 @@ per slot, as in DL2's own trainer (§4.2).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import gymnasium as gym
 import numpy as np
@@ -83,24 +86,42 @@ def _round_robin(slot: Dl2Slot, levels: list[int]) -> None:
         rows = [r for r in rows if _add_unit(slot, r, levels[r])]
 
 
-def level_mask(slot: Dl2Slot, num_levels: int = len(LEVELS)) -> npt.NDArray[np.bool_]:
-    """Flat ``J · K`` mask: every level of a present row, level 0 only for an empty row."""
+LevelsPer = Literal["job", "type"]
+
+
+def level_mask(
+    slot: Dl2Slot, per: LevelsPer = "job", num_levels: int = len(LEVELS)
+) -> npt.NDArray[np.bool_]:
+    """Flat mask, ``K`` entries a dimension: ``per="job"``: every level of a present row, level
+    0 only for an empty row; ``per="type"``: every level of every job type."""
+    if per == "type":
+        return np.ones(slot.shape.L * num_levels, dtype=bool)
     mask = np.zeros((slot.shape.J, num_levels), dtype=bool)
     mask[:, 0] = True
     mask[: len(slot.rows), :] = True
     return mask.ravel()
 
 
-def apply_levels(slot: Dl2Slot, levels: npt.ArrayLike) -> None:
-    """Fill ``slot`` (fresh, batch 0) from one level per row (module docstring) and end it."""
+def row_levels(slot: Dl2Slot, levels: npt.ArrayLike, per: LevelsPer = "job") -> list[int]:
+    """One level per present row of ``slot``'s current batch: the row's own (``per="job"``),
+    or its job type's (``per="type"``; a type not in the state gets level 0)."""
     lv = np.asarray(levels, dtype=np.int64).ravel()
-    if lv.shape[0] != slot.shape.J or lv.min(initial=0) < 0 or lv.max(initial=0) >= len(LEVELS):
-        raise ValueError(f"levels must be {slot.shape.J} integers in 0..{len(LEVELS) - 1}")
-    _round_robin(slot, [int(k) for k in lv[: len(slot.rows)]])
+    size = slot.shape.J if per == "job" else slot.shape.L
+    if lv.shape[0] != size or lv.min(initial=0) < 0 or lv.max(initial=0) >= len(LEVELS):
+        raise ValueError(f"levels must be {size} integers in 0..{len(LEVELS) - 1}")
+    if per == "job":
+        return [int(k) for k in lv[: len(slot.rows)]]
+    index = {name: i for i, name in enumerate(slot.shape.job_types)}
+    return [int(lv[index[r.spec.model]]) if r.spec.model in index else 0 for r in slot.rows]
+
+
+def apply_levels(slot: Dl2Slot, levels: npt.ArrayLike, per: LevelsPer = "job") -> None:
+    """Fill ``slot`` (fresh, batch 0) from the levels (module docstring) and end it."""
+    _round_robin(slot, row_levels(slot, levels, per))
     void = slot.shape.void
-    while slot.batch + 1 < slot.num_batches:  # jobs beyond the J rows: DRF's 1:1 units
+    while slot.batch + 1 < slot.num_batches:  # jobs beyond the J rows
         slot.apply(void)
-        _round_robin(slot, [0] * len(slot.rows))
+        _round_robin(slot, row_levels(slot, levels, per) if per == "type" else [0] * len(slot.rows))
     if not slot.done:
         slot.apply(void)
 
@@ -108,17 +129,18 @@ def apply_levels(slot: Dl2Slot, levels: npt.ArrayLike) -> None:
 class Dl2LevelBuilder:
     """One scheduling point decided by one level vector (a `SlotBuilder` for the adapter)."""
 
-    def __init__(self, view: ClusterView, shape: Dl2Shape) -> None:
+    def __init__(self, view: ClusterView, shape: Dl2Shape, per: LevelsPer = "job") -> None:
         self.slot = Dl2Slot(view, shape)
+        self.per: LevelsPer = per
 
     def observation(self) -> npt.NDArray[np.float32]:
         return self.slot.observation()
 
     def action_mask(self) -> npt.NDArray[np.bool_]:
-        return level_mask(self.slot)
+        return level_mask(self.slot, self.per)
 
     def apply(self, action: Any) -> bool:
-        apply_levels(self.slot, action)
+        apply_levels(self.slot, action, self.per)
         return True
 
     def decision(self) -> Decision:
@@ -128,16 +150,18 @@ class Dl2LevelBuilder:
 class Dl2LevelEncoder:
     """`SlotEncoder` of `Dl2SlotEnv`: a `Dl2LevelBuilder` per scheduling point."""
 
-    def __init__(self, shape: Dl2Shape) -> None:
+    def __init__(self, shape: Dl2Shape, per: LevelsPer = "job") -> None:
         self.shape = shape
+        self.per: LevelsPer = per
 
     def start(self, view: ClusterView) -> Dl2LevelBuilder:
-        return Dl2LevelBuilder(view, self.shape)
+        return Dl2LevelBuilder(view, self.shape, self.per)
 
 
 class Dl2SlotEnv(Dl2Env):
     """DL2 with one step per slot (module docstring). Arguments as `Dl2Env`, less ``reward``
-    (always minus the mean jobs in the system ÷ ``J``)."""
+    (always minus the mean jobs in the system ÷ ``J``), plus ``per``: ``"job"`` (a level per
+    job row) or ``"type"`` (a level per job type)."""
 
     def __init__(
         self,
@@ -146,8 +170,11 @@ class Dl2SlotEnv(Dl2Env):
         shape: Dl2Shape | None = None,
         seeds: Sequence[int] | None = None,
         max_slots: int = 2000,
+        per: LevelsPer = "job",
         **workload_options: Any,
     ) -> None:
+        if per not in ("job", "type"):
+            raise ValueError(f"per must be 'job' or 'type', got {per!r}")
         super().__init__(
             workload,
             shape=shape,
@@ -156,7 +183,9 @@ class Dl2SlotEnv(Dl2Env):
             reward="jct",
             **workload_options,
         )
-        self.action_space = gym.spaces.MultiDiscrete([len(LEVELS)] * self.shape.J)  # type: ignore[assignment]
+        self.per: LevelsPer = per
+        dims = self.shape.J if per == "job" else self.shape.L
+        self.action_space = gym.spaces.MultiDiscrete([len(LEVELS)] * dims)  # type: ignore[assignment]
         self._scale = HOUR_S / (SLOT_S * self.shape.J)
 
     def step(
@@ -164,7 +193,7 @@ class Dl2SlotEnv(Dl2Env):
     ) -> tuple[npt.NDArray[np.float32], float, bool, bool, dict[str, Any]]:
         if self.slot is None or self.driver is None:
             raise ValueError("call reset() before step()")
-        apply_levels(self.slot, action)
+        apply_levels(self.slot, action, self.per)
         reward = self._run_slot() * self._scale
         terminated = self.slot is None
         truncated = not terminated and self.slots >= self.max_slots
@@ -178,11 +207,12 @@ class Dl2SlotEnv(Dl2Env):
     def action_masks(self) -> npt.NDArray[np.bool_]:
         """Legal levels now, flat ``J · K`` (sb3-contrib's MultiDiscrete convention)."""
         if self.slot is None:
-            mask = np.zeros((self.shape.J, len(LEVELS)), dtype=bool)
+            dims = self.shape.J if self.per == "job" else self.shape.L
+            mask = np.zeros((dims, len(LEVELS)), dtype=bool)
             mask[:, 0] = True
             return mask.ravel()
-        return level_mask(self.slot)
+        return level_mask(self.slot, self.per)
 
     def slot_encoder(self) -> Dl2LevelEncoder:  # type: ignore[override]
         """The level encoding for a deployed scheduler (`dlsched.rl.adapter.PolicyAdapter`)."""
-        return Dl2LevelEncoder(self.shape)
+        return Dl2LevelEncoder(self.shape, self.per)
