@@ -94,6 +94,26 @@ def test_dl2_slot_levels_shape_the_units() -> None:
         assert target.num_ps >= target.num_workers
 
 
+def test_dl2_slot_per_type_gives_every_job_of_a_type_its_level() -> None:
+    from dlsched.papers.dl2.slot_env import row_levels
+
+    env = Dl2SlotEnv(per="type", **SMALL_DL2)
+    assert env.action_space.nvec.tolist() == [len(LEVELS)] * env.shape.L  # type: ignore[attr-defined]
+    _, info = env.reset(seed=0, options={"trace_seed": 3})
+    assert info["action_mask"].shape == (env.shape.L * len(LEVELS),)
+    assert env.slot is not None
+    levels = np.arange(env.shape.L) % len(LEVELS)
+    got = row_levels(env.slot, levels, "type")
+    for run, level in zip(env.slot.rows, got, strict=True):
+        assert level == levels[env.shape.job_types.index(run.spec.model)]
+    adapter = PolicyAdapter(lambda o, m: np.zeros(8, np.int64), "dlsched/DL2Slot-v0", per="type")
+    workload = make_workload("dl2", seed=101, servers=5, num_jobs=40)
+    drf = dlsched.simulate(workload, "drf", seed=101).summary()["avg_jct_s"]
+    assert dlsched.simulate(workload, adapter, seed=101).summary()["avg_jct_s"] == pytest.approx(
+        drf, rel=1e-12
+    )
+
+
 def test_dl2_slot_adapter_refuses_a_masked_level() -> None:
     adapter = PolicyAdapter(
         lambda o, m: np.full(6, len(LEVELS) - 1), "dlsched/DL2Slot-v0", **SMALL_DL2
@@ -204,3 +224,5 @@ def test_bad_deeprm_options_are_one_clear_error() -> None:
         DeepRMEnv(window="longest")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="observation must be 'image' or 'compact'"):
         DeepRMEnv(observation="pixels")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="per must be 'job' or 'type'"):
+        Dl2SlotEnv(per="server")  # type: ignore[arg-type]
