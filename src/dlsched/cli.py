@@ -191,7 +191,8 @@ def simulate(
     if json_out:
         print(json.dumps(summary))
         return
-    table = Table(title=Text(f"{summary['workload']} · {summary['scheduler']} · seed {seed}"))
+    title = f"{summary['workload']} · {summary['scheduler']} · seed {seed}"
+    table = Table(title=Text(title), min_width=len(title))  # a long trace path stays one line
     table.add_column("metric", no_wrap=True)
     table.add_column("value", justify="right", no_wrap=True)
     table.add_column("unit")
