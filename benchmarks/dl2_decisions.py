@@ -11,8 +11,9 @@ one version's action deviated from float64's with a gap below the tie tolerance.
     PYTHONPATH=src python benchmarks/dl2_decisions.py --out /tmp/new.json
     python benchmarks/dl2_decisions.py --diff /tmp/old.json /tmp/new.json
 
-Works on trees with and without ``NumpyPolicy.logits_after`` (the older one replays with
-``logits``, which there gives the same numbers as its own incremental path).
+Works on trees with ``NumpyPolicy.act_after`` (the compiled greedy step, replayed with it),
+with only ``logits_after``, and with neither (the oldest replays with ``logits``, which there
+gives the same numbers as its own incremental path).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ RUNS: tuple[tuple[int, int, float], ...] = (
     *((seed, 8, 1.0) for seed in (101, 102, 103)),
     *((seed, 20, 1.0) for seed in (101, 102, 103)),
     *((seed, 13, 3.0) for seed in (101, 102)),  # `dl2_policy.py`'s timing traces: 40 rows full
+    *((seed, 13, 1.5) for seed in (101, 102, 103)),
 )
 """(seed, servers, load) of the ``dl2`` workload."""
 TIE = 1e-4
@@ -64,11 +66,14 @@ def _run(seed: int, servers: int, load: float) -> dict[str, Any]:
         while True:
             mask = slot.action_mask()
             obs = slot.observation()
-            if hasattr(net, "logits_after"):
-                scores = net.logits_after(obs, part)
+            if hasattr(net, "act_after"):  # the deployed path since 2026-11-24 (dl2fast)
+                action = net.act_after(obs, mask, part)
             else:
-                scores = net.logits(obs)
-            action = int(np.where(mask, scores, -np.inf).argmax())
+                if hasattr(net, "logits_after"):
+                    scores = net.logits_after(obs, part)
+                else:
+                    scores = net.logits(obs)
+                action = int(np.where(mask, scores, -np.inf).argmax())
             with torch.inference_mode():
                 ref = exact(torch.from_numpy(obs.astype(np.float64))[None])[0].numpy()
             ref = np.where(mask, ref, -np.inf)
@@ -138,15 +143,27 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", help="write this tree's runs here (JSON)")
     parser.add_argument("--diff", nargs=2, metavar=("OLD", "NEW"))
+    parser.add_argument(
+        "--runs", help="only these runs: SEED/SERVERS/LOAD,... (default: every run of RUNS)"
+    )
     args = parser.parse_args()
     if args.diff:
         return _diff(*args.diff)
     if not args.out:
         parser.error("give --out or --diff")
     torch.set_num_threads(1)
+    chosen = RUNS
+    if args.runs:
+        try:
+            chosen = tuple(
+                (int(a), int(b), float(c))
+                for a, b, c in (item.split("/") for item in args.runs.split(","))
+            )
+        except ValueError:
+            parser.error(f"--runs {args.runs!r}: expected SEED/SERVERS/LOAD,...")
     runs = {
         f"seed {seed}, {servers} servers, load {load:g}": _run(seed, servers, load)
-        for seed, servers, load in RUNS
+        for seed, servers, load in chosen
     }
     with open(args.out, "w") as fh:
         json.dump(runs, fh)

@@ -24,6 +24,7 @@ log = logging.getLogger(__name__)
 
 _UNSET: Any = object()
 _WARNED: set[tuple[str, str]] = set()
+_WARNED_SETTING: set[tuple[str, ...]] = set()
 
 
 def simulate(
@@ -68,6 +69,7 @@ def simulate(
     if isinstance(scheduler, str):
         warn_if_not_made_for(scheduler, workload.name)
         scheduler = make_scheduler(scheduler)
+    warn_if_out_of_setting(scheduler, workload)
     config = SimConfig(
         interval_s=workload.interval_s if interval_s is _UNSET else interval_s,
         on_events=workload.on_events if on_events is None else on_events,
@@ -105,6 +107,30 @@ def warn_if_not_made_for(scheduler: str, workload: str) -> None:
         ", ".join(sorted(made)),
         "s" if len(made) > 1 else "",
         base,
+    )
+
+
+def warn_if_out_of_setting(scheduler: Scheduler, workload: Workload) -> None:
+    """Log a warning, once per process, scheduler, workload and set of differing parameters,
+    when a trained policy runs outside the setting its card's ``trained_setting`` names (the
+    rule: `dlsched.rl.setting`). Schedulers without a ``trained_setting`` attribute are silent."""
+    from dlsched.rl.setting import describe, differences
+
+    trained = getattr(scheduler, "trained_setting", None)
+    found = differences(trained, workload.name, workload.params)
+    if not trained or not found:
+        return
+    name = getattr(scheduler, "name", type(scheduler).__name__)
+    key = (str(name), workload.name, *(f.partition(" ")[0] for f in found))
+    if key in _WARNED_SETTING:
+        return
+    _WARNED_SETTING.add(key)
+    log.warning(
+        "scheduler %r was trained for %s; this run has %s: it runs outside the setting it was "
+        "trained for",
+        name,
+        describe(trained),
+        ", ".join(found),
     )
 
 

@@ -2,10 +2,18 @@
 
 It serves what the dlsched controller and the official ``kubernetes`` client use:
 
-- ``/api/v1/nodes``: list, get, create, merge-patch, delete;
-- ``/apis/dlsched.io/v1alpha1/namespaces/NS/dljobs``: create, get, list (with
-  ``resourceVersion``), ``?watch=true`` (JSON lines), replace, merge-patch, delete, and the
-  ``/status`` and ``/scale`` subresources (``autoscaling/v1`` Scale of ``.spec.workers``);
+- ``/api/v1/nodes``: list, get, create, merge-patch, delete, watch;
+- ``/apis/apiextensions.k8s.io/v1/customresourcedefinitions``: CRDs; storing one serves its
+  kind (first served version) as the real server does. By default the DLJob CRD of
+  ``deploy/crd.yaml`` and a Kubeflow PyTorchJob CRD (``pytorchjob-crd.yaml``) are installed;
+- ``/apis/GROUP/VERSION/namespaces/NS/PLURAL`` of an installed CRD: create, get, list (with
+  ``resourceVersion`` and ``labelSelector``), ``?watch=true`` (JSON lines, one HTTP chunk
+  per event as the real server streams them; ``labelSelector`` applies), replace,
+  merge-patch, delete, and, where the CRD declares them, the ``/status`` subresource (then the
+  main resource ignores status changes) and the ``/scale`` subresource: GET, PUT and
+  merge-PATCH of an ``autoscaling/v1`` Scale of the CRD's ``specReplicasPath`` (and
+  ``statusReplicasPath``), 409 Conflict on a stale ``metadata.resourceVersion``, 404 for a CRD
+  without it;
 - ``/api/v1/namespaces/NS/pods``: create, list (``labelSelector`` of ``k=v`` terms), get,
   delete, and the ``/binding`` subresource (sets ``spec.nodeName``);
 - ``/api/v1/namespaces/NS/events``: create, list;
@@ -31,24 +39,45 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
+import yaml
+
 Obj = dict[str, Any]
 
-GROUP = "dlsched.io"
-VERSION = "v1alpha1"
-_KINDS = {
-    # collection segment -> (apiVersion, kind, namespaced)
-    "nodes": ("v1", "Node", False),
-    "pods": ("v1", "Pod", True),
-    "events": ("v1", "Event", True),
-    "dljobs": (f"{GROUP}/{VERSION}", "DLJob", True),
-    "leases": ("coordination.k8s.io/v1", "Lease", True),
+HERE = Path(__file__).resolve().parent
+DEFAULT_CRDS = (
+    HERE.parents[1] / "src" / "dlsched" / "k8s" / "manifests" / "crd.yaml",
+    HERE / "pytorchjob-crd.yaml",
+)
+
+
+@dataclass(frozen=True)
+class _Kind:
+    """How one resource is served: its apiVersion, kind, scope and subresources."""
+
+    api_version: str
+    kind: str
+    namespaced: bool
+    status: bool = False
+    scale: tuple[str, str] | None = None  # (specReplicasPath, statusReplicasPath)
+
+
+_BUILT_IN = {
+    # plural -> how it is served
+    "nodes": _Kind("v1", "Node", False),
+    "pods": _Kind("v1", "Pod", True),
+    "events": _Kind("v1", "Event", True),
+    "leases": _Kind("coordination.k8s.io/v1", "Lease", True),
+    "customresourcedefinitions": _Kind(
+        "apiextensions.k8s.io/v1", "CustomResourceDefinition", False
+    ),
 }
 _PATH = re.compile(
-    r"^/(?:api/v1|apis/(?:dlsched\.io/v1alpha1|coordination\.k8s\.io/v1))"
-    r"(?:/namespaces/(?P<ns>[^/]+))?/(?P<plural>nodes|pods|events|dljobs|leases)"
+    r"^/(?:api/(?P<core>v1)|apis/(?P<group>[^/]+)/(?P<version>[^/]+))"
+    r"(?:/namespaces/(?P<ns>[^/]+))?/(?P<plural>[a-z0-9.-]+)"
     r"(?:/(?P<name>[^/]+))?(?:/(?P<sub>status|scale|binding))?$"
 )
 HISTORY = 10_000
@@ -108,8 +137,9 @@ class FakeApiServer:
         requests: ``(method, path)`` of every request served, in order.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, crds: tuple[Path | Obj, ...] = DEFAULT_CRDS) -> None:
         self._lock = threading.Condition()
+        self._kinds: dict[str, _Kind] = dict(_BUILT_IN)
         self._objects: dict[tuple[str, str, str], Obj] = {}
         self._events: list[tuple[int, str, str, str, Obj]] = []  # rv, plural, ns, type, obj
         self._rv = 0
@@ -120,6 +150,12 @@ class FakeApiServer:
         self._http = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._http.daemon_threads = True
         self._thread: threading.Thread | None = None
+        for crd in crds:
+            self.put(
+                "customresourcedefinitions",
+                "",
+                yaml.safe_load(crd.read_text()) if isinstance(crd, Path) else crd,
+            )
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -197,11 +233,17 @@ class FakeApiServer:
 
     # ------------------------------------------------------------------ store
 
+    def _kind(self, plural: str) -> _Kind:
+        kind = self._kinds.get(plural)
+        if kind is None:
+            raise ApiError(404, "NotFound", f"the server could not find the resource {plural}")
+        return kind
+
     def _stamp(self, plural: str, namespace: str, obj: Obj, old: Obj | None) -> Obj:
-        api_version, kind, namespaced = _KINDS[plural]
-        obj["apiVersion"], obj["kind"] = api_version, kind
+        kind = self._kind(plural)
+        obj["apiVersion"], obj["kind"] = kind.api_version, kind.kind
         meta = obj.setdefault("metadata", {})
-        if namespaced:
+        if kind.namespaced:
             meta["namespace"] = namespace
         if old is None:
             meta["uid"] = str(uuid.uuid4())
@@ -219,6 +261,24 @@ class FakeApiServer:
     def _store(self, key: tuple[str, str, str], kind: str, obj: Obj) -> None:
         self._objects[key] = obj
         self._record(key[0], key[1], kind, obj)
+        if key[0] == "customresourcedefinitions":
+            self._serve_crd(obj)
+
+    def _serve_crd(self, crd: Obj) -> None:
+        """Serve the CRD's kind in its first served version, with its subresources."""
+        spec = crd["spec"]
+        version = next(v for v in spec["versions"] if v.get("served", True))
+        sub = version.get("subresources") or {}
+        scale = sub.get("scale")
+        self._kinds[spec["names"]["plural"]] = _Kind(
+            f"{spec['group']}/{version['name']}",
+            spec["names"]["kind"],
+            spec.get("scope", "Namespaced") == "Namespaced",
+            status="status" in sub,
+            scale=None
+            if scale is None
+            else (scale["specReplicasPath"], scale.get("statusReplicasPath", "")),
+        )
 
     def _remove(self, key: tuple[str, str, str]) -> Obj:
         obj = self._objects.pop(key, None)
@@ -252,9 +312,7 @@ class FakeApiServer:
                         reason.get(fault.code, "InternalError"),
                         f"injected {fault.code} for {method} {path}",
                     )
-        match = _PATH.match(path)
-        if match is None:
-            raise ApiError(404, "NotFound", f"the server could not find {path}")
+        match = self._route(path)
         plural, ns, name, sub = match["plural"], match["ns"] or "", match["name"], match["sub"]
         query = {k: v[-1] for k, v in parse_qs(urlparse(raw_path).query).items()}
         with self._lock:
@@ -267,9 +325,25 @@ class FakeApiServer:
                 return self._item(method, (plural, ns, name), body)
             elif sub == "binding" and method == "POST" and plural == "pods":
                 return 201, self._bind((plural, ns, name), body or {})
-            elif sub in ("status", "scale") and plural == "dljobs":
-                return self._subresource(method, sub, (plural, ns, name), body)
+            elif sub == "status" and self._kinds[plural].status:
+                return self._status(method, (plural, ns, name), body)
+            elif sub == "scale" and self._kinds[plural].scale is not None:
+                return self._scale(method, (plural, ns, name), body)
+            elif sub is not None:
+                raise ApiError(404, "NotFound", f"the server could not find {path}")
         raise ApiError(405, "MethodNotAllowed", f"{method} is not supported on {path}")
+
+    def _route(self, path: str) -> re.Match[str]:
+        """The path's parts, if it names a served resource in its API group and version."""
+        match = _PATH.match(path)
+        with self._lock:
+            kind = self._kinds.get(match["plural"]) if match else None
+        if match is None or kind is None:
+            raise ApiError(404, "NotFound", f"the server could not find {path}")
+        group_version = "v1" if match["core"] else f"{match['group']}/{match['version']}"
+        if group_version != kind.api_version:
+            raise ApiError(404, "NotFound", f"the server could not find {path}")
+        return match
 
     def _list(self, plural: str, ns: str, query: dict[str, str]) -> Obj:
         since = query.get("resourceVersion")
@@ -281,10 +355,10 @@ class FakeApiServer:
             for (p, n, _), o in sorted(self._objects.items())
             if p == plural and (not ns or n == ns) and _matches(o, selector)
         ]
-        api_version, kind, _ = _KINDS[plural]
+        kind = self._kind(plural)
         return {
-            "apiVersion": api_version,
-            "kind": f"{kind}List",
+            "apiVersion": kind.api_version,
+            "kind": f"{kind.kind}List",
             "metadata": {"resourceVersion": str(self._rv)},
             "items": items,
         }
@@ -336,41 +410,49 @@ class FakeApiServer:
         if method == "PATCH":
             old = self._existing(key)
             new = merge_patch(old, body)
-            if key[0] == "dljobs":
-                new["status"] = old.get("status")  # status changes only through /status
+            if self._kinds[key[0]].status:  # status changes only through /status
+                new["status"] = old.get("status")
             return 200, self._update(key, new, want)
         raise ApiError(405, "MethodNotAllowed", f"{method} is not supported")
 
-    def _subresource(
-        self, method: str, sub: str, key: tuple[str, str, str], body: Obj | None
-    ) -> tuple[int, Obj]:
+    def _status(self, method: str, key: tuple[str, str, str], body: Obj | None) -> tuple[int, Obj]:
         old = self._existing(key)
         body = body or {}
         want = (body.get("metadata") or {}).get("resourceVersion")
-        if sub == "status":
-            if method == "GET":
-                return 200, copy.deepcopy(old)
-            status = body.get("status") if method == "PUT" else None
-            if method == "PATCH":
-                status = merge_patch(old.get("status") or {}, body.get("status") or {})
-            elif method != "PUT":
-                raise ApiError(405, "MethodNotAllowed", f"{method} is not supported on status")
-            new = copy.deepcopy(old)
-            new["status"] = status
-            return 200, self._update(key, new, want)
         if method == "GET":
-            return 200, _scale(old)
+            return 200, copy.deepcopy(old)
         if method == "PUT":
-            replicas = (body.get("spec") or {}).get("replicas")
+            status = body.get("status")
         elif method == "PATCH":
-            replicas = merge_patch(_scale(old), body)["spec"].get("replicas")
+            status = merge_patch(old.get("status") or {}, body.get("status") or {})
+        else:
+            raise ApiError(405, "MethodNotAllowed", f"{method} is not supported on status")
+        new = copy.deepcopy(old)
+        new["status"] = status
+        return 200, self._update(key, new, want)
+
+    def _scale(self, method: str, key: tuple[str, str, str], body: Obj | None) -> tuple[int, Obj]:
+        """The Scale of ``key`` (GET), or set its replicas (PUT, merge-PATCH) at the CRD's
+        ``specReplicasPath``; a stale resourceVersion in the body is a 409."""
+        paths = self._kinds[key[0]].scale
+        assert paths is not None
+        old = self._existing(key)
+        body = body or {}
+        if method == "GET":
+            return 200, _scale(old, paths)
+        if method == "PUT":
+            scale = body
+        elif method == "PATCH":
+            scale = merge_patch(_scale(old, paths), body)
         else:
             raise ApiError(405, "MethodNotAllowed", f"{method} is not supported on scale")
+        replicas = (scale.get("spec") or {}).get("replicas")
         if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
             raise ApiError(422, "Invalid", f"spec.replicas: Invalid value: {replicas!r}")
+        want = (scale.get("metadata") or {}).get("resourceVersion")
         new = copy.deepcopy(old)
-        new.setdefault("spec", {})["workers"] = replicas
-        return 200, _scale(self._update(key, new, want))
+        _set_path(new, paths[0], replicas)
+        return 200, _scale(self._update(key, new, want), paths)
 
     def _bind(self, key: tuple[str, str, str], body: Obj) -> Obj:
         pod = self._existing(key)
@@ -388,6 +470,7 @@ class FakeApiServer:
         """Events after ``resourceVersion`` until ``timeoutSeconds``; an ERROR 410 event if that
         version is older than the kept history (or the history is expired while watching)."""
         since = int(query.get("resourceVersion") or self._rv)
+        selector = _selector(query.get("labelSelector", ""))
         deadline = time.monotonic() + float(query.get("timeoutSeconds") or 30)
         expired_at = self._oldest_rv
         while True:
@@ -401,7 +484,10 @@ class FakeApiServer:
                 batch = [
                     {"type": kind, "object": copy.deepcopy(obj)}
                     for rv, p, n, kind, obj in self._events
-                    if rv > since and p == plural and (not ns or n == ns)
+                    if rv > since
+                    and p == plural
+                    and (not ns or n == ns)
+                    and _matches(obj, selector)
                 ]
                 if self._events:
                     since = max(since, self._events[-1][0])
@@ -414,7 +500,25 @@ class FakeApiServer:
             yield from batch
 
 
-def _scale(obj: Obj) -> Obj:
+def _get_path(obj: Obj, path: str) -> Any:
+    """The value at a JSON path like ``.spec.workers`` (None if absent)."""
+    value: Any = obj
+    for part in path.strip(".").split("."):
+        if not isinstance(value, dict):
+            return None
+        value = value.get(part)
+    return value
+
+
+def _set_path(obj: Obj, path: str, value: Any) -> None:
+    parts = path.strip(".").split(".")
+    for part in parts[:-1]:
+        obj = obj.setdefault(part, {})
+    obj[parts[-1]] = value
+
+
+def _scale(obj: Obj, paths: tuple[str, str]) -> Obj:
+    """The ``autoscaling/v1`` Scale of ``obj`` (replicas at the CRD's paths, 0 if absent)."""
     meta = obj["metadata"]
     return {
         "apiVersion": "autoscaling/v1",
@@ -425,8 +529,8 @@ def _scale(obj: Obj) -> Obj:
             "resourceVersion": meta["resourceVersion"],
             "uid": meta["uid"],
         },
-        "spec": {"replicas": (obj.get("spec") or {}).get("workers", 0)},
-        "status": {"replicas": (obj.get("status") or {}).get("workers", 0)},
+        "spec": {"replicas": _get_path(obj, paths[0]) or 0},
+        "status": {"replicas": (_get_path(obj, paths[1]) if paths[1] else 0) or 0},
     }
 
 
@@ -474,20 +578,25 @@ def _handler(server: FakeApiServer) -> type[BaseHTTPRequestHandler]:
             self._send(code, answer)
 
         def _watch(self, path: str, query: dict[str, str]) -> None:
-            match = _PATH.match(path)
-            if match is None or match["name"] is not None:
+            match = server._route(path)
+            if match["name"] is not None:
                 raise ApiError(404, "NotFound", f"cannot watch {path}")
             with server._lock:
                 server.requests.append(("WATCH", path))
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
+            # one chunk per event, as the real server streams them: a client reading the
+            # stream gets each event when it is sent, not when the watch ends
+            self.send_header("Transfer-Encoding", "chunked")
             self.send_header("Connection", "close")
             self.end_headers()
             self.close_connection = True
             try:
                 for event in server.watch(match["plural"], match["ns"] or "", query):
-                    self.wfile.write(json.dumps(event).encode() + b"\n")
+                    data = json.dumps(event).encode() + b"\n"
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
                     self.wfile.flush()
+                self.wfile.write(b"0\r\n\r\n")
             except (BrokenPipeError, ConnectionResetError):
                 return
 

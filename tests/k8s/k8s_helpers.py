@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from apiserver import FakeApiServer
 from kubernetes import client
 
 from dlsched.k8s.controller import Controller
-from dlsched.k8s.objects import PLACEMENT_ANNOTATION, DLJob, ObjectError, parse_dljob
+from dlsched.k8s.objects import PLACEMENT_ANNOTATION, ObjectError, TrainingJob, parse_dljob
+from dlsched.k8s.pytorchjob import parse_pytorchjob
 from dlsched.schedulers.registry import make_scheduler
 
 NS = "default"
@@ -60,19 +62,82 @@ def dljob(
     return {"apiVersion": "dlsched.io/v1alpha1", "kind": "DLJob", "metadata": meta, "spec": spec}
 
 
+def pytorchjob(
+    name: str,
+    *,
+    request: int = 2,
+    min_workers: int = 1,
+    max_workers: int = 4,
+    gpu: int = 1,
+    managed: bool = True,
+    total_work: float = 100.0,
+    created: str | None = None,
+) -> dict[str, Any]:
+    """An elastic Kubeflow PyTorchJob (Worker replicas only, created at 0 replicas)."""
+    meta: dict[str, Any] = {
+        "name": name,
+        "annotations": {
+            "dlsched.io/total-work": str(total_work),
+            "dlsched.io/request-workers": str(request),
+        },
+    }
+    if managed:
+        meta["labels"] = {"dlsched.io/managed": "true"}
+    if created:
+        meta["creationTimestamp"] = created
+    container = {
+        "name": "pytorch",
+        "image": "example/train:1",
+        "resources": {"limits": {"nvidia.com/gpu": gpu, "cpu": "2", "memory": "4Gi"}},
+    }
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": meta,
+        "spec": {
+            "elasticPolicy": {
+                "rdzvBackend": "c10d",
+                "minReplicas": min_workers,
+                "maxReplicas": max_workers,
+            },
+            "pytorchReplicaSpecs": {
+                "Worker": {
+                    "replicas": 0,
+                    "restartPolicy": "OnFailure",
+                    "template": {"spec": {"containers": [container]}},
+                }
+            },
+        },
+    }
+
+
+def running(job: dict[str, Any], node_name: str, workers: int) -> dict[str, Any]:
+    """``job`` (a DLJob) holding ``workers`` workers and its PS on one node, as if granted."""
+    ps = job["spec"]["request"]["ps"]
+    job["spec"]["workers"], job["spec"]["ps"] = workers, ps
+    placement = {"workers": {node_name: workers}, "ps": {node_name: ps} if ps else {}}
+    job["metadata"].setdefault("annotations", {})[PLACEMENT_ANNOTATION] = json.dumps(placement)
+    return job
+
+
 def controller(api: client.ApiClient, scheduler: str = "fifo", **kwargs: Any) -> Controller:
     kwargs.setdefault("watch_timeout_s", 1)
     return Controller(api, make_scheduler(scheduler), namespace=NS, **kwargs)
 
 
-def jobs(server: FakeApiServer) -> list[DLJob]:
-    """The well-formed DLJobs in the server."""
+def jobs(server: FakeApiServer) -> list[TrainingJob]:
+    """The well-formed DLJobs and managed PyTorchJobs in the server."""
     found = []
-    for obj in server.objects("dljobs", NS):
-        try:
-            found.append(parse_dljob(obj))
-        except ObjectError:
-            continue
+    for plural, parse in (("dljobs", parse_dljob), ("pytorchjobs", parse_pytorchjob)):
+        for obj in server.objects(plural, NS):
+            if plural == "pytorchjobs" and "dlsched.io/managed" not in (
+                obj["metadata"].get("labels") or {}
+            ):
+                continue
+            try:
+                found.append(parse(obj))
+            except ObjectError:
+                continue
     return found
 
 
@@ -96,15 +161,19 @@ def node_usage(server: FakeApiServer) -> dict[str, list[float]]:
     return used
 
 
-def finish(server: FakeApiServer, name: str) -> None:
-    """The job reports it is done."""
-    obj = server.get("dljobs", NS, name)
-    obj["status"] = {
-        **(obj.get("status") or {}),
-        "phase": "Succeeded",
-        "progress": obj["spec"]["totalWork"],
-    }
-    server.put("dljobs", NS, obj)
+def finish(server: FakeApiServer, name: str, plural: str = "dljobs") -> None:
+    """The job reports it is done (a PyTorchJob: its training operator's Succeeded condition)."""
+    obj = server.get(plural, NS, name)
+    if plural == "pytorchjobs":
+        done = {"type": "Succeeded", "status": "True"}
+        obj["status"] = {**(obj.get("status") or {}), "conditions": [done]}
+    else:
+        obj["status"] = {
+            **(obj.get("status") or {}),
+            "phase": "Succeeded",
+            "progress": obj["spec"]["totalWork"],
+        }
+    server.put(plural, NS, obj)
 
 
 __all__ = [
@@ -116,4 +185,6 @@ __all__ = [
     "grants",
     "node",
     "node_usage",
+    "pytorchjob",
+    "running",
 ]

@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import threading
 import time
+import urllib.request
 
 import pytest
 from apiserver import FakeApiServer
 from k8s_helpers import NS, controller, dljob, finish, grants, node, node_usage
 from kubernetes import client
 
+from dlsched.k8s.metrics import serve
 from dlsched.k8s.objects import PLACEMENT_ANNOTATION
 
 
@@ -173,12 +175,33 @@ def test_a_restarted_controller_continues_from_the_cluster(
     assert grants(server)["j2"] == (3, 1)
 
 
-def test_dry_run_writes_nothing(server: FakeApiServer, api_client: client.ApiClient) -> None:
+def test_dry_run_logs_the_changes_and_writes_nothing(
+    server: FakeApiServer, api_client: client.ApiClient, caplog: pytest.LogCaptureFixture
+) -> None:
     _cluster(server, jobs=2, workers=2)
+    caplog.set_level("INFO", logger="dlsched.k8s")
     report = controller(api_client, "fifo", dry_run=True).reconcile()
     assert report.refused == {}
     assert grants(server) == {"j0": (0, 0), "j1": (0, 0)}
-    assert server.count("PATCH", "") == 0 and server.count("POST", "") == 0
+    assert all(m == "GET" for m, _ in server.requests)
+    assert caplog.text.count("dry-run: would start DLJob default/j") == 2
+
+
+def test_a_failing_round_backs_off_and_the_next_one_recovers(
+    server: FakeApiServer, api_client: client.ApiClient
+) -> None:
+    _cluster(server, nodes=1, jobs=1, workers=2)
+    server.fail_next("GET", r"/namespaces/default/dljobs$", 500, times=7)  # 5 tries, then fails
+    ctl = controller(api_client, "fifo", interval_s=60.0)
+    stop = threading.Event()
+    thread = threading.Thread(target=ctl.run, args=(stop,))
+    thread.start()
+    try:
+        _wait(lambda: grants(server) == {"j0": (2, 1)})
+    finally:
+        stop.set()
+        thread.join(timeout=10)
+    assert ctl.metrics.registry.get_sample_value("dlsched_errors_total", {"kind": "round"}) == 1
 
 
 def test_bind_creates_and_binds_pods_by_placement(
@@ -278,3 +301,56 @@ def _wait(condition: object, timeout_s: float = 15.0) -> None:
             return
         time.sleep(0.05)
     raise AssertionError("condition not met in time")
+
+
+def test_metrics_are_served_for_prometheus(
+    server: FakeApiServer, api_client: client.ApiClient
+) -> None:
+    _cluster(server, jobs=3, workers=3)  # two start, one waits
+    ctl = controller(api_client, "fifo")
+    ctl.reconcile()
+    http = serve(ctl.metrics, 0, "127.0.0.1")
+    try:
+        host, port = http.server_address[:2]
+        with urllib.request.urlopen(f"http://{host}:{port}/metrics", timeout=10) as answer:
+            text = answer.read().decode()
+    finally:
+        http.shutdown()
+        http.server_close()
+    samples = {
+        line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line and not line.startswith("#")
+    }
+    assert samples["dlsched_decisions_total"] == 1
+    assert samples['dlsched_scale_actions_total{action="start",dry_run="false"}'] == 2
+    assert samples["dlsched_decision_seconds_count"] == 1
+    assert samples["dlsched_enactment_seconds_count"] == 1
+    assert samples["dlsched_running_jobs"] == 2 and samples["dlsched_pending_jobs"] == 1
+
+
+def test_a_lost_node_wakes_a_round_and_a_heartbeat_does_not(
+    server: FakeApiServer, api_client: client.ApiClient
+) -> None:
+    _cluster(server, nodes=2, jobs=1, workers=4)  # one job fills one node
+    ctl = controller(api_client, "fifo", interval_s=60.0, placement="pack")
+    stop = threading.Event()
+    thread = threading.Thread(target=ctl.run, args=(stop,))
+    thread.start()
+    try:
+        _wait(lambda: grants(server) == {"j0": (4, 1)} and server.count("WATCH", "") >= 3)
+        time.sleep(1.0)  # the rounds woken by the watches' first lists and our own writes
+        rounds = ctl.metrics.registry.get_sample_value("dlsched_decisions_total")
+        (held,) = node_usage(server)
+        beat = server.get("nodes", "", held)
+        beat["status"]["conditions"][0]["lastHeartbeatTime"] = "2026-01-01T00:00:00Z"
+        beat["metadata"]["labels"] = {"touched": "yes"}
+        server.put("nodes", "", beat)
+        time.sleep(1.0)  # a round would run within 0.2 s of a wake
+        assert ctl.metrics.registry.get_sample_value("dlsched_decisions_total") == rounds
+        server.delete("nodes", "", held)
+        _wait(lambda: held not in node_usage(server) and grants(server) == {"j0": (4, 1)})
+    finally:
+        stop.set()
+        thread.join(timeout=10)
+    assert not thread.is_alive()

@@ -175,4 +175,4 @@ def test_learn_flag_continues_dl2_online_and_saves_a_loadable_policy(tmp_path: P
 
 def _weights(scheduler: object) -> list[np.ndarray]:
     net = scheduler.net  # type: ignore[attr-defined]
-    return [w for w, _ in net.rows] + [net._out_w, net._glob_w]  # the NumPy copy's weights
+    return [net._wflat]  # the NumPy copy's weights, packed

@@ -27,7 +27,9 @@ from dlsched.papers.deeprm.policy import DeepRMEncoder, shipped_policies
 from dlsched.papers.deeprm.state import DeepRMBatch, DeepRMShape, Jobset
 from dlsched.rl.checkpoint import PolicyCard, save_checkpoint
 from dlsched.schedulers.base import BaseScheduler
-from dlsched.workloads.deeprm import make_deeprm
+from dlsched.sim.result import JobRecord
+from dlsched.workloads.base import Workload
+from dlsched.workloads.deeprm import POOL, make_deeprm
 
 # -- REINFORCE pieces -----------------------------------------------------------------------
 
@@ -173,13 +175,32 @@ def test_slot_sjf_equals_registered_sjf_without_a_queue_beyond_the_slots() -> No
 # -- trained policies as schedulers ----------------------------------------------------------
 
 
-def test_shipped_policies_load_and_finish_every_job() -> None:
-    paths = shipped_policies()
-    assert {p.name for p in paths} >= {"load0.7", "load1.3"}
-    for spec in ("deeprm", "deeprm:0.7", "deeprm:1.3"):
-        for load in (0.7, 1.3):
-            result = dlsched.simulate("deeprm", spec, 4, load=load, num_jobs=40)
-            assert len(result.records) == result.num_jobs == 40
+def _peak_use(workload: Workload, result: dlsched.Result) -> tuple[float, float]:
+    """Largest (cpu, mem) slots held at once, from the records' start and finish times."""
+    spec = {j.job_id: j for j in workload.jobs}
+    events = sorted({t for r in result.records for t in (r.start_s, r.finish_s)})
+    peak = [0.0, 0.0]
+    for t in events:
+        held = [spec[r.job_id].worker_demand for r in result.records if r.start_s <= t < r.finish_s]
+        peak = [max(peak[0], sum(d.cpu for d in held)), max(peak[1], sum(d.mem for d in held))]
+    return peak[0], peak[1]
+
+
+@pytest.mark.parametrize("spec", ["deeprm", "deeprm:0.7", "deeprm:1.3"])
+def test_shipped_policies_load_and_finish_every_job_within_capacity(spec: str) -> None:
+    assert {p.name for p in shipped_policies()} >= {"ranked", "load0.7", "load1.3"}
+    for load, options in ((0.7, {"num_jobs": 60}), (1.9, {"num_jobs": 60}), (1.3, {})):
+        workload = make_deeprm(4, load=load, **options)
+        result = dlsched.simulate(workload, spec, 4)
+        assert len(result.records) == result.num_jobs == len(workload.jobs) > 0
+        assert max(_peak_use(workload, result)) <= POOL.cpu == POOL.mem
+        assert all(r.finish_s - r.start_s == spec_len for r, spec_len in _lengths(workload, result))
+
+
+def _lengths(workload: Workload, result: dlsched.Result) -> list[tuple[JobRecord, float]]:
+    """Each record with its job's duration (a DeepRM job runs exactly its duration once started)."""
+    spec = {j.job_id: j for j in workload.jobs}
+    return [(r, spec[r.job_id].total_work) for r in result.records]
 
 
 def test_checkpoint_path_runs_and_wrong_cards_are_refused(tmp_path: Path) -> None:

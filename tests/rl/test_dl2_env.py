@@ -58,7 +58,7 @@ def test_masks_never_over_allocate(seed: int, j: int) -> None:
             assert mask.any()
             action = int(rng.choice(np.flatnonzero(mask)))
             done = slot.apply(action)
-            assert all(x >= -1e-9 for row in slot.free.rows for x in row)
+            assert (slot.free >= -1e-9).all()
             for run, (w, p) in zip(slot.rows, slot.row_counts(), strict=False):
                 assert w <= run.spec.max_workers and p <= run.spec.max_ps
             if done:

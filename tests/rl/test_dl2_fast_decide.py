@@ -1,8 +1,10 @@
-"""DL2's greedy fast path (`NumpyPolicy.logits_after` in `PolicyScheduler`'s incremental loop).
+"""DL2's greedy fast path (`NumpyPolicy.act_after` in `PolicyScheduler`'s incremental loop,
+over `Dl2Slot`'s compiled per-action kernels).
 
-The regrouped NumPy network must give the torch network's logits (allclose) on random
-observations and along real slots, and the incremental loop must decide as the plain loop over
-the full torch network does, except where two legal actions' float64 logits tie.
+The regrouped network must give the torch network's logits (allclose) on random observations
+and along real slots, and the incremental loop must decide as a straightforward loop does (the
+full float64 torch network, legality found by applying each action to a copy of the slot),
+except where two legal actions' float64 logits tie.
 """
 
 from __future__ import annotations
@@ -13,9 +15,12 @@ import copy
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dlsched.api import simulate
 from dlsched.core import ClusterView, Decision
+from dlsched.core.cluster import tasks_that_fit
 from dlsched.papers.dl2.network import (
     Dl2Config,
     NumpyPolicy,
@@ -25,11 +30,13 @@ from dlsched.papers.dl2.network import (
     make_scheduler_for,
 )
 from dlsched.papers.dl2.scheduler import SHIPPED
-from dlsched.papers.dl2.state import Dl2Slot
+from dlsched.papers.dl2.state import ADD_PS, ADD_WORKER, Dl2Slot
 from dlsched.rl.policy_scheduler import PolicyScheduler
+from dlsched.rl.sim_driver import SimDriver
 from dlsched.schedulers.base import BaseScheduler
 from dlsched.schedulers.registry import make_scheduler
 from dlsched.sim import SimulationStalled
+from dlsched.workloads.registry import make_workload
 
 torch.set_num_threads(1)
 
@@ -144,8 +151,7 @@ class _SideBySide(BaseScheduler):
         part: int | None = None
         while True:
             mask = slot.mask_view()
-            scores = self.fast.logits_after(slot.observation_view(), part)
-            action = int(np.where(mask, scores, -np.inf).argmax())
+            action = self.fast.act_after(slot.observation_view(), mask, part)
             exact = np.where(mask, _torch_logits(self.ref, slot.observation_view()), -np.inf)
             if action != int(exact.argmax()):
                 assert exact.max() - exact[action] < TIE
@@ -187,13 +193,13 @@ def test_the_deployed_scheduler_takes_the_incremental_path() -> None:
     calls = {"after": 0}
     net = scheduler.net
     assert isinstance(net, NumpyPolicy)
-    inner = net.logits_after
+    inner = net.act_after
 
-    def counted(obs: np.ndarray, part: int | None) -> np.ndarray:
+    def counted(obs: np.ndarray, mask: np.ndarray, part: int | None) -> int:
         calls["after"] += 1
-        return inner(obs, part)
+        return inner(obs, mask, part)
 
-    net.logits_after = counted  # type: ignore[method-assign]
+    net.act_after = counted  # type: ignore[method-assign]
     simulate("dl2", scheduler, seed=7, num_jobs=20)
     assert calls["after"] > 20
 
@@ -228,3 +234,114 @@ def test_masks_kept_incrementally_are_the_actions_that_apply() -> None:
     with contextlib.suppress(SimulationStalled):
         simulate("dl2", _Probe(), seed=2, num_jobs=4, load=3.0, servers=8)
     assert checked["actions"] > 500
+
+
+def _reference_mask(slot: Dl2Slot) -> np.ndarray:
+    """Legal actions found the straightforward way: a row action is legal when it applies to a
+    copy of the slot; void, unless it would end the slot with no job able to train while a row
+    action is legal."""
+    mask = np.zeros(3 * slot.shape.J + 1, dtype=bool)
+    if slot.done:
+        return mask
+    for action in range(3 * len(slot.rows)):
+        with contextlib.suppress(ValueError):
+            copy.deepcopy(slot).apply(action)
+            mask[action] = True
+    last = slot.batch + 1 >= slot.num_batches
+    mask[-1] = not (last and not slot.decision().targets and mask[:-1].any())
+    return mask
+
+
+def _reference_rows(slot: Dl2Slot) -> np.ndarray:
+    """Each present row's (r, w, u) entries computed from its counts, float32."""
+    cap = slot.capacity
+    out = []
+    for run, (w, p) in zip(slot.rows, slot.row_counts(), strict=True):
+        used = np.array(run.spec.worker_demand.as_tuple()) * w
+        used = used + np.array(run.spec.ps_demand.as_tuple()) * p
+        share = max((u / c for u, c in zip(used, cap, strict=True) if c > 0), default=0.0)
+        out.append((min(10.0, 10.0 * share), w / 16.0, p / 16.0))
+    return np.array(out, dtype=np.float32).reshape(-1, 3)
+
+
+def _reference_place(free: list[list[float]], need: tuple[float, float, float]) -> None:
+    """One task where most tasks of ``need`` fit (lowest server id on ties)."""
+    if not any(x > 0 for x in need):
+        return
+    fits = [tasks_that_fit(row, need) for row in free]
+    server = fits.index(max(fits))
+    assert fits[server] >= 1
+    free[server] = [free[server][r] + -1.0 * need[r] for r in range(3)]
+
+
+@settings(max_examples=16, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    servers=st.sampled_from([2, 5, 13]),
+    J=st.sampled_from([2, 5, 40]),
+    load=st.sampled_from([1.0, 3.0]),
+    skip=st.integers(0, 4),
+    randoms=st.integers(0, 12),
+)
+def test_fast_path_acts_as_the_straightforward_path_on_random_states(
+    seed: int, servers: int, J: int, load: float, skip: int, randoms: int
+) -> None:
+    """Random states (a random scheduling point, then ``randoms`` random legal actions before
+    the fast path's own): at every step the in-place mask, the acted rows' entries and the
+    scratch free resources equal the straightforward ones, and from the random state on, the
+    fast path's action is the float64 torch arg-max over the reference mask, except at a tie."""
+    rng = np.random.default_rng(seed)
+    if J == 40:
+        policy, cfg = load_policy_cached()
+    else:
+        torch.manual_seed(seed)
+        cfg = Dl2Config(J=J, hidden=(16, 16))
+        policy = make_policy(cfg).eval()
+    fast = NumpyPolicy(policy)
+    ref = copy.deepcopy(policy).double()
+    driver = SimDriver(
+        make_workload("dl2", seed=seed, servers=servers, num_jobs=3 * J + 5, load=load), seed=seed
+    )
+    drf = make_scheduler("drf")
+    for k in range(skip + 1):  # DRF drives to a random scheduling point
+        if driver.next_point() is None:
+            return
+        if k < skip:
+            driver.apply(drf.decide(driver.view()))
+    slot = Dl2Slot(driver.view(), cfg.shape())
+    free = slot.free.tolist()
+    part: int | None = None
+    for step in range(randoms + 60):
+        mask = _reference_mask(slot)
+        assert np.array_equal(slot.mask_view(), mask)
+        rows = slot.observation_view()[: J * cfg.shape().row_dim].reshape(J, -1)
+        L = cfg.shape().L
+        np.testing.assert_array_equal(rows[: len(slot.rows), L + 4 : L + 7], _reference_rows(slot))
+        assert slot.free.tolist() == free
+        action = fast.act_after(slot.observation_view(), slot.mask_view(), part)
+        if step < randoms:  # a random state first
+            action = int(rng.choice(np.flatnonzero(mask)))
+            part = None  # the fast path saw other states: it recomputes every row
+        else:
+            exact = np.where(mask, _torch_logits(ref, slot.observation()), -np.inf)
+            if action != int(exact.argmax()):
+                assert exact.max() - exact[action] < TIE
+        if action < 3 * J:
+            spec = slot.rows[action // 3].spec
+            if action % 3 != ADD_PS:
+                _reference_place(free, spec.worker_demand.as_tuple())
+            if action % 3 != ADD_WORKER:
+                _reference_place(free, spec.ps_demand.as_tuple())
+        if slot.apply(action):
+            return
+        if step >= randoms:
+            part = slot.changed_part
+
+
+_SHIPPED: list[tuple[torch.nn.Module, Dl2Config]] = []
+
+
+def load_policy_cached() -> tuple[torch.nn.Module, Dl2Config]:
+    if not _SHIPPED:
+        _SHIPPED.append(load(SHIPPED))
+    return _SHIPPED[0]

@@ -71,7 +71,7 @@ def test_durations_and_demands_follow_section_4_1() -> None:
 
 
 def test_jobs_fit_and_settings() -> None:
-    w = make_deeprm(0, servers=2)
+    w = make_deeprm(0, servers=2, num_jobs=200)
     assert len(w.jobs) == 200
     assert len(w.servers) == 2 and all(s == POOL for s in w.servers)
     assert w.model.name == "fixed"
@@ -84,6 +84,17 @@ def test_jobs_fit_and_settings() -> None:
         assert j.num_workers == j.min_workers == j.max_workers == 1
         assert j.worker_demand.fits_in(POOL)
         assert j.submit_time_s == int(j.submit_time_s)
+
+
+def test_default_is_the_papers_setting() -> None:
+    """50 steps of arrivals at load 0.7 with a scheduling point every step (DeepRM §4.1)."""
+    w = make_workload("deeprm", seed=3)
+    assert w.params["horizon_steps"] == 50 and w.params["load"] == 0.7
+    assert all(j.submit_time_s < 50 for j in w.jobs)
+    assert (w.interval_s, w.on_events) == (1.0, True)
+    assert make_deeprm(3, horizon_steps=50).jobs == w.jobs
+    long = make_workload("deeprm", seed=3, num_jobs=120)
+    assert len(long.jobs) == 120 and long.interval_s is None
 
 
 def test_fixed_horizon_of_arrivals() -> None:

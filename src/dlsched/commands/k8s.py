@@ -16,7 +16,8 @@ from dlsched.commands.common import one_line_errors
 from dlsched.schedulers.registry import make_scheduler
 
 MANIFESTS = ("crd.yaml", "rbac.yaml", "deployment.yaml", "example-dljob.yaml")
-"""The files of ``deploy/`` in the order to apply them."""
+"""The files of ``deploy/`` in the order to apply them (not ``example-pytorchjob.yaml``: it
+needs Kubeflow's training-operator, whose CRD `kubectl apply` would otherwise lack)."""
 
 
 def manifests_text() -> str:
@@ -32,7 +33,14 @@ def k8s_manifests() -> None:
 
 def k8s_run(
     scheduler: Annotated[str, typer.Option("--scheduler", "-s", help="Scheduler name.")] = "drf",
-    namespace: Annotated[str, typer.Option(help="Namespace of the DLJobs.")] = "default",
+    namespace: Annotated[str, typer.Option(help="Namespace of the jobs.")] = "default",
+    kinds: Annotated[
+        str,
+        typer.Option(
+            help="Job kinds to size, comma-separated: dljob, pytorchjob (those whose CRD is "
+            "installed; PyTorchJobs labelled dlsched.io/managed=true)."
+        ),
+    ] = "dljob,pytorchjob",
     interval: Annotated[
         float, typer.Option(min=0.1, max=86400.0, help="Seconds between rounds.")
     ] = 10.0,
@@ -57,10 +65,12 @@ def k8s_run(
     ] = 100,
     once: Annotated[bool, typer.Option("--once", help="Run one round and exit.")] = False,
 ) -> None:
-    """Schedule the namespace's DLJobs with a dlsched scheduler until stopped (SIGTERM, Ctrl-C)."""
+    """Schedule the namespace's training jobs with a dlsched scheduler until stopped (SIGTERM,
+    Ctrl-C)."""
     from kubernetes import client, config
 
     from dlsched.k8s.controller import Controller
+    from dlsched.k8s.kinds import KINDS
     from dlsched.k8s.metrics import Metrics, serve
 
     logging.basicConfig(
@@ -68,6 +78,13 @@ def k8s_run(
     )
     with one_line_errors():
         policy = make_scheduler(scheduler)
+        wanted = [k.strip().lower() for k in kinds.split(",") if k.strip()]
+        unknown = [k for k in wanted if k not in KINDS]
+        if unknown or not wanted:
+            raise ValueError(
+                f"--kinds: unknown {', '.join(unknown) or '(none given)'} "
+                f"(known: {', '.join(KINDS)})"
+            )
         if kubeconfig is not None:
             if not kubeconfig.is_file():
                 raise ValueError(f"--kubeconfig: no file {kubeconfig}")
@@ -85,6 +102,7 @@ def k8s_run(
             client.ApiClient(),
             policy,
             namespace=namespace,
+            kinds=wanted,
             interval_s=interval,
             dry_run=dry_run,
             bind=bind,

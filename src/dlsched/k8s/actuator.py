@@ -1,18 +1,35 @@
 """`K8sActuator`: the shared executor's `Actuator` on Kubernetes.
 
-Each validated change becomes ONE merge patch of the DLJob: ``spec.workers``, ``spec.ps`` and
-the placement annotation together, guarded by the ``metadata.resourceVersion`` the round read.
-One write makes the gang all-or-nothing (workers and parameter servers change together or not
-at all), and the annotation is what a restarted controller rebuilds its books from. (The CRD's
-``/scale`` subresource carries one count, workers, for ``kubectl scale``; a PS job's change
-through it would take two writes.) Preemption is a scale to zero. On 409 Conflict the actuator
-reads the job again and retries only if what it granted is unchanged (someone else wrote status
-or labels); otherwise it refuses and the executor gives the old allocation back. 5xx and 429 are
-retried with back-off. Each change also gets a Kubernetes Event, up to ``max_events`` per round
-(a second request per change: a round that starts 1,000 jobs would otherwise double its
-requests); further changes are only logged and counted (``dlsched_events_skipped``), as
-client-go's event recorder drops an event burst. With ``--bind`` the job's pods follow
-(`dlsched.k8s.pods`). With ``--dry-run`` nothing is written: intended changes are logged.
+Each validated change is written with the ``metadata.resourceVersion`` the round read as a
+precondition:
+
+- an elastic resize (a running job keeps running with another worker count and the same PS)
+  goes through the kind's ``/scale`` subresource (an ``autoscaling/v1`` Scale update, as
+  ``kubectl scale`` and the HorizontalPodAutoscaler resize a running workload) when its CRD
+  declares one (`dlsched.k8s.kinds`), after one merge patch of the ``dlsched.io/placement``
+  annotation (where the granted tasks go);
+- a gang starting or being preempted (to zero), a change of a DLJob's parameter servers, and
+  any change of a kind without ``/scale`` is ONE merge patch of workers, PS and placement.
+
+Why not ``/scale`` for everything: it carries one count (``specReplicasPath``: a DLJob's
+workers) and nothing else. Starting or stopping a PS gang through it takes two writes, between
+which the job's operator would see half a gang (PS without workers, or workers without PS) and
+start pods for it, and the issue asks for gang jobs all-or-nothing; one merge patch is atomic
+and is one request instead of two (the round that starts 1,000 jobs: RESULTS.md). A resize
+does need two writes (the placement moves with the count): placement first; if the scale then
+fails, the annotation is put back (a patch without a version guard: the annotation is the
+controller's alone). Should that fail too, the job is left with counts and placement
+disagreeing, and the next round treats it as stale and scales it to zero: the books never count
+a grant the cluster does not show (`dlsched.k8s.view`).
+
+On 409 Conflict the actuator reads the job (or its Scale) again and retries only if what it
+granted is unchanged (someone else wrote status or labels); otherwise it refuses and the
+executor gives the old allocation back. 5xx and 429 are retried with back-off. Each change
+also gets a Kubernetes Event, up to ``max_events`` per round (one more request per change: a
+round that starts 1,000 jobs would otherwise add 1,000 requests); further changes are only
+logged and counted (``dlsched_events_skipped``), as client-go's event recorder drops an event
+burst. With ``--bind`` a DLJob's pods follow (`dlsched.k8s.pods`). With ``--dry-run`` nothing
+is written: intended changes are logged.
 """
 
 from __future__ import annotations
@@ -23,19 +40,14 @@ from datetime import datetime, timezone
 from typing import Any
 
 from kubernetes import client
+from urllib3.exceptions import HTTPError
 
 from dlsched.core import Allocation, JobRun, Status
+from dlsched.k8s.kinds import ServedKind
 from dlsched.k8s.metrics import Metrics
-from dlsched.k8s.objects import (
-    GROUP,
-    KIND,
-    PLACEMENT_ANNOTATION,
-    PLURAL,
-    VERSION,
-    DLJob,
-    parse_dljob,
-)
+from dlsched.k8s.objects import KIND, PLACEMENT_ANNOTATION, ObjectError, TrainingJob
 from dlsched.k8s.pods import PodBinder, check_template
+from dlsched.k8s.rest import MERGE_PATCH, JsonApi
 from dlsched.k8s.retry import with_retries
 from dlsched.k8s.view import ClusterState, allocation_to_placement
 
@@ -58,49 +70,50 @@ def action_of(old: Allocation, new: Allocation) -> str:
 
 
 class K8sActuator:
-    """Writes each change to its DLJob (and pods with ``binder``).
+    """Writes each change to its job (and a DLJob's pods with ``binder``).
 
     Args:
-        custom: the CustomObjects API.
-        core: the CoreV1 API (events).
-        state: this round's state (the DLJobs the books are based on).
+        rest: JSON requests through the configured client.
+        state: this round's state (the jobs the books are based on).
         metrics: where actions and errors are counted.
+        kinds: kind name → how the cluster serves it (``/scale`` or not).
         dry_run: log intended changes, write nothing.
-        binder: create and bind pods by placement (``--bind``), or None.
+        binder: create and bind DLJob pods by placement (``--bind``), or None.
         max_events: Events recorded this round; later changes are logged and counted only.
     """
 
     def __init__(
         self,
-        custom: client.CustomObjectsApi,
-        core: client.CoreV1Api,
+        rest: JsonApi,
         state: ClusterState,
         metrics: Metrics,
+        kinds: dict[str, ServedKind],
         *,
         dry_run: bool = False,
         binder: PodBinder | None = None,
         max_events: int = 100,
     ) -> None:
-        self.custom = custom
-        self.core = core
+        self.rest = rest
         self.state = state
         self.metrics = metrics
+        self.kinds = kinds
         self.dry_run = dry_run
         self.binder = binder
         self.events_left = max_events
 
     def change(self, run: JobRun, old: Allocation, new: Allocation) -> Status:
-        """Patch the job to hold ``new``; a non-ok status refuses (nothing written)."""
+        """Write ``new`` to the job; a non-ok status refuses (the cluster keeps ``old``)."""
         job = self.state.jobs[run.job_id]
         action = action_of(old, new)
         return self.write(job, run, new, action)
 
-    def write(self, job: DLJob, run: JobRun | None, new: Allocation, action: str) -> Status:
+    def write(self, job: TrainingJob, run: JobRun | None, new: Allocation, action: str) -> Status:
         """Grant ``new`` to ``job`` (``action`` names why); set ``run.allocation`` on success."""
         placement = allocation_to_placement(new, self.state.nodes)
         before, after = f"{job.workers}w/{job.ps}ps", f"{new.num_workers}w/{new.num_ps}ps"
-        what = f"{action} DLJob {job.key}: {before} -> {after}"
-        if self.binder is not None and not new.is_empty:
+        what = f"{action} {job.kind} {job.key}: {before} -> {after}"
+        binds = self.binder is not None and job.kind == KIND
+        if binds and not new.is_empty:
             why = check_template(job)
             if why:
                 self.metrics.errors.labels("invalid").inc()
@@ -112,18 +125,19 @@ class K8sActuator:
                 run.allocation = new
             return Status.success()
         try:
-            self._patch(job, new, placement)
+            self._enact(job, new, placement)
         except client.ApiException as exc:
             self.metrics.errors.labels(f"patch_{exc.status}").inc()
             log.warning("could not %s: %s %s", what, exc.status, exc.reason)
-            return Status.unschedulable(f"DLJob {job.key}: {exc.status} {exc.reason}")
+            return Status.unschedulable(f"{job.kind} {job.key}: {exc.status} {exc.reason}")
         self.metrics.scale_actions.labels(action, "false").inc()
         log.info("%s on %s", what, _nodes(placement))
         job.workers, job.ps = new.num_workers, new.num_ps
         job.placement = placement
         if run is not None:
             run.allocation = new
-        if self.binder is not None:
+        if binds:
+            assert self.binder is not None
             try:
                 self.binder.sync(job, placement)
             except client.ApiException as exc:  # the next round's pass makes the pods again
@@ -132,34 +146,54 @@ class K8sActuator:
         self.event(job, action.capitalize(), f"{what} on {_nodes(placement)}")
         return Status.success()
 
-    def _patch(self, job: DLJob, new: Allocation, placement: dict[str, dict[str, int]]) -> None:
+    # ------------------------------------------------------------------ the writes
+
+    def _enact(
+        self, job: TrainingJob, new: Allocation, placement: dict[str, dict[str, int]]
+    ) -> None:
+        """A running job's worker-count resize: placement by merge patch, then workers by
+        ``/scale`` (the patch undone if the scale fails). Otherwise one merge patch of all."""
+        served = self.kinds[job.kind]
+        kind = served.kind
+        note, old_note = _note(placement), _note(job.placement)
+        spec: dict[str, Any] = {}
+        ps_change = kind.ps_path is not None and new.num_ps != job.ps
+        if kind.ps_path is not None and ps_change:
+            _put(spec, kind.ps_path[1:], new.num_ps)
+        scale = new.num_workers != job.workers
+        resize = job.workers > 0 and new.num_workers > 0 and not ps_change
+        if scale and not (resize and served.scale):  # the whole gang in one write
+            _put(spec, kind.workers_path[1:], new.num_workers)
+            scale = False
+        patched = note != old_note or bool(spec)
+        if patched:
+            body: dict[str, Any] = {"metadata": {"annotations": {PLACEMENT_ANNOTATION: note}}}
+            if spec:
+                body["spec"] = spec
+            self._patch(job, body)
+        if not scale:
+            return
+        try:
+            self._scale(job, new.num_workers)
+        except (client.ApiException, HTTPError, OSError):
+            if patched:
+                self._undo(job, {"metadata": {"annotations": {PLACEMENT_ANNOTATION: old_note}}})
+            raise
+
+    def _patch(self, job: TrainingJob, body: dict[str, Any]) -> None:
+        """Merge-patch ``job`` from the version the round read; on 409 retry from the latest
+        version only while the grant there is still the one read."""
         granted = (job.workers, job.ps, job.placement)
+        path = self.kinds[job.kind].kind.path(job.namespace, job.name)
         rv = job.resource_version
         for attempt in range(CONFLICT_RETRIES + 1):
-            body = {
-                "metadata": {
-                    "resourceVersion": rv,
-                    "annotations": {
-                        PLACEMENT_ANNOTATION: None if new.is_empty else json.dumps(placement)
-                    },
-                },
-                "spec": {"workers": new.num_workers, "ps": new.num_ps},
-            }
+            body["metadata"]["resourceVersion"] = rv
             try:
-                raw: Any = with_retries(
-                    lambda body=body: self.custom.patch_namespaced_custom_object(  # type: ignore[misc]
-                        GROUP,
-                        VERSION,
-                        job.namespace,
-                        PLURAL,
-                        job.name,
-                        body,
-                        _content_type="application/merge-patch+json",
-                        _preload_content=False,
-                    ),
-                    f"patch DLJob {job.key}",
+                answer = with_retries(
+                    lambda: self.rest.request("PATCH", path, body, MERGE_PATCH),
+                    f"patch {job.kind} {job.key}",
                 )
-                job.resource_version = json.loads(raw.data)["metadata"]["resourceVersion"]
+                job.resource_version = answer["metadata"]["resourceVersion"]
                 return
             except client.ApiException as exc:
                 if exc.status != 409 or attempt == CONFLICT_RETRIES:
@@ -169,23 +203,74 @@ class K8sActuator:
                 if latest is None or (latest.workers, latest.ps, latest.placement) != granted:
                     raise  # someone else changed the grant: the next round starts from it
                 rv = latest.resource_version
-                log.info("DLJob %s changed meanwhile (status only): retrying the patch", job.key)
+                log.info("%s %s changed meanwhile (not its grant): retrying", job.kind, job.key)
 
-    def _latest(self, job: DLJob) -> DLJob | None:
+    def _scale(self, job: TrainingJob, workers: int) -> None:
+        """Set the worker count through ``/scale`` (a Scale update naming the version read);
+        on 409 retry while the Scale still shows the count the round read."""
+        path = self.kinds[job.kind].kind.path(job.namespace, job.name, "scale")
+        rv = job.resource_version
+        for attempt in range(CONFLICT_RETRIES + 1):
+            body = {
+                "apiVersion": "autoscaling/v1",
+                "kind": "Scale",
+                "metadata": {"name": job.name, "namespace": job.namespace, "resourceVersion": rv},
+                "spec": {"replicas": workers},
+            }
+            try:
+                answer = with_retries(
+                    lambda body=body: self.rest.request("PUT", path, body),  # type: ignore[misc]
+                    f"scale {job.kind} {job.key}",
+                )
+                job.resource_version = answer["metadata"]["resourceVersion"]
+                return
+            except client.ApiException as exc:
+                if exc.status != 409 or attempt == CONFLICT_RETRIES:
+                    raise
+                self.metrics.errors.labels("conflict").inc()
+                current = with_retries(
+                    lambda: self.rest.request("GET", path), f"get scale {job.key}"
+                )
+                if (current.get("spec") or {}).get("replicas", 0) != job.workers:
+                    raise  # resized by someone else: the next round starts from it
+                rv = current["metadata"]["resourceVersion"]
+                log.info("%s %s changed meanwhile (not its scale): retrying", job.kind, job.key)
+
+    def _undo(self, job: TrainingJob, body: dict[str, Any]) -> None:
+        """Put the placement (and PS) back after a failed scale (best effort)."""
+        path = self.kinds[job.kind].kind.path(job.namespace, job.name)
         try:
-            obj: Any = with_retries(
-                lambda: self.custom.get_namespaced_custom_object(
-                    GROUP, VERSION, job.namespace, PLURAL, job.name
-                ),
-                f"get DLJob {job.key}",
+            answer = with_retries(
+                lambda: self.rest.request("PATCH", path, body, MERGE_PATCH),
+                f"undo patch of {job.kind} {job.key}",
             )
+            job.resource_version = answer["metadata"]["resourceVersion"]
+        except (client.ApiException, HTTPError, OSError) as exc:
+            self.metrics.errors.labels("undo").inc()
+            log.error(
+                "%s %s: scale failed and its placement could not be put back (%s); the next "
+                "round scales it to zero",
+                job.kind,
+                job.key,
+                exc,
+            )
+
+    def _latest(self, job: TrainingJob) -> TrainingJob | None:
+        """The job as stored now; None if it is gone or no longer readable."""
+        kind = self.kinds[job.kind].kind
+        path = kind.path(job.namespace, job.name)
+        try:
+            obj = with_retries(lambda: self.rest.request("GET", path), f"get {job.kind} {job.key}")
         except client.ApiException as exc:
             if exc.status == 404:
                 return None
             raise
-        return parse_dljob(obj)
+        try:
+            return kind.parse(obj)
+        except ObjectError:  # edited into something unreadable: not ours to overwrite
+            return None
 
-    def event(self, job: DLJob, reason: str, message: str, kind: str = "Normal") -> None:
+    def event(self, job: TrainingJob, reason: str, message: str, kind: str = "Normal") -> None:
         """Record a Kubernetes Event on ``job`` (best effort: failures are logged)."""
         if self.dry_run:
             return
@@ -194,13 +279,14 @@ class K8sActuator:
             return
         self.events_left -= 1
         now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        served = self.kinds[job.kind].kind
         body: Any = {
             "apiVersion": "v1",
             "kind": "Event",
             "metadata": {"generateName": f"{job.name}.", "namespace": job.namespace},
             "involvedObject": {
-                "apiVersion": f"{GROUP}/{VERSION}",
-                "kind": KIND,
+                "apiVersion": f"{served.group}/{served.version}",
+                "kind": job.kind,
                 "name": job.name,
                 "namespace": job.namespace,
                 "uid": job.uid,
@@ -214,12 +300,23 @@ class K8sActuator:
             "count": 1,
         }
         try:
-            raw: Any = self.core.create_namespaced_event(
-                job.namespace, body, _preload_content=False
-            )
-            raw.drain_conn()  # the answer read: only then does the connection go back to the pool
+            self.rest.request("POST", f"/api/v1/namespaces/{job.namespace}/events", body)
         except (client.ApiException, OSError) as exc:
-            log.warning("event on DLJob %s not recorded: %s", job.key, exc)
+            log.warning("event on %s %s not recorded: %s", job.kind, job.key, exc)
+
+
+def _note(placement: dict[str, dict[str, int]] | None) -> str | None:
+    """The placement annotation's text; None (the annotation removed) when it places nothing."""
+    if placement is None or not any(n > 0 for c in placement.values() for n in c.values()):
+        return None
+    return json.dumps(placement, separators=(",", ":"))
+
+
+def _put(target: dict[str, Any], path: tuple[str, ...], value: int) -> None:
+    """Set ``target[path[0]]...[path[-1]] = value``, making the dicts on the way."""
+    for key in path[:-1]:
+        target = target.setdefault(key, {})
+    target[path[-1]] = value
 
 
 def _nodes(placement: dict[str, dict[str, int]]) -> str:

@@ -1,37 +1,42 @@
-"""The reconcile loop: any dlsched scheduler deciding DLJobs' replicas on a Kubernetes cluster.
+"""The reconcile loop: any dlsched scheduler sizing a Kubernetes cluster's training jobs.
 
-Level-triggered and idempotent: every round lists the nodes and the DLJobs, builds the
-`ClusterView` the simulator would give (`dlsched.k8s.view`), first scales stale grants to zero
-(jobs on lost nodes), then asks the scheduler and enacts its decision through the one executor
-(`dlsched.sim.executor`) with `K8sActuator`. Nothing is kept that the cluster does not hold, so a
-restarted controller continues from the cluster as it is. A watch on DLJobs (list, then watch
-from the list's resourceVersion; on 410 Gone list again) wakes a round early when jobs change;
-rounds also run every ``interval_s``. A Lease makes one controller act at a time.
+Level-triggered and idempotent: every round reads which job kinds the cluster serves (their
+CRDs, `dlsched.k8s.kinds`: DLJobs and opted-in elastic Kubeflow PyTorchJobs), lists the nodes
+and the jobs, builds the `ClusterView` the simulator would give (`dlsched.k8s.view`), first
+scales stale grants to zero (jobs on lost nodes), then asks the scheduler and enacts its
+decision through the one executor (`dlsched.sim.executor`) with `K8sActuator`. Nothing is kept
+that the cluster does not hold, so a restarted controller continues from the cluster as it is.
+Watches on nodes and on each job kind (`dlsched.k8s.watches`) wake a round early when jobs
+change or a node comes, goes or changes what it offers; rounds also run every ``interval_s``.
+A Lease makes one controller act at a time.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote
 
-from kubernetes import client, watch
+from kubernetes import client
 from urllib3.exceptions import HTTPError
 
 from dlsched.core import Allocation, JobRun, Status
 from dlsched.k8s.actuator import K8sActuator
+from dlsched.k8s.kinds import KINDS, JobKind, ServedKind, discover
 from dlsched.k8s.lease import LeaderLease
 from dlsched.k8s.metrics import Metrics
-from dlsched.k8s.objects import GROUP, PLURAL, VERSION, ObjectError, parse_dljob, parse_node
+from dlsched.k8s.objects import KIND, ObjectError, TrainingJob, parse_node
 from dlsched.k8s.pods import PodBinder
+from dlsched.k8s.rest import JsonApi
 from dlsched.k8s.retry import with_retries
 from dlsched.k8s.view import ClusterState, build_state
+from dlsched.k8s.watches import NodeChanges, watch_loop
 from dlsched.placement import make_placement
 from dlsched.schedulers.base import Scheduler, check_scheduler
 from dlsched.sim.executor import Executor
@@ -59,15 +64,16 @@ class RoundReport:
 
 
 class Controller:
-    """Schedules the DLJobs of one namespace with ``scheduler``.
+    """Schedules the training jobs of one namespace with ``scheduler``.
 
     Args:
         api: a configured `kubernetes.client.ApiClient`.
         scheduler: any registered non-oracle scheduler.
-        namespace: where the DLJobs (and, with ``bind``, their pods) are.
+        namespace: where the jobs (and, with ``bind``, DLJobs' pods) are.
+        kinds: job kinds to schedule (``dljob``, ``pytorchjob``), where their CRD is installed.
         interval_s: seconds between rounds when nothing changes.
         dry_run: log the changes a round would make; write nothing.
-        bind: create each granted job's pods and bind them to the placement's nodes.
+        bind: create each granted DLJob's pods and bind them to the placement's nodes.
         placement: placement policy name (``load_balance``, ``pack``, ``gang``).
         identity: this controller's name in the Lease (default: host name and pid).
         lease_duration_s: seconds another controller waits before taking over.
@@ -76,8 +82,8 @@ class Controller:
         clock: Unix seconds (the view's ``now_s``).
 
     Raises:
-        ValueError: an oracle scheduler, a non-positive interval, a negative ``max_events`` or
-            an unknown placement.
+        ValueError: an oracle scheduler, a non-positive interval, a negative ``max_events``,
+            an unknown placement or job kind.
     """
 
     def __init__(
@@ -86,6 +92,7 @@ class Controller:
         scheduler: Scheduler,
         *,
         namespace: str = "default",
+        kinds: Iterable[str] = tuple(KINDS),
         interval_s: float = 10.0,
         dry_run: bool = False,
         bind: bool = False,
@@ -107,11 +114,19 @@ class Controller:
             raise ValueError(f"--max-events must be >= 0, got {max_events}")
         if not interval_s > 0:
             raise ValueError(f"--interval must be > 0 seconds, got {interval_s}")
+        kinds = list(kinds)
+        unknown = sorted(set(kinds) - set(KINDS))
+        if unknown:
+            raise ValueError(f"--kinds: unknown {', '.join(unknown)} (known: {', '.join(KINDS)})")
+        self.wanted: list[JobKind] = [KINDS[k] for k in dict.fromkeys(kinds)]
+        self.kinds: dict[str, ServedKind] = {}
         self.scheduler = scheduler
         self.namespace = namespace
         self.interval_s = interval_s
         self.dry_run = dry_run
         self.placement = make_placement(placement)
+        self.api = api
+        self.rest = JsonApi(api)
         self.core = client.CoreV1Api(api)
         self.custom = client.CustomObjectsApi(api)
         self.binder = PodBinder(self.core, namespace) if bind else None
@@ -135,30 +150,27 @@ class Controller:
     # ------------------------------------------------------------------ one round
 
     def _list(self, call: Callable[..., Any], what: str, *args: Any) -> dict[str, Any]:
-        raw = with_retries(lambda: call(*args, _preload_content=False), f"list {what}")
-        data: dict[str, Any] = json.loads(raw.data)
+        data: dict[str, Any] = with_retries(lambda: call(*args), f"list {what}")
         return data
 
-    def _list_dljobs(self) -> dict[str, Any]:
-        return self._list(
-            self.custom.list_namespaced_custom_object,
-            "dljobs",
-            GROUP,
-            VERSION,
-            self.namespace,
-            PLURAL,
-        )
+    def _list_kind(self, kind: JobKind) -> dict[str, Any]:
+        path = kind.path(self.namespace)
+        if kind.label_selector:
+            path += f"?labelSelector={quote(kind.label_selector)}"
+        return self._list(self.rest.request, kind.plural, "GET", path)
 
     def observe(self) -> ClusterState:
-        """List nodes and DLJobs and build this round's state (no view if no node is usable)."""
-        nodes = self._list(self.core.list_node, "nodes")["items"]
-        objs = self._list_dljobs()["items"]
-        jobs = []
-        for obj in objs:
-            try:
-                jobs.append(parse_dljob(obj))
-            except ObjectError as exc:
-                self._report_bad(obj, str(exc))
+        """Read which kinds are served, list nodes and jobs, and build this round's state (no
+        view if no node is usable)."""
+        self.kinds = discover(self.api, self.wanted)
+        nodes = self._list(self.rest.request, "nodes", "GET", "/api/v1/nodes")["items"]
+        jobs: list[TrainingJob] = []
+        for served in self.kinds.values():
+            for obj in self._list_kind(served.kind)["items"]:
+                try:
+                    jobs.append(served.kind.parse(obj))
+                except ObjectError as exc:
+                    self._report_bad(obj, str(exc))
         parsed_nodes = []
         for obj in nodes:
             try:
@@ -189,19 +201,19 @@ class Controller:
         report = RoundReport()
         state = self.observe()
         actuator = K8sActuator(
-            self.custom,
-            self.core,
+            self.rest,
             state,
             self.metrics,
+            self.kinds,
             dry_run=self.dry_run,
             binder=self.binder,
             max_events=self.max_events,
         )
         for job, why in state.stale:
-            log.warning("DLJob %s: %s; scaling it to zero", job.key, why)
+            log.warning("%s %s: %s; scaling it to zero", job.kind, job.key, why)
             status = actuator.write(job, None, Allocation.EMPTY, "reclaim")
             if not status.ok:
-                report.skipped = f"could not reclaim DLJob {job.key}: {status.reason}"
+                report.skipped = f"could not reclaim {job.kind} {job.key}: {status.reason}"
                 log.warning("no decision: %s", report.skipped)
                 return report
             report.reclaimed += 1
@@ -239,10 +251,12 @@ class Controller:
         return report
 
     def _sync_pods(self, state: ClusterState) -> None:
-        """Make every active job's pods match its grant (after a crash or a failed round)."""
+        """Make every active DLJob's pods match its grant (after a crash or a failed round)."""
         assert self.binder is not None
         self.binder.load()
         for job in state.jobs.values():
+            if job.kind != KIND:
+                continue  # a PyTorchJob's pods are its training operator's
             try:
                 self.binder.sync(job, job.placement or {})
             except client.ApiException as exc:
@@ -252,18 +266,23 @@ class Controller:
     # ------------------------------------------------------------------ the loop
 
     def run(self, stop: threading.Event) -> None:
-        """Lead (or stand by) and reconcile until ``stop`` is set."""
+        """Lead (or stand by) and reconcile until ``stop`` is set. Nodes are watched from the
+        start, each served job kind from the first round that finds it."""
         wake = threading.Event()
-        watcher = threading.Thread(
-            target=self.watch_jobs, args=(stop, wake), name="dljob-watch", daemon=True
-        )
-        watcher.start()
+        watchers = {
+            "Node": threading.Thread(
+                target=self.watch_nodes, args=(stop, wake), name="node-watch", daemon=True
+            )
+        }
+        watchers["Node"].start()
         backoff = 0.0
         try:
             while not stop.is_set():
                 try:
                     if self.lease.acquire():
                         self.reconcile()
+                    else:
+                        self.kinds = discover(self.api, self.wanted)
                     backoff = 0.0
                 except (client.ApiException, HTTPError, OSError) as exc:
                     self.metrics.errors.labels("round").inc()
@@ -271,51 +290,57 @@ class Controller:
                     log.error("round failed (%s); next in %.1f s", exc, backoff)
                     stop.wait(backoff)
                     continue
+                for name, served in self.kinds.items():
+                    if name not in watchers:
+                        watchers[name] = threading.Thread(
+                            target=self.watch_jobs,
+                            args=(served.kind, stop, wake),
+                            name=f"{served.kind.plural}-watch",
+                            daemon=True,
+                        )
+                        watchers[name].start()
                 if wake.wait(self.interval_s):
                     stop.wait(min(0.2, self.interval_s))  # let a burst of changes settle
                 wake.clear()
         finally:
             stop.set()
-            watcher.join(timeout=self.watch_timeout_s + 5)
+            for thread in watchers.values():
+                thread.join(timeout=self.watch_timeout_s + 5)
 
-    def watch_jobs(self, stop: threading.Event, wake: threading.Event) -> None:
-        """List, then watch DLJobs from the list's resourceVersion, setting ``wake`` on every
-        change; on 410 Gone list again; on other failures back off and retry."""
-        version: str | None = None
-        backoff = 0.0
-        while not stop.is_set():
-            try:
-                if version is None:
-                    version = self._list_dljobs()["metadata"]["resourceVersion"]
-                    wake.set()
-                stream = watch.Watch()
-                for event in stream.stream(
-                    self.custom.list_namespaced_custom_object,
-                    GROUP,
-                    VERSION,
-                    self.namespace,
-                    PLURAL,
-                    resource_version=version,
-                    timeout_seconds=self.watch_timeout_s,
-                ):
-                    version = event["raw_object"]["metadata"]["resourceVersion"]
-                    wake.set()
-                    if stop.is_set():
-                        stream.stop()
-                backoff = 0.0
-            except client.ApiException as exc:
-                if exc.status == 410:
-                    log.info("DLJob watch expired (410 Gone); listing again")
-                    self.metrics.errors.labels("watch_expired").inc()
-                    version = None
-                    continue
-                backoff = self._watch_failed(exc, backoff, stop)
-            except (HTTPError, OSError, ValueError) as exc:
-                backoff = self._watch_failed(exc, backoff, stop)
+    def watch_jobs(self, kind: JobKind, stop: threading.Event, wake: threading.Event) -> None:
+        """Wake rounds on every change of ``kind``'s jobs (`dlsched.k8s.watches`)."""
+        watch_loop(
+            kind.kind,
+            lambda: str(self._list_kind(kind)["metadata"]["resourceVersion"]),
+            self.custom.list_namespaced_custom_object,
+            (kind.group, kind.version, self.namespace, kind.plural),
+            {"label_selector": kind.label_selector} if kind.label_selector else {},
+            lambda _event: True,
+            stop=stop,
+            wake=wake,
+            metrics=self.metrics,
+            timeout_s=self.watch_timeout_s,
+        )
 
-    def _watch_failed(self, exc: Exception, backoff: float, stop: threading.Event) -> float:
-        self.metrics.errors.labels("watch").inc()
-        backoff = min(30.0, max(0.5, backoff * 2))
-        log.warning("DLJob watch failed (%s); again in %.1f s", exc, backoff)
-        stop.wait(backoff)
-        return backoff
+    def watch_nodes(self, stop: threading.Event, wake: threading.Event) -> None:
+        """Wake rounds when a node comes or goes or its allocatable, readiness or cordon
+        changes (not on heartbeats)."""
+        changes = NodeChanges()
+
+        def relist() -> str:
+            nodes = self._list(self.rest.request, "nodes", "GET", "/api/v1/nodes")
+            changes.reset(nodes["items"])
+            return str(nodes["metadata"]["resourceVersion"])
+
+        watch_loop(
+            "Node",
+            relist,
+            self.core.list_node,
+            (),
+            {},
+            changes,
+            stop=stop,
+            wake=wake,
+            metrics=self.metrics,
+            timeout_s=self.watch_timeout_s,
+        )

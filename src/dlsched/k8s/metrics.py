@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from wsgiref.simple_server import WSGIServer
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
 _LATENCY_BUCKETS_S = (0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
@@ -55,6 +57,8 @@ class Metrics:
         )
 
 
-def serve(metrics: Metrics, port: int, address: str = "0.0.0.0") -> None:
-    """Serve ``metrics`` on ``http://ADDRESS:PORT/metrics`` from a daemon thread."""
-    start_http_server(port, addr=address, registry=metrics.registry)
+def serve(metrics: Metrics, port: int, address: str = "0.0.0.0") -> WSGIServer:
+    """Serve ``metrics`` on ``http://ADDRESS:PORT/metrics`` from a daemon thread (port 0: a
+    free one, ``server_address`` says which); ``shutdown()`` and ``server_close()`` stop it."""
+    server, _thread = start_http_server(port, addr=address, registry=metrics.registry)
+    return server

@@ -1,4 +1,4 @@
-"""Kubernetes objects as dlsched sees them: a `DLJob` custom resource and a `NodeInfo`.
+"""Kubernetes objects as dlsched sees them: a `DLJob` read as a `TrainingJob`, and a `NodeInfo`.
 
 A DLJob (``dlsched.io/v1alpha1``, see ``deploy/crd.yaml``) carries what the user asked for
 (``spec.request``, ``spec.worker``, ``spec.parameterServer``, bounds, ``spec.totalWork``), what
@@ -84,7 +84,7 @@ def parse_time(value: object, where: str) -> float | None:
         raise ObjectError(f"{where}: not an RFC 3339 time: {value!r}") from None
 
 
-def _resources(obj: object, where: str) -> Resources:
+def task_resources(obj: object, where: str) -> Resources:
     """``{gpu, cpu, memory}`` of one task: GPUs, cores, memory in GiB."""
     if obj is None:
         return Resources()
@@ -97,14 +97,14 @@ def _resources(obj: object, where: str) -> Resources:
     )
 
 
-def _count(obj: Obj, key: str, default: int, where: str) -> int:
+def count_field(obj: Obj, key: str, default: int, where: str) -> int:
     value = obj.get(key, default)
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise ObjectError(f"{where}.{key}: must be an integer >= 0, got {value!r}")
     return value
 
 
-def _number(obj: Obj, key: str, default: float, where: str) -> float:
+def number_field(obj: Obj, key: str, default: float, where: str) -> float:
     value = obj.get(key, default)
     if not isinstance(value, int | float) or isinstance(value, bool) or value != value:
         raise ObjectError(f"{where}.{key}: must be a number, got {value!r}")
@@ -121,10 +121,12 @@ def job_id_of(uid: str) -> int:
 
 
 @dataclass(slots=True)
-class DLJob:
-    """One DLJob as read from the API.
+class TrainingJob:
+    """One elastic training job as read from the API: a DLJob or a Kubeflow PyTorchJob.
 
     Attributes:
+        kind: the object's kind (``DLJob``, ``PyTorchJob``); `dlsched.k8s.kinds` says how to
+            list it and write its grant.
         spec: the request as dlsched's `JobSpec` (submit time: creation, Unix seconds).
         workers, ps: replicas granted now (``spec.workers``, ``spec.ps``).
         placement: granted tasks per node, by role (``workers``/``ps``); None without annotation.
@@ -148,6 +150,7 @@ class DLJob:
     progress_time_s: float | None = None
     start_time_s: float | None = None
     raw: Obj = field(default_factory=dict, repr=False)
+    kind: str = KIND
 
     @property
     def key(self) -> str:
@@ -158,7 +161,8 @@ class DLJob:
         return self.phase in DONE_PHASES
 
 
-def _placement(meta: Obj, where: str) -> dict[str, dict[str, int]] | None:
+def read_placement(meta: Obj, where: str) -> dict[str, dict[str, int]] | None:
+    """The ``dlsched.io/placement`` annotation of ``meta`` (None if absent)."""
     text = (meta.get("annotations") or {}).get(PLACEMENT_ANNOTATION)
     if text is None:
         return None
@@ -175,7 +179,7 @@ def _placement(meta: Obj, where: str) -> dict[str, dict[str, int]] | None:
     return result
 
 
-def parse_dljob(obj: Obj) -> DLJob:
+def parse_dljob(obj: Obj) -> TrainingJob:
     """A DLJob object (as the API returns it) read into a `DLJob`; `ObjectError` if malformed."""
     meta = obj.get("metadata") or {}
     where = f"DLJob {meta.get('namespace', '')}/{meta.get('name', '?')}"
@@ -194,11 +198,11 @@ def parse_dljob(obj: Obj) -> DLJob:
     request = spec.get("request") or {}
     if not isinstance(request, dict):
         raise ObjectError(f"{s}.request: must be an object with workers, ps")
-    num_workers = _count(request, "workers", 1, f"{s}.request")
-    num_ps = _count(request, "ps", 1 if arch is Arch.PS else 0, f"{s}.request")
-    min_workers = _count(spec, "minWorkers", num_workers, s)
-    max_workers = _count(spec, "maxWorkers", num_workers, s)
-    max_ps = _count(spec, "maxPS", num_ps, s) if arch is Arch.PS else 0
+    num_workers = count_field(request, "workers", 1, f"{s}.request")
+    num_ps = count_field(request, "ps", 1 if arch is Arch.PS else 0, f"{s}.request")
+    min_workers = count_field(spec, "minWorkers", num_workers, s)
+    max_workers = count_field(spec, "maxWorkers", num_workers, s)
+    max_ps = count_field(spec, "maxPS", num_ps, s) if arch is Arch.PS else 0
     if not 1 <= min_workers <= num_workers <= max_workers:
         raise ObjectError(
             f"{s}: need 1 <= minWorkers ({min_workers}) <= request.workers ({num_workers}) "
@@ -206,7 +210,7 @@ def parse_dljob(obj: Obj) -> DLJob:
         )
     if arch is Arch.PS and not 1 <= num_ps <= max_ps:
         raise ObjectError(f"{s}: need 1 <= request.ps ({num_ps}) <= maxPS ({max_ps})")
-    total_work = _number(spec, "totalWork", 0.0, s)
+    total_work = number_field(spec, "totalWork", 0.0, s)
     if not total_work > 0:
         raise ObjectError(f"{s}.totalWork: must be > 0, got {total_work!r}")
     created = parse_time(meta.get("creationTimestamp"), f"{where}: metadata.creationTimestamp")
@@ -217,8 +221,8 @@ def parse_dljob(obj: Obj) -> DLJob:
         model=str(spec.get("model", "unknown")),
         arch=arch,
         total_work=total_work,
-        worker_demand=_resources(spec.get("worker"), f"{s}.worker"),
-        ps_demand=_resources(spec.get("parameterServer"), f"{s}.parameterServer")
+        worker_demand=task_resources(spec.get("worker"), f"{s}.worker"),
+        ps_demand=task_resources(spec.get("parameterServer"), f"{s}.parameterServer")
         if arch is Arch.PS
         else Resources(),
         num_workers=num_workers,
@@ -226,21 +230,21 @@ def parse_dljob(obj: Obj) -> DLJob:
         min_workers=min_workers,
         max_workers=max_workers,
         max_ps=max_ps,
-        priority=_number(spec, "priority", 0.0, s),
+        priority=number_field(spec, "priority", 0.0, s),
     )
     st = f"{where}: status"
-    return DLJob(
+    return TrainingJob(
         name=str(meta.get("name")),
         namespace=str(meta.get("namespace", "")),
         uid=uid,
         resource_version=str(meta.get("resourceVersion", "")),
         spec=job_spec,
-        workers=_count(spec, "workers", 0, s),
-        ps=_count(spec, "ps", 0, s),
-        placement=_placement(meta, where),
+        workers=count_field(spec, "workers", 0, s),
+        ps=count_field(spec, "ps", 0, s),
+        placement=read_placement(meta, where),
         phase=str(status.get("phase", "")),
-        progress=max(0.0, _number(status, "progress", 0.0, st)),
-        speed=max(0.0, _number(status, "speed", 0.0, st)),
+        progress=max(0.0, number_field(status, "progress", 0.0, st)),
+        speed=max(0.0, number_field(status, "speed", 0.0, st)),
         progress_time_s=parse_time(status.get("progressTime"), f"{st}.progressTime"),
         start_time_s=parse_time(status.get("startTime"), f"{st}.startTime"),
         raw=obj,

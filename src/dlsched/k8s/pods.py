@@ -20,7 +20,7 @@ from typing import Any
 from kubernetes import client
 
 from dlsched.core import Resources
-from dlsched.k8s.objects import GIB, GPU_RESOURCE, GROUP, KIND, VERSION, DLJob, ObjectError
+from dlsched.k8s.objects import GIB, GPU_RESOURCE, GROUP, KIND, VERSION, ObjectError, TrainingJob
 from dlsched.k8s.retry import with_retries
 
 log = logging.getLogger(__name__)
@@ -32,7 +32,7 @@ MANAGED_LABEL = "app.kubernetes.io/managed-by"
 ROLES = {"workers": "worker", "ps": "ps"}
 
 
-def check_template(job: DLJob) -> str:
+def check_template(job: TrainingJob) -> str:
     """Why ``job`` cannot get pods (no ``spec.template.spec.containers``), or ``""``."""
     template = job.raw.get("spec", {}).get("template") or {}
     containers = (template.get("spec") or {}).get("containers")
@@ -41,7 +41,7 @@ def check_template(job: DLJob) -> str:
     return ""
 
 
-def pod_body(job: DLJob, role: str, demand: Resources) -> dict[str, Any]:
+def pod_body(job: TrainingJob, role: str, demand: Resources) -> dict[str, Any]:
     """One task's pod (not yet bound) from the job's template."""
     why = check_template(job)
     if why:
@@ -112,7 +112,7 @@ class PodBinder:
         for pod in json.loads(raw.data)["items"]:
             self._pods[pod["metadata"]["labels"].get(JOB_LABEL, "")].append(pod)
 
-    def sync(self, job: DLJob, placement: dict[str, dict[str, int]]) -> int:
+    def sync(self, job: TrainingJob, placement: dict[str, dict[str, int]]) -> int:
         """Create, bind and delete ``job``'s pods to match ``placement``; pods changed."""
         have: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
         gone: list[dict[str, Any]] = []
@@ -154,7 +154,9 @@ class PodBinder:
                 raise
         log.info("deleted pod %s/%s", self.namespace, name)
 
-    def _create_bound(self, job: DLJob, role: str, demand: Resources, node: str) -> dict[str, Any]:
+    def _create_bound(
+        self, job: TrainingJob, role: str, demand: Resources, node: str
+    ) -> dict[str, Any]:
         body: Any = pod_body(job, role, demand)
         raw: Any = with_retries(
             lambda: self.core.create_namespaced_pod(self.namespace, body, _preload_content=False),

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from dlsched.core import Allocation, Cluster, ClusterView, JobRun, Server, Status
-from dlsched.k8s.objects import DLJob, NodeInfo
+from dlsched.k8s.objects import NodeInfo, TrainingJob
 
 log = logging.getLogger(__name__)
 
@@ -29,14 +29,14 @@ class ClusterState:
         view: what the scheduler reads; None when no node is usable (nothing can be decided,
             stale grants are still reclaimed).
         nodes: server id → node.
-        jobs: job id → DLJob, every active (not finished) job.
+        jobs: job id → job (DLJob or PyTorchJob), every active (not finished) job.
         stale: active jobs holding replicas the books cannot account for, with the reason.
     """
 
     view: ClusterView | None
     nodes: list[NodeInfo]
-    jobs: dict[int, DLJob]
-    stale: list[tuple[DLJob, str]] = field(default_factory=list)
+    jobs: dict[int, TrainingJob]
+    stale: list[tuple[TrainingJob, str]] = field(default_factory=list)
 
     @property
     def cluster(self) -> Cluster:
@@ -72,7 +72,7 @@ def allocation_to_placement(alloc: Allocation, nodes: list[NodeInfo]) -> dict[st
     }
 
 
-def _refresh(run: JobRun, job: DLJob, now_s: float) -> None:
+def _refresh(run: JobRun, job: TrainingJob, now_s: float) -> None:
     """Bring ``run`` up to what ``job`` reports."""
     run.progress_s = min(job.progress, job.spec.total_work)
     run.progress_time_s = job.progress_time_s if job.progress_time_s is not None else now_s
@@ -85,7 +85,7 @@ def _refresh(run: JobRun, job: DLJob, now_s: float) -> None:
 
 def build_state(
     nodes: Iterable[NodeInfo],
-    jobs: Iterable[DLJob],
+    jobs: Iterable[TrainingJob],
     runs: dict[int, JobRun],
     *,
     now_s: float,
@@ -115,8 +115,10 @@ def build_state(
     running: list[JobRun] = []
     for job in active:
         job_id = job.spec.job_id
-        if job_id in state.jobs:
-            raise ValueError(f"DLJob {job.key}: job id {job_id} taken by {state.jobs[job_id].key}")
+        if job_id in state.jobs:  # two UIDs sharing their first 48 bits: never seen, but cheap
+            other = state.jobs[job_id]
+            log.error("skipping %s %s: job id %d taken by %s", job.kind, job.key, job_id, other.key)
+            continue
         state.jobs[job_id] = job
         run = runs.get(job_id)
         if run is None or run.spec != job.spec:
@@ -133,7 +135,7 @@ def build_state(
     return state
 
 
-def _account(job: DLJob, cluster: Cluster, node_ids: dict[str, int]) -> Allocation | str:
+def _account(job: TrainingJob, cluster: Cluster, node_ids: dict[str, int]) -> Allocation | str:
     """Take ``job``'s grant in ``cluster``: the allocation, ``""`` if it holds nothing, or why
     the grant cannot be accounted for."""
     if job.workers == 0 and job.ps == 0:

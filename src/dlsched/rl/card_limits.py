@@ -95,6 +95,13 @@ def validate_card_data(data: Mapping[str, Any], where: str = "card") -> None:
         if not all(_is_int(s) for s in value):
             raise ValueError(f"{where}: seeds {name!r} must be a list of integers")
     _mapping(data, "workload_params", where)
+    setting = _mapping(data, "trained_setting", where)
+    if setting and (
+        not isinstance(setting.get("workload"), str) or not isinstance(setting.get("params"), dict)
+    ):
+        raise ValueError(
+            f"{where}: 'trained_setting' needs a 'workload' name and a 'params' object"
+        )
     hyper = _mapping(data, "hyperparams", where)
     algorithm = data.get("algorithm")
     if algorithm == "dl2":

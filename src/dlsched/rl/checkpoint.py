@@ -53,6 +53,10 @@ class PolicyCard:
         hyperparams: the algorithm's hyper-parameters (JSON-serialisable).
         date: ISO-8601 UTC time the card was made.
         notes: free text (teacher, how it was selected, …).
+        trained_setting: the setting the policy is meant for, ``{"workload": "deeprm",
+            "params": {"load": [0.3, 1.9], "servers": 1}}`` (keys of ``params`` are names in
+            the workload's ``params``; a number, a ``[low, high]`` range or any other exact
+            value); a run outside it logs a notice (`dlsched.rl.setting`). Empty: not said.
     """
 
     algorithm: str
@@ -67,6 +71,7 @@ class PolicyCard:
         default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     )
     notes: str = ""
+    trained_setting: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> str:
         """The card as indented JSON text."""

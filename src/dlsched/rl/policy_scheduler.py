@@ -20,13 +20,14 @@ environment cannot disagree on what the policy sees. Networks run under
 
 Greedy decisions take a faster path when both sides allow it: an `IncrementalBuilder` exposes
 its observation and mask in place and says which part (row) its last action changed, and an
-`IncrementalPolicy` recomputes only that part (DL2: one job row per action).
+`IncrementalPolicy` recomputes only that part (DL2: one job row per action) and picks the
+legal arg-max itself (DL2: one compiled call an action).
 """
 
 from __future__ import annotations
 
 import logging
-from typing import ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -61,21 +62,22 @@ class SlotBuilder(Protocol):
 class ArrayPolicy(Protocol):
     """A policy evaluated on NumPy arrays: one observation in, one score per action out."""
 
-    def logits(self, obs: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]: ...
+    def logits(self, obs: npt.NDArray[np.float32]) -> npt.NDArray[np.floating[Any]]: ...
 
 
 @runtime_checkable
 class IncrementalPolicy(Protocol):
     """An `ArrayPolicy` that can reuse its previous call's work when one part of the input
-    changed."""
+    changed, and pick the greedy action itself."""
 
-    def logits(self, obs: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]: ...
+    def logits(self, obs: npt.NDArray[np.float32]) -> npt.NDArray[np.floating[Any]]: ...
 
-    def logits_after(
-        self, obs: npt.NDArray[np.float32], part: int | None
-    ) -> npt.NDArray[np.float32]:
-        """Scores for ``obs`` when only ``part`` changed since the previous call (None:
-        anything may have). May return a buffer the next call overwrites."""
+    def act_after(
+        self, obs: npt.NDArray[np.float32], mask: npt.NDArray[np.bool_], part: int | None
+    ) -> int:
+        """The legal arg-max of the scores for ``obs`` (the first on ties; -1 when ``mask``
+        has no legal action), when only ``part`` changed since the previous call (None:
+        anything may have)."""
         ...
 
 
@@ -189,7 +191,13 @@ class PolicyScheduler(SlotLoopScheduler):
         max_actions: safety cap on actions per scheduling point (the builder should end first).
         sample_seed: None for greedy (arg-max) actions; an int to sample from the softmax with
             a torch generator seeded by it (reseeded on `reset`).
+
+    Attributes:
+        trained_setting: the card's ``trained_setting`` (workload and parameters the policy
+            was trained for; `dlsched.rl.setting`), set by the loader; None: not said.
     """
+
+    trained_setting: dict[str, Any] | None = None
 
     def __init__(
         self,
@@ -231,13 +239,10 @@ class PolicyScheduler(SlotLoopScheduler):
     def _greedy_incremental(self, builder: IncrementalBuilder, net: IncrementalPolicy) -> Decision:
         """The greedy loop with in-place arrays and part-wise recomputation."""
         part: int | None = None
+        act, apply = net.act_after, builder.apply
         for _ in range(self.max_actions):
-            mask = builder.mask_view()
-            scores = net.logits_after(builder.observation_view(), part)
-            action = int(np.where(mask, scores, -np.inf).argmax())
-            if not mask[action]:  # nothing legal
-                break
-            if builder.apply(action):
+            action = act(builder.observation_view(), builder.mask_view(), part)
+            if action < 0 or apply(action):  # nothing legal, or the round is over
                 break
             part = builder.changed_part
         else:

@@ -40,14 +40,22 @@ Arrivals and load
       text's demands and extend the process above ``λ = 1``: each step brings ``floor(λ)`` jobs
       plus one more with probability ``λ - floor(λ)``. For ``load <= 0.9225`` (default 0.7:
       ``p = 0.759``) this is exactly a Bernoulli process.
-    * **Length**: ``num_jobs`` jobs (steps are drawn until that many have arrived), or, as
-      DeepRM's jobsets ("each experiment lasts for 50t", §4.1), exactly ``horizon_steps`` steps of
-      arrivals however many jobs they bring (then ``num_jobs`` is not used; the workload may
-      even be empty). Times are not shifted: a job arriving at step ``t`` is submitted at
-      ``t · STEP_S`` seconds.
+    * **Length**: by default DeepRM's jobsets ("each experiment lasts for 50t", §4.1): exactly
+      ``horizon_steps`` = 50 steps of arrivals however many jobs they bring (the workload may
+      even be empty); or, with ``num_jobs`` given and no ``horizon_steps``, that many jobs
+      (steps are drawn until that many have arrived: a long jobset, e.g. ``-o num_jobs=200``).
+      Times are not shifted: a job arriving at step ``t`` is submitted at ``t · STEP_S``
+      seconds.
 
-Settings: ``model = FixedDuration()``, ``interval_s = None``, ``on_events = True`` (DeepRM
-decides whenever time moves or a job arrives, §3.2), ``placement = "pack"``, no noise.
+Default setting = the paper's (what DeepRM §4 evaluates and the shipped ``deeprm`` policy is
+meant for): load 0.7, one pool, 50-step jobsets, a scheduling point every step. The shipped
+policy (`dlsched.papers.deeprm.policy.DEFAULT_POLICY`) was trained for loads 0.3–1.9 on both
+50-step and 200-job jobsets; its ``card.json`` says so and a run outside that logs a notice.
+
+Settings: ``model = FixedDuration()``, ``on_events = True`` (DeepRM decides whenever time moves
+or a job arrives, §3.2), ``placement = "pack"``, no noise; ``interval_s = STEP_S`` for
+``horizon_steps`` jobsets (DeepRM's agent acts every step, so heuristics and the policy get a
+scheduling point at each), ``None`` (event-driven only) for ``num_jobs`` jobsets.
 
 All randomness comes from ``numpy.random.default_rng(seed)``.
 """
@@ -82,7 +90,8 @@ OTHER_SLOTS = (1, 2)
 """Inclusive ranges: durations in steps, demands in slots (§4.1)."""
 
 DEFAULT_LOAD = 0.7
-DEFAULT_NUM_JOBS = 200
+DEFAULT_HORIZON_STEPS = 50
+"""Steps of arrivals of a default jobset (DeepRM §4.1: "each experiment lasts for 50t")."""
 
 
 def _mean(bounds: tuple[int, int]) -> float:
@@ -129,7 +138,7 @@ def make_deeprm(
     *,
     servers: int | None = None,
     load: float | None = None,
-    num_jobs: int = DEFAULT_NUM_JOBS,
+    num_jobs: int | None = None,
     horizon_steps: int | None = None,
 ) -> Workload:
     """Generate one DeepRM jobset (see the module docstring for every choice and its source).
@@ -139,13 +148,14 @@ def make_deeprm(
         servers: resource pools of ``{1r, 1r}`` (20 slots each); None → 1, DeepRM's cluster.
         load: offered load as a fraction of the cluster's capacity, per resource (§4.1 uses 0.1
             to 1.9); None → 0.7.
-        num_jobs: jobs in the workload (used when ``horizon_steps`` is None).
-        horizon_steps: if given, arrivals cover exactly this many time steps (DeepRM's fixed
-            episode length, e.g. 50) and ``num_jobs`` is not used.
+        num_jobs: jobs in the workload (used when ``horizon_steps`` is None; a long jobset).
+        horizon_steps: arrivals cover exactly this many time steps (DeepRM's fixed episode
+            length) and ``num_jobs`` is not used; None with ``num_jobs`` None → 50, the paper's.
 
     Returns:
         The workload: one-task jobs with ``total_work`` = duration in seconds, the pools,
-        `FixedDuration`, event-driven scheduling with ``pack`` placement.
+        `FixedDuration`, ``pack`` placement, event-driven scheduling plus a point every step
+        for ``horizon_steps`` jobsets.
 
     Raises:
         ValueError: ``servers``, ``num_jobs`` or ``horizon_steps`` below 1, or ``load`` not a
@@ -157,14 +167,17 @@ def make_deeprm(
         raise ValueError(f"servers must be >= 1, got {servers}")
     if not (load > 0 and math.isfinite(load)):
         raise ValueError(f"load must be a finite number > 0, got {load}")
-    if horizon_steps is None and num_jobs < 1:
+    if horizon_steps is None and num_jobs is not None and num_jobs < 1:
         raise ValueError(f"num_jobs must be >= 1, got {num_jobs}")
     if horizon_steps is not None and horizon_steps < 1:
         raise ValueError(f"horizon_steps must be >= 1, got {horizon_steps}")
+    if horizon_steps is None and num_jobs is None:
+        horizon_steps = DEFAULT_HORIZON_STEPS
 
     rng = np.random.default_rng(seed)
     lam = arrivals_per_step(load, servers)
     if horizon_steps is None:
+        assert num_jobs is not None
         counts = _counts_until(rng, lam, num_jobs)
     else:
         counts = _counts(rng, lam, horizon_steps)
@@ -219,7 +232,7 @@ def make_deeprm(
         jobs=jobs,
         servers=(POOL,) * servers,
         model=FixedDuration(),
-        interval_s=None,
+        interval_s=None if horizon_steps is None else STEP_S,
         on_events=True,
         placement="pack",
         params=params,

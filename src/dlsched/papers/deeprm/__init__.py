@@ -1,11 +1,14 @@
 """DeepRM (Mao et al., HotNets 2016): an image of the cluster and the waiting jobs, a one-layer
 policy network, REINFORCE with per-timestep baselines.
 
-Files: `state` (DeepRM's discrete-time cluster, vectorised over episodes, §3), `net` (the policy
-network), `env` (`DeepRMEnv`), `algorithm` (REINFORCE over jobsets, §3.3), `policy` (the trained
+Files: `shape` (state sizes, jobsets), `state` (DeepRM's discrete-time cluster, vectorised over
+episodes, §3), `net` (the policy
+network), `env` (`DeepRMEnv`), `algorithm` (REINFORCE over jobsets, §3.3), `teachers` (SJF and
+withholding SJF over the slots), `policy` (the trained
 network behind the scheduler protocol, checkpoints), `scheduler` (registers ``deeprm``), `train`
 (``dlsched train deeprm``'s run; `command` is the sub-command), `experiments` (``dlsched
-reproduce deeprm``), ``policies/load0.7`` and ``policies/load1.3`` (shipped checkpoints). This
+reproduce deeprm``), ``policies/ranked`` (the shipped ``deeprm`` policy) and ``policies/load0.7``,
+``policies/load1.3`` (the paper-state policies, ``deeprm:LOAD``). This
 file is the plugin manifest (no imports beyond `dlsched.plugins`).
 """
 
@@ -19,7 +22,9 @@ PLUGIN = Plugin(
             "deeprm",
             "dlsched.workloads.deeprm:make_deeprm",
             False,
-            "DeepRM §4.1: 2-resource packing, Bernoulli arrivals, load 10-190 %",
+            "DeepRM §4.1: 2-resource packing, Bernoulli arrivals, load 10-190 %; default = "
+            "the paper's setting (load 0.7, 50-step jobsets, a decision every step); "
+            "-o num_jobs=N: long jobsets, event-driven",
         ),
     ),
     experiments=(

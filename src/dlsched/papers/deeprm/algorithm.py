@@ -19,10 +19,11 @@ and returns the gradient of its share of the loss, so only gradients cross proce
 valid job) carry no gradient; ``mask_invalid=False`` is the paper's setting (an invalid choice
 lets time advance).
 
-``pretrain_epochs > 0`` first fits the network to SJF's choices (shortest slot job that fits
-now, else ∅) on the training jobsets by cross-entropy, as DeepRM's code offers (``pg_su.py``).
+``pretrain_epochs > 0`` first fits the network to a teacher's choices on the training jobsets by
+cross-entropy, as DeepRM's code offers (``pg_su.py``): SJF (shortest slot job that fits now,
+else ∅) or `withholding_actions` (SJF that keeps room for short jobs when busy).
 
-This file is a little over 500 lines on purpose: one iteration of REINFORCE (rollouts, the
+This file is over 500 lines on purpose (about 580): one iteration of REINFORCE (rollouts, the
 per-timestep baseline, the update, its validation) reads top to bottom in one place, CleanRL
 style; splitting it would scatter one algorithm over files.
 """
@@ -32,7 +33,7 @@ from __future__ import annotations
 import logging
 import multiprocessing as mp
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, NamedTuple
 
@@ -43,6 +44,9 @@ import torch.nn.functional as F
 
 from dlsched.papers.deeprm.net import DeepRMPolicyNet
 from dlsched.papers.deeprm.state import DeepRMBatch, DeepRMShape, Jobset, Objective
+from dlsched.papers.deeprm.teachers import TEACHERS, Chooser
+from dlsched.papers.deeprm.teachers import sjf_actions as sjf_actions  # re-exported
+from dlsched.papers.deeprm.teachers import withholding_actions as withholding_actions
 from dlsched.workloads.deeprm import make_deeprm
 
 log = logging.getLogger(__name__)
@@ -69,6 +73,11 @@ class ReinforceConfig:
     """Training iterations (paper: 1000)."""
     horizon_steps: int = 50
     """Time steps of arrivals per jobset (paper: 50)."""
+    loads: tuple[float, ...] = ()
+    """Several training loads, dealt round-robin over the jobsets (empty: ``load`` only)."""
+    long_jobs: int = 0
+    """If > 0, every other training jobset holds this many jobs (a long jobset, the CLI's
+    ``num_jobs`` setting) instead of ``horizon_steps`` steps of arrivals (0: the paper's only)."""
     lr: float = 1e-3
     """RMSProp learning rate (paper: 0.001)."""
     rms_alpha: float = 0.9
@@ -91,6 +100,11 @@ class ReinforceConfig:
     """Supervised epochs on SJF decisions before RL (0: none)."""
     pretrain_lr: float = 1e-3
     """Adam learning rate of the supervised pre-training."""
+    teacher: str = "sjf"
+    """Pre-training teacher, a name in `TEACHERS` (``"sjf"``: the code's ``pg_su.py``)."""
+    pretrain_temperature: float = 1.0
+    """After pre-training, divide the output layer by this (> 1: the arg-max is unchanged, the
+    softmax flatter, so REINFORCE's sampled episodes explore beyond the teacher)."""
     shape: DeepRMShape = field(default_factory=DeepRMShape)
     """State sizes (T, M, backlog, slots per resource)."""
 
@@ -98,17 +112,46 @@ class ReinforceConfig:
         """The ``deeprm`` workload seeds of the training jobsets."""
         return [TRAIN_SEED_BASE + 1000 * self.seed + i for i in range(self.jobsets)]
 
+    def points(self) -> list[tuple[float, int | None]]:
+        """The ``(load, horizon_steps)`` settings trained on, in round-robin order; a
+        ``horizon_steps`` of None is a `long_jobs`-job jobset."""
+        loads = self.loads or (self.load,)
+        kinds: list[int | None] = (
+            [self.horizon_steps, None] if self.long_jobs else [self.horizon_steps]
+        )
+        return [(load, kind) for kind in kinds for load in loads]
+
+    def jobset_setting(self, i: int) -> tuple[int, float, int | None]:
+        """``(seed, load, horizon_steps)`` of training jobset ``i`` (horizon None: long)."""
+        load, kind = self.points()[i % len(self.points())]
+        return self.train_seeds()[i], load, kind
+
+    def training_jobsets(self, ids: Sequence[int]) -> list[Jobset]:
+        """The training jobsets ``ids`` (indices into `train_seeds`)."""
+        out = []
+        for i in ids:
+            seed, load, kind = self.jobset_setting(i)
+            out += make_jobsets([seed], load, kind, self.long_jobs)
+        return out
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready hyper-parameters."""
         data = asdict(self)
         data["hidden"] = list(self.hidden)
+        data["loads"] = list(self.loads)
         return data
 
 
-def make_jobsets(seeds: Sequence[int], load: float, horizon_steps: int = 50) -> list[Jobset]:
-    """``deeprm`` jobsets (``horizon_steps`` steps of arrivals at ``load``) for ``seeds``."""
+def make_jobsets(
+    seeds: Sequence[int], load: float, horizon_steps: int | None = 50, num_jobs: int = 200
+) -> list[Jobset]:
+    """``deeprm`` jobsets for ``seeds``: ``horizon_steps`` steps of arrivals at ``load``, or
+    ``num_jobs`` jobs when ``horizon_steps`` is None."""
     return [
-        Jobset.from_workload(make_deeprm(s, load=load, horizon_steps=horizon_steps)) for s in seeds
+        Jobset.from_workload(
+            make_deeprm(s, load=load, horizon_steps=horizon_steps, num_jobs=num_jobs)
+        )
+        for s in seeds
     ]
 
 
@@ -169,23 +212,6 @@ class Rollout(NamedTuple):
     """Mean slowdown of the jobs each episode started."""
     dropped: npt.NDArray[np.int64]
     truncated: npt.NDArray[np.bool_]
-
-
-Chooser = Callable[
-    [DeepRMBatch, npt.NDArray[np.int64], npt.NDArray[np.bool_]], npt.NDArray[np.int64]
-]
-"""Picks actions for the given rows of a batch (whose masks are given)."""
-
-
-def sjf_actions(
-    batch: DeepRMBatch, rows: npt.NDArray[np.int64], _mask: npt.NDArray[np.bool_]
-) -> npt.NDArray[np.int64]:
-    """SJF on the slots: the shortest job that fits now (earliest slot on ties), else ∅."""
-    fits, first = batch.fits()
-    now = fits[rows] & (first[rows] == 0)
-    length = np.where(now, batch.slot_len[rows], np.iinfo(np.int64).max)
-    best = length.argmin(1)
-    return np.where(now.any(1), best + 1, 0)
 
 
 def policy_chooser(
@@ -343,13 +369,12 @@ def _net_for(config: ReinforceConfig, state: dict[str, npt.NDArray[np.float32]])
 
 
 def _jobsets_for(config: ReinforceConfig, ids: Sequence[int]) -> list[Jobset]:
-    cache: dict[tuple[int, float, int], Jobset] = _WORKER.setdefault("jobsets", {})
-    seeds = config.train_seeds()
+    cache: dict[tuple[int, float, int | None, int], Jobset] = _WORKER.setdefault("jobsets", {})
     out = []
     for i in ids:
-        key = (seeds[i], config.load, config.horizon_steps)
+        key = (*config.jobset_setting(i), config.long_jobs)
         if key not in cache:
-            cache[key] = make_jobsets([seeds[i]], config.load, config.horizon_steps)[0]
+            cache[key] = config.training_jobsets([i])[0]
         out.append(cache[key])
     return out
 
@@ -492,16 +517,19 @@ class Reinforce:
         return stats
 
     def pretrain(self, epochs: int | None = None) -> float:
-        """Fit the network to SJF's decisions on the training jobsets (cross-entropy, Adam).
+        """Fit the network to the teacher's decisions on the training jobsets (cross-entropy,
+        Adam).
 
         Returns:
             The final epoch's accuracy (fraction of SJF's choices the arg-max reproduces).
         """
         cfg = self.config
         epochs = cfg.pretrain_epochs if epochs is None else epochs
-        jobsets = make_jobsets(cfg.train_seeds(), cfg.load, cfg.horizon_steps)
+        jobsets = cfg.training_jobsets(range(cfg.jobsets))
         batch = DeepRMBatch(jobsets, cfg.shape, objective=cfg.objective, max_steps=cfg.max_steps)
-        samples = run_batch(batch, sjf_actions, record=True, mask_invalid=True).samples
+        if cfg.teacher not in TEACHERS:
+            raise ValueError(f"teacher {cfg.teacher!r}: choose one of {', '.join(TEACHERS)}")
+        samples = run_batch(batch, TEACHERS[cfg.teacher], record=True, mask_invalid=True).samples
         optimizer = torch.optim.Adam(self.net.parameters(), lr=cfg.pretrain_lr)
         index = torch.from_numpy(samples.state.astype(np.int64))
         mask = torch.from_numpy(samples.mask)
@@ -520,7 +548,13 @@ class Reinforce:
                 optimizer.step()
                 hits += int((logits.argmax(1) == target[chunk]).sum())
             accuracy = hits / max(1, len(target))
-        log.info("deeprm SJF pre-training: %d samples, accuracy %.3f", len(target), accuracy)
+        log.info("deeprm pre-training: %d samples, accuracy %.3f", len(target), accuracy)
+        if cfg.pretrain_temperature != 1.0:
+            last = self.net.rest[-1]
+            assert isinstance(last, torch.nn.Linear)
+            with torch.no_grad():
+                last.weight.mul_(1.0 / cfg.pretrain_temperature)
+                last.bias.mul_(1.0 / cfg.pretrain_temperature)
         return accuracy
 
 

@@ -46,20 +46,58 @@ def train_deeprm_command(
     seed: Annotated[
         int, typer.Option(min=0, max=MAX_SEED, help="Seed of torch, sampling and training jobsets.")
     ] = 0,
+    loads: Annotated[
+        str | None,
+        typer.Option(help="Several training loads, comma-separated (dealt over the jobsets)."),
+    ] = None,
+    long_jobs: Annotated[
+        int,
+        typer.Option(
+            min=0, max=MAX_STEPS, help="Every other jobset has this many jobs (0: 50-step only)."
+        ),
+    ] = 0,
+    ranked: Annotated[
+        bool,
+        typer.Option("--ranked", help="Slots show the M shortest waiting jobs (not the paper's)."),
+    ] = False,
+    max_steps: Annotated[
+        int, typer.Option(min=1, max=MAX_STEPS, help="Truncate training episodes here.")
+    ] = 400,
+    teacher: Annotated[
+        str, typer.Option(help="Pre-training teacher: sjf or withhold (SJF keeping room).")
+    ] = "sjf",
+    pretrain_lr: Annotated[
+        float, typer.Option(min=0.0, max=10.0, help="Adam learning rate of pre-training.")
+    ] = 1e-3,
+    pretrain_temperature: Annotated[
+        float,
+        typer.Option(min=0.01, max=1000.0, help="Divide the pre-trained output layer by this."),
+    ] = 1.0,
+    validation_jobsets: Annotated[
+        int, typer.Option(min=1, max=MAX_STEPS, help="Validation jobsets per training setting.")
+    ] = 20,
 ) -> None:
     """Train DeepRM; OUT/progress.csv logs each iteration, OUT/best is the policy to use."""
     import torch
 
     from dlsched.papers.deeprm.algorithm import ReinforceConfig
+    from dlsched.papers.deeprm.state import DeepRMShape
     from dlsched.papers.deeprm.train import train_deeprm
 
     with one_line_errors():
         torch.set_num_threads(1)
+        if teacher not in ("sjf", "withhold"):
+            raise ValueError(f"--teacher {teacher!r}: choose sjf or withhold")
         if objective not in ("slowdown", "completion"):
             raise ValueError(f"--objective {objective!r}: choose slowdown or completion")
         sizes = parse_hidden(hidden)
+        load_list = _parse_loads(loads) if loads else ()
         config = ReinforceConfig(
-            load=load,
+            load=load_list[0] if load_list else load,
+            loads=load_list,
+            long_jobs=long_jobs,
+            max_steps=max_steps,
+            shape=DeepRMShape(ranked=ranked),
             objective=objective,  # type: ignore[arg-type]
             jobsets=jobsets,
             episodes=episodes,
@@ -70,9 +108,12 @@ def train_deeprm_command(
             workers=workers,
             seed=seed,
             pretrain_epochs=pretrain_epochs,
+            pretrain_lr=pretrain_lr,
+            teacher=teacher,
+            pretrain_temperature=pretrain_temperature,
         )
         with progress_bar(label="deeprm {task.description}") as progress:
-            task = progress.add_task(f"load {load}", total=iterations)
+            task = progress.add_task(f"load {loads or load}", total=iterations)
 
             def advance(stats: object) -> None:
                 reward = getattr(stats, "mean_reward", float("nan"))
@@ -86,10 +127,11 @@ def train_deeprm_command(
                 out_dir,
                 time_budget_s=time_budget,
                 validate_every=validate_every,
+                validation_jobsets=validation_jobsets,
                 on_iteration=advance,
             )
     plural = "" if outcome.iterations == 1 else "s"
-    table = Table(title=f"deeprm · load {load} · {outcome.iterations} iteration{plural}")
+    table = Table(title=f"deeprm · load {loads or load} · {outcome.iterations} iteration{plural}")
     table.add_column("field")
     table.add_column("value", justify="right")
     table.add_row("best validation slowdown", f"{outcome.best_slowdown:.3f} ({outcome.best_mode})")
@@ -98,3 +140,17 @@ def train_deeprm_command(
     table.add_row("wall time", f"{outcome.elapsed_s:.0f} s")
     table.add_row("policy", str(outcome.best_dir))
     out.print(table)
+
+
+def _parse_loads(text: str) -> tuple[float, ...]:
+    """``"0.3,0.7,1.9"`` → loads; ValueError naming ``--loads`` on a bad entry."""
+    out = []
+    for part in text.split(","):
+        try:
+            value = float(part)
+        except ValueError:
+            raise ValueError(f"--loads: {part.strip()!r} is not a number") from None
+        if not 0.01 <= value <= MAX_LOAD:
+            raise ValueError(f"--loads: {value} is outside 0.01..{MAX_LOAD}")
+        out.append(value)
+    return tuple(out)

@@ -14,7 +14,9 @@ observation="compact"`` (``examples/train_maskable_ppo.py``; ``benchmarks/RESULT
   ``[0, 1]`` (101 by default; `dlsched.papers.deeprm.compact`), a job's duration and demands
   one number each.
 * **Action space** ``Discrete(M + 1)``: 0 is ∅ and ``i`` schedules slot ``i``'s job at the first
-  step at which it fits; time is frozen until ∅ or an invalid action. `action_masks`
+  step at which it fits; time is frozen until ∅ or an invalid action. ``shape=DeepRMShape(
+  ranked=True)`` gives dlsched's ranked view instead (slots = the ``M`` shortest waiting jobs,
+  a job valid only if it fits now; the shipped ``deeprm`` policy's), same spaces. `action_masks`
   (sb3-contrib's convention, also ``info["action_mask"]``) marks the valid actions;
   ``mask_invalid=False`` offers every action, as in the paper, where an invalid choice simply
   lets time move on. ``work_conserving=True`` offers only the slot jobs that fit *now*, and ∅

@@ -6,15 +6,17 @@ point at every time step (``interval_s = 1``, as DeepRM's agent acts every step)
 scheduler:
 
 * **Fig. 4** (``fig4.csv``, ``fig4.png``): average slowdown vs load for ``deeprm`` (the shipped
-  policy trained nearest the point's load, ``deeprm:LOAD``), ``sjf``,
-  ``packer``, ``tetris-star`` and ``random``. The heuristics see every pending job; DeepRM sees
-  its ``M = 10`` slots and the backlog count, as in the paper.
+  policy, one for every load), ``sjf``, ``packer``, ``tetris-star`` and ``random``. The
+  heuristics see every pending job; DeepRM sees its ``M = 10`` slots — the ten shortest
+  waiting jobs (`dlsched.papers.deeprm.state.DeepRMShape.ranked`, not the paper's arrival
+  order) — and the backlog count.
 * **Fig. 5** (``fig5.csv``, ``fig5.png``): average slowdown and average completion time at load
   1.3 for the heuristics, DeepRM trained for slowdown (shipped) and DeepRM trained for
-  completion time (reward ``−|J|``; trained here, briefly in the reduced size).
-* **Fig. 6** (``fig6.png``): the learning curve of the shipped load-0.7 policy from its
+  completion time (reward ``−|J|``, the paper's state; trained here, briefly in the reduced size).
+* **Fig. 6** (``fig6.png``): the learning curve of the shipped policy from its
   ``progress.csv`` (mean slowdown of the sampled episodes and validation slowdown per
-  iteration; mean and max total reward per iteration).
+  iteration, over its training loads and jobset lengths; mean and max total reward per
+  iteration).
 * **Fig. 7** (``fig7.csv``, ``fig7.png``): at load 1.1, the share of scheduling points at which
   DeepRM withholds a job that fits in the free resources — any pending job, and only the jobs in
   its ``M`` slots (those it can choose) — the lengths of the slot jobs it withholds, and the
@@ -103,8 +105,7 @@ def fig4(out: Path, size: Size) -> tuple[list[Path], dict[tuple[float, str], tup
     for load in size.loads:
         for seed in _seeds(size):
             for name in SCHEDULERS:
-                spec = f"deeprm:{load}" if name == "deeprm" else name
-                s = _run(load, seed, spec).summary()
+                s = _run(load, seed, name).summary()
                 rows.append(
                     {
                         "load": load,
@@ -163,7 +164,7 @@ def fig5(out: Path, size: Size) -> tuple[list[Path], list[dict[str, Any]]]:
     """Slowdown and completion time at load 1.3 for each scheduler and DeepRM objective."""
     policy = train_completion_policy(out, size)
     entries: list[tuple[str, str]] = [
-        ("deeprm (slowdown)", "deeprm:1.3"),
+        ("deeprm (slowdown)", "deeprm"),
         ("deeprm (completion)", f"deeprm:{policy}"),
         *((n, n) for n in SCHEDULERS if n != "deeprm"),
     ]
@@ -209,15 +210,15 @@ def plot_fig5(rows: Sequence[dict[str, Any]], path: Path, jobsets: int) -> None:
 
 
 def fig6(out: Path, references: dict[str, float]) -> list[Path]:
-    """Learning curve of the shipped load-0.7 policy (its ``progress.csv``)."""
-    from dlsched.papers.deeprm.policy import POLICY_DIR
+    """Learning curve of the shipped policy (its ``progress.csv``)."""
+    from dlsched.papers.deeprm.policy import DEFAULT_POLICY
 
-    path = POLICY_DIR / "load0.7" / "progress.csv"
+    path = DEFAULT_POLICY / "progress.csv"
     if not path.is_file():
         log.warning("no %s: Fig. 6 skipped", path)
         return []
     with path.open() as fh:
-        rows = list(csv.DictReader(fh))
+        rows = [r for r in csv.DictReader(fh) if r["mean_slowdown"]]  # not the pre-training row
     it = np.array([int(r["iteration"]) for r in rows])
     fig, (ax_s, ax_r) = plt.subplots(1, 2, figsize=(11, 4))
     ax_s.plot(it, [float(r["mean_slowdown"]) for r in rows], label="deeprm (sampled episodes)")
@@ -240,7 +241,7 @@ def fig6(out: Path, references: dict[str, float]) -> list[Path]:
     ax_r.set_xlabel("iteration")
     ax_r.set_ylabel("total reward per episode (−Σ job slowdowns)")
     ax_r.legend()
-    fig.suptitle("DeepRM Fig. 6: learning curve, load 70 %")
+    fig.suptitle("DeepRM Fig. 6: learning curve of the shipped policy (loads 30-190 %)")
     fig.tight_layout()
     fig.savefig(out / "fig6.png", dpi=120)
     plt.close(fig)
@@ -304,7 +305,7 @@ def fig7(out: Path, size: Size, load: float = 1.1) -> tuple[list[Path], dict[str
     rows = []
     lengths: dict[str, list[float]] = {}
     for name in ("deeprm", "tetris-star"):
-        probe = WithholdingProbe(make_scheduler(f"deeprm:{load}" if name == "deeprm" else name))
+        probe = WithholdingProbe(make_scheduler(name))
         by_class: dict[str, list[float]] = {"short": [], "long": []}
         for seed in _seeds(size):
             result = _run(load, seed, probe)
@@ -361,8 +362,7 @@ def run(out_dir: Path, *, full: bool = False) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     paths, means = fig4(out_dir, size)
     p5, rows5 = fig5(out_dir, size)
-    refs = {n: means[(0.7, n)][0] for n in SCHEDULERS if n != "deeprm" and (0.7, n) in means}
-    p6 = fig6(out_dir, refs)
+    p6 = fig6(out_dir, {})  # validation spans every load: no single held-out reference
     p7, stats7 = fig7(out_dir, size)
     paths += p5 + p6 + p7
     lines = [

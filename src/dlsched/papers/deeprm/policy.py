@@ -16,6 +16,14 @@ on:
   trained with sampling may still rank ∅ first there, and its arg-max would never start
   anything once arrivals stop.
 
+With a ranked shape (`DeepRMShape.ranked`, the shipped ``deeprm`` policy) the slots hold the
+``M`` shortest pending jobs not yet reserved, the backlog all the others (no overflow), and only
+jobs that fit now can be chosen, exactly as in the environment's ranked view.
+
+Shipped policies (`POLICY_DIR`): ``ranked`` is ``deeprm``'s (`DEFAULT_POLICY`); ``load0.7`` and
+``load1.3`` see the paper's state (slots in arrival order) and were trained on 50-step jobsets at
+those loads: ``deeprm:LOAD`` runs the one nearest ``LOAD`` (the paper's reproduction).
+
 A reserved job's step is always a completion in the Simulator (the job fits only once something
 ends), so an event-driven run reaches it.
 
@@ -30,6 +38,7 @@ import math
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -43,7 +52,10 @@ from dlsched.rl.policy_scheduler import PolicyScheduler
 from dlsched.workloads.deeprm import STEP_S
 
 POLICY_DIR = Path(__file__).resolve().parent / "policies"
-"""Shipped DeepRM policies, one sub-folder per training load."""
+"""Shipped DeepRM policies: ``ranked`` (the default) and the paper-state ``load*`` ones."""
+DEFAULT_POLICY = POLICY_DIR / "ranked"
+"""``deeprm``'s policy: the ranked view (`DeepRMShape.ranked`), trained over loads 0.3–1.9 on
+50-step and 200-job jobsets (its ``card.json`` says how)."""
 
 
 @dataclass
@@ -61,6 +73,8 @@ class DeepRMEncoder:
     reserved: dict[int, int] = field(default_factory=dict)
     """Job id → step at which it was reserved to start."""
     seen: set[int] = field(default_factory=set)
+    rank: dict[int, tuple[int, float, int]] = field(default_factory=dict)
+    """Job id → (duration in steps, submit time s, id): the ranked view's slot order."""
     overflowed: int = 0
     """Jobs that found the backlog full (the environment would have dropped them)."""
     offered: list[float] = field(default_factory=lambda: [0.0, 0.0])
@@ -92,6 +106,7 @@ class DeepRMEncoder:
         self.overflow = deque()
         self.reserved = {}
         self.seen = set()
+        self.rank = {}
         self.overflowed = 0
         self.offered = [0.0] * self.shape.num_res
         self.first_step = None
@@ -122,6 +137,7 @@ class DeepRMEncoder:
                 self.first_step = round(run.spec.submit_time_s / STEP_S)
             length, demand = _profile(run)
             self.lengths[run.job_id] = length
+            self.rank[run.job_id] = (length, run.spec.submit_time_s, run.job_id)
             for r in range(self.shape.num_res):
                 self.offered[r] += length * demand[r]
             self._admit(run.job_id)
@@ -145,6 +161,9 @@ class DeepRMEncoder:
         return builder
 
     def _admit(self, job: int) -> None:
+        if self.shape.ranked:
+            self.backlog.append(job)
+            return
         if None in self.slots:
             self.slots[self.slots.index(None)] = job
         elif len(self.backlog) < self.shape.backlog and not self.overflow:
@@ -154,7 +173,17 @@ class DeepRMEncoder:
             self.overflowed += 1
 
     def _refill(self) -> None:
-        """Move the backlog's head into empty slots, the overflow's into the backlog."""
+        """Move the backlog's head into empty slots, the overflow's into the backlog; in the
+        ranked view, the ``M`` shortest waiting jobs into the slots (`DeepRMShape.ranked`)."""
+        if self.shape.ranked:
+            waiting = sorted(
+                [j for j in self.slots if j is not None] + list(self.backlog),
+                key=lambda j: self.rank[j],
+            )
+            m = self.shape.slots
+            self.slots = [*waiting[:m], *[None] * (m - len(waiting[:m]))]
+            self.backlog = deque(waiting[m:])
+            return
         for i, job in enumerate(self.slots):
             if job is None and self.backlog:
                 self.slots[i] = self.backlog.popleft()
@@ -211,6 +240,8 @@ class DeepRMBuilder:
         if self._fits is None:
             length, demand = self._slot_arrays()
             fits, first = fit_table(self.used[None], length, demand, self.shape.res_slots)
+            if self.shape.ranked:  # only jobs that fit now are choices
+                fits &= first == 0
             self._fits = fits[0], first[0]
         return self._fits
 
@@ -280,6 +311,7 @@ class DeepRMScheduler(PolicyScheduler):
         policies: list[tuple[float, DeepRMPolicyNet, int | None]],
         shape: DeepRMShape | None = None,
         name: str = "deeprm",
+        trained_setting: dict[str, Any] | None = None,
     ) -> None:
         if not policies:
             raise ValueError("deeprm: no policy to run")
@@ -287,6 +319,7 @@ class DeepRMScheduler(PolicyScheduler):
         self.deeprm_encoder = DeepRMEncoder(shape or DeepRMShape())
         _, net, seed = self.policies[0]
         super().__init__(name, self.deeprm_encoder, net, preemptive=False, sample_seed=seed)
+        self.trained_setting = trained_setting or None
 
     def reset(self) -> None:
         """New run: forget slots and reservations, reseed sampling."""
@@ -306,13 +339,7 @@ def load_policy(path: str | Path) -> tuple[float, DeepRMPolicyNet, int | None, P
     """Load a DeepRM checkpoint: (training load, network, sample seed or None, card)."""
     card = read_card(path)
     check_card(card, algorithm="deeprm", where=f"checkpoint {path}")
-    shape = DeepRMShape(
-        horizon=card.shapes.get("T", 20),
-        slots=card.shapes.get("M", 10),
-        backlog=card.shapes.get("backlog", 60),
-        res_slots=card.shapes.get("R", 20),
-        num_res=card.shapes.get("d", 2),
-    )
+    shape = DeepRMShape.from_shapes(card.shapes)
     state, card = load_checkpoint(path, algorithm="deeprm", shapes=shape.shapes())
     hidden = tuple(int(h) for h in card.hyperparams.get("hidden", [20]))
     net = DeepRMPolicyNet(shape, hidden)
@@ -334,24 +361,29 @@ def shipped_policies() -> list[Path]:
 
 
 def make_deeprm_scheduler(arg: str | None) -> DeepRMScheduler:
-    """``deeprm`` (shipped policies, nearest load), ``deeprm:LOAD`` or ``deeprm:PATH``."""
+    """``deeprm`` (`DEFAULT_POLICY`), ``deeprm:LOAD`` (the paper-state policy trained nearest
+    ``LOAD``) or ``deeprm:PATH``."""
     torch.set_num_threads(1)
     if arg is not None and Path(arg).expanduser().exists():
-        load, net, seed, card = load_policy(Path(arg).expanduser())
-        return DeepRMScheduler([(load, net, seed)], _shape_of(card))
-    paths = shipped_policies()
-    if not paths:
-        raise ValueError(f"deeprm: no shipped policy in {POLICY_DIR}; use deeprm:PATH")
-    loaded = [load_policy(p) for p in paths]
-    if arg is not None:
+        path = Path(arg).expanduser()
+    elif arg is None:
+        if not (DEFAULT_POLICY / "card.json").is_file():
+            raise ValueError(f"deeprm: no shipped policy in {DEFAULT_POLICY}; use deeprm:PATH")
+        path = DEFAULT_POLICY
+    else:
         try:
             want = float(arg)
         except ValueError:
             raise ValueError(f"deeprm:{arg}: neither a checkpoint path nor a load") from None
-        loaded = [min(loaded, key=lambda x: abs(x[0] - want))]
-    return DeepRMScheduler([(x[0], x[1], x[2]) for x in loaded], _shape_of(loaded[0][3]))
+        paper = [p for p in shipped_policies() if p != DEFAULT_POLICY]
+        if not paper:
+            raise ValueError(f"deeprm: no paper-state policy in {POLICY_DIR}; use deeprm:PATH")
+        path = min(paper, key=lambda p: abs(load_policy(p)[0] - want))
+    load, net, seed, card = load_policy(path)
+    return DeepRMScheduler(
+        [(load, net, seed)], _shape_of(card), trained_setting=card.trained_setting
+    )
 
 
 def _shape_of(card: PolicyCard) -> DeepRMShape:
-    s = card.shapes
-    return DeepRMShape(s["T"], s["M"], s["backlog"], s["R"], s["d"])
+    return DeepRMShape.from_shapes(card.shapes)

@@ -1,9 +1,10 @@
 """Registers ``deeprm`` (DeepRM's trained policies) without importing torch until it is built.
 
-``deeprm`` runs the shipped policies (``src/dlsched/papers/deeprm/policies/``), each decision with
-the one trained at the load nearest the offered load seen so far; ``deeprm:LOAD`` fixes the shipped
-policy nearest ``LOAD``; ``deeprm:PATH`` runs a checkpoint from ``dlsched train deeprm``. See
-`dlsched.papers.deeprm.policy` for how the policy sees the Simulator's state.
+``deeprm`` runs the shipped policy ``policies/ranked`` (one policy for loads 0.3–1.9, 50-step
+and long jobsets; its slots show the ten shortest waiting jobs); ``deeprm:LOAD`` runs the
+paper-state policy (``policies/load0.7``, ``policies/load1.3``: slots in arrival order, as the
+paper) trained nearest ``LOAD``; ``deeprm:PATH`` runs a checkpoint from ``dlsched train deeprm``.
+See `dlsched.papers.deeprm.policy` for how the policy sees the Simulator's state.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dlsched.schedulers.registry import register
     "deeprm",
     setting="fixed-duration (deeprm)",
     source="DeepRM (Mao et al. 2016), trained here",
-    description="REINFORCE policy on DeepRM's image state (deeprm:LOAD or deeprm:PATH)",
+    description="REINFORCE policy for deeprm loads 0.3-1.9 (deeprm:LOAD paper-state; deeprm:PATH)",
 )
 def _make(arg: str | None) -> Scheduler:
     from dlsched.papers.deeprm.policy import make_deeprm_scheduler

@@ -9,6 +9,9 @@ and the authors' simulator (GitHub ``hongzimao/deeprm``, ``environment.py``):
 * **Waiting jobs**: the first ``M`` jobs go to slots; a new job takes the first empty slot, else
   the end of the backlog (at most ``backlog`` jobs), else it is **dropped** and counted
   (``dropped``). Scheduling a job frees its slot, which the backlog's head then fills (code).
+* **Ranked view** (``DeepRMShape(ranked=True)``, dlsched's, not the paper's): the slots show the
+  ``M`` shortest waiting jobs, the backlog counts the rest without a cap (nothing dropped), and
+  a slot's job is valid only if it fits now (see `DeepRMShape`).
 * **Actions** ``0 = ∅`` and ``i = 1..M`` (slot ``i``). A valid choice (a job whose demand fits
   for its whole duration somewhere in the horizon) reserves the job at the **first step at which
   it fits** and time stays frozen (reward 0). ∅ or an invalid choice advances time one step.
@@ -34,16 +37,13 @@ same state as the image for the environment and the scheduler.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
 
-from dlsched.workloads.base import Workload
-from dlsched.workloads.deeprm import SLOTS_PER_R, STEP_S
+from dlsched.papers.deeprm.shape import DeepRMShape, Jobset
 
 Objective = Literal["slowdown", "completion"]
 IntArray = npt.NDArray[np.int64]
@@ -51,121 +51,6 @@ FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 
 _BIG = np.iinfo(np.int64).max // 4
-
-
-@dataclass(frozen=True)
-class DeepRMShape:
-    """Sizes of DeepRM's state (defaults: §4.1 and the code's ``parameters.py``).
-
-    Attributes:
-        horizon: ``T``, time steps the images look ahead (20).
-        slots: ``M``, job slots shown as images (10).
-        backlog: most jobs counted in the backlog (60); later arrivals are dropped.
-        res_slots: ``R``, slots of capacity per resource (20 = the ``deeprm`` workload's unit).
-        num_res: ``d``, resources (2).
-    """
-
-    horizon: int = 20
-    slots: int = 10
-    backlog: int = 60
-    res_slots: int = SLOTS_PER_R
-    num_res: int = 2
-
-    def __post_init__(self) -> None:
-        for name in ("horizon", "slots", "res_slots", "num_res"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"DeepRMShape: {name} must be >= 1, got {getattr(self, name)}")
-        if self.backlog < 0:
-            raise ValueError(f"DeepRMShape: backlog must be >= 0, got {self.backlog}")
-
-    @property
-    def backlog_width(self) -> int:
-        """Columns of the backlog block."""
-        return math.ceil(self.backlog / self.horizon)
-
-    @property
-    def image_width(self) -> int:
-        """Columns of the whole image."""
-        return self.num_res * (1 + self.slots) * self.res_slots + self.backlog_width
-
-    @property
-    def obs_dim(self) -> int:
-        """Pixels of the image (``T × image_width``)."""
-        return self.horizon * self.image_width
-
-    @property
-    def num_actions(self) -> int:
-        """``M + 1`` (∅ and one per slot)."""
-        return self.slots + 1
-
-    @property
-    def num_index(self) -> int:
-        """Entries `compact_index` gives per state."""
-        return self.horizon * self.num_res + self.slots * self.num_res + 1
-
-    def shapes(self) -> dict[str, int]:
-        """The checkpoint card's shape fields."""
-        return {
-            "T": self.horizon,
-            "M": self.slots,
-            "backlog": self.backlog,
-            "R": self.res_slots,
-            "d": self.num_res,
-            "obs_dim": self.obs_dim,
-            "num_actions": self.num_actions,
-        }
-
-
-@dataclass(frozen=True)
-class Jobset:
-    """One sequence of DeepRM jobs, in time steps and slots, sorted by arrival.
-
-    Attributes:
-        arrival: arrival step of each job.
-        length: duration ``T_j`` in steps (>= 1).
-        demand: ``(J, d)`` slots of each resource.
-        job_ids: the dlsched job id of each job (to match Simulator records).
-    """
-
-    arrival: IntArray
-    length: IntArray
-    demand: IntArray
-    job_ids: IntArray
-
-    def __len__(self) -> int:
-        return int(self.arrival.shape[0])
-
-    @staticmethod
-    def from_workload(workload: Workload, shape: DeepRMShape | None = None) -> Jobset:
-        """Convert a ``deeprm`` workload (durations in `STEP_S`, demands in slots of cpu, mem).
-
-        Raises:
-            ValueError: a job's duration or demand is not a whole number of steps/slots, is
-                longer than the horizon, or larger than a resource.
-        """
-        shape = shape or DeepRMShape()
-        n = len(workload.jobs)
-        arrival = np.zeros(n, np.int64)
-        length = np.zeros(n, np.int64)
-        demand = np.zeros((n, 2), np.int64)
-        ids = np.zeros(n, np.int64)
-        for i, spec in enumerate(sorted(workload.jobs, key=lambda j: (j.submit_time_s, j.job_id))):
-            values = (
-                spec.submit_time_s / STEP_S,
-                spec.total_work / STEP_S,
-                spec.worker_demand.cpu,
-                spec.worker_demand.mem,
-            )
-            rounded = [round(v) for v in values]
-            if any(abs(v - r) > 1e-6 for v, r in zip(values, rounded, strict=True)):
-                raise ValueError(f"deeprm jobset: job {spec.job_id} is not on whole steps/slots")
-            arrival[i], length[i], demand[i, 0], demand[i, 1] = rounded
-            ids[i] = spec.job_id
-        if n and (length.min() < 1 or length.max() > shape.horizon):
-            raise ValueError(f"deeprm jobset: durations must be 1..{shape.horizon} steps")
-        if n and (demand.min() < 0 or demand.max() > shape.res_slots):
-            raise ValueError(f"deeprm jobset: demands must be 0..{shape.res_slots} slots")
-        return Jobset(arrival, length, demand, ids)
 
 
 def fit_table(
@@ -311,6 +196,13 @@ class DeepRMBatch:
             self.arrival[i, :n] = js.arrival
             self.length[i, :n] = js.length
             self.demand[i, :n] = js.demand
+        # ranked view: jobs in slot order (duration, then arrival; the padding job last) and
+        # which of them wait, in that order
+        key = np.where(self.arrival == _BIG, _BIG, self.length)
+        self.order = np.lexsort((self.arrival, key))
+        self.rank = np.empty_like(self.order)
+        np.put_along_axis(self.rank, self.order, np.arange(jmax + 1)[None], axis=1)
+        self.waiting = np.zeros((b, jmax + 1), bool)
         self.rows = np.arange(b)
         t_len = shape.horizon
         self.now = np.zeros(b, np.int64)
@@ -344,7 +236,8 @@ class DeepRMBatch:
         return ~(self.terminated | self.truncated)
 
     def fits(self) -> tuple[BoolArray, IntArray]:
-        """`fit_table` of the current states of active episodes (cached until the next step)."""
+        """`fit_table` of the current states of active episodes (cached until the next step);
+        in the ranked view a job "fits" only if it fits now (`DeepRMShape.ranked`)."""
         if self._fits is None:
             fits = np.zeros(self.slot.shape, bool)
             first = np.zeros(self.slot.shape, np.int64)
@@ -353,6 +246,8 @@ class DeepRMBatch:
                 fits[rows], first[rows] = fit_table(
                     self.used[rows], self.slot_len[rows], self.slot_dem[rows], self.shape.res_slots
                 )
+            if self.shape.ranked:
+                fits &= first == 0
             self._fits = fits, first
         return self._fits
 
@@ -412,6 +307,10 @@ class DeepRMBatch:
         self.fin_inv[rows, end] += 1.0 / length
         self.fin_cnt[rows, end] += 1
         self.start[rows, job] = self.now[rows] + off
+        if self.shape.ranked:
+            self.waiting[rows, self.rank[rows, job]] = False
+            self._rank_slots(rows)
+            return
         refill = self.backlog[rows] > 0
         head = self.queue_head[rows]
         nxt = np.where(refill, self.queue[rows, head % self.queue.shape[1]], -1)
@@ -447,6 +346,13 @@ class DeepRMBatch:
                 return
             rows = self.rows[due]
             j = job[rows]
+            if self.shape.ranked:
+                self.waiting[rows, self.rank[rows, j]] = True
+                self.sys_inv[rows] += 1.0 / self.length[rows, j]
+                self.sys_cnt[rows] += 1
+                self.next_job[rows] += 1
+                self._rank_slots(rows)
+                continue
             empty = self.slot[rows] < 0
             has_slot = empty.any(1)
             pos = empty.argmax(1)
@@ -466,6 +372,21 @@ class DeepRMBatch:
             self.dropped[rows[~admitted]] += 1
             self.was_dropped[rows[~admitted], j[~admitted]] = True
             self.next_job[rows] += 1
+
+    def _rank_slots(self, rows: IntArray) -> None:
+        """Ranked view: the first ``M`` waiting jobs in slot order fill the slots of ``rows``;
+        the backlog counts the others."""
+        m = self.shape.slots
+        wait = self.waiting[rows]
+        place = np.cumsum(wait, axis=1)  # 1-based slot of each waiting job
+        r, c = np.nonzero(wait & (place <= m))
+        self.slot[rows] = -1
+        self.slot[rows[r], place[r, c] - 1] = self.order[rows[r], c]
+        filled = self.slot[rows] >= 0
+        job = np.maximum(self.slot[rows], 0)
+        self.slot_len[rows] = np.where(filled, self.length[rows[:, None], job], 0)
+        self.slot_dem[rows] = self.demand[rows[:, None], job] * filled[:, :, None]
+        self.backlog[rows] = np.maximum(place[:, -1] - m, 0) if wait.shape[1] else 0
 
     def _check_done(self) -> None:
         all_in = self.next_job >= self.num_jobs

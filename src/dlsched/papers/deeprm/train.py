@@ -1,4 +1,4 @@
-"""Train a DeepRM policy end to end: optional SJF pre-training, REINFORCE, validation, files.
+"""Train a DeepRM policy end to end: optional pre-training, REINFORCE, validation, files.
 
 `train_deeprm` writes into ``out_dir``:
 
@@ -6,9 +6,12 @@
   validations included) and the iteration's seconds, mean and max episode
   reward, mean slowdown of the sampled episodes (DeepRM Fig. 6), samples, dropped and truncated
   episodes, and, every ``validate_every`` iterations, the mean slowdown on held-out validation
-  jobsets with sampled and with arg-max actions;
-* ``best/`` — the checkpoint (`dlsched.rl.checkpoint`) with the lowest validation slowdown, its
-  card recording which action selection (``"sample"`` or ``"greedy"``) reached it;
+  jobsets with sampled and with arg-max actions and the validation score (`ValidationSet`);
+  with pre-training, a row ``iteration = 0`` validates the pre-trained network;
+* ``best/`` — the checkpoint (`dlsched.rl.checkpoint`) with the lowest validation score (the
+  pre-trained network included), its card recording which action selection (``"sample"`` or
+  ``"greedy"``) reached it, the score and the mean slowdown of every training setting, and the
+  ``trained_setting`` (`dlsched.rl.setting`);
 * ``last/`` — the final network.
 
 Validation jobsets are ``deeprm`` seeds `VALIDATION_SEED_BASE` + i; test jobsets (experiments,
@@ -23,6 +26,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -42,7 +46,14 @@ from dlsched.rl.checkpoint import PolicyCard, save_checkpoint
 log = logging.getLogger(__name__)
 
 VALIDATION_SEED_BASE = 800_000
-CSV_FIELDS = [*IterationStats.__dataclass_fields__, "val_sample_slowdown", "val_greedy_slowdown"]
+VALIDATION_MAX_STEPS = 3000
+WORSE_PENALTY = 10.0
+CSV_FIELDS = [
+    *IterationStats.__dataclass_fields__,
+    "val_sample_slowdown",
+    "val_greedy_slowdown",
+    "val_score",
+]
 
 
 @dataclass
@@ -51,10 +62,11 @@ class TrainOutcome:
 
     best_dir: Path
     best_slowdown: float
+    """Mean validation slowdown of the kept network (over the validation points)."""
     best_mode: str
     best_iteration: int
     sjf_slowdown: float
-    """SJF over the M slots on the same validation jobsets (reference)."""
+    """SJF over the M slots on the same validation jobsets (reference, mean over points)."""
     elapsed_s: float
     iterations: int
 
@@ -63,26 +75,95 @@ def validate(
     net: DeepRMPolicyNet, jobsets: list[Jobset], config: ReinforceConfig
 ) -> tuple[float, float]:
     """Mean slowdown on ``jobsets`` with sampled and with arg-max actions."""
-    kwargs = dict(objective=config.objective, mask_invalid=config.mask_invalid, max_steps=2000)
+    sample, greedy = _validate_runs(net, jobsets, config)
+    return float(np.nanmean(sample)), float(np.nanmean(greedy))
+
+
+def _validate_runs(
+    net: DeepRMPolicyNet, jobsets: list[Jobset], config: ReinforceConfig
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per-jobset slowdowns with sampled and with arg-max actions."""
+    kwargs = dict(
+        objective=config.objective,
+        mask_invalid=config.mask_invalid,
+        max_steps=VALIDATION_MAX_STEPS,
+        shape=config.shape,
+    )
     sample = evaluate(net, jobsets, greedy=False, seed=1, **kwargs)  # type: ignore[arg-type]
     greedy = evaluate(net, jobsets, greedy=True, **kwargs)  # type: ignore[arg-type]
-    return float(np.nanmean(sample.slowdown)), float(np.nanmean(greedy.slowdown))
+    return sample.slowdown, greedy.slowdown
+
+
+@dataclass
+class ValidationSet:
+    """Held-out jobsets for every ``(load, horizon_steps)`` point the run trains on, and SJF's
+    mean slowdown on each point (SJF over the slots, in the same state: the reference).
+
+    The score of a network (lower is better) is the mean over the points of the ratio of its
+    mean slowdown to SJF's, plus `WORSE_PENALTY` times how far its worst ratio exceeds 1: a
+    network better on average but worse than SJF somewhere loses to SJF's own imitation (with
+    one point, the score orders networks as their mean slowdown does)."""
+
+    points: list[tuple[float, int | None]]
+    jobsets: list[Jobset]
+    point_of: np.ndarray
+    sjf: np.ndarray
+
+    @staticmethod
+    def build(config: ReinforceConfig, per_point: int) -> ValidationSet:
+        seeds = [VALIDATION_SEED_BASE + i for i in range(per_point)]
+        points = config.points()
+        jobsets: list[Jobset] = []
+        for load, kind in points:
+            jobsets += make_jobsets(seeds, load, kind, config.long_jobs)
+        point_of = np.repeat(np.arange(len(points)), per_point)
+        batch = DeepRMBatch(jobsets, config.shape, max_steps=VALIDATION_MAX_STEPS)
+        sjf = run_batch(batch, sjf_actions).slowdown
+        return ValidationSet(points, jobsets, point_of, _per_point(sjf, point_of, len(points)))
+
+    def score(self, slowdowns: np.ndarray) -> tuple[float, np.ndarray]:
+        """(score, mean slowdown per point)."""
+        means = _per_point(slowdowns, self.point_of, len(self.points))
+        ratio = means / self.sjf
+        return float(ratio.mean() + WORSE_PENALTY * max(0.0, ratio.max() - 1.0)), means
+
+    def label(self, i: int) -> str:
+        load, kind = self.points[i]
+        return f"load{load:g}_{'long' if kind is None else f'{kind}steps'}"
+
+
+def _per_point(values: np.ndarray, point_of: np.ndarray, n: int) -> np.ndarray:
+    return np.array([np.nanmean(values[point_of == i]) for i in range(n)])
 
 
 def _card(config: ReinforceConfig, mode: str, validation: dict[str, float], it: int) -> PolicyCard:
     hyper = config.to_dict()
     hyper.pop("shape", None)
     hyper["action_selection"] = mode
+    loads = config.loads or (config.load,)
+    params: dict[str, object] = {"servers": 1}
+    params["load"] = [min(loads), max(loads)] if len(loads) > 1 else loads[0]
+    if not config.long_jobs:
+        params["horizon_steps"] = config.horizon_steps
+    workload_params: dict[str, object] = {
+        "load": config.load,
+        "horizon_steps": config.horizon_steps,
+    }
+    if config.loads:
+        workload_params["loads"] = list(config.loads)
+    if config.long_jobs:
+        workload_params["long_jobs_num_jobs"] = config.long_jobs
     return PolicyCard(
         algorithm="deeprm",
         workload="deeprm",
-        workload_params={"load": config.load, "horizon_steps": config.horizon_steps},
+        workload_params=workload_params,
         shapes=config.shape.shapes(),
         seeds={"train": config.train_seeds()},
         steps={"iterations": it, "pretrain_epochs": config.pretrain_epochs},
         validation=validation,
         hyperparams=hyper,
-        notes=f"objective {config.objective}; best validation slowdown over training",
+        notes=f"objective {config.objective}; best validation score over training",
+        trained_setting={"workload": "deeprm", "params": params},
     )
 
 
@@ -108,36 +189,49 @@ def train_deeprm(
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    seeds = [VALIDATION_SEED_BASE + i for i in range(validation_jobsets)]
-    val_sets = make_jobsets(seeds, config.load, config.horizon_steps)
-    sjf = run_batch(DeepRMBatch(val_sets, config.shape, max_steps=2000), sjf_actions)
-    sjf_slowdown = float(np.nanmean(sjf.slowdown))
-    best = (float("inf"), "sample", 0)
+    val = ValidationSet.build(config, validation_jobsets)
+    sjf_slowdown = float(np.mean(val.sjf))
+    best: dict[str, Any] = {"score": float("inf"), "mode": "sample", "it": 0, "slowdown": 0.0}
     wall0 = time.perf_counter()
+
+    def check(trainer: Reinforce, it: int, row: dict[str, object]) -> None:
+        """Validate; keep the network as ``best/`` if its score is the lowest so far."""
+        runs = _validate_runs(trainer.net, val.jobsets, config)
+        row["val_sample_slowdown"] = float(np.nanmean(runs[0]))
+        row["val_greedy_slowdown"] = float(np.nanmean(runs[1]))
+        scored = [(*val.score(runs[0]), "sample"), (*val.score(runs[1]), "greedy")]
+        score, means, mode = min(scored, key=lambda x: x[0])
+        row["val_score"] = score
+        if score >= best["score"]:
+            return
+        best.update(score=score, mode=mode, it=it, slowdown=float(np.mean(means)))
+        validation = {
+            "slowdown": float(np.mean(means)),
+            "sjf_slots_slowdown": sjf_slowdown,
+            "score": score,
+            "elapsed_s": time.perf_counter() - wall0,
+        }
+        for i in range(len(val.points)):
+            validation[f"slowdown_{val.label(i)}"] = float(means[i])
+            validation[f"sjf_slots_{val.label(i)}"] = float(val.sjf[i])
+        card = _card(config, mode, validation, it)
+        save_checkpoint(out / "best", trainer.net.state_dict(), card)
+
     with Reinforce(config) as trainer, (out / "progress.csv").open("w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=CSV_FIELDS)
         writer.writeheader()
         if config.pretrain_epochs > 0:
             trainer.pretrain()
+            row0: dict[str, object] = {"iteration": 0, "elapsed_s": time.perf_counter() - wall0}
+            check(trainer, 0, row0)  # the pre-trained network is a candidate too
+            writer.writerow(row0)
         for it in range(1, config.iterations + 1):
             stats = trainer.step()
             stats.elapsed_s = time.perf_counter() - wall0  # wall time, validation included
             row: dict[str, object] = asdict(stats)
             over = time_budget_s is not None and stats.elapsed_s >= time_budget_s
             if it % validate_every == 0 or it == config.iterations or over:
-                val_sample, val_greedy = validate(trainer.net, val_sets, config)
-                row["val_sample_slowdown"], row["val_greedy_slowdown"] = val_sample, val_greedy
-                score, mode = min((val_sample, "sample"), (val_greedy, "greedy"))
-                if score < best[0]:
-                    best = (score, mode, it)
-                    validation = {
-                        "slowdown": score,
-                        "sjf_slots_slowdown": sjf_slowdown,
-                        "elapsed_s": stats.elapsed_s,
-                    }
-                    save_checkpoint(
-                        out / "best", trainer.net.state_dict(), _card(config, mode, validation, it)
-                    )
+                check(trainer, it, row)
             writer.writerow(row)
             fh.flush()
             if on_iteration is not None:
@@ -147,13 +241,13 @@ def train_deeprm(
         save_checkpoint(
             out / "last",
             trainer.net.state_dict(),
-            _card(config, best[1], {"slowdown": float("nan")}, trainer.iteration),
+            _card(config, best["mode"], {"slowdown": float("nan")}, trainer.iteration),
         )
     return TrainOutcome(
         out / "best",
-        best[0],
-        best[1],
-        best[2],
+        best["slowdown"],
+        best["mode"],
+        best["it"],
         sjf_slowdown,
         time.perf_counter() - wall0,
         trainer.iteration,

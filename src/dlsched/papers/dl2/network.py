@@ -19,6 +19,7 @@ import numpy.typing as npt
 import torch
 from torch import nn
 
+from dlsched.papers.dl2 import net_kernels as nk
 from dlsched.papers.dl2.env import Dl2Env
 from dlsched.papers.dl2.state import GLOBAL, Dl2Encoder, Dl2Shape
 from dlsched.rl.checkpoint import PolicyCard, load_checkpoint, save_checkpoint
@@ -171,60 +172,66 @@ def _run(x: np.ndarray, layers: Layers) -> np.ndarray:
 
 
 class NumpyPolicy:
-    """Inference-only float32 NumPy copy of a policy network (no torch calls).
+    """Inference-only copy of a policy network without torch calls, for batch-1 inference.
 
     Used by the scheduler: one slot takes tens of forward passes of batch 1, where torch's
     per-call overhead dominates. ``logits(obs)`` computes every row; ``logits_after(obs, row)``
-    (the greedy loop's) recomputes only job row ``row`` of a `RowNet` and reuses the rest.
+    recomputes only job row ``row`` of a `RowNet` and reuses the rest; ``act_after(obs, mask,
+    row)`` (the greedy loop's) does that and the masked arg-max in one compiled call
+    (`dlsched.papers.dl2.net_kernels`).
 
     For a `RowNet` the context and void-head layers are regrouped: each row's embedding ``h_i``
-    goes through one product with ``[row head | context→row | context→void hidden]``, the
-    present rows' context part is kept as a running sum pre-scaled by ``1 / rows present``, and
-    the row-head and void-hidden biases are folded into it. Same function as the network; the
-    float rounding differs (within 1e-5 relative of float64 torch in the tests, not bit for
-    bit).
+    goes through one product with ``[row head | context→row | context→void hidden]``, and the
+    present rows' embeddings are kept as a running sum (the context enters only linear layers).
+    Same function as the network; products in float32, sums and scores in float64 (within
+    1e-5 relative of float64 torch in the tests, not bit for bit).
+    A flat MLP (``arch="mlp"``) runs in float32 NumPy and has no incremental path.
     """
 
     def __init__(self, net: nn.Module) -> None:
         if isinstance(net, RowNet):
             self.row_net = True
             self.J, self.row_dim, self.L = net.J, net.row_dim, net.L
-            self.rows = _linear_layers(net.rows)
-            (ctx_w, ctx_b), (void_w, void_b) = _linear_layers(net.ctx_head)
-            emb = self.rows[-1][0].shape[1]
-            ctx_row = net.ctx_row.weight.detach().numpy().T.astype(np.float32)
-            head_w = net.row_head.weight.detach().numpy().T.astype(np.float32)
-            head_b = net.row_head.bias.detach().numpy().astype(np.float32)
-            # per row: [3 row logits | 3 context→row logits | emb context→void hidden]
-            self._out_w = np.ascontiguousarray(np.hstack([head_w, ctx_row[:emb], ctx_w[:emb]]))
-            self._glob_w = np.ascontiguousarray(np.hstack([ctx_row[emb:], ctx_w[emb:]]))
-            self._ctx_bias = np.concatenate([head_b, ctx_b])
-            self._void_w = np.ascontiguousarray(void_w[:, 0])
-            self._void_b = float(void_b[0])
-            self._alloc(emb)
+            self._pack(net)
         elif isinstance(net, nn.Sequential):
             self.row_net = False
             self.mlp = _linear_layers(net)
         else:
             raise ValueError(f"no NumPy inference for {type(net).__name__}")
 
-    def _alloc(self, emb: int) -> None:
-        """Buffers of `logits_after`: one slot's per-row state, reused from call to call."""
-        J, width = self.J, 3 + 3 + emb
-        self._hidden = [np.empty(w.shape[1], dtype=np.float32) for w, _ in self.rows]
-        self._y = np.empty(width, dtype=np.float32)  # one row's product with `_out_scaled`
-        self._per_row = np.empty((J, width), dtype=np.float32)
-        self._out_scaled = np.empty_like(self._out_w)  # `_out_w`, context part ÷ rows present
-        self._ctx = np.empty(width - 3, dtype=np.float32)  # Σ present rows' context parts + bias
-        self._z = np.empty(width - 3, dtype=np.float32)
-        self._delta = np.empty(width - 3, dtype=np.float32)
-        self._scores = np.empty(3 * J + 1, dtype=np.float32)
-        self._row_scores = self._scores[:-1].reshape(J, 3)
-        self._row_logits = np.empty((J, 3), dtype=np.float32)  # `_per_row[:, :3]`, contiguous
-        self._zero = np.zeros(max(width, *(w.shape[1] for w, _ in self.rows)), dtype=np.float32)
-        self._present: list[bool] = [False] * J
+    def _pack(self, net: RowNet) -> None:
+        """Weights regrouped (in float64) and packed as float32 for `net_kernels` (its layout)."""
 
-    def logits(self, obs: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        def arr(t: torch.Tensor) -> npt.NDArray[np.float64]:
+            return t.detach().numpy().astype(np.float64)
+
+        layers = [(arr(m.weight).T, arr(m.bias)) for m in net.rows if isinstance(m, nn.Linear)]
+        ctx_first, ctx_last = (m for m in net.ctx_head if isinstance(m, nn.Linear))
+        emb = layers[-1][0].shape[1]
+        ctx_row = arr(net.ctx_row.weight).T  # (emb + GLOBAL, 3)
+        ctx_w = arr(ctx_first.weight).T  # (emb + GLOBAL, emb)
+        head = arr(net.row_head.weight).T  # (emb, 3)
+        # the context (and the globals) → [3 context→row logits | emb void hidden]
+        ctx = np.hstack([ctx_row[:emb], ctx_w[:emb]])
+        glob = np.hstack([ctx_row[emb:], ctx_w[emb:]])
+        ctx_bias = np.concatenate([arr(net.row_head.bias), arr(ctx_first.bias)])
+        parts = [head, ctx, glob, ctx_bias, arr(ctx_last.weight)[0], arr(ctx_last.bias)]
+        for w, b in layers:
+            parts += [w, b]
+        offsets = np.cumsum([0] + [p.size for p in parts])
+        self._wflat = np.concatenate([p.ravel() for p in parts]).astype(np.float32)
+        meta = [self.J, self.row_dim, self.L, emb, 3 + emb, len(layers)]
+        meta += offsets[:6].tolist()
+        for k, (w, _) in enumerate(layers):
+            meta += [w.shape[0], w.shape[1], offsets[6 + 2 * k], offsets[7 + 2 * k]]
+        self._meta = np.array(meta, dtype=np.int64)
+        # a whole batch (`_prime`) in float32 BLAS: half the memory traffic of float64
+        self._layers32 = [(w.astype(np.float32), b.astype(np.float32)) for w, b in layers]
+        self._head32 = head.astype(np.float32)
+        self._state = np.zeros((self.J + 1, 3 + emb))
+        self._scores = np.empty(3 * self.J + 1)
+
+    def logits(self, obs: npt.NDArray[np.float32]) -> npt.NDArray[np.floating[Any]]:
         """Logits for one observation (1-D in, a new 1-D array out)."""
         if not self.row_net:
             return _run(obs[None, :], self.mlp)[0]
@@ -232,62 +239,57 @@ class NumpyPolicy:
 
     def logits_after(
         self, obs: npt.NDArray[np.float32], row: int | None
-    ) -> npt.NDArray[np.float32]:
+    ) -> npt.NDArray[np.floating[Any]]:
         """Logits for ``obs``, given that only job row ``row`` changed since the previous call
         (``None``: anything may have; every row is recomputed).
 
         The caller guarantees the premise (one DL2 action changes only the row it acts on and
         the global entries, never which rows are present; a new batch or slot passes
-        ``None``). Returns a buffer reused by the next call: read it before calling again.
+        ``None``). Returns a float64 buffer reused by the next call: read it before calling
+        again.
         """
         if not self.row_net:
             return self.logits(obs)
+        self._prepare(obs, row)
+        nk.scores(obs, self._wflat, self._meta, self._state, self._scores)
+        return self._scores
+
+    def act_after(
+        self, obs: npt.NDArray[np.float32], mask: npt.NDArray[np.bool_], row: int | None
+    ) -> int:
+        """The legal action with the highest logit (the first on ties), -1 if none is legal;
+        ``row`` as in `logits_after`."""
+        if not self.row_net:
+            scores = self.logits(obs)
+            action = int(np.argmax(np.where(mask, scores, -np.inf)))
+            return action if mask[action] else -1
+        if row is None:
+            self._prime(obs)
+            row = -1
+        return int(nk.act(obs, mask, row, self._wflat, self._meta, self._state, self._scores))
+
+    def _prepare(self, obs: npt.NDArray[np.float32], row: int | None) -> None:
         if row is None:
             self._prime(obs)
         else:
-            self._update_row(obs, row)
-        return self._finish(obs)
+            nk.update_row(obs, row, self._wflat, self._meta, self._state)
 
     def _prime(self, obs: npt.NDArray[np.float32]) -> None:
+        """Every row's entries and the present rows' sum (a new slot or batch)."""
         J, rd = self.J, self.row_dim
         rows = obs[: J * rd].reshape(J, rd)
-        present = rows[:, self.L]
-        scale = 1.0 / max(float(present.sum()), 1.0)
-        out = self._out_scaled
-        out[:, :3] = self._out_w[:, :3]
-        np.multiply(self._out_w[:, 3:], np.float32(scale), out=out[:, 3:])
-        h = np.maximum(_run(rows, self.rows), 0.0)
-        np.matmul(h, out, out=self._per_row)
-        self._row_logits[:] = self._per_row[:, :3]
-        np.matmul(present, self._per_row[:, 3:], out=self._ctx)
-        self._ctx += self._ctx_bias
-        self._present = (present > 0).tolist()
-
-    def _update_row(self, obs: npt.NDArray[np.float32], row: int) -> None:
-        rd, zero, add, dot, relu = self.row_dim, self._zero, np.add, np.dot, np.maximum
-        x = obs[row * rd : (row + 1) * rd]
-        for (w, b), h in zip(self.rows, self._hidden, strict=True):
-            dot(x, w, out=h)
-            add(h, b, out=h)
-            relu(h, zero[: h.shape[0]], out=h)  # the last one is the embedding's ReLU
-            x = h
-        y, old = self._y, self._per_row[row]
-        dot(x, self._out_scaled, out=y)
-        if self._present[row]:
-            delta = self._delta
-            np.subtract(y[3:], old[3:], out=delta)
-            add(self._ctx, delta, out=self._ctx)
-        old[:] = y
-        self._row_logits[row] = y[:3]
-
-    def _finish(self, obs: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
-        z, void = self._z, self._z[3:]
-        np.dot(obs[self.J * self.row_dim :], self._glob_w, out=z)
-        np.add(z, self._ctx, out=z)
-        np.add(self._row_logits, z[:3], out=self._row_scores)
-        np.maximum(void, self._zero[: void.shape[0]], out=void)
-        self._scores[-1] = float(np.dot(void, self._void_w)) + self._void_b
-        return self._scores
+        h = rows
+        for w, b in self._layers32:
+            h = h @ w
+            h += b
+            np.maximum(h, 0.0, out=h)
+        state = self._state
+        state[:J, :3] = h @ self._head32
+        state[:J, 3:] = h
+        present = rows[:, self.L].astype(np.float64)
+        state[J, :3] = 0.0
+        state[J, 0] = present.sum()
+        state[J, 3:] = present @ state[:J, 3:]
 
 
 def make_policy(cfg: Dl2Config) -> nn.Module:
@@ -386,10 +388,9 @@ def discounted_return(
 
 
 def _greedy(scheduler: PolicyScheduler, slot: Any) -> int:
-    mask = slot.action_mask()
     net = scheduler.net
     assert isinstance(net, NumpyPolicy)
-    return int(np.argmax(np.where(mask, net.logits(slot.observation()), -np.inf)))
+    return net.act_after(slot.observation(), slot.action_mask(), None)
 
 
 def save(

@@ -28,10 +28,13 @@ def load_dl2(
 ) -> Scheduler:
     """The greedy DL2 policy scheduler from ``path`` (None: ``default``, the shipped policy)."""
     from dlsched.papers.dl2.network import load, make_scheduler_for
+    from dlsched.rl.checkpoint import read_card
 
     where = Path(path) if path is not None else default
     policy, cfg = load(where)
-    return make_scheduler_for(policy, cfg, name=name)
+    scheduler = make_scheduler_for(policy, cfg, name=name)
+    scheduler.trained_setting = read_card(where).trained_setting or None  # setting notice
+    return scheduler
 
 
 @register(

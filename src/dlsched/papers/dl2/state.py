@@ -38,7 +38,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dlsched.core import Arch, ClusterView, Decision, JobRun, JobSpec
-from dlsched.papers.dl2.free import Need, ScratchFree
+from dlsched.papers.dl2 import slot_kernels as sk
 from dlsched.schedulers.common import FreeTracker
 from dlsched.workloads.dl2 import JOB_TYPES
 
@@ -97,33 +97,43 @@ class Dl2Shape:
         return {"J": self.J, "L": self.L, "obs_dim": self.obs_dim, "num_actions": self.num_actions}
 
 
-Flags = tuple[bool, bool, bool]
+Need = tuple[float, float, float]
+"""Resources of one task: (gpu, cpu, mem)."""
 
 
 class Dl2Slot:
     """One scheduling point being decided action by action (a `SlotBuilder`).
 
+    The per-action work (placing tasks, the acted row's entries, the mask) runs compiled in
+    `dlsched.papers.dl2.slot_kernels`; this class builds each batch's arrays and keeps the
+    bookkeeping by job id.
+
     Args:
         view: the cluster as the scheduler sees it.
         shape: J and the job types.
+        statics: a cache of what rows take from job specs, by job id, kept from slot to slot
+            (checked against the spec object; see `Dl2Encoder`).
     """
 
-    def __init__(self, view: ClusterView, shape: Dl2Shape) -> None:
+    def __init__(
+        self, view: ClusterView, shape: Dl2Shape, statics: dict[int, Static] | None = None
+    ) -> None:
         self.shape = shape
+        self._statics = {} if statics is None else statics
         self.now_s = view.now_s
         cluster = view.cluster
         self.capacity = cluster.capacity_array.sum(axis=0)
-        self._cap = [float(c) for c in self.capacity]
-        self._cap_used = [(r, c) for r, c in enumerate(self._cap) if c > 0]
         self.jobs: list[JobRun] = view.jobs()
+        self._specs = {run.job_id: run.spec for run in self.jobs}
         # the slot is decided from scratch: everything the running jobs hold is given back
         given_back = FreeTracker(cluster, release=view.running).free
-        self.free = ScratchFree([list(row) for row in given_back])  # changes rows in place
-        self.counts: dict[int, list[int]] = {run.job_id: [0, 0] for run in self.jobs}
-        self._specs = {run.job_id: run.spec for run in self.jobs}
-        self.order: list[int] = []  # job ids in the order they first got a task
-        self._served: set[int] = set()
-        self._trains = False  # some job can train with this slot's counts (they only grow)
+        self.free = np.array(given_back, dtype=np.float64).reshape(-1, 3)
+        """Free (gpu, cpu, mem) per server in this slot's scratch copy (changed in place)."""
+        self._totals_cap = np.empty((2, 3))
+        self._totals_cap[0] = self.free.sum(axis=0)
+        self._totals_cap[1] = self.capacity
+        self.counts: dict[int, tuple[int, int]] = {}  # earlier batches' jobs: (workers, PS)
+        self.order: list[int] = []  # earlier batches' job ids in the order they got a task
         self.batch = 0
         self.done = False
         self.actions = 0
@@ -137,7 +147,8 @@ class Dl2Slot:
         self._obs_rows = self._obs[: J * shape.row_dim].reshape(J, shape.row_dim)
         self._glob = self._obs[J * shape.row_dim :]
         self._mask = np.zeros(shape.num_actions, dtype=bool)
-        self._mask_rows = self._mask[: 3 * J].reshape(J, 3)
+        self._rows = np.zeros((J, sk.ROW_FIELDS), dtype=np.int64)
+        self._st = np.zeros(sk.ST_FIELDS, dtype=np.int64)
         self._load_batch()
 
     # -- batch ---------------------------------------------------------------------------------
@@ -154,25 +165,23 @@ class Dl2Slot:
         if self.batch > 0:
             self._obs[:] = 0.0
         obs_rows = self._obs_rows
-        self._w = [0] * J
-        self._p = [0] * J
-        self._max_w = [0] * J
-        self._max_p = [0] * J
-        self._cap_ok = np.zeros((J, 3), dtype=bool)  # legal by the job's caps: w, PS, both
-        self._shape_of = np.zeros(J, dtype=np.int64)
-        self._row_shape: list[int] = []
-        self._needs: list[tuple[Need, Need]] = []
-        shape_ids: dict[tuple[Need, Need], int] = {}
-        self._flags: list[Flags] | None = None  # per shape: worker, PS, both fit; None: stale
-        self._mask_flags: list[Flags] | None = None  # the flags the mask's rows were built from
-        self._mask_row: int | None = None  # a row whose caps changed since the mask was built
-        now, counts, type_index = self.now_s, self.counts, self._type_index
+        statics, type_index = self._statics, self._type_index
+        pair_ids: dict[tuple[Need, Need], int] = {}
+        ints: list[tuple[int, int, int, int, int]] = []  # the table's MAX_W .. SHAPE
+        now = self.now_s
         hot: list[tuple[int, int]] = []  # (row, job type) of the one-hot
         extra: list[tuple[float, float, float, float, int, int]] = []
         for i, run in enumerate(self.rows):
             spec = run.spec
-            t = type_index.get(spec.model)
-            if t is not None:
+            static = statics.get(run.job_id)
+            if static is None or static[0] is not spec:
+                static = statics[run.job_id] = _static(spec, type_index)
+            _, t, (max_w, max_p, min_w, needs_ps), key, total = static
+            k = pair_ids.get(key)
+            if k is None:
+                k = pair_ids[key] = len(pair_ids)
+            ints.append((max_w, max_p, min_w, needs_ps, k))
+            if t >= 0:
                 hot.append((i, t))
             alloc = run.allocation
             left = run.remaining_work(now)
@@ -181,21 +190,32 @@ class Dl2Slot:
                     math.log1p(run.slots_run),
                     math.log1p(left),
                     left,
-                    max(spec.total_work, _EPS),
+                    total,
                     alloc.num_workers,
                     alloc.num_ps,
                 )
             )
-            w, p = counts[run.job_id]
-            self._w[i], self._p[i] = w, p
-            self._max_w[i] = spec.max_workers
-            self._max_p[i] = spec.max_ps if spec.arch is Arch.PS else 0
-            key = (spec.worker_demand.as_tuple(), spec.ps_demand.as_tuple())
-            k = shape_ids.get(key)
-            if k is None:
-                k = shape_ids[key] = len(self._needs)
-                self._needs.append(key)
-            self._row_shape.append(k)
+        needs: list[Need] = []
+        need_ids: dict[Need, int] = {}
+        pairs: list[tuple[int, int]] = []
+        for key in pair_ids:  # in insertion order: pair k is the k-th key
+            pair = []
+            for need in key:
+                m = need_ids.get(need)
+                if m is None:
+                    m = need_ids[need] = len(needs)
+                    needs.append(need)
+                pair.append(m)
+            pairs.append((pair[0], pair[1]))
+        table = self._rows
+        table[:] = 0
+        table[:, sk.SERVED] = -1
+        if n:
+            table[:n, sk.MAX_W : sk.SHAPE + 1] = ints
+        self._needs = np.array(needs, dtype=np.float64).reshape(-1, 3)
+        self._pairs = np.array(pairs, dtype=np.int64).reshape(-1, 2)
+        self._fits = np.zeros((len(needs), len(self.free)), dtype=np.int64)
+        sk.count_fits(self.free, self._needs, self._fits)
         if n:
             # float64 columns, written as float32: the values writing entry by entry would give
             x = np.array(extra)
@@ -209,89 +229,54 @@ class Dl2Slot:
             obs_rows[:n, L:] = block
             if hot:
                 obs_rows[tuple(np.array(hot).T)] = 1.0
-            self._shape_of[:n] = self._row_shape
-            for i in range(n):
-                if self._w[i] or self._p[i]:
-                    self._refresh_row(i)
-                else:  # r, w, u stay 0; only the caps
-                    can_w, can_p = self._max_w[i] > 0, self._max_p[i] > 0
-                    self._cap_ok[i] = (can_w, can_p, can_w and can_p)
         self._beyond = max(0, len(self.jobs) - start - n) / J
         self._glob[3] = min(OBS_HIGH, self._beyond)
         self._ids = [run.job_id for run in self.rows]
+        st = self._st
+        st[sk.N_ROWS] = n
+        st[sk.LAST] = self.batch + 1 >= self._num_batches
+        st[sk.SERVE] = 0
+        sk.fill_globals(self._totals_cap, self._glob)
+        self._fill_mask()
+        self._kernel_args = (
+            self.free, self._totals_cap, self._needs, self._fits, self._pairs,
+            self._rows, self._st, self._obs_rows, self._glob, self._mask, self._L,
+        )  # fmt: skip
 
-    def _refresh_row(self, i: int) -> None:
-        L = self._L
-        wd, pd = self._needs[self._row_shape[i]]
-        w, p = self._w[i], self._p[i]
-        row = self._obs_rows[i]
-        dom = 0.0
-        for r, cap in self._cap_used:
-            share = (wd[r] * w + pd[r] * p) / cap
-            if share > dom:
-                dom = share
-        row[L + 4] = min(OBS_HIGH, SHARE_SCALE * dom)
-        row[L + 5] = w / COUNT_SCALE
-        row[L + 6] = p / COUNT_SCALE
-        can_w, can_p = w < self._max_w[i], p < self._max_p[i]
-        cap_ok = self._cap_ok[i]
-        cap_ok[ADD_WORKER] = can_w
-        cap_ok[ADD_PS] = can_p
-        cap_ok[ADD_BOTH] = can_w and can_p
+    def _fill_mask(self) -> None:
+        sk.fill_mask(
+            self.free, self._needs, self._fits, self._pairs, self._rows, self._st, self._mask
+        )
+
+    def _close_batch(self) -> None:
+        """Move this batch's counts and serve order to the by-job-id bookkeeping."""
+        for job_id, (w, p) in zip(self._ids, self.row_counts(), strict=True):
+            self.counts[job_id] = (w, p)
+        self.order += self._served_ids()
+
+    def _served_ids(self) -> list[int]:
+        served = self._rows[: len(self._ids), sk.SERVED].tolist()
+        return [
+            self._ids[i]
+            for i in sorted(range(len(served)), key=served.__getitem__)
+            if served[i] >= 0
+        ]
 
     # -- SlotBuilder -----------------------------------------------------------------------------
 
     def observation(self) -> npt.NDArray[np.float32]:
-        return self.observation_view().copy()
+        return self._obs.copy()
 
     def observation_view(self) -> npt.NDArray[np.float32]:
         """The observation in place (no copy): valid until the next `apply`; do not change it."""
-        free = self.free.totals
-        glob = self._glob
-        for r, cap in self._cap_used:  # an unused resource's entry stays 0
-            glob[r] = min(1.0, max(0.0, free[r] / cap))
         return self._obs
 
-    def _shape_flags(self) -> list[Flags]:
-        """Per task shape: whether a worker, a PS, both fit now (cached until an action)."""
-        flags = self._flags
-        if flags is None:
-            free = self.free
-            flags = self._flags = []
-            for wn, pn in self._needs:
-                w = free.can_place(wn)
-                p = free.can_place(pn)
-                flags.append((w, p, w and p and free.can_place_both(wn, pn)))
-        return flags
-
     def action_mask(self) -> npt.NDArray[np.bool_]:
-        return self.mask_view().copy()
+        return self._mask.copy()
 
     def mask_view(self) -> npt.NDArray[np.bool_]:
         """`action_mask` in place (no copy): valid until the next `apply`; do not change it."""
-        mask = self._mask
-        if self.done:
-            mask[:] = False
-            return mask
-        void = self._void
-        mask[void] = True
-        if not self.rows:
-            return mask
-        per = self._mask_rows  # (J, 3); absent rows: all False
-        flags = self._shape_flags()
-        i = self._mask_row
-        if flags != self._mask_flags:
-            ok = np.array(flags, dtype=bool).reshape(len(flags), 3)
-            np.logical_and(self._cap_ok, ok[self._shape_of], out=per)
-            self._mask_flags = flags
-        elif i is not None:  # only row i's caps changed: the other rows' entries stand
-            can_w, can_p, can_both = flags[self._row_shape[i]]
-            caps = self._cap_ok[i]
-            per[i] = (can_w and caps[0], can_p and caps[1], can_both and caps[2])
-        self._mask_row = None
-        if not self._trains and self.batch + 1 >= self._num_batches and per.any():
-            mask[void] = False  # never end a slot with an idle cluster (no stalls)
-        return mask
+        return self._mask
 
     def apply(self, action: int) -> bool:
         """Take ``action`` (must be legal); True once the last batch's void ends the slot."""
@@ -300,55 +285,43 @@ class Dl2Slot:
         self.actions += 1
         if action == self._void:
             if self.batch + 1 < self._num_batches:
+                self._close_batch()
                 self.batch += 1
                 self.changed_part = None
                 self._load_batch()
                 return False
             self.done = True
+            self._mask[:] = False
             return True
         i, kind = divmod(int(action), 3)
         if not (0 <= i < len(self.rows)):
             raise ValueError(f"action {action}: no job in row {i}")
-        wn, pn = self._needs[self._row_shape[i]]
-        add_w = kind != ADD_PS
-        add_p = kind != ADD_WORKER
-        if (add_w and self._w[i] >= self._max_w[i]) or (add_p and self._p[i] >= self._max_p[i]):
-            raise ValueError(f"action {action}: job {self.rows[i].job_id} is at its cap")
-        sw = self.free.place(wn) if add_w else -1
-        if sw is None:
-            raise ValueError(f"action {action}: no room for a worker")
-        if add_p and self.free.place(pn) is None:
-            self.free.undo(sw, wn)
-            raise ValueError(f"action {action}: no room for a PS")
-        self._flags = None
-        self._mask_row = i
-        job_id = self._ids[i]
-        if job_id not in self._served:
-            self._served.add(job_id)
-            self.order.append(job_id)
-        w = self._w[i] = self._w[i] + add_w
-        p = self._p[i] = self._p[i] + add_p
-        self.counts[job_id] = [w, p]
-        if not self._trains:
-            self._trains = _can_train(self._specs[job_id], w, p)
-        self._refresh_row(i)
+        result = sk.apply_row(i, kind, *self._kernel_args)
+        if result != sk.OK:
+            why = {
+                sk.AT_CAP: f"job {self._ids[i]} is at its cap",
+                sk.NO_ROOM_W: "no room for a worker",
+                sk.NO_ROOM_PS: "no room for a PS",
+            }
+            raise ValueError(f"action {action}: {why[result]}")
         self.changed_part = i
         return False
 
     def decision(self) -> Decision:
         """Jobs that can train with what they got this slot, in the order they were served."""
-        counts: dict[int, tuple[int, int]] = {}
-        for job_id in self.order:
-            w, p = self.counts[job_id]
+        current = dict(zip(self._ids, self.row_counts(), strict=True))
+        chosen: dict[int, tuple[int, int]] = {}
+        for job_id in self.order + self._served_ids():
+            w, p = current[job_id] if job_id in current else self.counts[job_id]
             if _can_train(self._specs[job_id], w, p):
-                counts[job_id] = (w, p)
-        return Decision.from_counts(counts)
+                chosen[job_id] = (w, p)
+        return Decision.from_counts(chosen)
 
     # -- helpers for the algorithm ---------------------------------------------------------------
 
     def row_counts(self) -> list[tuple[int, int]]:
         """(workers, PS) allocated so far this slot to each present row."""
-        return [(int(self._w[i]), int(self._p[i])) for i in range(len(self.rows))]
+        return [(w, p) for w, p in self._rows[: len(self.rows), sk.W : sk.P + 1].tolist()]
 
     def teacher_action(self, targets: dict[int, tuple[int, int]], order: list[int]) -> int:
         """The next action toward a teacher's slot allocation (for supervised learning).
@@ -363,12 +336,13 @@ class Dl2Slot:
         """
         mask = self.action_mask()
         row_of = {run.job_id: i for i, run in enumerate(self.rows)}
+        counts = self.row_counts()
         for job_id in order:
             i = row_of.get(job_id)
             if i is None:
                 continue
             tw, tp = targets[job_id]
-            lack_w, lack_p = self._w[i] < tw, self._p[i] < tp
+            lack_w, lack_p = counts[i][0] < tw, counts[i][1] < tp
             for kind, wanted in (
                 (ADD_BOTH, lack_w and lack_p),
                 (ADD_WORKER, lack_w),
@@ -386,8 +360,7 @@ class Dl2Slot:
         """
         mask = self.action_mask()
         fixes: list[int] = []
-        for i in range(len(self.rows)):
-            w, p = int(self._w[i]), int(self._p[i])
+        for i, (w, p) in enumerate(self.row_counts()):
             if w == 0 and p == 0:
                 continue
             if (w > 0 and p == 0) or (p > 0 and w / p > 10):
@@ -401,10 +374,32 @@ class Dl2Slot:
         return fixes
 
 
+Static = tuple[JobSpec, int, tuple[int, int, int, int], tuple[Need, Need], float]
+"""What a row needs from a job's spec alone: the spec, its type's index (-1: unknown), caps
+(max workers, max PS, workers to train, 1 if it cannot train without a PS), the worker's and
+the PS's demand, total work (> 0)."""
+
+
+def _static(spec: JobSpec, type_index: dict[str, int]) -> Static:
+    ps = spec.arch is Arch.PS
+    caps = (
+        spec.max_workers,
+        spec.max_ps if ps else 0,
+        max(1, spec.min_workers),
+        int(ps and spec.max_ps > 0),
+    )
+    key = (spec.worker_demand.as_tuple(), spec.ps_demand.as_tuple())
+    return spec, type_index.get(spec.model, -1), caps, key, max(spec.total_work, _EPS)
+
+
 def _can_train(spec: JobSpec, workers: int, ps: int) -> bool:
     if workers < max(1, spec.min_workers):
         return False
     return not (spec.arch is Arch.PS and spec.max_ps > 0 and ps < 1)
+
+
+_STATICS_KEPT = 10_000
+"""Jobs whose spec-derived row entries an encoder caches (cleared beyond)."""
 
 
 class Dl2Encoder:
@@ -412,6 +407,9 @@ class Dl2Encoder:
 
     def __init__(self, shape: Dl2Shape) -> None:
         self.shape = shape
+        self._statics: dict[int, Static] = {}
 
     def start(self, view: ClusterView) -> Dl2Slot:
-        return Dl2Slot(view, self.shape)
+        if len(self._statics) > _STATICS_KEPT:
+            self._statics.clear()
+        return Dl2Slot(view, self.shape, self._statics)

@@ -1,0 +1,101 @@
+"""A trained policy run outside the setting its card names logs one notice; inside, none."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+import dlsched
+from dlsched import api
+from dlsched.papers.deeprm.net import DeepRMPolicyNet
+from dlsched.papers.deeprm.state import DeepRMShape
+from dlsched.rl.checkpoint import PolicyCard, read_card, save_checkpoint
+from dlsched.rl.setting import differences
+
+PAPERS = Path(dlsched.__file__).parent / "papers"
+
+
+def test_rule_numbers_ranges_exact_values_and_unknown_names() -> None:
+    trained = {"workload": "deeprm", "params": {"load": 1.3, "servers": [8, 20], "mix": "a"}}
+    inside = {"load": 1.4, "servers": 20, "mix": "a", "other": 5}
+    assert differences(trained, "deeprm", inside) == []
+    assert differences(trained, "deeprm", {"load": 1.5}) == ["load 1.5 (trained 1.3)"]
+    assert differences(trained, "deeprm", {"servers": 23}) == ["servers 23 (trained 8–20)"]
+    assert differences(trained, "deeprm", {"servers": 7.1, "mix": "b"}) == [
+        "mix b (trained a)",
+        "servers 7.1 (trained 8–20)",
+    ]
+    assert differences(trained, "dl2", {"load": 9.0}) == []  # another workload: not compared
+    assert differences({}, "deeprm", {"load": 9.0}) == []
+
+
+def _notices(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if "outside the setting" in r.getMessage()]
+
+
+def _policy(tmp_path: Path, setting: dict[str, object]) -> str:
+    shape = DeepRMShape(ranked=True)
+    card = PolicyCard(
+        algorithm="deeprm",
+        workload="deeprm",
+        shapes=shape.shapes(),
+        hyperparams={"hidden": [20], "action_selection": "greedy"},
+        trained_setting=setting,
+    )
+    save_checkpoint(tmp_path / "p", DeepRMPolicyNet(shape).state_dict(), card)
+    return f"deeprm:{tmp_path / 'p'}"
+
+
+def test_notice_fires_once_out_of_setting_and_not_in_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(api, "_WARNED_SETTING", set())
+    spec = _policy(
+        tmp_path, {"workload": "deeprm", "params": {"load": [0.3, 1.9], "horizon_steps": 50}}
+    )
+    with caplog.at_level(logging.WARNING, logger="dlsched.api"):
+        dlsched.simulate("deeprm", spec, 1, load=1.3, horizon_steps=20)  # horizon differs
+        dlsched.simulate("deeprm", spec, 2, load=1.3, horizon_steps=20)  # same: said once
+        dlsched.simulate("deeprm", spec, 1, load=1.9, horizon_steps=52)  # inside
+        dlsched.simulate("deeprm", spec, 1, load=2.5, horizon_steps=50)  # load differs
+    assert _notices(caplog) == [
+        "scheduler 'deeprm' was trained for deeprm with horizon_steps 50, load 0.3–1.9; this "
+        "run has horizon_steps 20 (trained 50): it runs outside the setting it was trained for",
+        "scheduler 'deeprm' was trained for deeprm with horizon_steps 50, load 0.3–1.9; this "
+        "run has load 2.5 (trained 0.3–1.9): it runs outside the setting it was trained for",
+    ]
+
+
+def test_shipped_deeprm_policies_say_their_setting(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(api, "_WARNED_SETTING", set())
+    with caplog.at_level(logging.WARNING, logger="dlsched.api"):
+        dlsched.simulate("deeprm", "deeprm", 1, load=1.7)  # default policy, paper's setting
+        dlsched.simulate("deeprm", "deeprm", 1, load=1.1, num_jobs=40)  # long jobsets too
+        dlsched.simulate("deeprm", "deeprm:0.7", 1, load=0.7)  # paper policy, its setting
+        assert _notices(caplog) == []
+        dlsched.simulate("deeprm", "deeprm:0.7", 1, load=0.7, num_jobs=100)
+    [notice] = _notices(caplog)
+    assert "horizon_steps" in notice and "load" not in notice.partition("this run has")[2]
+
+
+def test_dl2_card_names_its_training_range() -> None:
+    setting = read_card(PAPERS / "dl2" / "policies" / "dl2").trained_setting
+    assert setting["workload"] == "dl2"
+    assert differences(setting, "dl2", {"servers": 13, "load": 1.0}) == []
+    assert differences(setting, "dl2", {"servers": 40, "load": 1.0}) != []
+
+
+def test_dl2_policy_says_when_the_cluster_is_outside_its_training_range(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(api, "_WARNED_SETTING", set())
+    with caplog.at_level(logging.WARNING, logger="dlsched.api"):
+        dlsched.simulate("dl2", "dl2", 1, servers=13, num_jobs=4)
+        assert _notices(caplog) == []
+        dlsched.simulate("dl2", "dl2", 1, servers=40, num_jobs=4)
+    [notice] = _notices(caplog)
+    assert "servers 40 (trained 8–20)" in notice
