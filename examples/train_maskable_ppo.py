@@ -3,19 +3,23 @@
 Needs the ``rl`` extra (``pip install torch==2.13.0 -e '.[rl]'``; torch pinned in the same
 command so pip keeps the CPU build). Example::
 
-    python examples/train_maskable_ppo.py dlsched/DL2-v0 --minutes 25 --baselines drf \\
+    python examples/train_maskable_ppo.py dlsched/DL2Slot-v0 --minutes 25 --baselines drf \\
         --out runs/ppo_dl2
     python examples/train_maskable_ppo.py dlsched/DeepRM-v0 -o load=1.3 -o horizon_steps=50 \\
-        --minutes 25 --baselines sjf --out runs/ppo_deeprm
+        -o reward=wait -o observation=compact -o work_conserving=True -o window=shortest \\
+        --minutes 25 --baselines sjf,tetris-star --out runs/ppo_deeprm
 
-MaskablePPO runs with its default hyper-parameters (``MlpPolicy``, γ = 0.99, 2,048 steps per
-rollout) for ``--minutes`` of wall time; the model is saved as ``OUT/model.zip``. It is then
-evaluated greedily with `dlsched.rl.adapter.from_sb3` in `dlsched.compare` against the
-baselines, on held-out seeds: the environments draw their training traces from seeds
-≥ 1,000,000 (DL2) or uniformly from 0..2^31 (DeepRM, SCED²), and the default evaluation seeds
-(101–110 for DL2 and SCED², 900000–900009 for DeepRM, the repository's validation seeds) are
-checked against the traces actually trained on. The table and ``OUT/eval.json`` give each
-scheduler's mean and 95 % confidence half-width of average JCT (s) and average slowdown.
+(the DeepRM options are the ones MaskablePPO learns with; without them it gets the paper's image
+state and reward: ``benchmarks/RESULTS.md``, issue 19). MaskablePPO runs with its default
+hyper-parameters (``MlpPolicy``, γ = 0.99, 2,048 steps per rollout) for ``--minutes`` of wall time;
+the model is saved as ``OUT/model.zip``, each training episode's return in ``OUT/episodes.csv``
+(and a progress line is logged every minute). It is then evaluated greedily with
+`dlsched.rl.adapter.from_sb3` in `dlsched.compare` against the baselines, on held-out seeds: the
+environments draw their training traces from seeds ≥ 1,000,000 (DL2) or uniformly from 0..2^31
+(DeepRM, SCED²), and the default evaluation seeds (101–110 for DL2 and SCED², 900000–900009 for
+DeepRM, the repository's validation seeds) are checked against the traces actually trained on. The
+table and ``OUT/eval.json`` give each scheduler's mean and 95 % confidence half-width of average
+JCT (s) and average slowdown.
 """
 
 from __future__ import annotations
@@ -50,19 +54,49 @@ SCHED2_ENV_ONLY = {"slots", "order", "max_steps", "profile_seed", "reward"}
 
 
 class TimeLimit(BaseCallback):
-    """Stops training after ``seconds`` of wall time; records the traces trained on."""
+    """Stops training after ``seconds`` of wall time; records the traces trained on, and each
+    episode's undiscounted return in ``log_path`` (CSV: ``wall_s`` seconds since the start,
+    ``timesteps`` environment steps so far, ``episode_return`` the episode's summed reward);
+    logs the mean return of the episodes since the last line every ``every_s`` seconds."""
 
-    def __init__(self, seconds: float) -> None:
+    def __init__(self, seconds: float, log_path: Path, every_s: float = 60.0) -> None:
         super().__init__()
         self.seconds = seconds
         self.start = time.monotonic()
         self.trace_seeds: set[int] = set()
+        self.every_s = every_s
+        self._last_line = self.start
+        self._return = 0.0
+        self._recent: list[float] = []
+        self._log = log_path.open("w")
+        self._log.write("wall_s,timesteps,episode_return\n")
 
     def _on_step(self) -> bool:
         for info in self.locals.get("infos", []):
-            if "trace_seed" in info:
+            if "trace_seed" in info and info["trace_seed"] is not None:
                 self.trace_seeds.add(int(info["trace_seed"]))
-        return time.monotonic() - self.start < self.seconds
+        self._return += float(self.locals["rewards"][0])
+        now = time.monotonic()
+        if self.locals["dones"][0]:
+            self._log.write(f"{now - self.start:.1f},{self.num_timesteps},{self._return:.6g}\n")
+            self._log.flush()
+            self._recent.append(self._return)
+            self._return = 0.0
+        if now - self._last_line >= self.every_s:
+            mean = sum(self._recent) / len(self._recent) if self._recent else float("nan")
+            log.info(
+                "%.0f s: %d steps, %d episodes since the last line, mean return %.4g",
+                now - self.start,
+                self.num_timesteps,
+                len(self._recent),
+                mean,
+            )
+            self._recent = []
+            self._last_line = now
+        return now - self.start < self.seconds
+
+    def _on_training_end(self) -> None:
+        self._log.close()
 
 
 def parse_option(text: str) -> tuple[str, Any]:
@@ -97,7 +131,9 @@ def evaluation_setting(env: gym.Env[Any, Any], options: dict[str, Any]) -> dict[
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("env_id", help="dlsched/DL2-v0, dlsched/DeepRM-v0 or dlsched/SCED2-v0")
+    parser.add_argument(
+        "env_id", help="dlsched/DL2-v0, dlsched/DL2Slot-v0, dlsched/DeepRM-v0 or dlsched/SCED2-v0"
+    )
     parser.add_argument(
         "-o",
         dest="options",
@@ -113,6 +149,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="seed of MaskablePPO and the env")
     parser.add_argument("--threads", type=int, default=1, help="PyTorch threads (default 1)")
     parser.add_argument("--out", type=Path, default=Path("runs/maskable_ppo"))
+    parser.add_argument(
+        "--load",
+        type=Path,
+        default=None,
+        help="evaluate this saved model (OUT/model.zip of an earlier run) instead of training; "
+        "its folder's trained_seeds.json, when there, is checked against the evaluation seeds",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     if args.minutes <= 0:
@@ -128,20 +171,32 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(exc).splitlines()[0])
     args.out.mkdir(parents=True, exist_ok=True)
 
-    model = MaskablePPO("MlpPolicy", env, seed=args.seed, device="cpu", verbose=0)
-    limit = TimeLimit(args.minutes * 60.0)
-    log.info("training %s for %.1f min", args.env_id, args.minutes)
-    model.learn(total_timesteps=10**9, callback=limit)
-    trained = sorted(limit.trace_seeds & set(seeds))
+    if args.load is not None:
+        model = MaskablePPO.load(args.load, env=env, device="cpu")
+        seeds_file = args.load.parent / "trained_seeds.json"
+        trained_on: set[int] = (
+            set(json.loads(seeds_file.read_text())) if seeds_file.is_file() else set()
+        )
+        episodes = None
+        log.info("evaluating %s (%d steps trained)", args.load, model.num_timesteps)
+    else:
+        model = MaskablePPO("MlpPolicy", env, seed=args.seed, device="cpu", verbose=0)
+        limit = TimeLimit(args.minutes * 60.0, args.out / "episodes.csv")
+        log.info("training %s for %.1f min", args.env_id, args.minutes)
+        model.learn(total_timesteps=10**9, callback=limit)
+        trained_on = limit.trace_seeds
+        episodes = len(limit.trace_seeds) or None
+        model.save(args.out / "model.zip")
+        (args.out / "trained_seeds.json").write_text(json.dumps(sorted(trained_on)))
+        log.info(
+            "trained %d steps in %.1f min; saved %s",
+            model.num_timesteps,
+            (time.monotonic() - limit.start) / 60.0,
+            args.out / "model.zip",
+        )
+    trained = sorted(trained_on & set(seeds))
     if trained:
         parser.error(f"evaluation seeds {trained} were trained on; pick others (--eval-seeds)")
-    model.save(args.out / "model.zip")
-    log.info(
-        "trained %d steps in %.1f min; saved %s",
-        model.num_timesteps,
-        (time.monotonic() - limit.start) / 60.0,
-        args.out / "model.zip",
-    )
 
     setting = evaluation_setting(env.unwrapped, options)
     workload = setting.pop("workload")
@@ -158,7 +213,8 @@ def main(argv: list[str] | None = None) -> int:
         "options": {k: repr(v) for k, v in options.items()},
         "minutes": args.minutes,
         "timesteps": model.num_timesteps,
-        "episodes_trained": len(limit.trace_seeds) or None,
+        "episodes_trained": episodes,
+        "model": str(args.load) if args.load is not None else None,
         "eval_workload": workload,
         "eval_options": setting,
         "eval_seeds": seeds,

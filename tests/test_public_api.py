@@ -29,7 +29,9 @@ def test_import_dlsched_does_not_import_torch_and_registers_the_envs() -> None:
     out = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True
     ).stdout
-    assert out.strip() == ("False ['dlsched/DL2-v0', 'dlsched/DeepRM-v0', 'dlsched/SCED2-v0']")
+    assert out.strip() == (
+        "False ['dlsched/DL2-v0', 'dlsched/DL2Slot-v0', 'dlsched/DeepRM-v0', 'dlsched/SCED2-v0']"
+    )
 
 
 def test_py_typed_ships_with_the_package() -> None:

@@ -31,6 +31,8 @@ from dlsched.cli_errors import OneLineErrorsGroup, finite_range
 from dlsched.commands.common import clean as _clean
 from dlsched.commands.common import err, out, progress_bar
 from dlsched.commands.common import fmt_metric as _fmt_metric
+from dlsched.commands.common import metric_unit as _metric_unit
+from dlsched.commands.common import off_terminal_width as _off_terminal_width
 from dlsched.commands.common import one_line_errors as _one_line_errors
 from dlsched.commands.common import parse_options as _parse_options
 from dlsched.plugins import plugins, resolve
@@ -189,14 +191,16 @@ def simulate(
     if json_out:
         print(json.dumps(summary))
         return
-    table = Table(title=Text(f"{summary['workload']} · {summary['scheduler']} · seed {seed}"))
-    table.add_column("metric")
-    table.add_column("value", justify="right")
+    title = f"{summary['workload']} · {summary['scheduler']} · seed {seed}"
+    table = Table(title=Text(title), min_width=len(title))  # a long trace path stays one line
+    table.add_column("metric", no_wrap=True)
+    table.add_column("value", justify="right", no_wrap=True)
+    table.add_column("unit")
     for key, value in summary.items():
         if key in ("workload", "scheduler", "seed"):
             continue
         shown = _fmt_metric(key, value) if isinstance(value, float) else str(value)
-        table.add_row(key, Text(shown))
+        table.add_row(key, Text(shown), _metric_unit(key))
     out.print(table)
 
 
@@ -302,32 +306,31 @@ _HEADERS = {
 
 
 def _comparison_table(rows: Sequence[Summary], metrics: tuple[str, ...], title: str) -> Table:
-    """Means with their 95 % CI below (none for one run); one time unit per column, named in
-    its header, so that the table fits 80 columns (``--json`` keeps the keys, in seconds).
-    Unfinished jobs get a column only when there are any."""
+    """Means with their 95 % CI below (none for one run). Every time column is in whole
+    seconds, named in its header, whatever the values (as ``--json``, whose keys end in
+    ``_s``), so that the table fits 80 columns. Unfinished jobs get a column only when there
+    are any."""
     show_unfinished = any(row.unfinished for row in rows)
     title += " · mean ± 95 % CI" if any(row.runs > 1 for row in rows) else " · one run each"
     table = Table(title=Text(title), box=box.SIMPLE_HEAD, collapse_padding=True, pad_edge=False)
     table.add_column("scheduler", no_wrap=True)
-    formats: list[tuple[str, float, int]] = []  # (metric, divisor, decimals)
+    formats: list[str] = []
     for metric in metrics:
         header = _HEADERS.get(metric, metric)
-        divisor, decimals = 1.0, 3
-        if metric.endswith("_s"):
-            in_hours = max((row.mean[metric] for row in rows), default=0.0) >= 3600
-            divisor, decimals = (3600.0, 2) if in_hours else (1.0, 1)
-            header += "\n(h)" if in_hours else "\n(s)"
+        unit = _metric_unit(metric)
+        if unit:
+            header += f"\n({unit})"
         table.add_column(header, justify="right")
-        formats.append((metric, divisor, decimals))
+        formats.append(metric)
     if show_unfinished:
         table.add_column("jobs\nleft", justify="right")
     for row in rows:
         cells = []
-        for metric, divisor, decimals in formats:
+        for metric in formats:
             mean, ci = row.mean[metric], row.ci95[metric]
-            text = "—" if math.isnan(mean) else f"{mean / divisor:.{decimals}f}"
-            if row.runs > 1 and not math.isnan(ci):
-                text += f"\n± {ci / divisor:.{decimals}f}"
+            text = _fmt_metric(metric, mean, time_decimals=0)
+            if row.runs > 1 and not math.isnan(ci) and not math.isnan(mean):
+                text += f"\n± {_fmt_metric(metric, ci, time_decimals=0)}"
             cells.append(text)
         if show_unfinished:
             cells.append(str(row.unfinished))
@@ -345,19 +348,20 @@ def list_all() -> None:
     from dlsched.workloads.registry import workloads as all_workloads
 
     workloads = Table(title="workloads")
-    workloads.add_column("name")
+    workloads.add_column("name", no_wrap=True)
     workloads.add_column("description")
     for w in all_workloads().values():
         workloads.add_row(w.name + (":PATH" if w.name == "trace" else ""), w.description)
     out.print(workloads)
     table = Table(title="schedulers")
-    for column in ("name", "setting", "source", "description"):
+    table.add_column("name", no_wrap=True)
+    for column in ("setting", "source", "description"):
         table.add_column(column)
     for entry in schedulers().values():
         table.add_row(entry.name, entry.setting, entry.source, entry.description)
     out.print(table)
     experiments = Table(title="experiments (dlsched reproduce NAME)")
-    experiments.add_column("name")
+    experiments.add_column("name", no_wrap=True)
     experiments.add_column("description")
     for e in all_experiments().values():
         experiments.add_row(e.name, e.description)
@@ -394,7 +398,7 @@ def trace_info(
         if key in ("first_submit_s", "last_submit_s"):
             shown = f"{value:.0f}"  # as in the file (often a Unix time)
         elif isinstance(value, float):
-            shown = _fmt_metric(key, value) if key.endswith("_s") else f"{value:,.1f}"
+            shown = f"{_fmt_metric(key, value)} s" if key.endswith("_s") else f"{value:,.1f}"
         elif isinstance(value, bool):
             shown = "yes" if value else "no"
         elif isinstance(value, int):
@@ -433,9 +437,20 @@ for _plugin in plugins():
         train_app.command(_command.name)(resolve(_command.target))
 
 
+def _full_width_help() -> None:
+    """Help written to a pipe or file at `OFF_TERMINAL_WIDTH` columns, not wrapped at 80
+    (Typer reads ``TERMINAL_WIDTH`` once, at import; it still wins when set)."""
+    from typer import rich_utils
+
+    width = _off_terminal_width(sys.stdout.isatty())
+    if width is not None and rich_utils.MAX_WIDTH is None:
+        rich_utils.MAX_WIDTH = width
+
+
 def main() -> None:
     """Entry point of the ``dlsched`` script."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    _full_width_help()
     try:
         app()
     except KeyboardInterrupt:

@@ -86,9 +86,12 @@ def test_compare_table_names_every_scheduler():
 
 def test_compare_table_fits_80_columns_and_shows_unfinished_jobs_only_when_there_are_any():
     names = "fifo,drf,efficient-srtf"
-    done = runner.invoke(app, ["compare", "--schedulers", names, "--seeds", "1-2"])
+    narrow = {"COLUMNS": "80"}  # an 80-column terminal (off a terminal tables are wider)
+    done = runner.invoke(app, ["compare", "--schedulers", names, "--seeds", "1-2"], env=narrow)
     cut = runner.invoke(
-        app, ["compare", "--schedulers", names, "--seeds", "1", "-o", "horizon_s=20000"]
+        app,
+        ["compare", "--schedulers", names, "--seeds", "1", "-o", "horizon_s=20000"],
+        env=narrow,
     )
     for result in (done, cut):
         assert result.exit_code == 0, result.output

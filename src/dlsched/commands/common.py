@@ -8,12 +8,14 @@ the commands to its Typer apps): the import graph has no cycle.
 from __future__ import annotations
 
 import math
+import os
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import typer
-from rich.console import Console
+from rich.console import Console, ConsoleDimensions
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -30,14 +32,47 @@ __all__ = [
     "clean",
     "err",
     "fmt_metric",
+    "metric_unit",
     "one_line_errors",
     "out",
     "parse_options",
     "progress_bar",
 ]
 
-out = Console()
-err = Console(stderr=True)
+OFF_TERMINAL_WIDTH = 200
+"""Columns of tables and help written to a pipe or file: Rich's 80-column default cut names
+(``tetris-star:KNO…``) and wrapped help there. ``COLUMNS`` (or ``TERMINAL_WIDTH`` for help)
+still wins when set."""
+
+
+def off_terminal_width(stream_is_terminal: bool) -> int | None:
+    """The width for output that does not go to a terminal (None: Rich's own choice)."""
+    if stream_is_terminal or os.environ.get("COLUMNS"):
+        return None
+    return OFF_TERMINAL_WIDTH
+
+
+class _CliConsole(Console):
+    """A Rich console `OFF_TERMINAL_WIDTH` wide whenever its stream is not a terminal and no
+    width was given (checked at each print: the stream and ``COLUMNS`` may change)."""
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        dims = super().size
+        width = None if self._width is not None else off_terminal_width(self.is_terminal)
+        return dims if width is None else ConsoleDimensions(width, dims.height)
+
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:
+        Console.size.fset(self, new_size)  # type: ignore[attr-defined]
+
+
+def _console(stderr: bool = False) -> Console:
+    return _CliConsole(stderr=stderr)
+
+
+out = _console()
+err = _console(stderr=True)
 
 
 @contextmanager
@@ -64,20 +99,76 @@ def clean(obj: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def fmt_metric(name: str, value: float) -> str:
+def metric_unit(name: str) -> str:
+    """A metric's unit in tables: seconds for every ``*_s`` key (as in ``--json``), else none."""
+    return "s" if name.endswith("_s") else ""
+
+
+def fmt_metric(name: str, value: float, time_decimals: int = 1) -> str:
+    """``value`` in `metric_unit` (never a unit chosen from the value): times in seconds with
+    thousands separators and ``time_decimals`` decimals, other metrics to three decimals; NaN
+    as a dash."""
     if math.isnan(value):
         return "—"
     if name.endswith("_s"):
-        return f"{value / 3600:.2f} h" if value >= 3600 else f"{value:.1f} s"
+        return f"{value:,.{time_decimals}f}"
     return f"{value:.3f}"
 
 
+PROGRESS_LINE_EVERY_S = 30.0
+"""Seconds between progress lines when stderr is not a terminal (no live bar there)."""
+
+
+class _LineProgress(Progress):
+    """A `Progress` that, while its bar is disabled (stderr not a terminal), prints one plain
+    line per started, unfinished task to stderr every ``every_s`` seconds from a background
+    thread — also while the caller is busy between updates (a long data collection)."""
+
+    def __init__(self, *columns: ProgressColumn, every_s: float, **kwargs: Any) -> None:
+        super().__init__(*columns, **kwargs)
+        self.every_s = every_s
+        self._stop = threading.Event()
+        self._ticker: threading.Thread | None = None
+
+    def __enter__(self) -> _LineProgress:
+        entered = super().__enter__()
+        assert isinstance(entered, _LineProgress)
+        if self.disable and self.every_s > 0:
+            self._ticker = threading.Thread(target=self._tick, name="progress-lines", daemon=True)
+            self._ticker.start()
+        return entered
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        if self._ticker is not None:
+            self._ticker.join()
+        super().__exit__(*exc)
+
+    def _tick(self) -> None:
+        while not self._stop.wait(self.every_s):
+            self.print_lines()
+
+    def print_lines(self) -> None:
+        """One line per started, unfinished task: description, done/total, elapsed, fields."""
+        with self._lock:
+            tasks = [t for t in self._tasks.values() if t.started and not t.finished]
+        for task in tasks:
+            total = "?" if task.total is None else f"{task.total:,.0f}"
+            fields = " ".join(str(v) for v in task.fields.values() if str(v))
+            line = f"{task.description}: {task.completed:,.0f}/{total}, {task.elapsed or 0:,.0f} s"
+            err.print(line + (f" · {fields}" if fields else ""), markup=False, highlight=False)
+
+
 def progress_bar(
-    *extra: ProgressColumn, label: str = "{task.description}", transient: bool = False
+    *extra: ProgressColumn,
+    label: str = "{task.description}",
+    transient: bool = False,
+    every_s: float = PROGRESS_LINE_EVERY_S,
 ) -> Progress:
     """The CLI's progress bar on stderr: label, bar, done/total, elapsed, then ``extra``
-    columns. Disabled when stderr is not a terminal (pipes and CI get no control codes)."""
-    return Progress(
+    columns. When stderr is not a terminal (pipes, CI, ``nohup``) there is no bar (no control
+    codes) but a plain progress line per task every ``every_s`` seconds (0: none)."""
+    return _LineProgress(
         TextColumn(label),
         BarColumn(),
         MofNCompleteColumn(),
@@ -86,4 +177,5 @@ def progress_bar(
         console=err,
         transient=transient,
         disable=not err.is_terminal,
+        every_s=every_s,
     )

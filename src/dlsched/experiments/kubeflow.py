@@ -156,6 +156,7 @@ def _plot(path: Path, summary: list[dict[str, Any]]) -> Path:
                 label=name.removeprefix("kubeflow-"),
             )
         ax.set_xticks(x, MIXES, fontsize=8)
+        ax.set_xlabel("job mix")
         ax.set_ylabel(label)
     axes[0].legend()
     fig.suptitle("Kubeflow: dynamic vs static (mean, 95 % CI over seeds)")

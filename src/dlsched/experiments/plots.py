@@ -31,6 +31,7 @@ def plot_run(result: Result, path: str | Path) -> Path:
     ax_time.plot(hours, result.timeline.gpu_util, label="GPU utilisation")
     ax_time.plot(hours, result.timeline.fragmentation, label="fragmentation (SCED² Eq. 1)")
     ax_time.set_xlabel("time (h)")
+    ax_time.set_ylabel("fraction of the cluster's GPUs")
     ax_time.set_ylim(0, 1.05)
     ax_queue = ax_time.twinx()
     ax_queue.plot(hours, result.timeline.pending, color="grey", alpha=0.5, label="pending jobs")

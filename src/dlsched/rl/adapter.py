@@ -34,6 +34,7 @@ import gymnasium as gym
 import numpy as np
 import numpy.typing as npt
 
+from dlsched.core import ClusterView, Decision
 from dlsched.rl.policy_scheduler import SlotEncoder, SlotLoopScheduler
 
 ActionPolicy = Callable[[npt.NDArray[np.float32], npt.NDArray[np.bool_]], Any]
@@ -66,6 +67,12 @@ class PolicyAdapter(SlotLoopScheduler):
         space = env.observation_space
         assert isinstance(space, gym.spaces.Box)
         self._low, self._high = space.low, space.high
+        actions = env.action_space
+        self._nvec: npt.NDArray[np.int64] | None = (
+            np.asarray(actions.nvec, dtype=np.int64).ravel()
+            if isinstance(actions, gym.spaces.MultiDiscrete)
+            else None
+        )
         super().__init__(name, make_encoder(), preemptive=bool(env.preemptive))  # type: ignore[attr-defined]
         env.close()
         self.policy = policy
@@ -73,6 +80,38 @@ class PolicyAdapter(SlotLoopScheduler):
     def reset(self) -> None:
         """New run: a fresh encoder (DeepRM's slots, SCED²'s profiles start empty)."""
         self.encoder = self._make_encoder()
+
+    def decide(self, view: ClusterView) -> Decision:
+        """One action a scheduling point for a ``MultiDiscrete`` environment
+        (``dlsched/DL2Slot-v0``), else the loop of `SlotLoopScheduler`."""
+        if self._nvec is None:
+            return super().decide(view)
+        builder: Any = self.encoder.start(view)
+        builder.apply(self.choose_vector(builder.observation(), builder.action_mask()))
+        decision: Decision = builder.decision()
+        return decision
+
+    def choose_vector(
+        self, obs: npt.NDArray[np.float32], mask: npt.NDArray[np.bool_]
+    ) -> npt.NDArray[np.int64]:
+        """The policy's ``MultiDiscrete`` action (one entry per dimension), checked against
+        the flat mask (sb3-contrib's convention: the dimensions' masks one after another).
+
+        Raises:
+            ValueError: an entry is out of range or masked.
+        """
+        assert self._nvec is not None
+        raw = self.policy(np.clip(obs, self._low, self._high), mask)
+        action = np.asarray(raw, dtype=np.int64).ravel()
+        if action.shape != self._nvec.shape or (action < 0).any() or (action >= self._nvec).any():
+            raise ValueError(
+                f"{self.name}: the policy chose {action.tolist()}, not in {self._nvec}"
+            )
+        offsets = np.concatenate([[0], np.cumsum(self._nvec)[:-1]])
+        bad = np.flatnonzero(~mask[offsets + action])
+        if bad.size:
+            raise ValueError(f"{self.name}: the policy chose masked entries at dimensions {bad}")
+        return action
 
     def choose(self, obs: npt.NDArray[np.float32], mask: npt.NDArray[np.bool_]) -> int:
         """The policy's action, checked to be legal.

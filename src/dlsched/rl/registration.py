@@ -1,16 +1,21 @@
 """Gymnasium ids of the three papers' environments, registered on ``import dlsched``.
 
-==================  =========================================  =====================
-id                  class                                      default reward
-==================  =========================================  =====================
-``dlsched/DL2-v0``     `dlsched.papers.dl2.env.Dl2Env`         ``"jct"``
-``dlsched/DeepRM-v0``  `dlsched.papers.deeprm.env.DeepRMEnv`   ``"slowdown"``
-``dlsched/SCED2-v0``   `dlsched.papers.sched2.env.Sched2Env`   ``"jct"``
-==================  =========================================  =====================
+======================  ===========================================  =====================
+id                      class                                        default reward
+======================  ===========================================  =====================
+``dlsched/DL2-v0``      `dlsched.papers.dl2.env.Dl2Env`              ``"jct"``
+``dlsched/DL2Slot-v0``  `dlsched.papers.dl2.slot_env.Dl2SlotEnv`     jobs in system ÷ J
+``dlsched/DeepRM-v0``   `dlsched.papers.deeprm.env.DeepRMEnv`        ``"slowdown"``
+``dlsched/SCED2-v0``    `dlsched.papers.sched2.env.Sched2Env`        ``"jct"``
+======================  ===========================================  =====================
 
 Each id's default reward is one whose plain undiscounted sum over an episode is minus the
 metric it stands for (total JCT, or total slowdown for DeepRM: Little's law), so a standard
 library optimises the metric; ``reward="paper"`` (DL2, SCED²) gives the paper's own reward.
+``dlsched/DL2Slot-v0`` is DL2 with one step per time slot (a ``MultiDiscrete`` action), so a
+library's discount applies per slot, not per action; DeepRM's options for libraries
+(``reward="wait"``, ``work_conserving``, ``window``, ``observation="compact"``) are keyword
+arguments of ``dlsched/DeepRM-v0``.
 Options are keyword arguments of ``gymnasium.make``::
 
     import gymnasium as gym
@@ -29,6 +34,7 @@ import gymnasium as gym
 
 ENV_IDS: dict[str, tuple[str, dict[str, str]]] = {
     "dlsched/DL2-v0": ("dlsched.papers.dl2.env:Dl2Env", {"reward": "jct"}),
+    "dlsched/DL2Slot-v0": ("dlsched.papers.dl2.slot_env:Dl2SlotEnv", {}),
     "dlsched/DeepRM-v0": ("dlsched.papers.deeprm.env:DeepRMEnv", {"reward": "slowdown"}),
     "dlsched/SCED2-v0": ("dlsched.papers.sched2.env:Sched2Env", {"reward": "jct"}),
 }

@@ -84,6 +84,17 @@ class DeepRMEncoder:
     """Do not offer ∅ while nothing runs or is reserved and a slot job fits (see
     `dlsched.papers.deeprm.algorithm.policy_chooser`): an arg-max policy would otherwise wait
     forever."""
+    work_conserving: bool = False
+    """Offer only the slot jobs that fit now, and ∅ only when none does (the environment's
+    ``work_conserving`` option)."""
+    observation: str = "image"
+    """``"image"`` (DeepRM's) or ``"compact"`` (`dlsched.papers.deeprm.compact`), as the
+    environment's ``observation`` option."""
+    window: str = "arrival"
+    """``"shortest"``: the slots hold the shortest waiting jobs, shortest first (the
+    environment's ``window`` option); ``"arrival"``: DeepRM's first come, first in."""
+    lengths: dict[int, int] = field(default_factory=dict)
+    """Job id → duration in steps, of the jobs seen (for ``window="shortest"``)."""
 
     def __post_init__(self) -> None:
         self.reset()
@@ -99,6 +110,7 @@ class DeepRMEncoder:
         self.overflowed = 0
         self.offered = [0.0] * self.shape.num_res
         self.first_step = None
+        self.lengths = {}
 
     def load_estimate(self, now: int) -> float:
         """Offered load seen so far: Σ duration × demand of the arrived jobs over the capacity of
@@ -124,6 +136,7 @@ class DeepRMEncoder:
             if self.first_step is None:
                 self.first_step = round(run.spec.submit_time_s / STEP_S)
             length, demand = _profile(run)
+            self.lengths[run.job_id] = length
             self.rank[run.job_id] = (length, run.spec.submit_time_s, run.job_id)
             for r in range(self.shape.num_res):
                 self.offered[r] += length * demand[r]
@@ -178,6 +191,13 @@ class DeepRMEncoder:
             self.backlog.append(self.overflow.popleft())
         if None in self.slots and self.overflow:
             self._refill()
+            return
+        if self.window == "shortest":
+            waiting = [j for j in self.slots if j is not None] + list(self.backlog)
+            waiting.sort(key=lambda j: (self.lengths.get(j, 0), j))
+            m = self.shape.slots
+            self.slots = [*waiting[:m], *[None] * max(0, m - len(waiting))]
+            self.backlog = deque(waiting[m:])
 
 
 def _profile(run: JobRun) -> tuple[int, npt.NDArray[np.int64]]:
@@ -228,10 +248,17 @@ class DeepRMBuilder:
     def observation(self) -> npt.NDArray[np.float32]:
         length, demand = self._slot_arrays()
         backlog = np.array([min(len(self.encoder.backlog), self.shape.backlog)])
+        if self.encoder.observation == "compact":
+            from dlsched.papers.deeprm.compact import compact_observation
+
+            return compact_observation(self.shape, self.used[None], length, demand, backlog)[0]
         return render(self.shape, self.used[None], length, demand, backlog)[0].ravel()
 
     def action_mask(self) -> npt.NDArray[np.bool_]:
-        fits = self._fit()[0]
+        fits, first = self._fit()
+        if self.encoder.work_conserving:
+            now = fits & (first == 0)
+            return np.concatenate([[not now.any()], now])
         idle = self.encoder.idle_guard and not self.used.any() and bool(fits.any())
         return np.concatenate([[not idle], fits])
 

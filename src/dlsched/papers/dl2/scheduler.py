@@ -41,7 +41,7 @@ def load_dl2(
     "dl2",
     setting="elastic PS (dl2)",
     source="DL2 (Peng et al. 2019), trained here",
-    description="policy network: SL from a heuristic, then actor-critic RL; dl2:PATH loads another",
+    description="policy network (shipped: see its card.json); dl2:PATH loads another",
 )
 def _make(arg: str | None) -> Scheduler:
     return load_dl2(arg)

@@ -150,6 +150,7 @@ def run(out_dir: Path, *, full: bool = False) -> list[Path]:
             ax.bar(np.arange(len(MIXES)) + i * width, vals, width, label=name)
         ax.set_xticks(np.arange(len(MIXES)) + 0.4 - width / 2)
         ax.set_xticklabels([f"{int(m * 100)} %" for m in MIXES])
+        ax.set_xlabel("share of one-GPU jobs")
         ax.set_ylabel(label)
     axes[0].legend(fontsize=7)
     paths.append(_save(fig, out_dir / "fig7_mixes.png"))
