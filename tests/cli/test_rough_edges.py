@@ -185,7 +185,7 @@ def test_train_deeprm_and_sched2_log_columns_are_documented():
     from dlsched.papers.deeprm.train import CSV_FIELDS
     from dlsched.papers.sched2.algorithm import EpisodeLog
 
-    assert set(CSV_FIELDS) <= _readme_columns("progress.csv", "train deeprm")
+    assert set(CSV_FIELDS) <= _readme_columns("train_log.csv", "train deeprm")
     assert set(EpisodeLog.__dataclass_fields__) <= _readme_columns("train_log.csv", "train sched2")
 
 

@@ -141,10 +141,10 @@ def test_short_training_improves_validation(tmp_path: Path) -> None:
         shape=RANKED,
     )
     train_deeprm(config, tmp_path, validate_every=1, validation_jobsets=3)
-    rows = (tmp_path / "progress.csv").read_text().splitlines()[1:]
+    rows = (tmp_path / "train_log.csv").read_text().splitlines()[1:]
     scores = [float(r.split(",")[-1]) for r in rows if r.split(",")[-1]]
     assert min(scores[1:]) < scores[0] - 0.05  # better than after the first update
-    _, _, _, card = load_policy(tmp_path / "best")
+    _, _, _, card = load_policy(tmp_path)
     assert card.trained_setting == {
         "workload": "deeprm",
         "params": {"servers": 1, "load": [0.7, 1.5]},

@@ -35,6 +35,9 @@ from dlsched.rl.card_limits import validate_card_data
 
 POLICY_FILE = "policy.pt"
 CARD_FILE = "card.json"
+LOG_FILE = "train_log.csv"
+"""The training log every ``dlsched train`` command writes next to the checkpoint; its column
+``wall_s`` is the wall seconds since training started."""
 
 
 @dataclass

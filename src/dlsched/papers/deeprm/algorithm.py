@@ -424,7 +424,8 @@ class IterationStats:
     """One row of the training CSV."""
 
     iteration: int
-    elapsed_s: float
+    wall_s: float
+    """Seconds since training started (`train_deeprm`: wall time, validation included)."""
     iteration_s: float
     mean_reward: float
     max_reward: float
@@ -503,7 +504,7 @@ class Reinforce:
         self.elapsed_s += took
         stats = IterationStats(
             iteration=self.iteration,
-            elapsed_s=self.elapsed_s,
+            wall_s=self.elapsed_s,
             iteration_s=took,
             mean_reward=float(returns.mean()),
             max_reward=float(returns.max()),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -10,10 +9,11 @@ from rich.table import Table
 
 from dlsched.cli_args import MAX_LOAD, MAX_SEED, MAX_STEPS, parse_hidden
 from dlsched.commands.common import one_line_errors, out, progress_bar
+from dlsched.commands.train_options import MaxMinutes, OutDir, budget_seconds
 
 
 def train_deeprm_command(
-    out_dir: Annotated[Path, typer.Option("--out", help="Output directory (CSV, checkpoints).")],
+    out_dir: OutDir,
     load: Annotated[
         float, typer.Option(min=0.01, max=MAX_LOAD, help="Load of the training jobsets.")
     ] = 0.7,
@@ -37,8 +37,10 @@ def train_deeprm_command(
     unmasked: Annotated[
         bool, typer.Option("--unmasked", help="Paper's policy: invalid actions not masked.")
     ] = False,
+    max_minutes: MaxMinutes = None,
     time_budget: Annotated[
-        float | None, typer.Option(min=1.0, max=1e7, help="Stop after this many seconds.")
+        float | None,
+        typer.Option(min=1.0, max=1e7, hidden=True, help="Deprecated: seconds; --max-minutes."),
     ] = None,
     validate_every: Annotated[
         int, typer.Option(min=1, max=MAX_STEPS, help="Iterations per validation.")
@@ -77,7 +79,8 @@ def train_deeprm_command(
         int, typer.Option(min=1, max=MAX_STEPS, help="Validation jobsets per training setting.")
     ] = 20,
 ) -> None:
-    """Train DeepRM; OUT/progress.csv logs each iteration, OUT/best is the policy to use."""
+    """Train DeepRM: OUT/policy.pt + OUT/card.json is the best policy by validation, OUT/last the
+    final network, OUT/train_log.csv a row per iteration."""
     import torch
 
     from dlsched.papers.deeprm.algorithm import ReinforceConfig
@@ -86,6 +89,7 @@ def train_deeprm_command(
 
     with one_line_errors():
         torch.set_num_threads(1)
+        budget_s = budget_seconds(max_minutes, time_budget, "--time-budget", 1.0)
         if teacher not in ("sjf", "withhold"):
             raise ValueError(f"--teacher {teacher!r}: choose sjf or withhold")
         if objective not in ("slowdown", "completion"):
@@ -125,7 +129,7 @@ def train_deeprm_command(
             outcome = train_deeprm(
                 config,
                 out_dir,
-                time_budget_s=time_budget,
+                time_budget_s=budget_s,
                 validate_every=validate_every,
                 validation_jobsets=validation_jobsets,
                 on_iteration=advance,
@@ -137,7 +141,7 @@ def train_deeprm_command(
     table.add_row("best validation slowdown", f"{outcome.best_slowdown:.3f} ({outcome.best_mode})")
     table.add_row("at iteration", str(outcome.best_iteration))
     table.add_row("SJF on the slots", f"{outcome.sjf_slowdown:.3f}")
-    table.add_row("wall time", f"{outcome.elapsed_s:.0f} s")
+    table.add_row("wall time", f"{outcome.wall_s:.0f} s")
     table.add_row("policy", str(outcome.best_dir))
     out.print(table)
 

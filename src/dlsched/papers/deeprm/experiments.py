@@ -14,7 +14,7 @@ scheduler:
   1.3 for the heuristics, DeepRM trained for slowdown (shipped) and DeepRM trained for
   completion time (reward ``−|J|``, the paper's state; trained here, briefly in the reduced size).
 * **Fig. 6** (``fig6.png``): the learning curve of the shipped policy from its
-  ``progress.csv`` (mean slowdown of the sampled episodes and validation slowdown per
+  ``train_log.csv`` (mean slowdown of the sampled episodes and validation slowdown per
   iteration, over its training loads and jobset lengths; mean and max total reward per
   iteration).
 * **Fig. 7** (``fig7.csv``, ``fig7.png``): at load 1.1, the share of scheduling points at which
@@ -210,10 +210,11 @@ def plot_fig5(rows: Sequence[dict[str, Any]], path: Path, jobsets: int) -> None:
 
 
 def fig6(out: Path, references: dict[str, float]) -> list[Path]:
-    """Learning curve of the shipped policy (its ``progress.csv``)."""
+    """Learning curve of the shipped policy (its ``train_log.csv``)."""
+    from dlsched.rl.checkpoint import LOG_FILE
     from dlsched.papers.deeprm.policy import DEFAULT_POLICY
 
-    path = DEFAULT_POLICY / "progress.csv"
+    path = DEFAULT_POLICY / LOG_FILE
     if not path.is_file():
         log.warning("no %s: Fig. 6 skipped", path)
         return []

@@ -2,17 +2,20 @@
 
 `train_deeprm` writes into ``out_dir``:
 
-* ``progress.csv`` — one row per iteration: wall seconds since the start (pre-training and
+* ``train_log.csv`` — one row per iteration: wall seconds since the start (pre-training and
   validations included) and the iteration's seconds, mean and max episode
   reward, mean slowdown of the sampled episodes (DeepRM Fig. 6), samples, dropped and truncated
   episodes, and, every ``validate_every`` iterations, the mean slowdown on held-out validation
   jobsets with sampled and with arg-max actions and the validation score (`ValidationSet`);
   with pre-training, a row ``iteration = 0`` validates the pre-trained network;
-* ``best/`` — the checkpoint (`dlsched.rl.checkpoint`) with the lowest validation score (the
+* ``policy.pt`` + ``card.json`` — the checkpoint (`dlsched.rl.checkpoint`) with the lowest
+  validation score (the
   pre-trained network included), its card recording which action selection (``"sample"`` or
   ``"greedy"``) reached it, the score and the mean slowdown of every training setting, and the
   ``trained_setting`` (`dlsched.rl.setting`);
-* ``last/`` — the final network.
+* ``last/`` — the final network (``policy.pt`` + ``card.json``).
+
+These are the names every ``dlsched train`` command uses (README, "Training").
 
 Validation jobsets are ``deeprm`` seeds `VALIDATION_SEED_BASE` + i; test jobsets (experiments,
 benchmarks) use `dlsched.papers.deeprm.algorithm.HELD_OUT_SEED_BASE` + i; training jobsets neither.
@@ -41,7 +44,7 @@ from dlsched.papers.deeprm.algorithm import (
 )
 from dlsched.papers.deeprm.net import DeepRMPolicyNet
 from dlsched.papers.deeprm.state import DeepRMBatch, Jobset
-from dlsched.rl.checkpoint import PolicyCard, save_checkpoint
+from dlsched.rl.checkpoint import LOG_FILE, PolicyCard, save_checkpoint
 
 log = logging.getLogger(__name__)
 
@@ -61,13 +64,14 @@ class TrainOutcome:
     """What a training run reached."""
 
     best_dir: Path
+    """Folder of the kept network's ``policy.pt`` and ``card.json`` (the output folder)."""
     best_slowdown: float
     """Mean validation slowdown of the kept network (over the validation points)."""
     best_mode: str
     best_iteration: int
     sjf_slowdown: float
     """SJF over the M slots on the same validation jobsets (reference, mean over points)."""
-    elapsed_s: float
+    wall_s: float
     iterations: int
 
 
@@ -195,7 +199,7 @@ def train_deeprm(
     wall0 = time.perf_counter()
 
     def check(trainer: Reinforce, it: int, row: dict[str, object]) -> None:
-        """Validate; keep the network as ``best/`` if its score is the lowest so far."""
+        """Validate; keep the network as ``out/policy.pt`` if its score is the lowest so far."""
         runs = _validate_runs(trainer.net, val.jobsets, config)
         row["val_sample_slowdown"] = float(np.nanmean(runs[0]))
         row["val_greedy_slowdown"] = float(np.nanmean(runs[1]))
@@ -209,27 +213,27 @@ def train_deeprm(
             "slowdown": float(np.mean(means)),
             "sjf_slots_slowdown": sjf_slowdown,
             "score": score,
-            "elapsed_s": time.perf_counter() - wall0,
+            "wall_s": time.perf_counter() - wall0,
         }
         for i in range(len(val.points)):
             validation[f"slowdown_{val.label(i)}"] = float(means[i])
             validation[f"sjf_slots_{val.label(i)}"] = float(val.sjf[i])
         card = _card(config, mode, validation, it)
-        save_checkpoint(out / "best", trainer.net.state_dict(), card)
+        save_checkpoint(out, trainer.net.state_dict(), card)
 
-    with Reinforce(config) as trainer, (out / "progress.csv").open("w", newline="") as fh:
+    with Reinforce(config) as trainer, (out / LOG_FILE).open("w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=CSV_FIELDS)
         writer.writeheader()
         if config.pretrain_epochs > 0:
             trainer.pretrain()
-            row0: dict[str, object] = {"iteration": 0, "elapsed_s": time.perf_counter() - wall0}
+            row0: dict[str, object] = {"iteration": 0, "wall_s": time.perf_counter() - wall0}
             check(trainer, 0, row0)  # the pre-trained network is a candidate too
             writer.writerow(row0)
         for it in range(1, config.iterations + 1):
             stats = trainer.step()
-            stats.elapsed_s = time.perf_counter() - wall0  # wall time, validation included
+            stats.wall_s = time.perf_counter() - wall0  # wall time, validation included
             row: dict[str, object] = asdict(stats)
-            over = time_budget_s is not None and stats.elapsed_s >= time_budget_s
+            over = time_budget_s is not None and stats.wall_s >= time_budget_s
             if it % validate_every == 0 or it == config.iterations or over:
                 check(trainer, it, row)
             writer.writerow(row)
@@ -244,7 +248,7 @@ def train_deeprm(
             _card(config, best["mode"], {"slowdown": float("nan")}, trainer.iteration),
         )
     return TrainOutcome(
-        out / "best",
+        out,
         best["slowdown"],
         best["mode"],
         best["it"],

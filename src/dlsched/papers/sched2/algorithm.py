@@ -14,8 +14,7 @@ Network (Eq. 3–5)::
     A   = f(f(E; w_2); w_3)                      (J + 1 Q-values)
 
 Targets use double DQN (the online network picks the next action, the target network values it)
-when ``double`` is set; illegal next actions are masked out of the max. Runs are named
-``workload__sched2__seed__time`` (CleanRL).
+when ``double`` is set; illegal next actions are masked out of the max.
 
 This file is a little over 500 lines on purpose: the Q-network, the prioritized replay and the
 DQN loop read top to bottom in one place, CleanRL style; splitting it would scatter one

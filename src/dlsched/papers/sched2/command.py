@@ -10,21 +10,21 @@ import typer
 
 from dlsched.cli_args import MAX_JOBS, MAX_LOAD, MAX_SEED, MAX_SERVERS, MAX_STEPS
 from dlsched.commands.common import err, one_line_errors, out, progress_bar
+from dlsched.commands.train_options import MaxMinutes, OutDir, budget_seconds
 
 
 def train_sched2_command(
+    out_dir: OutDir,
     workload: Annotated[
         str, typer.Option("--workload", "-w", help="sched2, philly:VC or trace:PATH.")
     ] = "sched2",
-    out_dir: Annotated[
-        Path | None, typer.Option("--out", help="Checkpoint directory (default runs/<name>).")
-    ] = None,
     episodes: Annotated[
         int, typer.Option(min=1, max=MAX_STEPS, help="Training episodes (traces).")
     ] = 100,
+    max_minutes: MaxMinutes = None,
     minutes: Annotated[
         float | None,
-        typer.Option(min=0.1, max=1e6, help="Stop after this many minutes of training."),
+        typer.Option(min=0.01, max=1e6, hidden=True, help="Deprecated: --max-minutes."),
     ] = None,
     num_jobs: Annotated[int, typer.Option(min=10, max=MAX_JOBS, help="Jobs per episode.")] = 1000,
     load: Annotated[
@@ -81,14 +81,16 @@ def train_sched2_command(
         int, typer.Option(min=1, max=10_000, help="lookahead: training traces per iteration.")
     ] = 3,
 ) -> None:
-    """Train a SCED² policy (DQN, or SCED²-L with --method lookahead); the best by validation
-    is saved with a JSON card."""
+    """Train a SCED² policy (DQN, or SCED²-L with --method lookahead): OUT/policy.pt +
+    OUT/card.json is the best by validation, OUT/train_log.csv a row per episode (iteration)."""
     from dlsched.papers.sched2.algorithm import DQNConfig, EpisodeLog
-    from dlsched.papers.sched2.train import run_name, train_sched2
+    from dlsched.papers.sched2.train import train_sched2
 
     if method not in ("dqn", "lookahead"):
         err.print(f"error: --method must be dqn or lookahead, got {method!r}")
         raise typer.Exit(2)
+    with one_line_errors():
+        budget_s = budget_seconds(max_minutes, minutes, "--minutes", 60.0)
     if method == "lookahead":
         _train_lookahead(
             workload,
@@ -98,7 +100,7 @@ def train_sched2_command(
             one_gpu_frac,
             servers,
             seed,
-            minutes,
+            budget_s,
             iterations,
             population,
             traces_per_iter,
@@ -109,14 +111,13 @@ def train_sched2_command(
         config = DQNConfig(
             seed=seed,
             episodes=episodes,
-            time_budget_s=None if minutes is None else minutes * 60.0,
+            time_budget_s=budget_s,
             eps_decay_steps=eps_decay_steps,
             eps_start=eps_start,
             lr=lr,
             demo_episodes=demo_episodes if teacher != "none" else 0,
             pretrain_steps=pretrain_steps if teacher != "none" else 0,
         )
-        target = out_dir or Path("runs") / run_name(workload, seed)
         with progress_bar() as progress:
             task = progress.add_task("sched2 episodes", total=episodes)
 
@@ -143,7 +144,7 @@ def train_sched2_command(
                     )
 
             path, best = train_sched2(
-                target,
+                out_dir,
                 workload=workload,
                 config=config,
                 num_jobs=num_jobs,
@@ -160,20 +161,20 @@ def train_sched2_command(
 
 def _train_lookahead(
     workload: str,
-    out_dir: Path | None,
+    out_dir: Path,
     num_jobs: int,
     load: float | None,
     one_gpu_frac: float | None,
     servers: int | None,
     seed: int,
-    minutes: float | None,
+    budget_s: float | None,
     iterations: int,
     population: int,
     traces_per_iter: int,
     log_csv: Path | None,
 ) -> None:
     from dlsched.papers.sched2.lookahead_train import CemConfig, IterationLog
-    from dlsched.papers.sched2.train import run_name, train_sched2_lookahead
+    from dlsched.papers.sched2.train import train_sched2_lookahead
 
     with one_line_errors():
         config = CemConfig(
@@ -182,9 +183,8 @@ def _train_lookahead(
             population=population,
             elite=max(2, population // 4),
             traces_per_iter=traces_per_iter,
-            time_budget_s=None if minutes is None else minutes * 60.0,
+            time_budget_s=budget_s,
         )
-        target = out_dir or Path("runs") / run_name(workload, seed)
         with progress_bar() as progress:
             task = progress.add_task("sched2-L iterations", total=iterations)
 
@@ -205,7 +205,7 @@ def _train_lookahead(
                     )
 
             path, best = train_sched2_lookahead(
-                target,
+                out_dir,
                 command="dlsched " + " ".join(sys.argv[1:]),
                 workload=workload,
                 config=config,

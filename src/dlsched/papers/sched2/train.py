@@ -9,7 +9,6 @@ seeded offset (`dlsched.papers.sched2.env.trace_window`).
 
 from __future__ import annotations
 
-import datetime as _dt
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -19,6 +18,7 @@ from dlsched.papers.sched2.algorithm import DQNConfig, EpisodeLog, Sched2QNet, t
 from dlsched.papers.sched2.env import Sched2Env, workload_traces
 from dlsched.papers.sched2.policy import evaluate, save_policy
 from dlsched.papers.sched2.teacher import DsifTeacher
+from dlsched.rl.checkpoint import LOG_FILE
 from dlsched.workloads.sched2 import DEFAULT_LOAD as SCHED2_DEFAULT_LOAD
 
 log = logging.getLogger(__name__)
@@ -30,12 +30,6 @@ average), 1.8 gives the contended regime SCED² reports (baselines waiting hours
 VALIDATION_SEEDS = (90_001, 90_002)
 TEST_SEEDS = tuple(range(100_001, 100_031))
 """The 30 held-out test traces (SCED² §IV-A: 30 test traces of 1,000 jobs)."""
-
-
-def run_name(workload: str, seed: int) -> str:
-    """CleanRL-style run name ``workload__sched2__seed__time``."""
-    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S")
-    return f"{workload.replace(':', '-')}__sched2__{seed}__{stamp}"
 
 
 def workload_options(
@@ -105,7 +99,7 @@ def train_sched2(
     if teacher not in (None, "dsif"):
         raise ValueError(f"unknown sched2 teacher {teacher!r}; choose dsif or none")
     out = Path(out_dir)
-    log_path = Path(log_csv) if log_csv is not None else out / "train_log.csv"
+    log_path = Path(log_csv) if log_csv is not None else out / LOG_FILE
     params = {k: v for k, v in options.items() if v is not None}
     history: list[EpisodeLog] = []
     method = (
@@ -210,7 +204,7 @@ def train_sched2_lookahead(
     validation = [traces(s) for s in LOOKAHEAD_VALIDATION]
     gpus = int(validation[0].servers[0].gpu)
     out = Path(out_dir)
-    log_path = Path(log_csv) if log_csv is not None else out / "train_log.csv"
+    log_path = Path(log_csv) if log_csv is not None else out / LOG_FILE
     t0 = time.perf_counter()
     params, metrics, history = train_lookahead(
         traces, validation, cem, log_csv=log_path, on_iteration=on_iteration
