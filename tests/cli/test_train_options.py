@@ -68,7 +68,7 @@ def test_train_deeprm_and_sched2_write_the_same_files(tmp_path: Path):
     args += ["--max-minutes", "5"]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
-    assert FILES <= _files(deeprm)
+    assert _files(deeprm) >= FILES
     assert _files(deeprm) == _files(sched2)
     assert not (deeprm / "best").exists() and (deeprm / "last" / "policy.pt").is_file()
     for out in (deeprm, sched2):

@@ -65,8 +65,7 @@ def budget_seconds(
         raise ValueError(f"{old_option}: give --max-minutes only ({old_option} is its old name)")
     minutes = old_value * old_unit_s / 60.0
     err.print(
-        f"warning: {old_option} is deprecated and will be removed; "
-        f"use --max-minutes {minutes:g}",
+        f"warning: {old_option} is deprecated and will be removed; use --max-minutes {minutes:g}",
         highlight=False,
     )
     return old_value * old_unit_s
