@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from dlsched.commands.common import err
-from dlsched.rl.checkpoint import CARD_FILE, LOG_FILE, POLICY_FILE
+from dlsched.rl.files import CARD_FILE, ELAPSED_COLUMN, LOG_FILE, POLICY_FILE
 
 __all__ = [
     "CARD_FILE",
@@ -26,8 +26,6 @@ __all__ = [
     "budget_seconds",
 ]
 
-ELAPSED_COLUMN = "wall_s"
-"""The log's column of wall seconds since the start of training."""
 MAX_MINUTES_LIMIT = 1e6
 
 OutDir = Annotated[

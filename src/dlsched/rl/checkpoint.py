@@ -32,12 +32,7 @@ from typing import Any
 import torch
 
 from dlsched.rl.card_limits import validate_card_data
-
-POLICY_FILE = "policy.pt"
-CARD_FILE = "card.json"
-LOG_FILE = "train_log.csv"
-"""The training log every ``dlsched train`` command writes next to the checkpoint; its column
-``wall_s`` is the wall seconds since training started."""
+from dlsched.rl.files import CARD_FILE, POLICY_FILE
 
 
 @dataclass

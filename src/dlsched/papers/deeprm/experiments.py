@@ -212,7 +212,7 @@ def plot_fig5(rows: Sequence[dict[str, Any]], path: Path, jobsets: int) -> None:
 def fig6(out: Path, references: dict[str, float]) -> list[Path]:
     """Learning curve of the shipped policy (its ``train_log.csv``)."""
     from dlsched.papers.deeprm.policy import DEFAULT_POLICY
-    from dlsched.rl.checkpoint import LOG_FILE
+    from dlsched.rl.files import LOG_FILE
 
     path = DEFAULT_POLICY / LOG_FILE
     if not path.is_file():

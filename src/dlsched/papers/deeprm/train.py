@@ -44,7 +44,8 @@ from dlsched.papers.deeprm.algorithm import (
 )
 from dlsched.papers.deeprm.net import DeepRMPolicyNet
 from dlsched.papers.deeprm.state import DeepRMBatch, Jobset
-from dlsched.rl.checkpoint import LOG_FILE, PolicyCard, save_checkpoint
+from dlsched.rl.checkpoint import PolicyCard, save_checkpoint
+from dlsched.rl.files import LOG_FILE
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,8 @@ Q-network (issue 6): at each scheduling point it repeats observe (`dlsched.paper
 and take the legal action with the highest Q-value, until φ or nothing fits; the picked jobs
 start on their packing placements. A Q-network works only on the N servers × M GPUs it was
 trained for; otherwise the first decision raises a one-line ValueError naming both shapes (pass
-``--servers N``, or train one for that trace with ``dlsched train sched2 --workload philly:VC``).
+``--servers N``, or train one for that trace with
+``dlsched train sched2 -w philly:VC --out DIR``).
 Both are non-preemptive.
 
 This module only registers the scheduler; PyTorch is imported when one is built

@@ -293,6 +293,6 @@ class Sched2Encoder:
                 f"{self.where}: made for {self.shape.servers} servers x "
                 f"{self.shape.gpus_per_server} GPUs, this cluster has {servers} x {gpus}; "
                 f"pass --servers {self.shape.servers} or train a policy for it with "
-                "`dlsched train sched2 --workload ...`"
+                "`dlsched train sched2 --workload ... --out DIR`"
             )
         return Sched2Builder(view, self.shape, self.profiler)

@@ -18,7 +18,7 @@ from dlsched.papers.sched2.algorithm import DQNConfig, EpisodeLog, Sched2QNet, t
 from dlsched.papers.sched2.env import Sched2Env, workload_traces
 from dlsched.papers.sched2.policy import evaluate, save_policy
 from dlsched.papers.sched2.teacher import DsifTeacher
-from dlsched.rl.checkpoint import LOG_FILE
+from dlsched.rl.files import LOG_FILE
 from dlsched.workloads.sched2 import DEFAULT_LOAD as SCHED2_DEFAULT_LOAD
 
 log = logging.getLogger(__name__)
