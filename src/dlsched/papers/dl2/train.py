@@ -332,7 +332,7 @@ def train_dl2(spec: TrainSpec, progress: Progress | None = None) -> Path:
     env.reset(seed=cfg.seed)
 
     # -- supervised warm-up ------------------------------------------------------------------
-    if spec.teacher is not None and run.sl_done < spec.sl_steps:
+    if spec.teacher is not None and run.sl_done < spec.sl_steps and run.has_time():
         data = collect_teacher(env, spec.teacher, spec.sl_episodes, seed=cfg.seed)
         log.info("SL data: %d samples from %s", len(data), spec.teacher)
         opt = torch.optim.Adam(run.learner.policy.parameters(), lr=cfg.sl_lr)
