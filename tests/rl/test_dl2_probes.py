@@ -42,20 +42,20 @@ def _policy(hoard: bool) -> torch.nn.Module:
 
 
 def test_validation_probes_avoid_every_other_seed_range_and_cycle_small_clusters() -> None:
-    probes = validation_probes(9)
+    probes = validation_probes(6)
     seeds = [p.seed for p in probes]
-    assert seeds == list(range(PROBE_SEED_MIN, PROBE_SEED_MIN + 9))
+    assert seeds == list(range(PROBE_SEED_MIN, PROBE_SEED_MIN + 6))
     assert min(seeds) > 10_000 and max(seeds) < TRAIN_SEED_MIN  # invariant tests, training
     assert {(p.options["servers"], p.options["load"]) for p in probes} == {
-        (s, load) for s in (2, 3, 4) for load in (0.5, 1.0, 2.0)
+        (s, load) for s in (2, 3) for load in (0.5, 1.0, 2.0)
     }
     drawn = training_probes(5, np.random.default_rng(0))
-    assert all(p.seed >= TRAIN_SEED_MIN and p.options["servers"] <= 4 for p in drawn)
+    assert all(p.seed >= TRAIN_SEED_MIN and p.options["servers"] <= 3 for p in drawn)
 
 
 def test_count_stalls_finds_a_policy_that_leaves_jobs_idle() -> None:
-    probes = validation_probes(2)  # a stalled run takes ~1,000 idle slots (seconds) to call
-    assert count_stalls(_policy(hoard=True), CFG, probes[:1]) == 1
+    probes = validation_probes(3)
+    assert count_stalls(_policy(hoard=True), CFG, probes) == 3
     assert count_stalls(_policy(hoard=True), CFG, probes, first_only=True) == 1
     assert count_stalls(_policy(False), CFG, probes) == 0
 

@@ -70,7 +70,7 @@ def train_dl2_command(
         typer.Option(
             min=0,
             max=1000,
-            help="es: small-cluster (2-4 servers) training traces per iteration; a candidate "
+            help="es: small-cluster (2-3 servers) training traces per iteration; a candidate "
             "that stalls one scores inf.",
         ),
     ] = 4,
@@ -79,7 +79,7 @@ def train_dl2_command(
         typer.Option(
             min=0,
             max=10_000,
-            help="Small-cluster (2-4 servers) traces run at every validation; a checkpoint that "
+            help="Small-cluster (2-3 servers) traces run at every validation; a checkpoint that "
             "stalls one is never chosen over one that stalls none (0: off).",
         ),
     ] = 24,

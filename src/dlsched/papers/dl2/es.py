@@ -17,7 +17,7 @@ a whole training trace under the deployed greedy policy — from perturbations o
   turned into centred ranks (robust to outliers and to a candidate that stalls the simulation)
   and ``θ`` takes an Adam step along ``−Σ_i (rank⁺_i − rank⁻_i) ε_i``;
 * with ``probes > 0`` each candidate first runs that many small-cluster training traces
-  (`dlsched.papers.dl2.probes`, 2–4 servers, shared by the iteration's candidates): one that
+  (`dlsched.papers.dl2.probes`, 2–3 servers, shared by the iteration's candidates): one that
   stalls any of them scores ``inf``, so ES moves away from policies that leave jobs idle for
   good on clusters unlike the main traces'.
 
