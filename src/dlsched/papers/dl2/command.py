@@ -95,6 +95,12 @@ def train_dl2_command(
         Path | None,
         typer.Option(help="Start from this policy checkpoint (same --J, --arch, --hidden)."),
     ] = None,
+    tensorboard: Annotated[
+        Path | None,
+        typer.Option(
+            help="Also write the log's rows as TensorBoard scalars here (extra: tensorboard)."
+        ),
+    ] = None,
     eval_every: Annotated[
         int,
         typer.Option(
@@ -228,6 +234,7 @@ def train_dl2_command(
             init=init,
             stall_probes=stall_probes,
             max_wall_s=None if max_minutes is None else 60.0 * max_minutes,
+            tensorboard=tensorboard,
         )
         with progress_bar(TextColumn("{task.fields[val]}")) as progress:
             tasks = {

@@ -46,6 +46,7 @@ from dlsched.papers.dl2.offline_rl import (
 )
 from dlsched.papers.dl2.probes import count_stalls, validation_probes
 from dlsched.rl.checkpoint import read_card
+from dlsched.rl.tensorboard import open_mirror
 from dlsched.schedulers.registry import make_scheduler
 from dlsched.workloads.registry import make_workload
 
@@ -92,6 +93,8 @@ class TrainSpec:
             checkpoint must finish without stalling to be preferred (0: none).
         max_wall_s: wall-time budget (s) of this call: no SL chunk, RL chunk or ES chunk (the
             updates between two validations) starts after it (None: no limit).
+        tensorboard: also write every log row as TensorBoard scalars here (tags
+            ``PHASE/column``; `dlsched.rl.tensorboard`), or None.
     """
 
     out: Path
@@ -115,6 +118,7 @@ class TrainSpec:
     init: Path | None = None
     stall_probes: int = 0
     max_wall_s: float | None = None
+    tensorboard: Path | None = None
 
     def fitted_model(self) -> FittedPS | None:
         """The fitted speed model of ``speed_model`` (None for the measured speeds)."""
@@ -150,6 +154,7 @@ class _Run:
         self.transform = fitted_transform(self.fitted) if self.fitted is not None else None
         spec.out.mkdir(parents=True, exist_ok=True)
         self.log_path = spec.out / LOG_FILE
+        self.mirror = open_mirror(spec.tensorboard)
 
     def has_time(self) -> bool:
         """Whether the wall-time budget allows another chunk (logs once when it does not)."""
@@ -290,6 +295,9 @@ class _Run:
             wall = time.perf_counter() - self.t0
             shown = str(stalls) if self.probes else ""
             writer.writerow([phase, step, f"{wall:.1f}", f"{val:.1f}", f"{stat:.4f}", shown])
+        if self.mirror is not None:
+            row = {"wall_s": wall, "val_avg_jct_s": val, "stat": stat}
+            self.mirror.add(row | ({"probe_stalls": stalls} if self.probes else {}), step, phase)
         log.info(
             "%s step %d: validation avg JCT %.0f s, %d of %d probes stalled",
             phase,
@@ -420,6 +428,8 @@ def train_dl2(spec: TrainSpec, progress: Progress | None = None) -> Path:
             pool.close()
     if not (spec.out / "card.json").exists():  # nothing trained: still leave a usable card
         run.validate("init", 0, 0.0)
+    if run.mirror is not None:
+        run.mirror.close()
     card = read_card(spec.out)
     log.info("best validation avg JCT %.0f s", card.validation.get("avg_jct_s", float("nan")))
     return spec.out
