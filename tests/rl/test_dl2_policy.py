@@ -56,3 +56,15 @@ def test_dl2_path_loads_another_checkpoint(tmp_path: Path) -> None:
         make_scheduler(f"dl2:{tmp_path / 'nothing'}")
     scheduler = make_scheduler(f"dl2:{SHIPPED}")
     assert scheduler.name == "dl2"
+
+
+def test_shipped_policy_never_stalls_a_tiny_cluster() -> None:
+    # The invariant test's clusters (tests/schedulers/test_every_scheduler.py), every seed it
+    # could draw below 40 at each of its loads; a policy that leaves a job idle for good on one
+    # of them raises SimulationStalled here (an earlier one-command policy did in 5 of 120).
+    scheduler = make_scheduler("dl2")  # greedy and stateless: one instance for every run
+    for load in (0.5, 1.0, 2.0):
+        for seed in range(40):
+            result = simulate("dl2", scheduler, seed=seed, load=load, servers=2, num_jobs=12)
+            summary = result.summary()
+            assert summary["jobs"] == summary["finished"] == 12, (seed, load)

@@ -65,9 +65,41 @@ def train_dl2_command(
     es_lr: Annotated[
         float, typer.Option(min=0.0, max=1.0, help="es: Adam step size on the weights.")
     ] = 0.005,
+    es_stall_probes: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            max=1000,
+            help="es: small-cluster (2-3 servers) training traces per iteration; a candidate "
+            "that stalls one scores inf.",
+        ),
+    ] = 4,
+    stall_probes: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            max=10_000,
+            help="Small-cluster (2-3 servers) traces run at every validation; a checkpoint that "
+            "stalls one is never chosen over one that stalls none (0: off).",
+        ),
+    ] = 24,
+    max_minutes: Annotated[
+        float | None,
+        typer.Option(
+            min=0.0,
+            max=100_000.0,
+            help="Wall-time budget: no new chunk of updates starts after this many minutes.",
+        ),
+    ] = None,
     init: Annotated[
         Path | None,
         typer.Option(help="Start from this policy checkpoint (same --J, --arch, --hidden)."),
+    ] = None,
+    tensorboard: Annotated[
+        Path | None,
+        typer.Option(
+            help="Also write the log's rows as TensorBoard scalars here (extra: tensorboard)."
+        ),
     ] = None,
     eval_every: Annotated[
         int,
@@ -191,9 +223,18 @@ def train_dl2_command(
             clusters=clusters,
             vary=_parse_vary(vary),
             rl_method=rl_method,
-            es=EsConfig(pairs=es_pairs, traces_per_iter=es_traces, sigma=es_sigma, lr=es_lr),
+            es=EsConfig(
+                pairs=es_pairs,
+                traces_per_iter=es_traces,
+                sigma=es_sigma,
+                lr=es_lr,
+                probes=es_stall_probes,
+            ),
             rl_eval_every=rl_eval_every,
             init=init,
+            stall_probes=stall_probes,
+            max_wall_s=None if max_minutes is None else 60.0 * max_minutes,
+            tensorboard=tensorboard,
         )
         with progress_bar(TextColumn("{task.fields[val]}")) as progress:
             tasks = {
@@ -218,6 +259,11 @@ def train_dl2_command(
         table.add_row(
             "validation avg JCT (s)", f"{card.validation.get('avg_jct_s', float('nan')):,.0f}"
         )
+        if "probes" in card.validation:
+            table.add_row(
+                "stall probes stalled",
+                f"{card.validation['probe_stalls']:.0f} of {card.validation['probes']:.0f}",
+            )
         table.add_row("validation seeds", ", ".join(map(str, card.seeds.get("validation", []))))
         table.add_row("steps (SL, RL)", f"{card.steps.get('sl', 0)}, {card.steps.get('rl', 0)}")
         table.add_row("log", str(best / LOG_FILE))

@@ -15,7 +15,11 @@ a whole training trace under the deployed greedy policy — from perturbations o
 * the fitness of a candidate is its average JCT over the iteration's traces
   (`dlsched.papers.dl2.network.evaluate`, the same function validation uses); fitnesses are
   turned into centred ranks (robust to outliers and to a candidate that stalls the simulation)
-  and ``θ`` takes an Adam step along ``−Σ_i (rank⁺_i − rank⁻_i) ε_i``.
+  and ``θ`` takes an Adam step along ``−Σ_i (rank⁺_i − rank⁻_i) ε_i``;
+* with ``probes > 0`` each candidate first runs that many small-cluster training traces
+  (`dlsched.papers.dl2.probes`, 2–3 servers, shared by the iteration's candidates): one that
+  stalls any of them scores ``inf``, so ES moves away from policies that leave jobs idle for
+  good on clusters unlike the main traces'.
 
 Episodes run through `dlsched.simulate` with the deployed scheduler (`make_scheduler_for`),
 so training optimises the same decisions users get; the policy only observes the scheduler's
@@ -36,6 +40,7 @@ from torch import nn
 
 from dlsched.papers.dl2.env import TRAIN_SEED_MIN
 from dlsched.papers.dl2.network import Dl2Config, evaluate
+from dlsched.papers.dl2.probes import Probe, count_stalls, training_probes
 
 log = logging.getLogger(__name__)
 
@@ -61,12 +66,19 @@ class EsConfig:
     vary: dict[str, tuple[Any, ...]] = field(default_factory=dict)
     """Generator options drawn per iteration from the listed values (one setting per iteration,
     shared by its candidates)."""
+    probes: int = 0
+    """Small-cluster training traces (`dlsched.papers.dl2.probes`) every candidate of an
+    iteration must finish without stalling, or it scores ``inf`` (0: none)."""
 
 
 def centred_ranks(x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-    """Ranks of ``x`` scaled to ``[-0.5, 0.5]`` (ties broken by position; ``inf`` ranks last)."""
+    """Ranks of ``x`` scaled to ``[-0.5, 0.5]`` (finite ties broken by position; every ``inf``
+    shares the mean of the last ranks, so stalled candidates push no direction among them)."""
     ranks = np.empty(len(x), dtype=np.float64)
     ranks[np.argsort(x, kind="stable")] = np.arange(len(x), dtype=np.float64)
+    stalled = np.isinf(x)
+    if stalled.any():
+        ranks[stalled] = ranks[stalled].mean()
     return ranks / max(len(x) - 1, 1) - 0.5
 
 
@@ -89,34 +101,47 @@ class Es:
         self.opt = torch.optim.Adam([self.theta.requires_grad_(True)], lr=cfg.lr)
         self.iterations = 0
 
-    def _fitness(self, theta: torch.Tensor, seeds: list[int], options: dict[str, Any]) -> float:
+    def _fitness(
+        self,
+        theta: torch.Tensor,
+        seeds: list[int],
+        options: dict[str, Any],
+        probes: list[Probe],
+    ) -> float:
         """Average JCT (s) of the greedy policy with weights ``theta`` over the traces (inf if
-        it stalls one)."""
+        it stalls one of them or of the probes)."""
         nn.utils.vector_to_parameters(theta, self.policy.parameters())
-        return evaluate(self.policy, self.dl2, seeds, self.cfg.workload, **options)
+        cfg = self.cfg
+        if probes and count_stalls(
+            self.policy, self.dl2, probes, cfg.workload, first_only=True, **cfg.workload_options
+        ):
+            return float("inf")
+        return evaluate(self.policy, self.dl2, seeds, cfg.workload, **options)
 
-    def _traces(self) -> tuple[list[int], dict[str, Any]]:
-        """This iteration's training trace seeds and their (shared) generator options."""
+    def _traces(self) -> tuple[list[int], dict[str, Any], list[Probe]]:
+        """This iteration's training trace seeds, their (shared) generator options and its
+        stall probes."""
         cfg = self.cfg
         options = dict(cfg.workload_options)
         for key, values in cfg.vary.items():
             options[key] = values[int(self.rng.integers(len(values)))]
         seeds = self.rng.integers(TRAIN_SEED_MIN, 2**31 - 1, cfg.traces_per_iter)
-        return [int(s) for s in seeds], options
+        probes = training_probes(cfg.probes, self.rng) if cfg.probes else []
+        return [int(s) for s in seeds], options, probes
 
     def iterate(self) -> dict[str, float]:
-        """One iteration; returns the centre's training JCT, the best candidate's and the
-        gradient's norm."""
+        """One iteration; returns the centre's training JCT, the best candidate's, the
+        gradient's norm and how many candidates stalled."""
         cfg = self.cfg
-        seeds, options = self._traces()
+        seeds, options, probes = self._traces()
         theta = self.theta.detach()
         with torch.no_grad():
-            centre = self._fitness(theta, seeds, options)
+            centre = self._fitness(theta, seeds, options, probes)
             noise = torch.from_numpy(
                 self.rng.standard_normal((cfg.pairs, theta.numel()), dtype=np.float32)
             )
-            plus = [self._fitness(theta + cfg.sigma * e, seeds, options) for e in noise]
-            minus = [self._fitness(theta - cfg.sigma * e, seeds, options) for e in noise]
+            plus = [self._fitness(theta + cfg.sigma * e, seeds, options, probes) for e in noise]
+            minus = [self._fitness(theta - cfg.sigma * e, seeds, options, probes) for e in noise]
             ranks = centred_ranks(np.asarray(plus + minus))
             # lower JCT is better: a candidate's weight is minus its rank
             weights = torch.from_numpy(-(ranks[: cfg.pairs] - ranks[cfg.pairs :])).float()
@@ -134,6 +159,7 @@ class Es:
             "train_avg_jct_s": centre,
             "best_candidate_s": min(finite) if finite else float("inf"),
             "grad_norm": float(grad.norm()),
+            "stalled_candidates": float(len(plus + minus) - len(finite)),
         }
 
 

@@ -2,12 +2,18 @@
 
 `train_dl2` is what ``dlsched train dl2`` calls. Output directory layout:
 
-* ``policy.pt`` + ``card.json`` — the best policy by validation average JCT (the one to use:
+* ``policy.pt`` + ``card.json`` — the best policy by validation average JCT (fewest stalled
+  probes first, see below; the one to use:
   ``--scheduler dl2:OUT``), with its card (teacher, steps, seeds, validation JCT, date).
 * ``last/`` — the latest policy plus ``train_state.pt`` (value network, optimisers, step
   counters; tensors and plain containers only), which ``resume=True`` continues from.
 * ``train_log.csv`` — one row every ``eval_every`` updates: phase, step, wall seconds,
-  validation average JCT (s), and the phase's training statistic.
+  validation average JCT (s), the phase's training statistic and how many stall probes the
+  policy stalled (empty without probes).
+
+With ``stall_probes > 0`` every validation also runs that many small-cluster traces
+(`dlsched.papers.dl2.probes`): checkpoints are ranked by (probes stalled, validation JCT), so one
+that leaves a job idle for good on any probe is never chosen over one that stalls none.
 
 Training traces are drawn by the environment from seeds ≥ `dlsched.papers.dl2.env.TRAIN_SEED_MIN`,
 so validation seeds below it are never trained on.
@@ -38,7 +44,9 @@ from dlsched.papers.dl2.offline_rl import (
     fit_speed_model,
     fitted_transform,
 )
+from dlsched.papers.dl2.probes import count_stalls, validation_probes
 from dlsched.rl.checkpoint import read_card
+from dlsched.rl.tensorboard import open_mirror
 from dlsched.schedulers.registry import make_scheduler
 from dlsched.workloads.registry import make_workload
 
@@ -81,6 +89,12 @@ class TrainSpec:
             ``eval_every``).
         init: start from this policy checkpoint instead of a fresh network (same J, L,
             network arch and hidden sizes).
+        stall_probes: small-cluster validation traces (`dlsched.papers.dl2.probes`) a
+            checkpoint must finish without stalling to be preferred (0: none).
+        max_wall_s: wall-time budget (s) of this call: no SL chunk, RL chunk or ES chunk (the
+            updates between two validations) starts after it (None: no limit).
+        tensorboard: also write every log row as TensorBoard scalars here (tags
+            ``PHASE/column``; `dlsched.rl.tensorboard`), or None.
     """
 
     out: Path
@@ -102,6 +116,9 @@ class TrainSpec:
     es: EsConfig = field(default_factory=EsConfig)
     rl_eval_every: int | None = None
     init: Path | None = None
+    stall_probes: int = 0
+    max_wall_s: float | None = None
+    tensorboard: Path | None = None
 
     def fitted_model(self) -> FittedPS | None:
         """The fitted speed model of ``speed_model`` (None for the measured speeds)."""
@@ -129,11 +146,25 @@ class _Run:
         self.sl_done = 0
         self.rl_done = 0
         self.best = float("inf")
+        self.best_stalls = float("inf")
+        self.probes = validation_probes(spec.stall_probes)
+        self.out_of_time = False
         self.learner = Learner.create(self.cfg, _initial_policy(spec))
         self.fitted = spec.fitted_model()
         self.transform = fitted_transform(self.fitted) if self.fitted is not None else None
         spec.out.mkdir(parents=True, exist_ok=True)
         self.log_path = spec.out / LOG_FILE
+        self.mirror = open_mirror(spec.tensorboard)
+
+    def has_time(self) -> bool:
+        """Whether the wall-time budget allows another chunk (logs once when it does not)."""
+        budget = self.spec.max_wall_s
+        if budget is None or time.perf_counter() - self.t0 < budget:
+            return True
+        if not self.out_of_time:
+            log.warning("wall-time budget of %.0f s spent: training stops here", budget)
+            self.out_of_time = True
+        return False
 
     # -- persistence -----------------------------------------------------------------------
 
@@ -151,10 +182,11 @@ class _Run:
         self.learner.updates = int(state["updates"])
         self.sl_done, self.rl_done = int(state["sl_done"]), int(state["rl_done"])
         self.best = float(state["best"])
+        self.best_stalls = float(state.get("best_stalls", 0))
         log.info("resumed %s at SL %d, RL %d", last, self.sl_done, self.rl_done)
         return True
 
-    def _save(self, directory: Path, val: float) -> None:
+    def _save(self, directory: Path, val: float, stalls: int) -> None:
         spec = self.spec
         params = dict(make_workload(spec.workload, seed=0, **spec.workload_options).params)
         params.pop("seed", None)
@@ -172,8 +204,16 @@ class _Run:
                 es = spec.es
                 notes += (
                     f" (pairs={es.pairs}, traces per iteration={es.traces_per_iter}, "
-                    f"sigma={es.sigma:g}, lr={es.lr:g})"
+                    f"sigma={es.sigma:g}, lr={es.lr:g}, stall probes per iteration={es.probes})"
                 )
+        if self.probes:
+            notes += (
+                f"; chosen among checkpoints that stall the fewest of {len(self.probes)} "
+                f"small-cluster validation probes (seeds {self.probes[0].seed}-"
+                f"{self.probes[-1].seed}), then by validation JCT"
+            )
+        if self.out_of_time:
+            notes += f"; stopped by the wall-time budget of {spec.max_wall_s:.0f} s"
         if spec.speed_model != "measured":
             notes += f"; trained and validated with {spec.speed_model} speeds (OfflineRL)"
         if spec.clusters > 1:
@@ -194,13 +234,17 @@ class _Run:
             workload_params=_jsonable(params),
             seeds={"validation": list(spec.val_seeds), "run": [self.cfg.seed]},
             steps={"sl": self.sl_done, "rl": self.rl_done, "sl_episodes": spec.sl_episodes},
-            validation={"avg_jct_s": val},
+            validation=(
+                {"avg_jct_s": val, "probe_stalls": stalls, "probes": len(self.probes)}
+                if self.probes
+                else {"avg_jct_s": val}
+            ),
             notes=notes,
         )
 
-    def checkpoint(self, val: float) -> None:
+    def checkpoint(self, val: float, stalls: int) -> None:
         last = self.spec.out / "last"
-        self._save(last, val)
+        self._save(last, val, stalls)
         torch.save(
             {
                 "value": self.learner.value.state_dict(),
@@ -211,12 +255,25 @@ class _Run:
                 "sl_done": torch.tensor(self.sl_done),
                 "rl_done": torch.tensor(self.rl_done),
                 "best": torch.tensor(self.best),
+                "best_stalls": torch.tensor(self.best_stalls),
             },
             last / TRAIN_STATE,
         )
 
     def validate(self, phase: str, step: int, stat: float) -> float:
+        """Validate the learner's policy, keep it if it is the best so far, log and checkpoint;
+        returns its validation average JCT (s)."""
         spec = self.spec
+        stalls = 0
+        if self.probes:
+            stalls = count_stalls(
+                self.learner.policy,
+                self.cfg,
+                self.probes,
+                spec.workload,
+                transform=self.transform,
+                **spec.workload_options,
+            )
         val = evaluate(
             self.learner.policy,
             self.cfg,
@@ -225,18 +282,30 @@ class _Run:
             transform=self.transform,
             **spec.workload_options,
         )
-        if val < self.best:
-            self.best = val
-            self._save(spec.out, val)
-        self.checkpoint(val)
+        if (stalls, val) < (self.best_stalls, self.best):
+            self.best, self.best_stalls = val, stalls
+            self._save(spec.out, val, stalls)
+        self.checkpoint(val, stalls)
         new = not self.log_path.exists()
         with self.log_path.open("a", newline="") as fh:
             writer = csv.writer(fh)
             if new:
-                writer.writerow(["phase", "step", "wall_s", "val_avg_jct_s", "stat"])
+                header = ["phase", "step", "wall_s", "val_avg_jct_s", "stat", "probe_stalls"]
+                writer.writerow(header)
             wall = time.perf_counter() - self.t0
-            writer.writerow([phase, step, f"{wall:.1f}", f"{val:.1f}", f"{stat:.4f}"])
-        log.info("%s step %d: validation avg JCT %.0f s", phase, step, val)
+            shown = str(stalls) if self.probes else ""
+            writer.writerow([phase, step, f"{wall:.1f}", f"{val:.1f}", f"{stat:.4f}", shown])
+        if self.mirror is not None:
+            row = {"wall_s": wall, "val_avg_jct_s": val, "stat": stat}
+            self.mirror.add(row | ({"probe_stalls": stalls} if self.probes else {}), step, phase)
+        log.info(
+            "%s step %d: validation avg JCT %.0f s, %d of %d probes stalled",
+            phase,
+            step,
+            val,
+            stalls,
+            len(self.probes),
+        )
         return val
 
 
@@ -271,13 +340,13 @@ def train_dl2(spec: TrainSpec, progress: Progress | None = None) -> Path:
     env.reset(seed=cfg.seed)
 
     # -- supervised warm-up ------------------------------------------------------------------
-    if spec.teacher is not None and run.sl_done < spec.sl_steps:
+    if spec.teacher is not None and run.sl_done < spec.sl_steps and run.has_time():
         data = collect_teacher(env, spec.teacher, spec.sl_episodes, seed=cfg.seed)
         log.info("SL data: %d samples from %s", len(data), spec.teacher)
         opt = torch.optim.Adam(run.learner.policy.parameters(), lr=cfg.sl_lr)
         stat = 0.0
         rounds = 0
-        while run.sl_done < spec.sl_steps:
+        while run.sl_done < spec.sl_steps and run.has_time():
             if cfg.dagger > 0 and rounds > 0:  # DAgger: the learner drives, the teacher labels
                 more = collect_teacher(
                     env,
@@ -328,7 +397,7 @@ def train_dl2(spec: TrainSpec, progress: Progress | None = None) -> Path:
             )
         else:
             rollout = Rollout(env, run.learner, seed=cfg.seed + run.rl_done)
-        while run.rl_done < spec.rl_steps:
+        while run.rl_done < spec.rl_steps and run.has_time():
             chunk = min(spec.rl_eval_every or spec.eval_every, spec.rl_steps - run.rl_done)
             entropies: list[float] = []
 
@@ -359,6 +428,8 @@ def train_dl2(spec: TrainSpec, progress: Progress | None = None) -> Path:
             pool.close()
     if not (spec.out / "card.json").exists():  # nothing trained: still leave a usable card
         run.validate("init", 0, 0.0)
+    if run.mirror is not None:
+        run.mirror.close()
     card = read_card(spec.out)
     log.info("best validation avg JCT %.0f s", card.validation.get("avg_jct_s", float("nan")))
     return spec.out
@@ -379,7 +450,7 @@ def _train_es(run: _Run, progress: Progress | None) -> None:
     )
     learner = Es(run.learner.policy, run.cfg, es_cfg, seed=run.cfg.seed * 1_000_003 + run.rl_done)
     every = spec.rl_eval_every or spec.eval_every
-    while run.rl_done < spec.rl_steps:
+    while run.rl_done < spec.rl_steps and run.has_time():
         chunk = min(every, spec.rl_steps - run.rl_done)
         train_jct: list[float] = []
 
