@@ -103,4 +103,4 @@ def test_train_dl2_with_es_logs_rl_validations_and_says_so_in_the_card(tmp_path:
     rows = (tmp_path / "train_log.csv").read_text().splitlines()
     assert [r.split(",")[:2] for r in rows[1:]] == [["sl", "5"], ["rl", "1"], ["rl", "2"]]
     card = read_card(tmp_path)
-    assert "RL: es" in card.notes
+    assert "RL: evolution strategies (es," in card.notes

@@ -54,6 +54,8 @@ log = logging.getLogger(__name__)
 
 TRAIN_STATE = "train_state.pt"
 LOG_FILE = "train_log.csv"
+RL_METHOD_NAMES = {"es": "evolution strategies", "actor-critic": "actor-critic"}
+"""How a card's notes name each ``rl_method``."""
 
 
 @dataclass
@@ -199,11 +201,11 @@ class _Run:
         if spec.init is not None:
             notes += f"; started from the policy in {spec.init}"
         if spec.rl_steps:
-            notes += f"; RL: {spec.rl_method}"
+            notes += f"; RL: {RL_METHOD_NAMES.get(spec.rl_method, spec.rl_method)}"
             if spec.rl_method == "es":
                 es = spec.es
                 notes += (
-                    f" (pairs={es.pairs}, traces per iteration={es.traces_per_iter}, "
+                    f" (es, pairs={es.pairs}, traces per iteration={es.traces_per_iter}, "
                     f"sigma={es.sigma:g}, lr={es.lr:g}, stall probes per iteration={es.probes})"
                 )
         if self.probes:
