@@ -15,7 +15,7 @@ from dlsched.cli import app
 
 runner = CliRunner()
 
-COMMON = {"--out", "--max-minutes"}
+COMMON = {"--out", "--max-minutes", "--tensorboard"}
 PENDING: dict[str, set[str]] = {}
 """Options a command may lack for now (name → options); empty: every command has them all."""
 FILES = {"policy.pt", "card.json", "train_log.csv"}

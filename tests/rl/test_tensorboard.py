@@ -55,3 +55,29 @@ def test_train_dl2_mirrors_its_csv_log(tmp_path: Path) -> None:
         logged = [(int(r["step"]), float(r["val_avg_jct_s"])) for r in rows if r["phase"] == phase]
         mirrored = tags[f"{phase}/val_avg_jct_s"]
         assert [(s, pytest.approx(v, abs=0.05)) for s, v in mirrored] == logged
+
+
+@pytest.mark.parametrize(
+    ("command", "args", "step_column"),
+    [
+        (
+            "deeprm",
+            ["--iterations", "2", "--jobsets", "1", "--episodes", "2"]
+            + ["--validation-jobsets", "1", "--workers", "1", "--max-steps", "60"],
+            "iteration",
+        ),
+        ("sched2", ["--episodes", "2", "--num-jobs", "10"], "episode"),
+    ],
+)
+def test_train_deeprm_and_sched2_mirror_their_csv_logs(
+    tmp_path: Path, command: str, args: list[str], step_column: str
+) -> None:
+    out, board = tmp_path / "run", tmp_path / "tb"
+    argv = ["train", command, "--out", str(out), *args, "--tensorboard", str(board)]
+    result = CliRunner().invoke(app, argv)
+    assert result.exit_code == 0, result.output
+    with (out / "train_log.csv").open() as fh:
+        rows = list(csv.DictReader(fh))
+    logged = [(int(r[step_column]), float(r["wall_s"])) for r in rows]
+    mirrored = scalars(board)["wall_s"]
+    assert [(s, pytest.approx(v, rel=1e-4)) for s, v in mirrored] == logged

@@ -23,6 +23,7 @@ __all__ = [
     "POLICY_FILE",
     "MaxMinutes",
     "OutDir",
+    "TensorBoardDir",
     "budget_seconds",
 ]
 
@@ -39,6 +40,14 @@ MaxMinutes = Annotated[
         min=0.01,
         max=MAX_MINUTES_LIMIT,
         help="Stop after this many minutes of wall time (default: no limit).",
+    ),
+]
+
+TensorBoardDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--tensorboard",
+        help="Also write the log's rows as TensorBoard scalars here (extra: tensorboard).",
     ),
 ]
 

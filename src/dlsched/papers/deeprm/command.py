@@ -9,7 +9,7 @@ from rich.table import Table
 
 from dlsched.cli_args import MAX_LOAD, MAX_SEED, MAX_STEPS, parse_hidden
 from dlsched.commands.common import one_line_errors, out, progress_bar
-from dlsched.commands.train_options import MaxMinutes, OutDir, budget_seconds
+from dlsched.commands.train_options import MaxMinutes, OutDir, TensorBoardDir, budget_seconds
 
 
 def train_deeprm_command(
@@ -38,6 +38,7 @@ def train_deeprm_command(
         bool, typer.Option("--unmasked", help="Paper's policy: invalid actions not masked.")
     ] = False,
     max_minutes: MaxMinutes = None,
+    tensorboard: TensorBoardDir = None,
     time_budget: Annotated[
         float | None,
         typer.Option(min=1.0, max=1e7, hidden=True, help="Deprecated: seconds; --max-minutes."),
@@ -133,6 +134,7 @@ def train_deeprm_command(
                 validate_every=validate_every,
                 validation_jobsets=validation_jobsets,
                 on_iteration=advance,
+                tensorboard=tensorboard,
             )
     plural = "" if outcome.iterations == 1 else "s"
     table = Table(title=f"deeprm · load {loads or load} · {outcome.iterations} iteration{plural}")

@@ -46,6 +46,7 @@ from dlsched.papers.deeprm.net import DeepRMPolicyNet
 from dlsched.papers.deeprm.state import DeepRMBatch, Jobset
 from dlsched.rl.checkpoint import PolicyCard, save_checkpoint
 from dlsched.rl.files import LOG_FILE
+from dlsched.rl.tensorboard import open_mirror
 
 log = logging.getLogger(__name__)
 
@@ -180,6 +181,7 @@ def train_deeprm(
     validate_every: int = 10,
     validation_jobsets: int = 20,
     on_iteration: Callable[[IterationStats], None] | None = None,
+    tensorboard: Path | None = None,
 ) -> TrainOutcome:
     """Train for ``config.iterations`` iterations (or until ``time_budget_s``), writing files.
 
@@ -191,6 +193,8 @@ def train_deeprm(
         validate_every: iterations between validations (the last one is always validated).
         validation_jobsets: held-out jobsets per validation.
         on_iteration: called after each iteration (progress bars).
+        tensorboard: also write every log row as TensorBoard scalars here
+            (`dlsched.rl.tensorboard`), or None.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -222,6 +226,7 @@ def train_deeprm(
         card = _card(config, mode, validation, it)
         save_checkpoint(out, trainer.net.state_dict(), card)
 
+    mirror = open_mirror(tensorboard)
     with Reinforce(config) as trainer, (out / LOG_FILE).open("w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=CSV_FIELDS)
         writer.writeheader()
@@ -230,6 +235,8 @@ def train_deeprm(
             row0: dict[str, object] = {"iteration": 0, "wall_s": time.perf_counter() - wall0}
             check(trainer, 0, row0)  # the pre-trained network is a candidate too
             writer.writerow(row0)
+            if mirror is not None:
+                mirror.add(row0, 0)
         for it in range(1, config.iterations + 1):
             stats = trainer.step()
             stats.wall_s = time.perf_counter() - wall0  # wall time, validation included
@@ -239,10 +246,14 @@ def train_deeprm(
                 check(trainer, it, row)
             writer.writerow(row)
             fh.flush()
+            if mirror is not None:
+                mirror.add(row, it)
             if on_iteration is not None:
                 on_iteration(stats)
             if over:
                 break
+        if mirror is not None:
+            mirror.close()
         save_checkpoint(
             out / "last",
             trainer.net.state_dict(),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated
 
@@ -10,7 +11,8 @@ import typer
 
 from dlsched.cli_args import MAX_JOBS, MAX_LOAD, MAX_SEED, MAX_SERVERS, MAX_STEPS
 from dlsched.commands.common import err, one_line_errors, out, progress_bar
-from dlsched.commands.train_options import MaxMinutes, OutDir, budget_seconds
+from dlsched.commands.train_options import MaxMinutes, OutDir, TensorBoardDir, budget_seconds
+from dlsched.rl.tensorboard import CurveMirror, open_mirror
 
 
 def train_sched2_command(
@@ -22,6 +24,7 @@ def train_sched2_command(
         int, typer.Option(min=1, max=MAX_STEPS, help="Training episodes (traces).")
     ] = 100,
     max_minutes: MaxMinutes = None,
+    tensorboard: TensorBoardDir = None,
     minutes: Annotated[
         float | None,
         typer.Option(min=0.01, max=1e6, hidden=True, help="Deprecated: --max-minutes."),
@@ -91,6 +94,7 @@ def train_sched2_command(
         raise typer.Exit(2)
     with one_line_errors():
         budget_s = budget_seconds(max_minutes, minutes, "--minutes", 60.0)
+        mirror = open_mirror(tensorboard)
     if method == "lookahead":
         _train_lookahead(
             workload,
@@ -105,6 +109,7 @@ def train_sched2_command(
             population,
             traces_per_iter,
             log_csv,
+            mirror,
         )
         return
     with one_line_errors():
@@ -122,6 +127,8 @@ def train_sched2_command(
             task = progress.add_task("sched2 episodes", total=episodes)
 
             def show(row: EpisodeLog) -> None:
+                if mirror is not None:
+                    mirror.add(asdict(row), row.episode)
                 progress.update(
                     task,
                     advance=1,
@@ -156,6 +163,8 @@ def train_sched2_command(
                 log_csv=log_csv,
                 on_episode=show,
             )
+    if mirror is not None:
+        mirror.close()
     out.print(f"policy written to [bold]{path}[/] · validation {best}")
 
 
@@ -172,6 +181,7 @@ def _train_lookahead(
     population: int,
     traces_per_iter: int,
     log_csv: Path | None,
+    mirror: CurveMirror | None,
 ) -> None:
     from dlsched.papers.sched2.lookahead_train import CemConfig, IterationLog
     from dlsched.papers.sched2.train import train_sched2_lookahead
@@ -189,6 +199,8 @@ def _train_lookahead(
             task = progress.add_task("sched2-L iterations", total=iterations)
 
             def show(row: IterationLog) -> None:
+                if mirror is not None:
+                    mirror.add(asdict(row), row.iteration)
                 progress.update(
                     task,
                     advance=1,
@@ -216,4 +228,6 @@ def _train_lookahead(
                 log_csv=log_csv,
                 on_iteration=show,
             )
+    if mirror is not None:
+        mirror.close()
     out.print(f"policy written to [bold]{path}[/] · validation {best}")
