@@ -98,4 +98,4 @@ def test_dl2_policy_says_when_the_cluster_is_outside_its_training_range(
         assert _notices(caplog) == []
         dlsched.simulate("dl2", "dl2", 1, servers=40, num_jobs=4)
     [notice] = _notices(caplog)
-    assert "servers 40 (trained 8–20)" in notice
+    assert "servers 40 (trained 2–20)" in notice

@@ -62,8 +62,10 @@ def test_train_dl2_mirrors_its_csv_log(tmp_path: Path) -> None:
     [
         (
             "deeprm",
-            ["--iterations", "2", "--jobsets", "1", "--episodes", "2"]
-            + ["--validation-jobsets", "1", "--workers", "1", "--max-steps", "60"],
+            [
+                *("--iterations", "2", "--jobsets", "1", "--episodes", "2"),
+                *("--validation-jobsets", "1", "--workers", "1", "--max-steps", "60"),
+            ],
             "iteration",
         ),
         ("sched2", ["--episodes", "2", "--num-jobs", "10"], "episode"),
