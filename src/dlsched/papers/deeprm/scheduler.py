@@ -17,7 +17,10 @@ from dlsched.schedulers.registry import register
     "deeprm",
     setting="fixed-duration (deeprm)",
     source="DeepRM (Mao et al. 2016), trained here",
-    description="REINFORCE policy for deeprm loads 0.3-1.9 (deeprm:LOAD paper-state; deeprm:PATH)",
+    description=(
+        "policy network for deeprm loads 0.3-1.9 (how it was made: its card.json; "
+        "deeprm:LOAD paper-state; deeprm:PATH)"
+    ),
 )
 def _make(arg: str | None) -> Scheduler:
     from dlsched.papers.deeprm.policy import make_deeprm_scheduler
