@@ -40,6 +40,7 @@ def simulate(
     on_events: bool | None = None,
     horizon_s: float | None = None,
     rescale: RescaleCost | None = None,
+    max_idle_retries: int | None = None,
     on_job_finished: Callable[[int, int], None] | None = None,
     **overrides: Any,
 ) -> Result:
@@ -58,6 +59,8 @@ def simulate(
         on_events: schedule at every arrival/completion; default the workload's.
         horizon_s: stop at this time (s); unfinished jobs are reported as such.
         rescale: rescale/restart cost model.
+        max_idle_retries: fruitless retries in a row before `SimulationStalled`; default
+            `SimConfig`'s.
         on_job_finished: called with (jobs finished, jobs in the workload) after each finish,
             e.g. to show progress.
         **overrides: workload generator options (``num_jobs=50``, ``mix="large-jobs"``, …).
@@ -77,6 +80,7 @@ def simulate(
         noise=workload.noise if noise is None else noise,
         rescale=rescale or RescaleCost(),
         seed=seed,
+        **({} if max_idle_retries is None else {"max_idle_retries": max_idle_retries}),
     )
     sim = Simulator(
         workload.jobs,

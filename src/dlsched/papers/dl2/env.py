@@ -168,12 +168,7 @@ class Dl2Env(gym.Env[npt.NDArray[np.float32], np.int64]):
         reward = self._run_slot()
         terminated = self.slot is None and (not self.stalled or self.reward == "jct")
         truncated = not terminated and (self.stalled or self.slots >= self.max_slots)
-        obs = (
-            self.slot.observation()
-            if self.slot is not None
-            else np.zeros(self.shape.obs_dim, dtype=np.float32)
-        )
-        return obs, reward, terminated, truncated, self._info(reward, slot_end=True)
+        return self._observation(), reward, terminated, truncated, self._info(reward, True)
 
     def action_masks(self) -> npt.NDArray[np.bool_]:
         """Legal actions now (sb3-contrib's MaskablePPO convention)."""
@@ -226,6 +221,12 @@ class Dl2Env(gym.Env[npt.NDArray[np.float32], np.int64]):
             done = run.spec.total_work if run.finished else run.work_done(t_end)
             reward += (done - before[run.job_id]) / max(run.spec.total_work, 1e-12)
         return float(reward)
+
+    def _observation(self) -> npt.NDArray[np.float32]:
+        """The slot's observation; zeros once the episode has ended (no slot)."""
+        if self.slot is None:
+            return np.zeros(self.shape.obs_dim, dtype=np.float32)
+        return self.slot.observation()
 
     def _info(self, reward: float, slot_end: bool = False) -> dict[str, Any]:
         return {

@@ -108,28 +108,12 @@ def count_stalls(
 
 
 def _stalls(trace: Workload, scheduler: Scheduler, seed: int) -> bool:
-    """Whether ``scheduler`` stalls ``trace`` (as `dlsched.simulate`, with `IDLE_ROUNDS`)."""
-    from dlsched.placement import make_placement
-    from dlsched.sim import SimConfig, SimulationStalled, Simulator
+    """Whether ``scheduler`` stalls ``trace`` (`dlsched.simulate` with `IDLE_ROUNDS`)."""
+    from dlsched.api import simulate
+    from dlsched.sim import SimulationStalled
 
-    config = SimConfig(
-        interval_s=trace.interval_s,
-        on_events=trace.on_events,
-        noise=trace.noise,
-        seed=seed,
-        max_idle_retries=IDLE_ROUNDS,
-    )
-    sim = Simulator(
-        trace.jobs,
-        trace.make_cluster(),
-        trace.model,
-        scheduler,
-        make_placement(trace.placement),
-        config,
-        workload_name=trace.name,
-    )
     try:
-        sim.run()
+        simulate(trace, scheduler, seed, max_idle_retries=IDLE_ROUNDS)
     except SimulationStalled:
         return True
     return False

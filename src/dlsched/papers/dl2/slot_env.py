@@ -197,12 +197,7 @@ class Dl2SlotEnv(Dl2Env):
         reward = self._run_slot() * self._scale
         terminated = self.slot is None
         truncated = not terminated and self.slots >= self.max_slots
-        obs = (
-            self.slot.observation()
-            if self.slot is not None
-            else np.zeros(self.shape.obs_dim, dtype=np.float32)
-        )
-        return obs, reward, terminated, truncated, self._info(reward, slot_end=True)
+        return self._observation(), reward, terminated, truncated, self._info(reward, True)
 
     def action_masks(self) -> npt.NDArray[np.bool_]:
         """Legal levels now, flat ``J · K`` (sb3-contrib's MultiDiscrete convention)."""
