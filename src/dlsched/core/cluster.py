@@ -70,6 +70,7 @@ class Server:
 
 
 _ZERO = (0.0, 0.0, 0.0)
+_SUCCESS = Status.success()
 
 
 def _usage_rows(spec: JobSpec, alloc: Allocation) -> dict[int, tuple[float, float, float]]:
@@ -85,7 +86,11 @@ def _usage_rows(spec: JobSpec, alloc: Allocation) -> dict[int, tuple[float, floa
 
 def _whole(rows: dict[int, tuple[float, float, float]]) -> bool:
     """True if every amount is a whole number small enough to add up exactly in float64."""
-    return all(x.is_integer() and abs(x) < _EXACT_LIMIT for need in rows.values() for x in need)
+    for need in rows.values():
+        for x in need:
+            if not (x.is_integer() and -_EXACT_LIMIT < x < _EXACT_LIMIT):
+                return False
+    return True
 
 
 def usage(spec: JobSpec, alloc: Allocation) -> dict[int, Resources]:
@@ -204,6 +209,13 @@ class Cluster:
             mem += row[2]
         return Resources(gpu, cpu, mem)
 
+    def used_gpu_cpu(self) -> tuple[float, float]:
+        """GPUs and cores in use, summed over servers: `used_total`'s first two, cheaper."""
+        if self._sum_exact:
+            return self._used_sum[0], self._used_sum[1]
+        used = self.used_total()
+        return used.gpu, used.cpu
+
     def allocation_of(self, job_id: int) -> Allocation:
         return self._allocations.get(job_id, Allocation.EMPTY)
 
@@ -246,6 +258,10 @@ class Cluster:
 
     def allocate(self, spec: JobSpec, alloc: Allocation) -> Status:
         """Give ``spec`` the allocation ``alloc`` in place of what it holds; all or nothing."""
+        if not alloc.workers and not alloc.ps:  # a suspension: what follows, minus no-ops
+            self.release(spec)
+            self.version += 1
+            return _SUCCESS
         rows = _usage_rows(spec, alloc)
         status = self._check(spec, rows, self._allocations.get(spec.job_id))
         if not status.ok:

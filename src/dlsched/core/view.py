@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any, overload
 
 from dlsched.core.cluster import Cluster
@@ -18,41 +20,67 @@ class ReadOnlyList(Sequence[JobRun]):
 
     Indexing and slicing give what a list gives; there is no ``append``, ``sort``, ``clear`` or
     item assignment, so a scheduler cannot corrupt the engine's queue through its view.
+
+    Args:
+        items: the engine's list.
+        start: the view shows ``items[start:]`` (the engine's queue may keep started jobs
+            before its head for a while).
     """
 
-    __slots__ = ("_items",)
+    __slots__ = ("_items", "_start")
 
-    def __init__(self, items: list[JobRun]) -> None:
+    def __init__(self, items: list[JobRun], start: int = 0) -> None:
         self._items = items
+        self._start = start
 
     @overload
     def __getitem__(self, index: int) -> JobRun: ...
     @overload
     def __getitem__(self, index: slice) -> list[JobRun]: ...
     def __getitem__(self, index: int | slice) -> JobRun | list[JobRun]:
-        return self._items[index]
+        start = self._start
+        if not start:
+            return self._items[index]
+        if type(index) is int and index >= 0:
+            return self._items[start + index]
+        if isinstance(index, slice):
+            first, stop, step = index.indices(len(self))
+            if step == 1:
+                return self._items[start + first : start + stop]
+            return [self._items[start + i] for i in range(first, stop, step)]
+        i = operator.index(index)
+        if i < 0:
+            i += len(self)
+            if i < 0:
+                raise IndexError("list index out of range")
+        return self._items[start + i]
 
     def __len__(self) -> int:
-        return len(self._items)
+        return len(self._items) - self._start
 
     def __iter__(self) -> Iterator[JobRun]:
-        return iter(self._items)
+        if not self._start:
+            return iter(self._items)
+        items = self._items  # islice would step over the started jobs one by one
+        return map(items.__getitem__, range(self._start, len(items)))
 
     def __reversed__(self) -> Iterator[JobRun]:
-        return reversed(self._items)
+        return islice(reversed(self._items), len(self))
 
     def __contains__(self, item: Any) -> bool:
-        return item in self._items
+        if not self._start:
+            return item in self._items
+        return any(x is item or x == item for x in self)
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, ReadOnlyList):
-            return self._items == other._items
-        return isinstance(other, list | tuple) and self._items == list(other)
+        if isinstance(other, ReadOnlyList | list | tuple):
+            return list(self) == list(other)
+        return False
 
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        return f"ReadOnlyList({self._items!r})"
+        return f"ReadOnlyList({list(self)!r})"
 
 
 @dataclass(frozen=True, slots=True)

@@ -152,6 +152,8 @@ class Locality:
             scale = 1.0
         s = self.sensitivity_of(spec.model)
         best = math.ceil(spec.num_workers / self.gpus_per_server)
+        if alloc.num_servers == best:
+            return scale  # f(k) / f(k) is exactly 1 (the engine's usual case, kept cheap)
         return scale * min(1.0, slowdown(s, best) / slowdown(s, alloc.num_servers))
 
     def ideal_speed(self, spec: JobSpec) -> float:

@@ -7,7 +7,8 @@ per-server fit counts (`Cluster.fits`), recounting only the servers it changes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
+from typing import cast
 
 from dlsched.core import Allocation, Cluster, JobSpec, Status
 from dlsched.core.cluster import tasks_that_fit
@@ -73,9 +74,9 @@ def place_tasks(
     policy: str,
 ) -> Allocation | Status:
     """Resize workers and PS of ``spec`` from ``current``, keeping existing tasks in place."""
-    free: FreeRows = list(cluster.free_rows())
+    free = cast(FreeRows, cluster.free_rows())  # a fresh outer list: `grow` replaces rows
     taken: set[int] = set()  # servers whose row the workers' side changed
-    sides: list[Iterable[tuple[int, int]]] = []
+    sides: list[tuple[tuple[int, int], ...]] = []
     for have, want, demand in (
         (current.workers, num_workers, spec.worker_demand.as_tuple()),
         (current.ps, num_ps, spec.ps_demand.as_tuple()),
@@ -100,5 +101,6 @@ def place_tasks(
                     f"({policy})"
                 )
             taken.update(counts)
-        sides.append(counts.items())
-    return Allocation.of(sides[0], sides[1])
+        # servers once each, counts > 0: what `Allocation.of` would build, without its checks
+        sides.append(tuple(sorted(counts.items())))
+    return Allocation(sides[0], sides[1])

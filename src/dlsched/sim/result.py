@@ -50,21 +50,21 @@ class JobRecord:
         spec = run.spec
         jct = run.finish_s - spec.submit_time_s
         ideal = run.ideal_duration_s
-        return JobRecord(
-            job_id=spec.job_id,
-            model=spec.model,
-            submit_s=spec.submit_time_s,
-            start_s=run.first_start_s,
-            finish_s=run.finish_s,
-            jct_s=jct,
-            wait_s=run.first_start_s - spec.submit_time_s,
-            ideal_s=ideal,
-            slowdown=jct / ideal if ideal > 0 else float("nan"),
-            effectiveness=ideal / jct if jct > 0 else 1.0,
-            num_workers=spec.num_workers,
-            num_ps=spec.num_ps,
-            num_gpus=spec.num_gpus,
-            rescales=run.rescales,
+        return JobRecord(  # positional, in field order (one record a job: keywords cost)
+            spec.job_id,
+            spec.model,
+            spec.submit_time_s,
+            run.first_start_s,
+            run.finish_s,
+            jct,
+            run.first_start_s - spec.submit_time_s,
+            ideal,
+            jct / ideal if ideal > 0 else float("nan"),
+            ideal / jct if jct > 0 else 1.0,
+            spec.num_workers,
+            spec.num_ps,
+            spec.num_gpus,
+            run.rescales,
         )
 
 

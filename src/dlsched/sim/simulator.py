@@ -39,7 +39,6 @@ from dlsched.core import (
     Resources,
     Status,
 )
-from dlsched.core.view import ReadOnlyList
 from dlsched.models.base import ThroughputModel, no_wait_bound_s
 from dlsched.placement.base import Placement
 from dlsched.schedulers.base import Scheduler, check_scheduler
@@ -115,8 +114,7 @@ class Simulator:
         self.queue = EventQueue()
         self.now_s = 0.0
         self.runs: dict[int, JobRun] = {}
-        self._pending = PendingList(self.specs)
-        self.pending: list[JobRun] = self._pending.runs
+        self.pending = PendingList(self.specs)
         self.running: dict[int, JobRun] = {}
         self.finished: list[JobRun] = []
         self.last_status: dict[int, Status] = {}
@@ -216,7 +214,7 @@ class Simulator:
                 if self.config.interval_s is not None:
                     self._redraw_noise(t)
                 self._point_s = t
-                self._changes = self._pending.changes()
+                self._changes = self.pending.changes()
                 return t
 
     def view(self) -> ClusterView:
@@ -228,7 +226,7 @@ class Simulator:
         return ClusterView(
             now_s=t,
             cluster=self.cluster,
-            pending=ReadOnlyList(self.pending),
+            pending=self.pending.view(),
             running=self._running_view(),
             interval_s=self.config.interval_s,
             last_status=MappingProxyType(self.last_status),  # type: ignore[arg-type]
@@ -330,7 +328,7 @@ class Simulator:
             run = JobRun(spec, progress_time_s=t)
             run.ideal_duration_s = spec.total_work / max(self.model.ideal_speed(spec), 1e-12)
             self.runs[spec.job_id] = run
-            self._pending.add(run)
+            self.pending.add(run)
             changed = True
         queue = self.queue
         while queue.peek_time() <= t:
@@ -390,13 +388,21 @@ class Simulator:
     # -- state changes (the only place job progress and rates change) -------------------------
 
     def _settle(self, run: JobRun, t: float) -> None:
-        """Bring progress and attained service up to ``t``."""
-        run.attained_gpu_s = run.attained_gpu_s_at(t)
-        ran_from = max(run.progress_time_s, run.paused_until_s)
-        if run.rate > 0 and t > ran_from:
-            alloc = run.allocation
-            run.observed.append((alloc.num_ps, alloc.num_workers, run.rate))
-        run.progress_s = run.work_done(t)
+        """Bring progress and attained service up to ``t``.
+
+        `JobRun.attained_gpu_s_at` and `JobRun.work_done`, inlined (the same operations): this
+        runs at every start, stop and finish.
+        """
+        alloc = run.allocation
+        since = run.progress_time_s
+        if alloc.workers:
+            held = alloc.num_workers * run.spec.worker_demand.gpu
+            run.attained_gpu_s += held * (t - since if t > since else 0.0)
+        ran_from = since if since >= run.paused_until_s else run.paused_until_s
+        rate = run.rate
+        if rate > 0.0 and t > ran_from:
+            run.observed.append((alloc.num_ps, alloc.num_workers, rate))
+            run.progress_s = min(run.spec.total_work, run.progress_s + rate * (t - ran_from))
         run.progress_time_s = t
 
     def _set_allocation(self, run: JobRun, new: Allocation, t: float) -> None:
@@ -408,10 +414,10 @@ class Simulator:
         if new.is_empty:
             run.rate = 0.0
             self._stop_running(run)
-            self._pending.add(run)
+            self.pending.add(run)
         else:
             if old.is_empty:
-                self._pending.remove(run)
+                self.pending.remove(run)
                 self._start_running(run)
                 if run.first_start_s is None:
                     run.first_start_s = t
@@ -474,8 +480,7 @@ class Simulator:
     # -- accounting ------------------------------------------------------------------------
 
     def _refresh_usage(self) -> None:
-        used = self.cluster.used_total()
-        self._gpu_used, self._cpu_used = used.gpu, used.cpu
+        self._gpu_used, self._cpu_used = self.cluster.used_gpu_cpu()
 
     def _advance(self, t: float) -> None:
         dt = t - self.now_s
