@@ -175,7 +175,7 @@ def test_placements_match_their_numpy_reference(name: str) -> None:
     assert checked > 100
 
 
-# -- the engine: slots_run by a shared clock, fragmentation with NumPy --------------------------
+# -- the engine: slots_run by a shared clock, fragmentation in one pass --------------------------
 
 
 class _CountingSimulator(Simulator):

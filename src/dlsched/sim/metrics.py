@@ -6,7 +6,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-import numpy.typing as npt
 
 from dlsched.core import Cluster, JobRun
 
@@ -109,57 +108,45 @@ def fragmentation(cluster: Cluster, running: Iterable[JobRun], now_s: float) -> 
     """Average SCED² fragmentation (Eq. 1) over servers with GPUs; 0 for CPU-only clusters.
 
     Equal to `server_fragmentation` of each server's row of `gpu_remaining_matrix`, averaged,
-    but computed from per-server sums of remaining time and its square (no matrix), with NumPy
-    over the running jobs: it runs at every timeline sample. The per-server sums add the jobs'
-    terms in the same order as a loop would (``np.bincount`` accumulates in input order).
+    but computed from per-server sums of remaining time and its square (no matrix), in one pass
+    over the running jobs: it runs at every timeline sample. (Plain Python: with about a hundred
+    running jobs, building NumPy arrays from the jobs cost more than the loop.)
     """
-    gpus = cluster.capacity_array[:, 0].astype(int)
-    has_gpus = gpus > 0
-    if not has_gpus.any():
+    gpus = [int(row[0]) for row in cluster.capacity_rows]
+    if not any(g > 0 for g in gpus):
         return 0.0
-    runs = [run for run in running if run.spec.worker_demand.gpu > 0]
-    num_servers = cluster.num_servers
-    total: npt.NDArray[np.float64] = np.zeros(num_servers)
-    squares: npt.NDArray[np.float64] = np.zeros(num_servers)
-    if runs:
-        state = np.array(
-            [
-                (
-                    run.rate,
-                    run.progress_s,
-                    run.paused_until_s,
-                    run.progress_time_s,
-                    run.spec.total_work,
-                    run.spec.worker_demand.gpu,
-                )
-                for run in runs
-            ]
-        )
-        rate, progress, paused, since, work, per_task = state.T
-        start = np.maximum(since, paused)
-        moving = (rate > 0) & (now_s > start)
-        done = np.where(moving, np.minimum(work, progress + rate * (now_s - start)), progress)
-        safe_rate = np.where(rate > 0, rate, 1.0)
-        left = np.where(rate > 0, np.minimum(np.maximum(0.0, work - done) / safe_rate, 1e9), 1e9)
-        left += np.maximum(0.0, paused - now_s)
-        # one entry per (job, server) pair: server, GPUs there, the job's remaining time
-        pairs = [run.allocation.workers for run in runs]
-        servers = np.array([server for tasks in pairs for server, _ in tasks], dtype=np.intp)
-        counts = np.array([n for tasks in pairs for _, n in tasks], dtype=np.float64)
-        lengths = [len(tasks) for tasks in pairs]
-        pair_left = np.repeat(left, lengths)
-        k = np.round(counts * np.repeat(per_task, lengths))
-        weight = k * pair_left
-        total = np.asarray(np.bincount(servers, weight, num_servers), dtype=np.float64)
-        squares = np.asarray(
-            np.bincount(servers, weight * pair_left, num_servers), dtype=np.float64
-        )
-    sums = total[has_gpus]
-    sq = squares[has_gpus]
-    busy = sq > 0
-    values = np.zeros(len(sums))
-    values[busy] = 1.0 - sums[busy] ** 2 / (gpus[has_gpus][busy] * sq[busy])
-    return float(values.mean())
+    total = [0.0] * len(gpus)
+    squares = [0.0] * len(gpus)
+    for run in running:
+        spec = run.spec
+        per_task = spec.worker_demand.gpu
+        if not per_task > 0:
+            continue
+        rate, paused = run.rate, run.paused_until_s
+        if rate > 0:  # remaining work (`JobRun.remaining_work`) over the rate, at most 1e9 s
+            since, work, done = run.progress_time_s, spec.total_work, run.progress_s
+            start = since if since >= paused else paused
+            if now_s > start:
+                x = done + rate * (now_s - start)
+                done = work if work <= x else x
+            left = work - done
+            left = (left if left > 0.0 else 0.0) / rate
+            if left > 1e9:
+                left = 1e9
+        else:
+            left = 1e9
+        if paused > now_s:
+            left += paused - now_s
+        for server, n in run.allocation.workers:
+            weight = round(n * per_task) * left
+            total[server] += weight
+            squares[server] += weight * left
+    values = [
+        1.0 - s * s / (g * q) if q > 0 else 0.0
+        for g, s, q in zip(gpus, total, squares, strict=True)
+        if g > 0
+    ]
+    return float(np.mean(values))  # NumPy's (pairwise) sum, as before
 
 
 def jain_index(values: Sequence[float]) -> float:
