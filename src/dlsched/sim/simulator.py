@@ -250,7 +250,7 @@ class Simulator:
         self.last_status = self.executor.apply(
             decision,
             active=self._active,
-            running=self._running_view(),
+            running=self.running.values(),  # read through before anything changes
             preemptive=self.scheduler.preemptive,
             actuator=self._actuator,
             source=self.scheduler.name,
