@@ -43,3 +43,21 @@ def test_train_dl2_bad_speed_model_is_a_one_line_error(tmp_path: Path) -> None:
     )
     assert result.exit_code == 2
     assert "speed-model" in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_train_dl2_log_is_one_runs_and_resume_checks_its_columns(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    args = ["train", "dl2", "--out", str(out), *TINY, "--sl-episodes", "1", "--sl-steps", "2"]
+    args += ["--rl-steps", "0", "--eval-every", "2", "--val-seeds", "201"]
+    for _ in range(2):  # a second fresh run into the same OUT starts its own log
+        result = runner.invoke(app, args)
+        assert result.exit_code == 0, result.output
+        with (out / "train_log.csv").open() as fh:
+            assert [r["step"] for r in csv.DictReader(fh)] == ["2"]
+    old = "phase,step,wall_s,val_avg_jct_s,stat\nsl,2,1.0,100.0,0.5\n"
+    (out / "train_log.csv").write_text(old)  # an older version's columns
+    result = runner.invoke(app, [*args, "--resume"])
+    assert result.exit_code == 2, result.output
+    assert "train_log.csv" in result.output and "move the old log away" in result.output
+    assert len(result.output.strip().splitlines()) == 1
+    assert (out / "train_log.csv").read_text() == old

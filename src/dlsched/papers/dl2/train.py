@@ -54,6 +54,8 @@ log = logging.getLogger(__name__)
 
 TRAIN_STATE = "train_state.pt"
 LOG_FILE = "train_log.csv"
+LOG_COLUMNS = ["phase", "step", "wall_s", "val_avg_jct_s", "stat", "probe_stalls"]
+"""The columns of ``train_log.csv``."""
 RL_METHOD_NAMES = {"es": "evolution strategies", "actor-critic": "actor-critic"}
 """How a card's notes name each ``rl_method``."""
 
@@ -156,7 +158,28 @@ class _Run:
         self.transform = fitted_transform(self.fitted) if self.fitted is not None else None
         spec.out.mkdir(parents=True, exist_ok=True)
         self.log_path = spec.out / LOG_FILE
+        self._start_log(spec.resume)
         self.mirror = open_mirror(spec.tensorboard)
+
+    def _start_log(self, resume: bool) -> None:
+        """A fresh run starts its own log (as it replaces OUT's policy); a resumed one appends,
+        if the existing log has this version's columns.
+
+        Raises:
+            ValueError: resuming onto a log with other columns (an older version's).
+        """
+        if not resume:
+            self.log_path.unlink(missing_ok=True)
+            return
+        if not self.log_path.exists():
+            return
+        with self.log_path.open(newline="") as fh:
+            header = next(csv.reader(fh), [])
+        if header != LOG_COLUMNS:
+            raise ValueError(
+                f"{self.log_path}: columns {','.join(header)}, but this version writes "
+                f"{','.join(LOG_COLUMNS)}; move the old log away to resume"
+            )
 
     def has_time(self) -> bool:
         """Whether the wall-time budget allows another chunk (logs once when it does not)."""
@@ -292,8 +315,7 @@ class _Run:
         with self.log_path.open("a", newline="") as fh:
             writer = csv.writer(fh)
             if new:
-                header = ["phase", "step", "wall_s", "val_avg_jct_s", "stat", "probe_stalls"]
-                writer.writerow(header)
+                writer.writerow(LOG_COLUMNS)
             wall = time.perf_counter() - self.t0
             shown = str(stalls) if self.probes else ""
             writer.writerow([phase, step, f"{wall:.1f}", f"{val:.1f}", f"{stat:.4f}", shown])
