@@ -154,8 +154,10 @@ def simulate(
     on_bad_row: OnBadRowOpt = None,
     json_out: JsonOpt = False,
     plot: PlotOpt = None,
-    jobs_csv: Annotated[Path | None, typer.Option(help="Write per-job records as CSV.")] = None,
     jobs_out: JobsOutOpt = None,
+    jobs_csv: Annotated[
+        Path | None, typer.Option(hidden=True, help="Deprecated: --jobs-out PATH.csv.")
+    ] = None,
 ) -> None:
     """Simulate one workload under one scheduler and print its metrics."""
     import dlsched
@@ -163,6 +165,13 @@ def simulate(
 
     label = escape(f"{workload} · {scheduler}")
     with _one_line_errors(), _job_progress(label) as on_job_finished:
+        if jobs_csv is not None:
+            print(
+                "warning: --jobs-csv is deprecated and will be removed; use --jobs-out "
+                f"{jobs_csv} (the same table)",
+                file=sys.stderr,
+            )
+            check_jobs_path(jobs_csv, "--jobs-csv")
         if jobs_out is not None:
             check_jobs_path(jobs_out, "--jobs-out")
         options = _workload_options(option, on_bad_row)
@@ -180,7 +189,7 @@ def simulate(
             **{"horizon_s": horizon, **options},
         )
         if jobs_csv is not None:
-            result.write_jobs_csv(jobs_csv)
+            write_jobs([result], jobs_csv, "--jobs-csv")
         if jobs_out is not None:
             write_jobs([result], jobs_out, "--jobs-out")
         if plot is not None:

@@ -52,18 +52,23 @@ def test_simulate_matches_the_python_api():
 
 
 def test_simulate_writes_jobs_csv_and_plot(tmp_path: Path):
-    csv, png = tmp_path / "jobs.csv", tmp_path / "run.png"
+    csv, old, png = tmp_path / "jobs.csv", tmp_path / "old.csv", tmp_path / "run.png"
     result = invoke(
-        "simulate", "-w", "deeprm", "-s", "sjf", "--jobs-csv", str(csv), "--plot", str(png)
+        "simulate", "-w", "deeprm", "-s", "sjf", "--jobs-out", str(csv), "--plot", str(png)
     )
     assert result.exit_code == 0, result.output
     lines = csv.read_text().splitlines()
-    assert lines[0].startswith("job_id")
+    assert lines[0].startswith("trace_id,job_id")
     assert (
         len(lines)
         == 1 + json.loads(invoke("simulate", "-w", "deeprm", "-s", "sjf", "--json").stdout)["jobs"]
     )
     assert png.stat().st_size > 1000
+    # the old spelling writes the same table, and says it is deprecated
+    result = invoke("simulate", "-w", "deeprm", "-s", "sjf", "--jobs-csv", str(old))
+    assert result.exit_code == 0, result.output
+    assert "--jobs-csv is deprecated" in result.output
+    assert old.read_text() == csv.read_text()
 
 
 def test_compare_json_is_one_object_per_run():

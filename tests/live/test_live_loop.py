@@ -21,6 +21,7 @@ from dlsched.live.stream import LiveJobRequest, make_stream
 from dlsched.rl.checkpoint import read_card
 from dlsched.schedulers.base import BaseScheduler
 from dlsched.schedulers.registry import make_scheduler, schedulers
+from dlsched.sim.jobs_table import write_jobs
 
 
 def _stream(arrivals: list[float], steps: int = 60) -> list[LiveJobRequest]:
@@ -59,7 +60,7 @@ def test_drf_loop_finishes_every_job_with_hot_scaling(tmp_path: Path) -> None:
     assert cluster.cluster.used_total().gpu == 0
     summary = result.summary()
     assert summary["finished"] == 2 and summary["avg_jct_s"] > 0
-    result.write_jobs_csv(tmp_path / "jobs.csv")
+    write_jobs([result], tmp_path / "jobs.csv")
     assert len((tmp_path / "jobs.csv").read_text().splitlines()) == 3
     _assert_all_gone(cluster)
 

@@ -126,6 +126,7 @@ def live_run(
     from dlsched.live.models import MODELS
     from dlsched.live.online import make_learning_scheduler, online_learner
     from dlsched.live.stream import make_stream
+    from dlsched.sim.jobs_table import write_jobs
 
     with one_line_errors():
         names = tuple(m.strip() for m in models.split(",") if m.strip())
@@ -176,7 +177,7 @@ def live_run(
             summary["policy"] = str(learner.save())
         if out_dir is not None:
             _write_outputs(out_dir, summary, cluster.events)
-            result.write_jobs_csv(out_dir / "jobs.csv")
+            write_jobs([result], out_dir / "jobs.csv")
     if json_out:
         print(json.dumps(summary))
         return

@@ -3,7 +3,8 @@
 One row a finished job: the trace's own job ID where the workload came from a trace with text
 IDs (``Result.params["trace_ids"]``), else the simulator's job id as text; times in seconds of
 simulated time from the workload's origin; the scheduler and seed of its run. ``dlsched
-simulate --jobs-out`` writes one run, ``dlsched compare --jobs-out`` all runs of the sweep.
+simulate --jobs-out`` writes one run, ``dlsched compare --jobs-out`` all runs of the sweep, the
+live runtime its ``jobs.csv``.
 """
 
 from __future__ import annotations
@@ -20,16 +21,27 @@ JOB_COLUMNS = (
     "job_id",
     "scheduler",
     "seed",
+    "model",
     "submit_s",
     "start_s",
     "finish_s",
     "jct_s",
     "wait_s",
+    "ideal_s",
+    "slowdown",
+    "effectiveness",
     "gpus",
     "workers",
+    "ps",
+    "rescales",
 )
 """Columns of the table: ``trace_id`` (text), ``job_id`` (the simulator's), ``scheduler``,
-``seed``, submit/first start/finish time, JCT and wait (s), GPUs and workers held as asked."""
+``seed``, ``model``; submit/first start/finish time, JCT, wait and ideal duration (s); slowdown
+(JCT / ideal) and SCED²'s effectiveness (ideal / JCT); GPUs, workers and parameter servers as
+asked; times its allocation changed while it ran (`dlsched.sim.result.JobRecord`)."""
+
+_INT_COLUMNS = ("job_id", "seed", "gpus", "workers", "ps", "rescales")
+_TEXT_COLUMNS = ("trace_id", "scheduler", "model")
 
 SUFFIXES = (".csv", ".parquet")
 """File types by suffix: ``.csv`` or ``.parquet``."""
@@ -65,13 +77,19 @@ def job_rows(result: Result) -> list[dict[str, Any]]:
             "job_id": record.job_id,
             "scheduler": result.scheduler,
             "seed": result.seed,
+            "model": record.model,
             "submit_s": record.submit_s,
             "start_s": record.start_s,
             "finish_s": record.finish_s,
             "jct_s": record.jct_s,
             "wait_s": record.wait_s,
+            "ideal_s": record.ideal_s,
+            "slowdown": record.slowdown,
+            "effectiveness": record.effectiveness,
             "gpus": record.num_gpus,
             "workers": record.num_workers,
+            "ps": record.num_ps,
+            "rescales": record.rescales,
         }
         for record in result.records
     ]
@@ -89,13 +107,10 @@ def write_jobs(results: Iterable[Result], path: str | Path, option: str = "jobs_
 
         schema = pa.schema(
             [
-                ("trace_id", pa.string()),
-                ("job_id", pa.int64()),
-                ("scheduler", pa.string()),
-                ("seed", pa.int64()),
-                *((name, pa.float64()) for name in JOB_COLUMNS[4:9]),
-                ("gpus", pa.int64()),
-                ("workers", pa.int64()),
+                (name, pa.int64() if name in _INT_COLUMNS else pa.float64())
+                if name not in _TEXT_COLUMNS
+                else (name, pa.string())
+                for name in JOB_COLUMNS
             ]
         )
         columns = {name: [row[name] for row in rows] for name in JOB_COLUMNS}

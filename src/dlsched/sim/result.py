@@ -6,10 +6,8 @@ finished `JobRun`s (each with its ``ideal_duration_s`` set) and the run's `RunTo
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -182,14 +180,3 @@ class Result:
                 else {}
             ),
         }
-
-    def write_jobs_csv(self, path: str | Path) -> None:
-        """Write the per-job records as CSV (one row a finished job)."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fields = list(JobRecord.__dataclass_fields__)
-        with path.open("w", newline="") as fh:
-            writer = csv.DictWriter(fh, fieldnames=fields)
-            writer.writeheader()
-            for record in self.records:
-                writer.writerow(asdict(record))
