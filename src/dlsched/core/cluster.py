@@ -264,20 +264,20 @@ class Cluster:
             return _SUCCESS
         rows = _usage_rows(spec, alloc)
         status = self._check(spec, rows, self._allocations.get(spec.job_id))
-        if not status.ok:
+        if status is not _SUCCESS:
             return status
         self.release(spec)
         whole = _whole(rows)
         self._add_to_sum(rows, whole, 1.0)
+        used = self._used
         for server, need in rows.items():
-            row = self._used[server]
+            row = used[server]
             row[0] += need[0]
             row[1] += need[1]
             row[2] += need[2]
             self._changed(server)
-        if not alloc.is_empty:
-            self._allocations[spec.job_id] = alloc
-            self._held[spec.job_id] = (rows, whole)
+        self._allocations[spec.job_id] = alloc
+        self._held[spec.job_id] = (rows, whole)
         self.version += 1
         return status
 

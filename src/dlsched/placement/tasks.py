@@ -75,6 +75,19 @@ def place_tasks(
 ) -> Allocation | Status:
     """Resize workers and PS of ``spec`` from ``current``, keeping existing tasks in place."""
     free = cast(FreeRows, cluster.free_rows())  # a fresh outer list: `grow` replaces rows
+    if not num_ps and not current.workers and not current.ps:
+        # a start without PS (every trace job's, and each restart after a preemption): the
+        # loop below with one side, without its bookkeeping
+        demand = spec.worker_demand.as_tuple()
+        placed: dict[int, int] = {}
+        if not grow(
+            placed, num_workers, free, list(cluster.fits(demand)), demand, choose, one_at_a_time
+        ):
+            return Status.unschedulable(
+                f"job {spec.job_id}: {num_workers} tasks of (gpu, cpu, mem)={demand} do not fit "
+                f"({policy})"
+            )
+        return Allocation(tuple(sorted(placed.items())), ())
     taken: set[int] = set()  # servers whose row the workers' side changed
     sides: list[tuple[tuple[int, int], ...]] = []
     for have, want, demand in (
