@@ -1,0 +1,89 @@
+"""Run a function when a module is imported: now if it already is, else right after its import.
+
+`import dlsched` registers its Gymnasium ids and the CLI widens Typer's help, but a ``simulate``
+run needs neither Gymnasium (~0.05–0.1 s to import) nor Typer's Rich help module (~0.07 s):
+`when_imported` defers that work to the moment something else imports those modules, so that a
+start-up pays for them only when they are used.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from types import ModuleType
+from typing import Any
+
+Hook = Callable[[ModuleType], None]
+
+
+class _HookedLoader(importlib.abc.Loader):
+    """The module's own loader, then the hooks; the module keeps its own loader afterwards."""
+
+    def __init__(self, loader: Any, hooks: list[Hook]) -> None:
+        self._loader = loader
+        self._hooks = hooks
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
+        module: ModuleType | None = self._loader.create_module(spec)
+        return module
+
+    def exec_module(self, module: ModuleType) -> None:
+        module.__loader__ = self._loader
+        if module.__spec__ is not None:
+            module.__spec__.loader = self._loader
+        self._loader.exec_module(module)
+        for hook in self._hooks:
+            hook(module)
+
+    def __getattr__(self, name: str) -> Any:  # is_package, get_code, resource readers, …
+        return getattr(self._loader, name)
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    """Finds nothing itself: wraps the loader the other finders give a hooked module."""
+
+    def __init__(self) -> None:
+        self.hooks: dict[str, list[Hook]] = {}
+        self.lock = threading.Lock()
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname not in self.hooks:
+            return None
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            if finder is self or find is None:
+                continue
+            spec: importlib.machinery.ModuleSpec | None = find(fullname, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        with self.lock:
+            hooks = self.hooks.pop(fullname, [])
+        if hooks and spec.loader is not None and hasattr(spec.loader, "exec_module"):
+            spec.loader = _HookedLoader(spec.loader, hooks)
+        return spec
+
+
+_FINDER = _Finder()
+
+
+def when_imported(module: str, hook: Hook) -> None:
+    """Call ``hook(module)`` once the module named ``module`` is imported (now if it is).
+
+    The hook runs right after the module's own code, before the import statement that imported
+    it returns; an exception in the hook propagates out of that import statement.
+    """
+    loaded = sys.modules.get(module)
+    if loaded is not None:
+        hook(loaded)
+        return
+    with _FINDER.lock:
+        _FINDER.hooks.setdefault(module, []).append(hook)
+    if _FINDER not in sys.meta_path:
+        sys.meta_path.insert(0, _FINDER)
