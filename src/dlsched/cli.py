@@ -446,8 +446,8 @@ def _full_width_help() -> None:
 
     def widen(rich_utils: ModuleType) -> None:
         width = _off_terminal_width(sys.stdout.isatty())
-        if width is not None and rich_utils.MAX_WIDTH is None:
-            rich_utils.MAX_WIDTH = width
+        if width is not None and getattr(rich_utils, "MAX_WIDTH", None) is None:
+            setattr(rich_utils, "MAX_WIDTH", width)  # noqa: B010 - a module attribute
 
     when_imported("typer.rich_utils", widen)
 
