@@ -8,25 +8,27 @@ start-up pays for them only when they are used.
 
 from __future__ import annotations
 
-import importlib.abc
-import importlib.machinery
 import sys
 import threading
 from collections.abc import Callable, Sequence
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:  # importlib.abc costs ~8 ms: the import system needs only the methods
+    from importlib.abc import Loader
+    from importlib.machinery import ModuleSpec
 
 Hook = Callable[[ModuleType], None]
 
 
-class _HookedLoader(importlib.abc.Loader):
+class _HookedLoader:
     """The module's own loader, then the hooks; the module keeps its own loader afterwards."""
 
     def __init__(self, loader: Any, hooks: list[Hook]) -> None:
         self._loader = loader
         self._hooks = hooks
 
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
+    def create_module(self, spec: ModuleSpec) -> ModuleType | None:
         module: ModuleType | None = self._loader.create_module(spec)
         return module
 
@@ -42,7 +44,7 @@ class _HookedLoader(importlib.abc.Loader):
         return getattr(self._loader, name)
 
 
-class _Finder(importlib.abc.MetaPathFinder):
+class _Finder:
     """Finds nothing itself: wraps the loader the other finders give a hooked module."""
 
     def __init__(self) -> None:
@@ -51,14 +53,14 @@ class _Finder(importlib.abc.MetaPathFinder):
 
     def find_spec(
         self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
-    ) -> importlib.machinery.ModuleSpec | None:
+    ) -> ModuleSpec | None:
         if fullname not in self.hooks:
             return None
         for finder in sys.meta_path:
             find = getattr(finder, "find_spec", None)
             if finder is self or find is None:
                 continue
-            spec: importlib.machinery.ModuleSpec | None = find(fullname, path, target)
+            spec: ModuleSpec | None = find(fullname, path, target)
             if spec is not None:
                 break
         else:
@@ -66,7 +68,7 @@ class _Finder(importlib.abc.MetaPathFinder):
         with self.lock:
             hooks = self.hooks.pop(fullname, [])
         if hooks and spec.loader is not None and hasattr(spec.loader, "exec_module"):
-            spec.loader = _HookedLoader(spec.loader, hooks)
+            spec.loader = cast("Loader", _HookedLoader(spec.loader, hooks))
         return spec
 
 

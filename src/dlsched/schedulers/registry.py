@@ -90,6 +90,12 @@ def _load(name: str | None = None) -> None:
     _all_loaded = True
 
 
+def import_policy(spec: str) -> None:
+    """Import the module(s) registering the scheduler ``spec`` names, without building it (no
+    checkpoint is read); an unknown name imports every plugin's modules and raises nothing."""
+    _load(spec.partition(":")[0])
+
+
 def schedulers() -> dict[str, SchedulerEntry]:
     """All registered schedulers, by name."""
     _load()
