@@ -23,3 +23,17 @@ def test_a_hook_runs_after_a_later_import_and_at_once_for_an_imported_module() -
         "[('colorsys', True)] SourceFileLoader",
         "[('colorsys', True), ('sys', True)]",
     ]
+
+
+def test_a_spec_looked_up_first_keeps_the_hook() -> None:
+    """``importlib.util.find_spec`` (is it installed?) before the import loses no hook."""
+    probe = (
+        "import importlib.util\nfrom dlsched.when_imported import when_imported\n"
+        "seen = []\nwhen_imported('colorsys', lambda m: seen.append(m.__name__))\n"
+        "assert importlib.util.find_spec('colorsys') is not None\nprint(seen)\n"
+        "import colorsys\nprint(seen)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.splitlines() == ["[]", "['colorsys']"]

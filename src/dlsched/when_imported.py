@@ -22,11 +22,13 @@ Hook = Callable[[ModuleType], None]
 
 
 class _HookedLoader:
-    """The module's own loader, then the hooks; the module keeps its own loader afterwards."""
+    """The module's own loader, then the hooks still waiting for the module (taken now, so that
+    a spec found but never loaded, as by ``importlib.util.find_spec``, loses none); the module
+    keeps its own loader afterwards."""
 
-    def __init__(self, loader: Any, hooks: list[Hook]) -> None:
+    def __init__(self, loader: Any, finder: _Finder) -> None:
         self._loader = loader
-        self._hooks = hooks
+        self._finder = finder
 
     def create_module(self, spec: ModuleSpec) -> ModuleType | None:
         module: ModuleType | None = self._loader.create_module(spec)
@@ -37,7 +39,9 @@ class _HookedLoader:
         if module.__spec__ is not None:
             module.__spec__.loader = self._loader
         self._loader.exec_module(module)
-        for hook in self._hooks:
+        with self._finder.lock:
+            hooks = self._finder.hooks.pop(module.__name__, [])
+        for hook in hooks:
             hook(module)
 
     def __getattr__(self, name: str) -> Any:  # is_package, get_code, resource readers, …
@@ -65,10 +69,8 @@ class _Finder:
                 break
         else:
             return None
-        with self.lock:
-            hooks = self.hooks.pop(fullname, [])
-        if hooks and spec.loader is not None and hasattr(spec.loader, "exec_module"):
-            spec.loader = cast("Loader", _HookedLoader(spec.loader, hooks))
+        if spec.loader is not None and hasattr(spec.loader, "exec_module"):
+            spec.loader = cast("Loader", _HookedLoader(spec.loader, self))
         return spec
 
 
