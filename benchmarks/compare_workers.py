@@ -4,8 +4,13 @@ The sweep is the same for both (``run_grid`` with ``workers=1`` and ``workers=N`
 checks that the two give the same summary numbers, bit for bit, and prints the wall time of
 each (s), the CPU time this process and its worker processes used (s), the load average of the
 machine before and after (a busy machine cannot give the speed-up of an idle one) and the
-ratio wall(1) / wall(N). With ``--repeat R`` the two are timed alternately R times each and the
-best wall time of each is kept.
+ratio wall(1) / wall(N). With ``--repeat R`` the two are timed alternately R times each; the
+best and the worst wall time of each are printed, the speed-up from the best.
+
+``--ceiling`` adds a third timing, the most two processes can gain on this machine whatever the
+pool does: N forked processes, each running its share of the runs (every N-th) one after the
+other, returning nothing. Two CPU-bound processes may each run slower than one alone (cores that
+share a physical core or a clock budget on the host, caches): that ratio bounds ``--workers N``.
 
     PYTHONPATH=src python benchmarks/compare_workers.py -w dl2 \\
         --schedulers fifo,drf,srtf,tetris,optimus --seeds 1-20 --workers 2
@@ -15,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import multiprocessing
 import os
 import resource
 import time
@@ -50,6 +56,33 @@ def _timed(workers: int, args: argparse.Namespace, seeds: list[int]) -> tuple[fl
     return time.perf_counter() - wall, _cpu_s() - cpu, results
 
 
+def _run_share(names: list[str], workload: str, seeds: list[int], part: int, parts: int) -> None:
+    """Run every ``parts``-th (scheduler, seed) pair from ``part`` on, one after the other."""
+    from dlsched.api import simulate
+
+    pairs = [(seed, name) for seed in seeds for name in names]
+    for seed, name in pairs[part::parts]:
+        simulate(workload, name, seed)
+
+
+def _timed_ceiling(workers: int, args: argparse.Namespace, seeds: list[int]) -> tuple[float, float]:
+    """(wall s, CPU s) of ``workers`` forked processes each running its share, no pool."""
+    names = args.schedulers.split(",")
+    context = multiprocessing.get_context("fork")
+    cpu, wall = _cpu_s(), time.perf_counter()
+    procs = [
+        context.Process(target=_run_share, args=(names, args.workload, seeds, part, workers))
+        for part in range(workers)
+    ]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join()
+        if proc.exitcode != 0:
+            raise SystemExit(f"a share process failed (exit code {proc.exitcode})")
+    return time.perf_counter() - wall, _cpu_s() - cpu
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-w", "--workload", default="dl2")
@@ -57,6 +90,9 @@ def main() -> None:
     parser.add_argument("--seeds", default="1-20")
     parser.add_argument("--workers", type=int, default=2, help="processes of the parallel run")
     parser.add_argument("--repeat", type=int, default=1, help="timings of each, best kept")
+    parser.add_argument(
+        "--ceiling", action="store_true", help="also time N plain processes sharing the runs"
+    )
     args = parser.parse_args()
 
     from dlsched.cli_args import parse_seed_list
@@ -66,27 +102,36 @@ def main() -> None:
     runs = len(seeds) * len(args.schedulers.split(","))
     run_grid(args.workload, args.schedulers.split(",")[:1], seeds[:1])  # first-use imports
     load_before = os.getloadavg()
-    best: dict[int, tuple[float, float]] = {}
+    timings: dict[str, list[tuple[float, float]]] = {}
     reference: list[tuple[Any, ...]] | None = None
+    kinds = ["1", str(args.workers)] + ([f"{args.workers} plain"] if args.ceiling else [])
     for _ in range(args.repeat):
-        for workers in (1, args.workers):
-            wall, cpu, results = _timed(workers, args, seeds)
-            print(f"{runs} runs, {workers} worker(s): wall {wall:.2f} s, CPU {cpu:.2f} s")
-            numbers = _numbers(results)
-            if reference is None:
-                reference = numbers
-            elif numbers != reference:
-                raise SystemExit(f"{workers} workers gave other numbers than 1 worker")
-            if workers not in best or wall < best[workers][0]:
-                best[workers] = (wall, cpu)
+        for kind in kinds:
+            if kind.endswith("plain"):
+                wall, cpu = _timed_ceiling(args.workers, args, seeds)
+            else:
+                wall, cpu, results = _timed(int(kind), args, seeds)
+                numbers = _numbers(results)
+                if reference is None:
+                    reference = numbers
+                elif numbers != reference:
+                    raise SystemExit(f"{kind} workers gave other numbers than 1 worker")
+            print(
+                f"{runs} runs, {kind} worker(s): wall {wall:.2f} s, CPU {cpu:.2f} s, "
+                f"load average {os.getloadavg()[0]:.2f}",
+                flush=True,
+            )
+            timings.setdefault(kind, []).append((wall, cpu))
     load_after = os.getloadavg()
-    (wall_1, cpu_1), (wall_n, cpu_n) = best[1], best[args.workers]
     print(f"load average (1, 5, 15 min) before: {load_before}, after: {load_after}")
     print(f"cores: {os.cpu_count()}; summaries equal for 1 and {args.workers} workers: yes")
-    print(
-        f"best wall: 1 worker {wall_1:.2f} s (CPU {cpu_1:.2f} s), {args.workers} workers "
-        f"{wall_n:.2f} s (CPU {cpu_n:.2f} s); speed-up {wall_1 / wall_n:.2f}x"
-    )
+    best = {kind: min(timings[kind]) for kind in kinds}
+    for kind in kinds:
+        walls = [wall for wall, _ in timings[kind]]
+        print(
+            f"{kind} worker(s): best wall {best[kind][0]:.2f} s (CPU {best[kind][1]:.2f} s), "
+            f"worst {max(walls):.2f} s; speed-up from the best {best['1'][0] / best[kind][0]:.2f}x"
+        )
 
 
 if __name__ == "__main__":

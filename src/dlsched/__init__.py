@@ -10,16 +10,27 @@ Quick start::
 
 Public names: `simulate`, `compare`, `make_scheduler`, `make_workload`, `BaseScheduler` (subclass
 it to write a scheduler) and `Result`. Importing the package registers the Gymnasium ids
-``dlsched/DL2-v0``, ``dlsched/DeepRM-v0`` and ``dlsched/SCED2-v0`` (`dlsched.rl.registration`);
-it does not import PyTorch.
+``dlsched/DL2-v0``, ``dlsched/DeepRM-v0`` and ``dlsched/SCED2-v0`` (`dlsched.rl.registration`)
+as soon as Gymnasium is imported (at once if it already is; `dlsched.when_imported`), so that a
+run that does not use Gymnasium does not import it; it does not import PyTorch.
 """
 
+from types import ModuleType
+
 from dlsched.api import compare, make_scheduler, make_workload, simulate
-from dlsched.rl.registration import register_envs
 from dlsched.schedulers.base import BaseScheduler
 from dlsched.sim import Result
+from dlsched.when_imported import when_imported
 
-register_envs()
+
+def _register_envs(_gymnasium: ModuleType) -> None:
+    """Register dlsched's Gymnasium ids (called once Gymnasium is imported)."""
+    from dlsched.rl.registration import register_envs
+
+    register_envs()
+
+
+when_imported("gymnasium", _register_envs)
 
 __version__ = "0.1.0"
 __all__ = [

@@ -10,6 +10,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -36,6 +37,7 @@ from dlsched.commands.common import off_terminal_width as _off_terminal_width
 from dlsched.commands.common import one_line_errors as _one_line_errors
 from dlsched.commands.common import parse_options as _parse_options
 from dlsched.plugins import plugins, resolve
+from dlsched.when_imported import when_imported
 
 if TYPE_CHECKING:  # SciPy comes with it: imported only by the commands that need it
     from dlsched.experiments.compare import Summary
@@ -448,12 +450,15 @@ for _plugin in plugins():
 
 def _full_width_help() -> None:
     """Help written to a pipe or file at `OFF_TERMINAL_WIDTH` columns, not wrapped at 80
-    (Typer reads ``TERMINAL_WIDTH`` once, at import; it still wins when set)."""
-    from typer import rich_utils
+    (Typer reads ``TERMINAL_WIDTH`` once, at import; it still wins when set). Set when Typer
+    imports its Rich help module (`when_imported`), which a run that prints no help skips."""
 
-    width = _off_terminal_width(sys.stdout.isatty())
-    if width is not None and rich_utils.MAX_WIDTH is None:
-        rich_utils.MAX_WIDTH = width
+    def widen(rich_utils: ModuleType) -> None:
+        width = _off_terminal_width(sys.stdout.isatty())
+        if width is not None and getattr(rich_utils, "MAX_WIDTH", None) is None:
+            setattr(rich_utils, "MAX_WIDTH", width)  # noqa: B010 - a module attribute
+
+    when_imported("typer.rich_utils", widen)
 
 
 def main() -> None:

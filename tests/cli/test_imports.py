@@ -1,5 +1,6 @@
 """The CLI and the heuristic schedulers must start without importing PyTorch."""
 
+import os
 import subprocess
 import sys
 
@@ -33,3 +34,52 @@ def test_package_is_typed() -> None:
     from importlib.resources import files
 
     assert files("dlsched").joinpath("py.typed").is_file()
+
+
+LAZY = ("torch", "scipy", "gymnasium", "typer.rich_utils", "dlsched.schedulers.srtf")
+"""What ``dlsched simulate -s fifo`` on a generated workload does not need (issue 18, point 4):
+PyTorch, SciPy (its optimiser came with the SRTF and Optimus modules when the scheduler registry
+imported every policy), Gymnasium (``import dlsched`` registers its ids only once Gymnasium is
+imported), Typer's Rich help module (needed for help only) and any other policy module."""
+
+
+def test_a_simulate_run_imports_only_what_it_uses() -> None:
+    probe = (
+        "import sys\nfrom dlsched.cli import main\n"
+        "sys.argv = ['dlsched', 'simulate', '-w', 'deeprm', '-s', 'fifo', '-o', 'num_jobs=5',"
+        " '--json']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        f"print([m for m in {LAZY!r} if m in sys.modules])"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip().splitlines()[-1] == "[]", result.stderr
+    assert '"scheduler": "fifo"' in result.stdout
+
+
+def test_import_dlsched_registers_the_envs_when_gymnasium_comes_after() -> None:
+    probe = (
+        "import sys, dlsched\nprint('gymnasium' in sys.modules)\n"
+        "import gymnasium\nprint(sorted(i for i in gymnasium.registry if 'dlsched' in i))\n"
+        "print(type(gymnasium.make('dlsched/DeepRM-v0').unwrapped).__name__)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.split("\n")[:3] == [
+        "False",
+        "['dlsched/DL2-v0', 'dlsched/DL2Slot-v0', 'dlsched/DeepRM-v0', 'dlsched/SCED2-v0']",
+        "DeepRMEnv",
+    ]
+
+
+def test_help_is_still_widened_off_a_terminal() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "dlsched", "simulate", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={k: v for k, v in os.environ.items() if k not in ("COLUMNS", "TERMINAL_WIDTH")},
+    )
+    assert max(len(line) for line in result.stdout.splitlines()) > 80

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import subprocess
 import sys
 from typing import Any
 
@@ -134,3 +135,18 @@ def test_dask_without_the_extra_is_one_line(monkeypatch: pytest.MonkeyPatch) -> 
     result = runner.invoke(app, args)
     assert result.exit_code == 2 and "'dlsched[dask]'" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_forked_workers_inherit_the_policy_modules() -> None:
+    """With fork, the parent imports what the runs need before the workers start (so that each
+    worker does not import it again); the parent itself runs nothing."""
+    probe = (
+        "import sys\nfrom dlsched.experiments.parallel import RunTask, run_in_processes\n"
+        "tasks = [RunTask('deeprm', 'sjf', s, {'num_jobs': 5}) for s in (1, 2)]\n"
+        "run_in_processes(tasks, 2, start_method='fork')\n"
+        "print('dlsched.schedulers.sjf' in sys.modules, 'dlsched.workloads.deeprm' in sys.modules)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "True True", result.stderr

@@ -4,7 +4,9 @@ A run is a plain `RunTask` (workload name, scheduler name, seed, options): each 
 the workload and the scheduler from their names (`run_task`), so nothing but names, numbers
 and the `Result` crosses a process boundary, and the runs give the same numbers in a worker as
 in this process. `run_task` is a module-level function, so any start method works (``fork``,
-``spawn``, ``forkserver``).
+``spawn``, ``forkserver``). With ``fork`` (Linux's default) the policy and workload modules the
+runs need are imported here first, so that every worker inherits them instead of importing them
+again.
 """
 
 from __future__ import annotations
@@ -37,6 +39,20 @@ def run_task(task: RunTask) -> Result:
     return simulate(task.workload, task.scheduler, task.seed, **task.options)
 
 
+def import_for(tasks: Sequence[RunTask]) -> None:
+    """Import the scheduler and workload modules ``tasks`` need (nothing is built or read; an
+    unknown name is left for its run to report)."""
+    from dlsched.schedulers.registry import import_policy
+    from dlsched.workloads.registry import workloads
+
+    known = workloads()
+    for name in dict.fromkeys(task.scheduler for task in tasks):
+        import_policy(name)
+    for name in dict.fromkeys(task.workload.partition(":")[0] for task in tasks):
+        if name in known:
+            known[name].function()
+
+
 def run_in_processes(
     tasks: Sequence[RunTask],
     workers: int,
@@ -57,6 +73,8 @@ def run_in_processes(
     """
     context = multiprocessing.get_context(start_method)
     workers = max(1, min(workers, len(tasks)))
+    if context.get_start_method() == "fork":
+        import_for(tasks)
     log.info("%d runs on %d %s worker processes", len(tasks), workers, context.get_start_method())
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
         futures: list[Future[Result]] = [pool.submit(run_task, task) for task in tasks]

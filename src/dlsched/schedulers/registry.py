@@ -2,7 +2,12 @@
 
 Names may carry an argument after a colon (``dl2:PATH`` loads another checkpoint). Each policy
 module registers itself with `register`; the modules to import are the ``scheduler_modules`` of
-the plugins in `dlsched.plugins.PLUGINS`, imported on the first lookup.
+the plugins in `dlsched.plugins.PLUGINS`. A lookup by name first imports only the plugin modules
+named after it (``fifo`` → ``dlsched.schedulers.fifo``, ``tetris-star`` → ``…tetris_star``,
+``dl2`` → ``dlsched.papers.dl2.scheduler``, ``optimus-oracle`` → ``…optimus``), so that
+``simulate -s fifo`` does not import every policy (SciPy's optimiser comes with SRTF and Optimus);
+a name not registered by those, and every listing, imports them all. A plugin should therefore
+not register a name already registered by the module named after that name.
 """
 
 from __future__ import annotations
@@ -52,11 +57,43 @@ def register(
     return wrap
 
 
-def _load() -> None:
-    """Import every plugin's scheduler modules (each registers itself; imported once)."""
+_all_loaded = False
+
+
+def _named_after(name: str) -> list[str]:
+    """The plugin scheduler modules named after ``name``: whose last part, or whose package's,
+    is the name or its part before the first ``-`` (with ``-`` read as ``_``)."""
+    stems = {name.replace("-", "_"), name.partition("-")[0]}
+    found = []
+    for plugin in plugins():
+        for module in plugin.scheduler_modules:
+            parts = module.split(".")
+            if parts[-1] in stems or (len(parts) > 1 and parts[-2] in stems):
+                found.append(module)
+    return found
+
+
+def _load(name: str | None = None) -> None:
+    """Import the scheduler modules that register ``name`` (`_named_after` first, then every
+    plugin's), or every plugin's for None; each module is imported once."""
+    global _all_loaded
+    if _all_loaded or (name is not None and name in REGISTRY):
+        return
+    if name is not None:
+        for module in _named_after(name):
+            importlib.import_module(module)
+        if name in REGISTRY:
+            return
     for plugin in plugins():
         for module in plugin.scheduler_modules:
             importlib.import_module(module)
+    _all_loaded = True
+
+
+def import_policy(spec: str) -> None:
+    """Import the module(s) registering the scheduler ``spec`` names, without building it (no
+    checkpoint is read); an unknown name imports every plugin's modules and raises nothing."""
+    _load(spec.partition(":")[0])
 
 
 def schedulers() -> dict[str, SchedulerEntry]:
@@ -72,8 +109,8 @@ def made_for(spec: str) -> frozenset[str] | None:
     Raises:
         ValueError: an unknown scheduler name.
     """
-    _load()
     name = spec.partition(":")[0]
+    _load(name)
     entry = REGISTRY.get(name)
     if entry is None:
         raise ValueError(f"unknown scheduler {name!r}; choose one of {', '.join(sorted(REGISTRY))}")
@@ -88,8 +125,8 @@ def made_for(spec: str) -> frozenset[str] | None:
 
 def make_scheduler(spec: str) -> Scheduler:
     """Build a scheduler from ``name`` or ``name:ARG``; ValueError listing choices if unknown."""
-    _load()
     name, colon, arg = spec.partition(":")
+    _load(name)
     entry = REGISTRY.get(name)
     if entry is None:
         raise ValueError(f"unknown scheduler {name!r}; choose one of {', '.join(sorted(REGISTRY))}")
