@@ -28,7 +28,7 @@ from dlsched.schedulers.dsif import MAX_DELAYS, Dsif, servers_needed
 from dlsched.schedulers.fifo import Fifo
 from dlsched.schedulers.las import Las
 from dlsched.schedulers.lrf import Lrf, resource_key
-from dlsched.schedulers.ordered import run_in_order, start_in_order
+from dlsched.schedulers.ordered import start_in_order
 from dlsched.schedulers.sif import Sif
 from dlsched.schedulers.sjf import Sjf, duration_key
 from dlsched.schedulers.spf import Spf, gpu_seconds_key
@@ -51,6 +51,44 @@ class RefSorted(BaseScheduler):
         return start_in_order(view, sorted(view.pending, key=lambda r: self.key(r, view)))
 
 
+def ref_run_in_order(view: ClusterView, runs: list[JobRun]) -> Decision:
+    """`run_in_order` as it was before the choosing walk was memoised (a list, every job
+    re-placed on a fresh scratch copy at every point)."""
+    chooser = FreeTracker(view.cluster, release=list(view.running))
+    free = list(chooser.total().as_tuple())
+    chosen: list[JobRun] = []
+    for run in runs:
+        alloc = run.allocation
+        workers, ps = (alloc.num_workers, alloc.num_ps) if run.running else requested(run.spec)
+        need = run.spec.demand(workers, ps).as_tuple()
+        if any(need[r] > free[r] + 1e-9 for r in range(3)):
+            continue
+        if chooser.take(run.spec, workers, ps):
+            chosen.append(run)
+            free = [free[r] - need[r] for r in range(3)]
+    chosen_ids = {run.job_id for run in chosen}
+    tracker = FreeTracker(
+        view.cluster, release=[r for r in view.running if r.job_id not in chosen_ids]
+    )
+    decision = Decision()
+    for run in chosen:
+        if run.running:
+            decision.set(run.job_id, run.allocation.num_workers, run.allocation.num_ps)
+    for run in chosen:
+        if not run.running:
+            workers, ps = requested(run.spec)
+            if tracker.take(run.spec, workers, ps):
+                decision.set(run.job_id, workers, ps)
+    for run in runs:
+        if (
+            run.running
+            and run.job_id not in chosen_ids
+            and tracker.take_exact(run.spec, run.allocation)
+        ):
+            decision.set(run.job_id, run.allocation.num_workers, run.allocation.num_ps)
+    return decision
+
+
 class RefLas(BaseScheduler):
     name = "las"
     preemptive: ClassVar[bool] = True
@@ -60,7 +98,7 @@ class RefLas(BaseScheduler):
         order = sorted(
             view.jobs(), key=lambda r: (r.attained_gpu_s_at(now), r.spec.submit_time_s, r.job_id)
         )
-        return run_in_order(view, order)
+        return ref_run_in_order(view, order)
 
 
 class RefSrtf(Srtf):
@@ -70,7 +108,7 @@ class RefSrtf(Srtf):
         if any(run.spec.arch is Arch.PS for run in jobs):
             self.speeds.update(jobs)
         order = sorted(jobs, key=lambda r: (self.remaining_s(r, now), r.spec.submit_time_s))
-        return run_in_order(view, order)
+        return ref_run_in_order(view, order)
 
 
 class RefTiresias(Tiresias):
@@ -109,7 +147,7 @@ class RefTiresias(Tiresias):
         order = sorted(
             view.jobs(), key=lambda r: (self.queue_of(r, now), r.spec.submit_time_s, r.job_id)
         )
-        return run_in_order(view, order)
+        return ref_run_in_order(view, order)
 
 
 class RefDsif(BaseScheduler):

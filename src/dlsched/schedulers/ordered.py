@@ -19,9 +19,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
-from dlsched.core import ClusterView, Decision, JobRun, JobSpec
+from dlsched.core import ClusterView, Decision, JobRun, JobSpec, Target
 from dlsched.schedulers.common import FreeTracker, requested
 from dlsched.schedulers.pending_queue import PendingQueue, Ranking, Shape
+from dlsched.schedulers.walk_memo import EXCEEDS, NO_ROOM, TOOK, Row, WalkMemo
 
 _EPS = 1e-9
 
@@ -90,6 +91,9 @@ def run_in_order(
 ) -> Decision:
     """Preemptive priority scheduling of fixed-size jobs (module docstring).
 
+    With a `Ranking` the choosing walk reuses the unchanged prefix of the previous point's walk
+    (`dlsched.schedulers.walk_memo`, kept by the ranking's queue); the decision is the same.
+
     Args:
         view: the cluster now.
         runs: every active job, highest priority first (a `Ranking` is in its key order and
@@ -100,34 +104,34 @@ def run_in_order(
         The whole desired state: running jobs kept (unchanged counts), then jobs to start in
         priority order; running jobs left out are preempted by the engine.
     """
-    chooser = FreeTracker(view.cluster, release=list(view.running))
-    free = list(chooser.total().as_tuple())
-    chosen: list[JobRun] = []
-    dead: set[Shape] = set()
-    for run, shape in _in_order(runs, dead):
-        workers, ps = _counts(run, size)
-        need = _demand(run.spec, workers, ps)
-        if _exceeds(need, free):
-            _mark_dead(dead, shape, True)
-            continue  # cannot fit anywhere: skip the per-server check
-        if chooser.take(run.spec, workers, ps):
-            chosen.append(run)
-            _subtract(free, need)
-        else:
-            _mark_dead(dead, shape, False)
-    chosen_ids = {run.job_id for run in chosen}
-    tracker = FreeTracker(
-        view.cluster, release=[r for r in view.running if r.job_id not in chosen_ids]
-    )
+    cluster = view.cluster
+    running = view.running
+    if isinstance(runs, Ranking):
+        chosen = _choose_with_memo(view, runs, runs.queue.memo)
+    else:
+        chosen = _choose(view, runs, size)
+    running_ids = {run.job_id for run in running}
     decision = Decision()
-    for run in chosen:
-        if run.running:
-            decision.set(run.job_id, run.allocation.num_workers, run.allocation.num_ps)
-    for run in chosen:
-        if not run.running:
-            workers, ps = size(run)
-            if tracker.take(run.spec, workers, ps):
-                decision.set(run.job_id, workers, ps)
+    targets = decision.targets
+    chosen_ids = set()
+    starting = []
+    for run, shape in chosen:
+        job = run.job_id
+        chosen_ids.add(job)
+        if job not in running_ids:
+            starting.append(run)
+        elif shape is not None:  # the counts it holds
+            targets[job] = _target(shape[2], shape[3])
+        else:
+            alloc = run.allocation
+            targets[job] = _target(alloc.num_workers, alloc.num_ps)
+    if not starting and len(chosen_ids) - len(starting) == len(running_ids):
+        return decision  # every running job kept, none started: nothing to place
+    tracker = FreeTracker(cluster, release=[r for r in running if r.job_id not in chosen_ids])
+    for run in starting:
+        workers, ps = size(run)
+        if tracker.take(run.spec, workers, ps):
+            targets[run.job_id] = _target(workers, ps)
     by_rank = runs.running_jobs() if isinstance(runs, Ranking) else runs
     for run in by_rank:  # preempt only those whose place a chosen job really needs
         if (
@@ -135,8 +139,90 @@ def run_in_order(
             and run.job_id not in chosen_ids
             and tracker.take_exact(run.spec, run.allocation)
         ):
-            decision.set(run.job_id, run.allocation.num_workers, run.allocation.num_ps)
+            targets[run.job_id] = _target(run.allocation.num_workers, run.allocation.num_ps)
     return decision
+
+
+_TARGETS: dict[tuple[int, int], Target] = {}
+
+
+def _target(workers: int, ps: int) -> Target:
+    """``Target(workers, ps)``, one shared object per pair (targets are immutable)."""
+    target = _TARGETS.get((workers, ps))
+    if target is None:
+        target = _TARGETS[(workers, ps)] = Target(workers, ps)
+    return target
+
+
+Chosen = list[tuple[JobRun, Shape | None]]
+"""The jobs to run in order, with their shapes where known."""
+
+
+def _choose(view: ClusterView, runs: Sequence[JobRun], size: Size) -> Chosen:
+    """The jobs to run: ``runs`` in order, each kept if it fits on a scratch copy of the
+    cluster with every running job removed."""
+    chooser = FreeTracker(view.cluster, release=list(view.running))
+    free = list(chooser.total().as_tuple())
+    chosen: Chosen = []
+    for run in runs:
+        workers, ps = _counts(run, size)
+        need = _demand(run.spec, workers, ps)
+        if _exceeds(need, free):
+            continue  # cannot fit anywhere: skip the per-server check
+        if chooser.take(run.spec, workers, ps):
+            chosen.append((run, None))
+            _subtract(free, need)
+    return chosen
+
+
+def _choose_with_memo(view: ClusterView, ranking: Ranking, memo: WalkMemo) -> Chosen:
+    """`_choose` over a ranking, shapes marked dead as they fail, reusing the previous walk's
+    agreeing prefix (`dlsched.schedulers.walk_memo`)."""
+    cluster = view.cluster
+    emptied = FreeTracker(cluster, release=list(view.running))
+    start = [tuple(row) for row in emptied.free]
+    free = list(emptied.total().as_tuple())
+    reuse = memo.start == start
+    # built from a saved state where the walks part (own rows: the cluster's may change)
+    chooser = None if reuse else FreeTracker.from_rows(cluster, start)
+    old_shapes, old_outcomes = memo.shapes, memo.outcomes
+    old_rows, old_free = memo.rows, memo.free
+    n_old = len(old_shapes)
+    shapes: list[Shape] = []
+    outcomes: list[int] = []
+    rows: list[list[Row]] = []
+    frees: list[tuple[float, float, float]] = []
+    chosen: Chosen = []
+    dead: set[Shape] = set()
+    for i, (run, shape) in enumerate(ranking.candidates(dead)):
+        if reuse and i < n_old and old_shapes[i] == shape:
+            outcome = old_outcomes[i]
+            rows.append(old_rows[i])
+            frees.append(old_free[i])
+        else:
+            if chooser is None:  # the walks part here: resume from the last agreeing step
+                reuse = False
+                chooser = FreeTracker.from_rows(cluster, old_rows[i - 1] if i else start)
+                free = list(old_free[i - 1]) if i else free
+            workers, ps = shape[2], shape[3]
+            need = _demand(run.spec, workers, ps)
+            if _exceeds(need, free):
+                outcome = EXCEEDS
+            elif chooser.take(run.spec, workers, ps):
+                outcome = TOOK
+                _subtract(free, need)
+            else:
+                outcome = NO_ROOM
+            rows.append(list(chooser.free))
+            frees.append((free[0], free[1], free[2]))
+        shapes.append(shape)
+        outcomes.append(outcome)
+        if outcome == TOOK:
+            chosen.append((run, shape))
+        else:
+            _mark_dead(dead, shape, outcome == EXCEEDS)
+    memo.record(start, shapes, outcomes, rows, frees)
+    return chosen
 
 
 def _demand(spec: JobSpec, workers: int, ps: int) -> tuple[float, float, float]:
