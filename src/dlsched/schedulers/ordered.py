@@ -154,6 +154,21 @@ def _target(workers: int, ps: int) -> Target:
     return target
 
 
+def _emptied_rows(view: ClusterView) -> list[tuple[float, ...]]:
+    """Each server's free resources with every running job's tasks given back, by the same
+    float operations, in the same order, as ``FreeTracker(cluster, release=view.running)``."""
+    rows: list[Sequence[float]] = list(view.cluster.free_rows())
+    for run in view.running:
+        spec, alloc = run.spec, run.allocation
+        for tasks, demand in ((alloc.workers, spec.worker_demand), (alloc.ps, spec.ps_demand)):
+            if tasks:
+                g, c, m = demand.as_tuple()
+                for server, n in tasks:
+                    row = rows[server]
+                    rows[server] = (row[0] + g * n, row[1] + c * n, row[2] + m * n)
+    return [row if type(row) is tuple else tuple(row) for row in rows]
+
+
 Chosen = list[tuple[JobRun, Shape | None]]
 """The jobs to run in order, with their shapes where known."""
 
@@ -179,9 +194,12 @@ def _choose_with_memo(view: ClusterView, ranking: Ranking, memo: WalkMemo) -> Ch
     """`_choose` over a ranking, shapes marked dead as they fail, reusing the previous walk's
     agreeing prefix (`dlsched.schedulers.walk_memo`)."""
     cluster = view.cluster
-    emptied = FreeTracker(cluster, release=list(view.running))
-    start = [tuple(row) for row in emptied.free]
-    free = list(emptied.total().as_tuple())
+    start = _emptied_rows(view)
+    free = [
+        sum(row[0] for row in start),
+        sum(row[1] for row in start),
+        sum(row[2] for row in start),
+    ]
     reuse = memo.start == start
     # built from a saved state where the walks part (own rows: the cluster's may change)
     chooser = None if reuse else FreeTracker.from_rows(cluster, start)

@@ -68,7 +68,6 @@ class Tiresias(BaseScheduler):
     def reset(self) -> None:
         self._prev_decision_s = 0.0
         self._run_started_s: dict[int, float] = {}
-        self._seen_running_s: dict[int, float] = {}
         self._last_run_s: dict[int, float] = {}
         self._waiting_since_s: dict[int, float] = {}
         self._service_offset: dict[int, float] = {}
@@ -145,27 +144,28 @@ class Tiresias(BaseScheduler):
         and the waiting jobs due for promotion (a heap by due time).
         """
         now = view.now_s
+        prev = self._prev_decision_s
+        tracked = self._tracked
         running_ids = set()
         for run in view.running:
             job = run.job_id
             running_ids.add(job)
-            self._waiting_since_s.pop(job, None)
-            if job not in self._run_started_s:
-                self._run_started_s[job] = self._prev_decision_s  # started last decision
-                self._tracked[job] = run
-            self._seen_running_s[job] = now
-        for job in [job for job in self._tracked if job not in running_ids]:
-            run = self._tracked.pop(job)
-            started = self._run_started_s.pop(job)
-            stopped = self._seen_running_s.pop(job)
-            if run.finish_s is not None:
-                continue  # finished: its spells no longer matter
-            # preempted by the decision at which it was last running
-            last = self._last_run_s[job] = stopped - started
-            self._waiting_since_s[job] = stopped
-            if last > 0:
-                when = stopped + self.promote_knob * last
-                heapq.heappush(self._starving, (when, job, stopped, last, run))
+            if job not in tracked:  # started by the last decision
+                self._waiting_since_s.pop(job, None)
+                self._run_started_s[job] = prev
+                tracked[job] = run
+        if len(tracked) > len(running_ids):  # some were running at the last decision only
+            for job in [job for job in tracked if job not in running_ids]:
+                run = tracked.pop(job)
+                started = self._run_started_s.pop(job)
+                if run.finish_s is not None:
+                    continue  # finished: its spells no longer matter
+                # preempted by the last decision, at which it was last seen running
+                last = self._last_run_s[job] = prev - started
+                self._waiting_since_s[job] = prev
+                if last > 0:
+                    when = prev + self.promote_knob * last
+                    heapq.heappush(self._starving, (when, job, prev, last, run))
         self._promote(now)
         self._prev_decision_s = now
 
