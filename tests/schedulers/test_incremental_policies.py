@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dlsched.core import Arch, ClusterView, Decision, JobRun, JobSpec
+from dlsched.core import Arch, ClusterView, Decision, JobRun, JobSpec, Resources
 from dlsched.placement import make_placement
 from dlsched.schedulers.base import BaseScheduler, Scheduler, WrappingScheduler
 from dlsched.schedulers.common import FreeTracker, requested
@@ -246,8 +246,10 @@ def _run(
     return recorder.decisions, records
 
 
-def _jobs(seed: int, n: int, ps_share: float) -> list[JobSpec]:
-    """Random jobs with many ties (few distinct submit times and durations)."""
+def _jobs(seed: int, n: int, ps_share: float, cpu_heavy: bool = False) -> list[JobSpec]:
+    """Random jobs with many ties (few distinct submit times and durations). ``cpu_heavy``:
+    about half the GPU jobs of up to 4 workers take 6 of a server's 16 CPUs per worker, so
+    where tasks sit matters, not only how much is free in total."""
     rng = np.random.default_rng(seed)
     jobs: list[JobSpec] = []
     for i in range(n):
@@ -256,7 +258,10 @@ def _jobs(seed: int, n: int, ps_share: float) -> list[JobSpec]:
             jobs.append(ps_job(i, submit, float(rng.integers(1, 4)) * 5, int(rng.integers(1, 4))))
         else:
             duration = float(rng.choice([50.0, 100.0, 300.0, 1000.0]))
-            jobs.append(gpu_job(i, submit, duration, int(rng.choice([1, 1, 2, 3, 4, 8]))))
+            job = gpu_job(i, submit, duration, int(rng.choice([1, 1, 2, 3, 4, 8])))
+            if cpu_heavy and job.num_workers <= 4 and rng.random() < 0.5:
+                job = dataclasses.replace(job, worker_demand=Resources(gpu=1, cpu=6, mem=4))
+            jobs.append(job)
     return jobs
 
 
@@ -269,17 +274,48 @@ def _jobs(seed: int, n: int, ps_share: float) -> list[JobSpec]:
     ps_share=st.sampled_from([0.0, 0.0, 0.3]),
     slotted=st.booleans(),
     skip=st.sampled_from([0, 0, 3]),
+    cpu_heavy=st.booleans(),
 )
 def test_incremental_policy_decides_as_the_full_re_rank(
-    policy: str, seed: int, n: int, servers: int, ps_share: float, slotted: bool, skip: int
+    policy: str,
+    seed: int,
+    n: int,
+    servers: int,
+    ps_share: float,
+    slotted: bool,
+    skip: int,
+    cpu_heavy: bool,
 ) -> None:
-    jobs = _jobs(seed, n, ps_share)
+    jobs = _jobs(seed, n, ps_share, cpu_heavy)
     config: dict[str, Any] = {"interval_s": 150.0} if slotted else {}
     make, make_ref = PAIRS[policy]
     ours = _run(jobs, make(), servers, skip, **config)
     ref = _run(jobs, make_ref(), servers, skip, **config)
     assert ours[0] == ref[0]  # every decision
     assert ours[1] == ref[1]  # every job's record
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("policy", ["las", "srtf", "tiresias"])
+def test_preemptive_policy_with_placement_bound_jobs_decides_as_the_re_rank(
+    policy: str, seed: int
+) -> None:
+    """Where tasks sit decides what fits (CPU-heavy workers), so a choosing walk resumed from
+    the wrong scratch state would choose differently."""
+    jobs = _jobs(seed, 40, 0.0, cpu_heavy=True)
+    make, make_ref = PAIRS[policy]
+    assert _run(jobs, make(), 3, 0) == _run(jobs, make_ref(), 3, 0)
+
+
+def test_the_walk_memo_is_not_reused_on_another_cluster() -> None:
+    """The same policy asked about another cluster (no reset, no queue changes): the last
+    walk's outcomes do not carry over (an 8-GPU job fits two 4-GPU servers, not one)."""
+    las = Las()
+    job = gpu_job(0, 0.0, 100.0, 8)
+    two = ClusterView(0.0, small_cluster(2), [JobRun(job)], [])
+    one = ClusterView(0.0, small_cluster(1), [JobRun(job)], [])
+    assert las.decide(one).targets == {}
+    assert list(las.decide(two).targets) == [0]
 
 
 def test_the_queue_follows_the_changes_and_rebuilds_only_when_it_must() -> None:

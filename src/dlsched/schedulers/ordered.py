@@ -17,12 +17,13 @@ loops skip every remaining job of a shape once one of that shape did not fit (se
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from dlsched.core import ClusterView, Decision, JobRun, JobSpec, Target
 from dlsched.schedulers.common import FreeTracker, requested
 from dlsched.schedulers.pending_queue import PendingQueue, Ranking, Shape
-from dlsched.schedulers.walk_memo import EXCEEDS, NO_ROOM, TOOK, Row, WalkMemo
+from dlsched.schedulers.walk_memo import EXCEEDS, NO_ROOM, TOOK, WalkMemo
 
 _EPS = 1e-9
 
@@ -200,41 +201,50 @@ def _choose_with_memo(view: ClusterView, ranking: Ranking, memo: WalkMemo) -> Ch
         sum(row[1] for row in start),
         sum(row[2] for row in start),
     ]
-    reuse = memo.start == start
-    # built from a saved state where the walks part (own rows: the cluster's may change)
-    chooser = None if reuse else FreeTracker.from_rows(cluster, start)
-    old_shapes, old_outcomes = memo.shapes, memo.outcomes
-    old_rows, old_free = memo.rows, memo.free
-    n_old = len(old_shapes)
-    shapes: list[Shape] = []
-    outcomes: list[int] = []
-    rows: list[list[Row]] = []
-    frees: list[tuple[float, float, float]] = []
     chosen: Chosen = []
     dead: set[Shape] = set()
-    for i, (run, shape) in enumerate(ranking.candidates(dead)):
-        if reuse and i < n_old and old_shapes[i] == shape:
+    walk = ranking.candidates(dead)
+    old_shapes, old_outcomes = memo.shapes, memo.outcomes
+    i = 0  # steps that agree with the last walk
+    first: tuple[JobRun, Shape] | None = None  # where the walks part
+    if memo.start == start:
+        n_old = len(old_shapes)
+        for run, shape in walk:
+            if i == n_old or (old_shapes[i] is not shape and old_shapes[i] != shape):
+                first = (run, shape)
+                break
             outcome = old_outcomes[i]
-            rows.append(old_rows[i])
-            frees.append(old_free[i])
-        else:
-            if chooser is None:  # the walks part here: resume from the last agreeing step
-                reuse = False
-                chooser = FreeTracker.from_rows(cluster, old_rows[i - 1] if i else start)
-                free = list(old_free[i - 1]) if i else free
-            workers, ps = shape[2], shape[3]
-            need = _demand(run.spec, workers, ps)
-            if _exceeds(need, free):
-                outcome = EXCEEDS
-            elif chooser.take(run.spec, workers, ps):
-                outcome = TOOK
-                _subtract(free, need)
+            if outcome == TOOK:
+                chosen.append((run, shape))
             else:
-                outcome = NO_ROOM
-            rows.append(list(chooser.free))
-            frees.append((free[0], free[1], free[2]))
+                _mark_dead(dead, shape, outcome == EXCEEDS)
+            i += 1
+        else:
+            if i < n_old:  # this walk is a prefix of the last one
+                memo.record(start, old_shapes[:i], old_outcomes[:i], memo.rows[:i], memo.free[:i])
+            return chosen
+    shapes, outcomes = old_shapes[:i], old_outcomes[:i]
+    rows, frees = memo.rows[:i], memo.free[:i]
+    if i:  # resume from the state after the last agreeing step
+        chooser = FreeTracker.from_rows(cluster, rows[-1])
+        free = list(frees[-1])
+    else:  # own rows: the cluster's may change under the memo
+        chooser = FreeTracker.from_rows(cluster, start)
+    rest = walk if first is None else itertools.chain((first,), walk)
+    for run, shape in rest:
+        workers, ps = shape[2], shape[3]
+        need = _demand(run.spec, workers, ps)
+        if _exceeds(need, free):
+            outcome = EXCEEDS
+        elif chooser.take(run.spec, workers, ps):
+            outcome = TOOK
+            _subtract(free, need)
+        else:
+            outcome = NO_ROOM
         shapes.append(shape)
         outcomes.append(outcome)
+        rows.append(list(chooser.free))
+        frees.append((free[0], free[1], free[2]))
         if outcome == TOOK:
             chosen.append((run, shape))
         else:
