@@ -167,7 +167,7 @@ def _emptied_rows(view: ClusterView) -> list[tuple[float, ...]]:
                 for server, n in tasks:
                     row = rows[server]
                     rows[server] = (row[0] + g * n, row[1] + c * n, row[2] + m * n)
-    return [row if type(row) is tuple else tuple(row) for row in rows]
+    return list(map(tuple, rows))
 
 
 Chosen = list[tuple[JobRun, Shape | None]]
@@ -196,11 +196,8 @@ def _choose_with_memo(view: ClusterView, ranking: Ranking, memo: WalkMemo) -> Ch
     agreeing prefix (`dlsched.schedulers.walk_memo`)."""
     cluster = view.cluster
     start = _emptied_rows(view)
-    free = [
-        sum(row[0] for row in start),
-        sum(row[1] for row in start),
-        sum(row[2] for row in start),
-    ]
+    # FreeTracker.total's sums, column by column in server order
+    free = [sum(column) for column in zip(*start, strict=True)] if start else [0.0, 0.0, 0.0]
     chosen: Chosen = []
     dead: set[Shape] = set()
     walk = ranking.candidates(dead)

@@ -21,6 +21,7 @@ from typing import ClassVar
 from dlsched.core import Allocation, ClusterView, Decision, JobSpec, Target
 from dlsched.schedulers.base import BaseScheduler, Scheduler
 from dlsched.schedulers.common import requested, tasks_that_fit
+from dlsched.schedulers.pending_queue import Shape, shape_of
 from dlsched.schedulers.registry import register
 
 
@@ -82,9 +83,18 @@ class Saf(BaseScheduler):
             best: tuple[float, float, int] | None = None
             choice: tuple[int, Allocation] | None = None
             fitting = []
+            # jobs of one shape get the same packing from the same free resources
+            packed: dict[Shape, Allocation | None] = {}
             for run in candidates:
-                workers, ps = requested(run.spec)
-                alloc = pack_allocation([row[:] for row in free], run.spec, workers, ps)
+                spec = run.spec
+                workers, ps = requested(spec)
+                shape = shape_of(spec, workers, ps)
+                if shape in packed:
+                    alloc = packed[shape]
+                else:
+                    alloc = packed[shape] = pack_allocation(
+                        [row[:] for row in free], spec, workers, ps
+                    )
                 if alloc is None:
                     continue
                 fitting.append(run)
