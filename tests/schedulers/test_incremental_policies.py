@@ -24,9 +24,10 @@ from hypothesis import strategies as st
 from dlsched.core import Allocation, Arch, ClusterView, Decision, JobRun, JobSpec, Resources, Target
 from dlsched.placement import make_placement
 from dlsched.schedulers.base import BaseScheduler, Scheduler, WrappingScheduler
-from dlsched.schedulers.common import FreeTracker, requested
+from dlsched.schedulers.common import FreeTracker, requested, tasks_that_fit
 from dlsched.schedulers.dsif import MAX_DELAYS, Dsif, servers_needed
 from dlsched.schedulers.fifo import Fifo
+from dlsched.schedulers.kubeflow_dynamic import KubeflowDynamic, gang_fit, priority_key
 from dlsched.schedulers.las import Las
 from dlsched.schedulers.lrf import Lrf, resource_key
 from dlsched.schedulers.ordered import start_in_order
@@ -214,6 +215,52 @@ class RefSaf(Saf):
         return decision
 
 
+class RefKubeflowDynamic(KubeflowDynamic):
+    """The Kubeflow dynamic scheduler as it was: the whole queue sorted, every waiting job's
+    gang tried and every running job visited for scale-up at every point."""
+
+    def decide(self, view: ClusterView) -> Decision:
+        total = view.cluster.total
+        free = view.cluster.free_array.tolist()
+        placements = {run.job_id: dict(run.allocation.workers) for run in view.running}
+        by_id = {run.job_id: run for run in view.running}
+        changed: list[int] = []
+        scaled_down: set[int] = set()
+        for run in sorted(view.pending, key=lambda r: priority_key(r, total)):
+            spec = run.spec
+            gang = gang_fit(free, spec, spec.num_workers)
+            if gang is None:
+                gang = self._scale_down(free, placements, by_id, run, total, changed, scaled_down)
+            if gang is None:
+                continue
+            for node, n in gang.items():
+                row = free[node]
+                for r in range(3):
+                    row[r] -= spec.worker_demand.as_tuple()[r] * n
+            placements[run.job_id] = dict(gang)
+            by_id[run.job_id] = run
+            changed.append(run.job_id)
+        for run in sorted(by_id.values(), key=lambda r: priority_key(r, total)):
+            if run.job_id in scaled_down:
+                continue
+            spec = run.spec
+            where = placements[run.job_id]
+            need = spec.worker_demand.as_tuple()
+            grown = False
+            while sum(where.values()) < spec.max_workers:
+                fits = (i for i, row in enumerate(free) if tasks_that_fit(row, need) > 0)
+                node = next(fits, None)
+                if node is None:
+                    break
+                for r in range(3):
+                    free[node][r] -= need[r]
+                where[node] = where.get(node, 0) + 1
+                grown = True
+            if grown and run.job_id not in changed:
+                changed.append(run.job_id)
+        return self._decision(view, placements, by_id, changed)
+
+
 PAIRS: dict[str, tuple[Callable[[], Scheduler], Callable[[], Scheduler]]] = {
     "sif": (Sif, lambda: RefSorted("sif", lambda r, _v: duration_key(r))),
     "sjf": (Sjf, lambda: RefSorted("sjf", lambda r, _v: duration_key(r))),
@@ -223,6 +270,7 @@ PAIRS: dict[str, tuple[Callable[[], Scheduler], Callable[[], Scheduler]]] = {
     "las": (Las, RefLas),
     "srtf": (Srtf, RefSrtf),
     "saf": (Saf, RefSaf),
+    "kubeflow-dynamic": (KubeflowDynamic, RefKubeflowDynamic),
     "tiresias": (lambda: Tiresias((60.0, 400.0), 2.0), lambda: RefTiresias((60.0, 400.0), 2.0)),
 }
 
@@ -340,6 +388,30 @@ def test_policy_with_placement_bound_jobs_decides_as_the_reference(policy: str, 
     jobs = _jobs(seed, 40, 0.0, cpu_heavy=True)
     make, make_ref = PAIRS[policy]
     assert _run(jobs, make(), 3, 0) == _run(jobs, make_ref(), 3, 0)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_kubeflow_dynamic_with_utilities_decides_as_before(seed: int) -> None:
+    """On its own workload (utilities 1–3: scale-down and scale-up happen) the queue is only
+    kept, the decisions are the old code's."""
+    from dlsched.workloads.registry import make_workload
+
+    workload = make_workload("kubeflow", seed=seed)
+
+    def run(scheduler: Scheduler) -> tuple[list[Any], list[Any]]:
+        recorder = Recorder(scheduler)
+        sim = Simulator(
+            list(workload.jobs),
+            workload.make_cluster(),
+            workload.model,
+            recorder,
+            make_placement(workload.placement),
+            SimConfig(),
+        )
+        result = sim.run()
+        return recorder.decisions, [dataclasses.astuple(r) for r in result.records]
+
+    assert run(KubeflowDynamic()) == run(RefKubeflowDynamic())
 
 
 def test_the_walk_memo_is_not_reused_on_another_cluster() -> None:
