@@ -173,6 +173,10 @@ class PendingQueue:
         """Every waiting job in key order."""
         return (run for run, _ in self.candidates(set()))
 
+    def by_shape(self) -> list[tuple[Shape, list[JobRun]]]:
+        """The waiting jobs grouped by shape (each group in key order; read-only lists)."""
+        return [(lane.shape, lane.runs) for lane in self._lanes.values() if lane.runs]
+
     def candidates(
         self, dead: set[Shape], running: Sequence[tuple[Key, JobRun, Shape]] = ()
     ) -> Iterator[tuple[JobRun, Shape]]:

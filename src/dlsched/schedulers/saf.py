@@ -15,13 +15,15 @@ Source: Luan et al., SCED² §IV-A baselines.
 
 from __future__ import annotations
 
+import heapq
 import math
 from typing import ClassVar
 
-from dlsched.core import Allocation, ClusterView, Decision, JobSpec, Target
+from dlsched.core import Allocation, ClusterView, Decision, JobRun, JobSpec, Target
 from dlsched.schedulers.base import BaseScheduler, Scheduler
-from dlsched.schedulers.common import requested, tasks_that_fit
-from dlsched.schedulers.pending_queue import Shape, shape_of
+from dlsched.schedulers.common import tasks_that_fit
+from dlsched.schedulers.ordered import requested_size
+from dlsched.schedulers.pending_queue import PendingQueue, Shape
 from dlsched.schedulers.registry import register
 
 
@@ -74,43 +76,70 @@ class Saf(BaseScheduler):
     preemptive: ClassVar[bool] = False
     is_oracle: ClassVar[bool] = True
 
+    def __init__(self) -> None:
+        # waiting jobs grouped by shape between points (jobs of one shape get one packing)
+        self.queue = PendingQueue(arrival_key, requested_size)
+
+    def reset(self) -> None:
+        self.queue.clear()
+
     def decide(self, view: ClusterView) -> Decision:
+        """Pick, again and again, the fitting job with the shortest actual time (module
+        docstring). Jobs of one shape get the same packing from the same free resources, so
+        each shape is packed once a pick; a shape that does not fit is dropped for the rest of
+        the point, as each of its jobs was before; and a shape's jobs are ranked once for as
+        long as its packing stays the same (the job picked is then the next in that ranking).
+        """
         decision = Decision()
         free = view.cluster.free_array.tolist()
-        candidates = list(view.pending)
         now = view.now_s
-        while candidates:
-            best: tuple[float, float, int] | None = None
-            choice: tuple[int, Allocation] | None = None
+        groups = self.queue.update(view).by_shape()
+        # per shape: the packing its jobs were ranked for, and (key, job) of those not picked
+        ranked: dict[Shape, tuple[Allocation, list[tuple[_Key, JobRun]]]] = {}
+        while groups:
+            best: tuple[_Key, JobRun, Allocation, Shape] | None = None
             fitting = []
-            # jobs of one shape get the same packing from the same free resources
-            packed: dict[Shape, Allocation | None] = {}
-            for run in candidates:
-                spec = run.spec
-                workers, ps = requested(spec)
-                shape = shape_of(spec, workers, ps)
-                if shape in packed:
-                    alloc = packed[shape]
-                else:
-                    alloc = packed[shape] = pack_allocation(
-                        [row[:] for row in free], spec, workers, ps
-                    )
+            for shape, runs in groups:
+                alloc = pack_allocation([row[:] for row in free], runs[0].spec, shape[2], shape[3])
                 if alloc is None:
                     continue
-                fitting.append(run)
-                speed = view.oracle_speed(run.spec, alloc)
-                actual = run.remaining_work(now) / speed if speed > 0 else math.inf
-                key = (actual, run.spec.submit_time_s, run.job_id)
-                if best is None or key < best:
-                    best, choice = key, (run.job_id, alloc)
-            if choice is None:
+                fitting.append((shape, runs))
+                kept = ranked.get(shape)
+                if kept is None or kept[0] != alloc:
+                    order = [(self._key(run, alloc, view, now), run) for run in runs]
+                    heapq.heapify(order)
+                    kept = ranked[shape] = (alloc, order)
+                key, run = kept[1][0]
+                if best is None or key < best[0]:
+                    best = (key, run, alloc, shape)
+            if best is None:
                 break
-            job_id, alloc = choice
-            run = next(r for r in fitting if r.job_id == job_id)
+            _, run, alloc, shape = best
+            heapq.heappop(ranked[shape][1])
             pack_allocation(free, run.spec, alloc.num_workers, alloc.num_ps)
-            decision.targets[job_id] = Target(alloc.num_workers, alloc.num_ps, alloc)
-            candidates = [r for r in fitting if r.job_id != job_id]
+            decision.targets[run.job_id] = Target(alloc.num_workers, alloc.num_ps, alloc)
+            groups = []
+            for shape_, runs in fitting:
+                if shape_ == shape:
+                    runs = [r for r in runs if r is not run]
+                if runs:
+                    groups.append((shape_, runs))
         return decision
+
+    @staticmethod
+    def _key(run: JobRun, alloc: Allocation, view: ClusterView, now: float) -> _Key:
+        """Actual time on ``alloc`` (true speed), then arrival."""
+        speed = view.oracle_speed(run.spec, alloc)
+        actual = run.remaining_work(now) / speed if speed > 0 else math.inf
+        return (actual, run.spec.submit_time_s, run.job_id)
+
+
+_Key = tuple[float, float, int]
+
+
+def arrival_key(run: JobRun, _now_s: float) -> tuple[float, int]:
+    """Arrival order (the groups' order does not matter: keys end with the job id)."""
+    return (run.spec.submit_time_s, run.job_id)
 
 
 @register(
