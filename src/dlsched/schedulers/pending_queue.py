@@ -89,6 +89,9 @@ class PendingQueue:
         """How many jobs in the queue ``flag`` picks out."""
         self.rebuilds = 0
         """How many times the queue was rebuilt from ``view.pending`` (for tests)."""
+        self.applied: tuple[tuple[JobRun, bool], ...] | None = None
+        """What the last `update` did: the changes it applied in order (``(job, entered)``),
+        or None where it rebuilt the queue (a policy's own structures must start afresh)."""
         self.memo = WalkMemo()
         """The last choosing walk of `dlsched.schedulers.ordered.run_in_order` over `rank`."""
         self._held: dict[int, tuple[Allocation, Shape]] = {}
@@ -105,6 +108,7 @@ class PendingQueue:
         last update, else afresh) and return it."""
         changes = view.changes
         now = view.now_s
+        self.applied = ()
         if changes is None or changes.run is not self._run or changes.point < self._point:
             self._rebuild(view.pending, now)
         elif changes.point == self._point + 1:
@@ -113,6 +117,7 @@ class PendingQueue:
                     self.add(run, now)
                 else:
                     self.remove(run)
+            self.applied = changes.log
         elif changes.point != self._point:  # a point was skipped: its changes are lost
             self._rebuild(view.pending, now)
         if changes is None:
@@ -122,6 +127,7 @@ class PendingQueue:
         return self
 
     def _rebuild(self, pending: Iterable[JobRun], now_s: float) -> None:
+        self.applied = None
         self._lanes = {}
         self._where = {}
         self.flagged = 0

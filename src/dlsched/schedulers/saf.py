@@ -23,7 +23,7 @@ from dlsched.core import Allocation, ClusterView, Decision, JobRun, JobSpec, Tar
 from dlsched.schedulers.base import BaseScheduler, Scheduler
 from dlsched.schedulers.common import tasks_that_fit
 from dlsched.schedulers.ordered import requested_size
-from dlsched.schedulers.pending_queue import PendingQueue, Shape
+from dlsched.schedulers.pending_queue import PendingQueue, Shape, shape_of
 from dlsched.schedulers.registry import register
 
 
@@ -79,52 +79,78 @@ class Saf(BaseScheduler):
     def __init__(self) -> None:
         # waiting jobs grouped by shape between points (jobs of one shape get one packing)
         self.queue = PendingQueue(arrival_key, requested_size)
+        self._ranked: dict[Shape, _Ranked] = {}
 
     def reset(self) -> None:
         self.queue.clear()
+        self._ranked = {}
 
     def decide(self, view: ClusterView) -> Decision:
         """Pick, again and again, the fitting job with the shortest actual time (module
-        docstring). Jobs of one shape get the same packing from the same free resources, so
-        each shape is packed once a pick; a shape that does not fit is dropped for the rest of
-        the point, as each of its jobs was before; and a shape's jobs are ranked once for as
-        long as its packing stays the same (the job picked is then the next in that ranking).
+        docstring), with the same picks as trying every waiting job at every pick:
+
+        * jobs of one shape get the same packing from the same free resources, so each shape
+          is packed once a pick, and a shape that does not fit is dropped for the rest of the
+          point (as each of its jobs was);
+        * a waiting job's actual time on a given placement does not change while it waits (its
+          remaining work is fixed; the oracle's true speed is a function of the job and the
+          placement), so each shape's jobs stay ranked for the packing they were last ranked
+          for, across points, updated from the queue's changes; they are ranked again only
+          when the shape's packing differs.
         """
+        queue = self.queue.update(view)
+        now = view.now_s
+        self._follow(queue.applied, view, now)
         decision = Decision()
         free = view.cluster.free_array.tolist()
-        now = view.now_s
-        groups = self.queue.update(view).by_shape()
-        # per shape: the packing its jobs were ranked for, and (key, job) of those not picked
-        ranked: dict[Shape, tuple[Allocation, list[tuple[_Key, JobRun]]]] = {}
+        lanes = dict(queue.by_shape())
+        groups = list(lanes)
+        picked: set[int] = set()  # stay ranked: a job whose start fails waits on
         while groups:
             best: tuple[_Key, JobRun, Allocation, Shape] | None = None
             fitting = []
-            for shape, runs in groups:
+            for shape in groups:
+                runs = lanes[shape]
                 alloc = pack_allocation([row[:] for row in free], runs[0].spec, shape[2], shape[3])
                 if alloc is None:
                     continue
-                fitting.append((shape, runs))
-                kept = ranked.get(shape)
-                if kept is None or kept[0] != alloc:
-                    order = [(self._key(run, alloc, view, now), run) for run in runs]
-                    heapq.heapify(order)
-                    kept = ranked[shape] = (alloc, order)
-                key, run = kept[1][0]
-                if best is None or key < best[0]:
-                    best = (key, run, alloc, shape)
+                kept = self._ranked.get(shape)
+                if kept is None or kept.alloc != alloc:
+                    kept = self._ranked[shape] = _Ranked(alloc, runs, view, now)
+                top = kept.top(picked)
+                if top is None:
+                    continue  # every job of the shape was picked at this point
+                fitting.append(shape)
+                if best is None or top[0] < best[0]:
+                    best = (top[0], top[1], alloc, shape)
             if best is None:
                 break
             _, run, alloc, shape = best
-            heapq.heappop(ranked[shape][1])
+            picked.add(run.job_id)
             pack_allocation(free, run.spec, alloc.num_workers, alloc.num_ps)
             decision.targets[run.job_id] = Target(alloc.num_workers, alloc.num_ps, alloc)
-            groups = []
-            for shape_, runs in fitting:
-                if shape_ == shape:
-                    runs = [r for r in runs if r is not run]
-                if runs:
-                    groups.append((shape_, runs))
+            groups = fitting
+        for kept in self._ranked.values():
+            kept.restore()
         return decision
+
+    def _follow(
+        self, applied: tuple[tuple[JobRun, bool], ...] | None, view: ClusterView, now: float
+    ) -> None:
+        """Bring the rankings to the queue: jobs that joined are ranked in their shape, those
+        that left are forgotten; all are dropped where the queue was rebuilt."""
+        if applied is None:
+            self._ranked = {}
+            return
+        for run, entered in applied:
+            shape = shape_of(run.spec, *requested_size(run))
+            kept = self._ranked.get(shape)
+            if kept is None:
+                continue
+            if entered:
+                kept.push(run, view, now)
+            else:
+                kept.drop(run.job_id)
 
     @staticmethod
     def _key(run: JobRun, alloc: Allocation, view: ClusterView, now: float) -> _Key:
@@ -135,6 +161,50 @@ class Saf(BaseScheduler):
 
 
 _Key = tuple[float, float, int]
+
+
+class _Ranked:
+    """One shape's waiting jobs by their actual time on one packing (a heap, with the jobs
+    that left forgotten lazily)."""
+
+    __slots__ = ("alloc", "aside", "heap", "keys")
+
+    def __init__(
+        self, alloc: Allocation, runs: list[JobRun], view: ClusterView, now: float
+    ) -> None:
+        self.alloc = alloc
+        self.heap = [(Saf._key(run, alloc, view, now), run) for run in runs]
+        heapq.heapify(self.heap)
+        self.keys = {run.job_id: key for key, run in self.heap}
+        self.aside: list[tuple[_Key, JobRun]] = []  # picked at this point
+
+    def push(self, run: JobRun, view: ClusterView, now: float) -> None:
+        key = Saf._key(run, self.alloc, view, now)
+        if self.keys.get(run.job_id) != key:  # (the same entry is in the heap already)
+            self.keys[run.job_id] = key
+            heapq.heappush(self.heap, (key, run))
+
+    def drop(self, job_id: int) -> None:
+        self.keys.pop(job_id, None)
+
+    def top(self, picked: set[int]) -> tuple[_Key, JobRun] | None:
+        """The waiting job with the shortest actual time not ``picked``, or None."""
+        heap, keys = self.heap, self.keys
+        while heap:
+            key, run = heap[0]
+            if keys.get(run.job_id) != key:
+                heapq.heappop(heap)  # left the queue, or ranked again since
+            elif run.job_id in picked:
+                self.aside.append(heapq.heappop(heap))
+            else:
+                return heap[0]
+        return None
+
+    def restore(self) -> None:
+        """Put back the jobs picked at this point (those that started leave at the next)."""
+        for entry in self.aside:
+            heapq.heappush(self.heap, entry)
+        self.aside = []
 
 
 def arrival_key(run: JobRun, _now_s: float) -> tuple[float, int]:
