@@ -12,7 +12,10 @@
 Both take the order as a plain list (the policy sorted the jobs itself) or as a
 `PendingQueue` / `Ranking` that the policy keeps up to date between points; with the latter the
 loops skip every remaining job of a shape once one of that shape did not fit (see
-`dlsched.schedulers.pending_queue`), and the decisions are the same.
+`dlsched.schedulers.pending_queue`), and the decisions are the same. With a `Ranking`,
+`run_in_order` also reuses the previous point's choosing walk as far as it agrees with this
+one (`dlsched.schedulers.walk_memo`): the running jobs are not re-placed on the scratch copy at
+every point.
 """
 
 from __future__ import annotations
