@@ -79,7 +79,8 @@ class Saf(BaseScheduler):
     def __init__(self) -> None:
         # waiting jobs grouped by shape between points (jobs of one shape get one packing)
         self.queue = PendingQueue(arrival_key, requested_size)
-        self._ranked: dict[Shape, _Ranked] = {}
+        # per shape, its jobs ranked for each of its last packings (most recent last)
+        self._ranked: dict[Shape, dict[Allocation, _Ranked]] = {}
 
     def reset(self) -> None:
         self.queue.clear()
@@ -94,9 +95,9 @@ class Saf(BaseScheduler):
           point (as each of its jobs was);
         * a waiting job's actual time on a given placement does not change while it waits (its
           remaining work is fixed; the oracle's true speed is a function of the job and the
-          placement), so each shape's jobs stay ranked for the packing they were last ranked
-          for, across points, updated from the queue's changes; they are ranked again only
-          when the shape's packing differs.
+          placement), so each shape's jobs stay ranked for each of its last `KEPT_PACKINGS`
+          packings, across points, updated from the queue's changes; they are ranked afresh
+          only for a packing not among those.
         """
         queue = self.queue.update(view)
         now = view.now_s
@@ -114,9 +115,13 @@ class Saf(BaseScheduler):
                 alloc = pack_allocation([row[:] for row in free], runs[0].spec, shape[2], shape[3])
                 if alloc is None:
                     continue
-                kept = self._ranked.get(shape)
-                if kept is None or kept.alloc != alloc:
-                    kept = self._ranked[shape] = _Ranked(alloc, runs, view, now)
+                rankings = self._ranked.setdefault(shape, {})
+                kept = rankings.pop(alloc, None)
+                if kept is None:
+                    kept = _Ranked(alloc, runs, view, now)
+                    if len(rankings) >= KEPT_PACKINGS:
+                        del rankings[next(iter(rankings))]  # the least recently used
+                rankings[alloc] = kept
                 top = kept.top(picked)
                 if top is None:
                     continue  # every job of the shape was picked at this point
@@ -130,8 +135,9 @@ class Saf(BaseScheduler):
             pack_allocation(free, run.spec, alloc.num_workers, alloc.num_ps)
             decision.targets[run.job_id] = Target(alloc.num_workers, alloc.num_ps, alloc)
             groups = fitting
-        for kept in self._ranked.values():
-            kept.restore()
+        for rankings in self._ranked.values():
+            for kept in rankings.values():
+                kept.restore()
         return decision
 
     def _follow(
@@ -144,13 +150,11 @@ class Saf(BaseScheduler):
             return
         for run, entered in applied:
             shape = shape_of(run.spec, *requested_size(run))
-            kept = self._ranked.get(shape)
-            if kept is None:
-                continue
-            if entered:
-                kept.push(run, view, now)
-            else:
-                kept.drop(run.job_id)
+            for kept in self._ranked.get(shape, {}).values():
+                if entered:
+                    kept.push(run, view, now)
+                else:
+                    kept.drop(run.job_id)
 
     @staticmethod
     def _key(run: JobRun, alloc: Allocation, view: ClusterView, now: float) -> _Key:
@@ -161,6 +165,10 @@ class Saf(BaseScheduler):
 
 
 _Key = tuple[float, float, int]
+
+KEPT_PACKINGS = 16
+"""Packings per shape whose rankings are kept (a shape's packing depends on which servers
+are busy, so a few recur: a one-GPU job's is one of the servers)."""
 
 
 class _Ranked:
