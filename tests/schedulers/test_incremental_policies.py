@@ -370,6 +370,8 @@ def test_incremental_policy_decides_as_the_full_re_rank(
     skip: int,
     cpu_heavy: bool,
 ) -> None:
+    if policy == "kubeflow-dynamic":
+        ps_share = 0.0  # it places workers only (replica jobs): PS jobs never train
     jobs = _jobs(seed, n, ps_share, cpu_heavy)
     config: dict[str, Any] = {"interval_s": 150.0} if slotted else {}
     make, make_ref = PAIRS[policy]
