@@ -16,10 +16,10 @@ resumes from the state saved after the last agreeing step and records the rest a
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Any
 
-if TYPE_CHECKING:  # pending_queue holds a WalkMemo
-    from dlsched.schedulers.pending_queue import Shape
+Shape = tuple[Any, ...]
+"""`dlsched.schedulers.pending_queue.Shape` (not imported: the queue holds a WalkMemo)."""
 
 Row = Sequence[float]
 """One server's free (gpu, cpu, mem) in a scratch state (never changed in place)."""
