@@ -38,7 +38,19 @@ EXTRA: tuple[tuple[str, str, int, dict[str, Any]], ...] = (
 
 LARGE = tuple(
     ("philly:b436b2", scheduler, 1, {"horizon_s": 2.75e6})
-    for scheduler in ("fifo", "sjf", "sif", "dsif", "spf", "lrf", "srtf", "las", "tiresias")
+    for scheduler in (
+        "fifo",
+        "sjf",
+        "sif",
+        "dsif",
+        "spf",
+        "lrf",
+        "srtf",
+        "las",
+        "tiresias",
+        "saf",
+        "kubeflow-dynamic",
+    )
 )
 """b436b2 up to the first day of its burst of arrivals (the old code needs minutes a policy for
 the whole VC)."""

@@ -12,6 +12,7 @@ the same run as FIFO asked at every point.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -20,15 +21,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dlsched.core import Arch, ClusterView, Decision, JobRun, JobSpec
+from dlsched.core import Allocation, Arch, ClusterView, Decision, JobRun, JobSpec, Resources, Target
 from dlsched.placement import make_placement
 from dlsched.schedulers.base import BaseScheduler, Scheduler, WrappingScheduler
-from dlsched.schedulers.common import FreeTracker, requested
+from dlsched.schedulers.common import FreeTracker, requested, tasks_that_fit
 from dlsched.schedulers.dsif import MAX_DELAYS, Dsif, servers_needed
 from dlsched.schedulers.fifo import Fifo
+from dlsched.schedulers.kubeflow_dynamic import KubeflowDynamic, gang_fit, priority_key
 from dlsched.schedulers.las import Las
 from dlsched.schedulers.lrf import Lrf, resource_key
-from dlsched.schedulers.ordered import run_in_order, start_in_order
+from dlsched.schedulers.ordered import start_in_order
+from dlsched.schedulers.saf import Saf, pack_allocation
 from dlsched.schedulers.sif import Sif
 from dlsched.schedulers.sjf import Sjf, duration_key
 from dlsched.schedulers.spf import Spf, gpu_seconds_key
@@ -51,6 +54,44 @@ class RefSorted(BaseScheduler):
         return start_in_order(view, sorted(view.pending, key=lambda r: self.key(r, view)))
 
 
+def ref_run_in_order(view: ClusterView, runs: list[JobRun]) -> Decision:
+    """`run_in_order` as it was before the choosing walk was memoised (a list, every job
+    re-placed on a fresh scratch copy at every point)."""
+    chooser = FreeTracker(view.cluster, release=list(view.running))
+    free = list(chooser.total().as_tuple())
+    chosen: list[JobRun] = []
+    for run in runs:
+        alloc = run.allocation
+        workers, ps = (alloc.num_workers, alloc.num_ps) if run.running else requested(run.spec)
+        need = run.spec.demand(workers, ps).as_tuple()
+        if any(need[r] > free[r] + 1e-9 for r in range(3)):
+            continue
+        if chooser.take(run.spec, workers, ps):
+            chosen.append(run)
+            free = [free[r] - need[r] for r in range(3)]
+    chosen_ids = {run.job_id for run in chosen}
+    tracker = FreeTracker(
+        view.cluster, release=[r for r in view.running if r.job_id not in chosen_ids]
+    )
+    decision = Decision()
+    for run in chosen:
+        if run.running:
+            decision.set(run.job_id, run.allocation.num_workers, run.allocation.num_ps)
+    for run in chosen:
+        if not run.running:
+            workers, ps = requested(run.spec)
+            if tracker.take(run.spec, workers, ps):
+                decision.set(run.job_id, workers, ps)
+    for run in runs:
+        if (
+            run.running
+            and run.job_id not in chosen_ids
+            and tracker.take_exact(run.spec, run.allocation)
+        ):
+            decision.set(run.job_id, run.allocation.num_workers, run.allocation.num_ps)
+    return decision
+
+
 class RefLas(BaseScheduler):
     name = "las"
     preemptive: ClassVar[bool] = True
@@ -60,7 +101,7 @@ class RefLas(BaseScheduler):
         order = sorted(
             view.jobs(), key=lambda r: (r.attained_gpu_s_at(now), r.spec.submit_time_s, r.job_id)
         )
-        return run_in_order(view, order)
+        return ref_run_in_order(view, order)
 
 
 class RefSrtf(Srtf):
@@ -70,7 +111,7 @@ class RefSrtf(Srtf):
         if any(run.spec.arch is Arch.PS for run in jobs):
             self.speeds.update(jobs)
         order = sorted(jobs, key=lambda r: (self.remaining_s(r, now), r.spec.submit_time_s))
-        return run_in_order(view, order)
+        return ref_run_in_order(view, order)
 
 
 class RefTiresias(Tiresias):
@@ -109,7 +150,7 @@ class RefTiresias(Tiresias):
         order = sorted(
             view.jobs(), key=lambda r: (self.queue_of(r, now), r.spec.submit_time_s, r.job_id)
         )
-        return run_in_order(view, order)
+        return ref_run_in_order(view, order)
 
 
 class RefDsif(BaseScheduler):
@@ -141,6 +182,85 @@ class RefDsif(BaseScheduler):
         return decision
 
 
+class RefSaf(Saf):
+    """SAF as it was: every candidate packed afresh at every pick."""
+
+    def decide(self, view: ClusterView) -> Decision:
+        decision = Decision()
+        free = view.cluster.free_array.tolist()
+        candidates = list(view.pending)
+        now = view.now_s
+        while candidates:
+            best: tuple[float, float, int] | None = None
+            choice: tuple[int, Allocation] | None = None
+            fitting = []
+            for run in candidates:
+                workers, ps = requested(run.spec)
+                alloc = pack_allocation([row[:] for row in free], run.spec, workers, ps)
+                if alloc is None:
+                    continue
+                fitting.append(run)
+                speed = view.oracle_speed(run.spec, alloc)
+                actual = run.remaining_work(now) / speed if speed > 0 else math.inf
+                key = (actual, run.spec.submit_time_s, run.job_id)
+                if best is None or key < best:
+                    best, choice = key, (run.job_id, alloc)
+            if choice is None:
+                break
+            job_id, alloc = choice
+            run = next(r for r in fitting if r.job_id == job_id)
+            pack_allocation(free, run.spec, alloc.num_workers, alloc.num_ps)
+            decision.targets[job_id] = Target(alloc.num_workers, alloc.num_ps, alloc)
+            candidates = [r for r in fitting if r.job_id != job_id]
+        return decision
+
+
+class RefKubeflowDynamic(KubeflowDynamic):
+    """The Kubeflow dynamic scheduler as it was: the whole queue sorted, every waiting job's
+    gang tried and every running job visited for scale-up at every point."""
+
+    def decide(self, view: ClusterView) -> Decision:
+        total = view.cluster.total
+        free = view.cluster.free_array.tolist()
+        placements = {run.job_id: dict(run.allocation.workers) for run in view.running}
+        by_id = {run.job_id: run for run in view.running}
+        changed: list[int] = []
+        scaled_down: set[int] = set()
+        for run in sorted(view.pending, key=lambda r: priority_key(r, total)):
+            spec = run.spec
+            gang = gang_fit(free, spec, spec.num_workers)
+            if gang is None:
+                gang = self._scale_down(free, placements, by_id, run, total, changed, scaled_down)
+            if gang is None:
+                continue
+            for node, n in gang.items():
+                row = free[node]
+                for r in range(3):
+                    row[r] -= spec.worker_demand.as_tuple()[r] * n
+            placements[run.job_id] = dict(gang)
+            by_id[run.job_id] = run
+            changed.append(run.job_id)
+        for run in sorted(by_id.values(), key=lambda r: priority_key(r, total)):
+            if run.job_id in scaled_down:
+                continue
+            spec = run.spec
+            where = placements[run.job_id]
+            need = spec.worker_demand.as_tuple()
+            grown = False
+            while sum(where.values()) < spec.max_workers:
+                fits = (i for i, row in enumerate(free) if tasks_that_fit(row, need) > 0)
+                node = next(fits, None)
+                if node is None:
+                    break
+                for r in range(3):
+                    free[node][r] -= need[r]
+                where[node] = where.get(node, 0) + 1
+                grown = True
+            if grown and run.job_id not in changed:
+                changed.append(run.job_id)
+        return self._decision(view, placements, by_id, changed)
+
+
 PAIRS: dict[str, tuple[Callable[[], Scheduler], Callable[[], Scheduler]]] = {
     "sif": (Sif, lambda: RefSorted("sif", lambda r, _v: duration_key(r))),
     "sjf": (Sjf, lambda: RefSorted("sjf", lambda r, _v: duration_key(r))),
@@ -149,6 +269,8 @@ PAIRS: dict[str, tuple[Callable[[], Scheduler], Callable[[], Scheduler]]] = {
     "dsif": (Dsif, RefDsif),
     "las": (Las, RefLas),
     "srtf": (Srtf, RefSrtf),
+    "saf": (Saf, RefSaf),
+    "kubeflow-dynamic": (KubeflowDynamic, RefKubeflowDynamic),
     "tiresias": (lambda: Tiresias((60.0, 400.0), 2.0), lambda: RefTiresias((60.0, 400.0), 2.0)),
 }
 
@@ -208,8 +330,10 @@ def _run(
     return recorder.decisions, records
 
 
-def _jobs(seed: int, n: int, ps_share: float) -> list[JobSpec]:
-    """Random jobs with many ties (few distinct submit times and durations)."""
+def _jobs(seed: int, n: int, ps_share: float, cpu_heavy: bool = False) -> list[JobSpec]:
+    """Random jobs with many ties (few distinct submit times and durations). ``cpu_heavy``:
+    about half the GPU jobs of up to 4 workers take 6 of a server's 16 CPUs per worker, so
+    where tasks sit matters, not only how much is free in total."""
     rng = np.random.default_rng(seed)
     jobs: list[JobSpec] = []
     for i in range(n):
@@ -218,7 +342,10 @@ def _jobs(seed: int, n: int, ps_share: float) -> list[JobSpec]:
             jobs.append(ps_job(i, submit, float(rng.integers(1, 4)) * 5, int(rng.integers(1, 4))))
         else:
             duration = float(rng.choice([50.0, 100.0, 300.0, 1000.0]))
-            jobs.append(gpu_job(i, submit, duration, int(rng.choice([1, 1, 2, 3, 4, 8]))))
+            job = gpu_job(i, submit, duration, int(rng.choice([1, 1, 2, 3, 4, 8])))
+            if cpu_heavy and job.num_workers <= 4 and rng.random() < 0.5:
+                job = dataclasses.replace(job, worker_demand=Resources(gpu=1, cpu=6, mem=4))
+            jobs.append(job)
     return jobs
 
 
@@ -231,17 +358,73 @@ def _jobs(seed: int, n: int, ps_share: float) -> list[JobSpec]:
     ps_share=st.sampled_from([0.0, 0.0, 0.3]),
     slotted=st.booleans(),
     skip=st.sampled_from([0, 0, 3]),
+    cpu_heavy=st.booleans(),
 )
 def test_incremental_policy_decides_as_the_full_re_rank(
-    policy: str, seed: int, n: int, servers: int, ps_share: float, slotted: bool, skip: int
+    policy: str,
+    seed: int,
+    n: int,
+    servers: int,
+    ps_share: float,
+    slotted: bool,
+    skip: int,
+    cpu_heavy: bool,
 ) -> None:
-    jobs = _jobs(seed, n, ps_share)
+    if policy == "kubeflow-dynamic":
+        ps_share = 0.0  # it places workers only (replica jobs): PS jobs never train
+    jobs = _jobs(seed, n, ps_share, cpu_heavy)
     config: dict[str, Any] = {"interval_s": 150.0} if slotted else {}
     make, make_ref = PAIRS[policy]
     ours = _run(jobs, make(), servers, skip, **config)
     ref = _run(jobs, make_ref(), servers, skip, **config)
     assert ours[0] == ref[0]  # every decision
     assert ours[1] == ref[1]  # every job's record
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("policy", ["las", "srtf", "tiresias", "saf"])
+def test_policy_with_placement_bound_jobs_decides_as_the_reference(policy: str, seed: int) -> None:
+    """Where tasks sit decides what fits (CPU-heavy workers), so a choosing walk resumed from
+    the wrong scratch state would choose differently, and SAF's packings kept per shape would
+    be wrong if the shape left out the demands."""
+    jobs = _jobs(seed, 40, 0.0, cpu_heavy=True)
+    make, make_ref = PAIRS[policy]
+    assert _run(jobs, make(), 3, 0) == _run(jobs, make_ref(), 3, 0)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_kubeflow_dynamic_with_utilities_decides_as_before(seed: int) -> None:
+    """On its own workload (utilities 1–3: scale-down and scale-up happen) the queue is only
+    kept, the decisions are the old code's."""
+    from dlsched.workloads.registry import make_workload
+
+    workload = make_workload("kubeflow", seed=seed)
+
+    def run(scheduler: Scheduler) -> tuple[list[Any], list[Any]]:
+        recorder = Recorder(scheduler)
+        sim = Simulator(
+            list(workload.jobs),
+            workload.make_cluster(),
+            workload.model,
+            recorder,
+            make_placement(workload.placement),
+            SimConfig(),
+        )
+        result = sim.run()
+        return recorder.decisions, [dataclasses.astuple(r) for r in result.records]
+
+    assert run(KubeflowDynamic()) == run(RefKubeflowDynamic())
+
+
+def test_the_walk_memo_is_not_reused_on_another_cluster() -> None:
+    """The same policy asked about another cluster (no reset, no queue changes): the last
+    walk's outcomes do not carry over (an 8-GPU job fits two 4-GPU servers, not one)."""
+    las = Las()
+    job = gpu_job(0, 0.0, 100.0, 8)
+    two = ClusterView(0.0, small_cluster(2), [JobRun(job)], [])
+    one = ClusterView(0.0, small_cluster(1), [JobRun(job)], [])
+    assert las.decide(one).targets == {}
+    assert list(las.decide(two).targets) == [0]
 
 
 def test_the_queue_follows_the_changes_and_rebuilds_only_when_it_must() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from dlsched.core import Allocation, Arch, Cluster, JobRun, JobSpec, Resources
 from dlsched.core.cluster import capacity_for, tasks_that_fit
@@ -36,6 +36,15 @@ class FreeTracker:
         self._counts: dict[tuple[float, float, float], list[int]] = {}
         for run in release:
             self._give_back(run.spec, run.allocation)
+
+    @classmethod
+    def from_rows(cls, cluster: Cluster, rows: Sequence[Sequence[float]]) -> FreeTracker:
+        """A scratch copy whose free resources are ``rows`` (one per server of ``cluster``, not
+        changed in place by the tracker), e.g. a state saved from another tracker's `free`."""
+        tracker = cls(cluster)
+        tracker.free = list(rows)  # type: ignore[arg-type]
+        tracker._touched = set(range(len(tracker.free)))
+        return tracker
 
     def _give_back(self, spec: JobSpec, alloc: Allocation) -> None:
         for tasks, demand in ((alloc.workers, spec.worker_demand), (alloc.ps, spec.ps_demand)):

@@ -100,9 +100,13 @@ from typing import ClassVar
 from dlsched.core import Allocation, ClusterView, Decision, JobRun, JobSpec, Resources, Target
 from dlsched.schedulers.base import BaseScheduler, Scheduler
 from dlsched.schedulers.common import tasks_that_fit
+from dlsched.schedulers.ordered import requested_size
+from dlsched.schedulers.pending_queue import PendingQueue, Shape
 from dlsched.schedulers.registry import register
 
 _EPS = 1e-9
+_DEFAULT_UTILITY = 0.0
+"""`JobSpec.priority` of workloads without utilities (Philly, trace replays)."""
 
 Free = list[list[float]]
 Placement = dict[int, int]
@@ -155,8 +159,32 @@ class KubeflowDynamic(BaseScheduler):
     name = "kubeflow-dynamic"
     preemptive: ClassVar[bool] = True
 
+    def __init__(self) -> None:
+        # waiting jobs kept in queue order between points; used while no scale-down can
+        # happen (flag: the waiting jobs with a utility other than the default)
+        self.queue = PendingQueue(self._key, requested_size, flag=_has_utility)
+        self._total: Resources | None = None
+        self._keys: dict[int, tuple[float, float, float, int]] = {}
+
+    def reset(self) -> None:
+        self.queue.clear()
+        self._total = None
+        self._keys = {}
+
+    def _key(self, run: JobRun, _now_s: float) -> tuple[float, float, float, int]:
+        """`priority_key` for the cluster of the last `decide` (it never changes for a job)."""
+        key = self._keys.get(run.job_id)
+        if key is None:
+            assert self._total is not None
+            key = self._keys[run.job_id] = priority_key(run, self._total)
+        return key
+
     def decide(self, view: ClusterView) -> Decision:
         total = view.cluster.total
+        if total != self._total:  # keys depend on the cluster's size
+            self.reset()
+            self._total = total
+        queue = self.queue.update(view)
         free: Free = view.cluster.free_array.tolist()
         placements: dict[int, Placement] = {
             run.job_id: dict(run.allocation.workers) for run in view.running
@@ -164,20 +192,47 @@ class KubeflowDynamic(BaseScheduler):
         by_id = {run.job_id: run for run in view.running}
         changed: list[int] = []
         scaled_down: set[int] = set()
-        for run in sorted(view.pending, key=lambda r: priority_key(r, total)):
-            spec = run.spec
-            gang = gang_fit(free, spec, spec.num_workers)
-            if gang is None:
-                gang = self._scale_down(free, placements, by_id, run, total, changed, scaled_down)
-            if gang is None:
-                continue
-            for node, n in gang.items():
-                _take(free, node, spec.worker_demand.as_tuple(), n)
-            placements[run.job_id] = dict(gang)
-            by_id[run.job_id] = run
-            changed.append(run.job_id)
+        if not queue.flagged and all(r.spec.priority >= _DEFAULT_UTILITY for r in view.running):
+            # No job can be scaled down for a waiting one (none has a lower utility), so the
+            # free resources only shrink: once a job's gang does not fit, none of its shape
+            # will (first-fit across nodes fails only when the nodes' room adds up to less).
+            dead: set[Shape] = set()
+            for run, shape in queue.candidates(dead):
+                spec = run.spec
+                gang = gang_fit(free, spec, spec.num_workers)
+                if gang is None:
+                    dead.add(shape)
+                    continue
+                self._admit(free, placements, by_id, changed, run, gang)
+        else:
+            for run in sorted(view.pending, key=lambda r: self._key(r, 0.0)):
+                spec = run.spec
+                gang = gang_fit(free, spec, spec.num_workers)
+                if gang is None:
+                    gang = self._scale_down(
+                        free, placements, by_id, run, total, changed, scaled_down
+                    )
+                if gang is None:
+                    continue
+                self._admit(free, placements, by_id, changed, run, gang)
         self._scale_up(free, placements, by_id, total, changed, scaled_down)
         return self._decision(view, placements, by_id, changed)
+
+    @staticmethod
+    def _admit(
+        free: Free,
+        placements: dict[int, Placement],
+        by_id: dict[int, JobRun],
+        changed: list[int],
+        run: JobRun,
+        gang: Placement,
+    ) -> None:
+        need = run.spec.worker_demand.as_tuple()
+        for node, n in gang.items():
+            _take(free, node, need, n)
+        placements[run.job_id] = dict(gang)
+        by_id[run.job_id] = run
+        changed.append(run.job_id)
 
     def _scale_down(
         self,
@@ -228,10 +283,15 @@ class KubeflowDynamic(BaseScheduler):
         changed: list[int],
         scaled_down: set[int],
     ) -> None:
-        """Add replicas to running jobs, highest priority first, up to their maximum."""
-        for run in sorted(by_id.values(), key=lambda r: priority_key(r, total)):
-            if run.job_id in scaled_down:
-                continue
+        """Add replicas to running jobs, highest priority first, up to their maximum (only
+        the jobs below it are visited: the others cannot grow)."""
+        growable = [
+            run
+            for run in by_id.values()
+            if run.job_id not in scaled_down
+            and sum(placements[run.job_id].values()) < run.spec.max_workers
+        ]
+        for run in sorted(growable, key=lambda r: self._key(r, 0.0)):
             spec = run.spec
             where = placements[run.job_id]
             need = spec.worker_demand.as_tuple()
@@ -265,6 +325,10 @@ class KubeflowDynamic(BaseScheduler):
             alloc = Allocation.of(placements[job_id].items())
             decision.targets[job_id] = Target(alloc.num_workers, 0, alloc)
         return decision
+
+
+def _has_utility(run: JobRun) -> bool:
+    return run.spec.priority != _DEFAULT_UTILITY
 
 
 @register(

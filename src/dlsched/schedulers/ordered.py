@@ -12,16 +12,21 @@
 Both take the order as a plain list (the policy sorted the jobs itself) or as a
 `PendingQueue` / `Ranking` that the policy keeps up to date between points; with the latter the
 loops skip every remaining job of a shape once one of that shape did not fit (see
-`dlsched.schedulers.pending_queue`), and the decisions are the same.
+`dlsched.schedulers.pending_queue`), and the decisions are the same. With a `Ranking`,
+`run_in_order` also reuses the previous point's choosing walk as far as it agrees with this
+one (`dlsched.schedulers.walk_memo`): the running jobs are not re-placed on the scratch copy at
+every point.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
-from dlsched.core import ClusterView, Decision, JobRun, JobSpec
+from dlsched.core import ClusterView, Decision, JobRun, JobSpec, Target
 from dlsched.schedulers.common import FreeTracker, requested
 from dlsched.schedulers.pending_queue import PendingQueue, Ranking, Shape
+from dlsched.schedulers.walk_memo import EXCEEDS, NO_ROOM, TOOK, WalkMemo
 
 _EPS = 1e-9
 
@@ -90,6 +95,9 @@ def run_in_order(
 ) -> Decision:
     """Preemptive priority scheduling of fixed-size jobs (module docstring).
 
+    With a `Ranking` the choosing walk reuses the unchanged prefix of the previous point's walk
+    (`dlsched.schedulers.walk_memo`, kept by the ranking's queue); the decision is the same.
+
     Args:
         view: the cluster now.
         runs: every active job, highest priority first (a `Ranking` is in its key order and
@@ -100,34 +108,34 @@ def run_in_order(
         The whole desired state: running jobs kept (unchanged counts), then jobs to start in
         priority order; running jobs left out are preempted by the engine.
     """
-    chooser = FreeTracker(view.cluster, release=list(view.running))
-    free = list(chooser.total().as_tuple())
-    chosen: list[JobRun] = []
-    dead: set[Shape] = set()
-    for run, shape in _in_order(runs, dead):
-        workers, ps = _counts(run, size)
-        need = _demand(run.spec, workers, ps)
-        if _exceeds(need, free):
-            _mark_dead(dead, shape, True)
-            continue  # cannot fit anywhere: skip the per-server check
-        if chooser.take(run.spec, workers, ps):
-            chosen.append(run)
-            _subtract(free, need)
-        else:
-            _mark_dead(dead, shape, False)
-    chosen_ids = {run.job_id for run in chosen}
-    tracker = FreeTracker(
-        view.cluster, release=[r for r in view.running if r.job_id not in chosen_ids]
-    )
+    cluster = view.cluster
+    running = view.running
+    if isinstance(runs, Ranking):
+        chosen = _choose_with_memo(view, runs, runs.queue.memo)
+    else:
+        chosen = _choose(view, runs, size)
+    running_ids = {run.job_id for run in running}
     decision = Decision()
-    for run in chosen:
-        if run.running:
-            decision.set(run.job_id, run.allocation.num_workers, run.allocation.num_ps)
-    for run in chosen:
-        if not run.running:
-            workers, ps = size(run)
-            if tracker.take(run.spec, workers, ps):
-                decision.set(run.job_id, workers, ps)
+    targets = decision.targets
+    chosen_ids = set()
+    starting = []
+    for run, shape in chosen:
+        job = run.job_id
+        chosen_ids.add(job)
+        if job not in running_ids:
+            starting.append(run)
+        elif shape is not None:  # the counts it holds
+            targets[job] = _target(shape[2], shape[3])
+        else:
+            alloc = run.allocation
+            targets[job] = _target(alloc.num_workers, alloc.num_ps)
+    if not starting and len(chosen_ids) - len(starting) == len(running_ids):
+        return decision  # every running job kept, none started: nothing to place
+    tracker = FreeTracker(cluster, release=[r for r in running if r.job_id not in chosen_ids])
+    for run in starting:
+        workers, ps = size(run)
+        if tracker.take(run.spec, workers, ps):
+            targets[run.job_id] = _target(workers, ps)
     by_rank = runs.running_jobs() if isinstance(runs, Ranking) else runs
     for run in by_rank:  # preempt only those whose place a chosen job really needs
         if (
@@ -135,8 +143,114 @@ def run_in_order(
             and run.job_id not in chosen_ids
             and tracker.take_exact(run.spec, run.allocation)
         ):
-            decision.set(run.job_id, run.allocation.num_workers, run.allocation.num_ps)
+            targets[run.job_id] = _target(run.allocation.num_workers, run.allocation.num_ps)
     return decision
+
+
+_TARGETS: dict[tuple[int, int], Target] = {}
+
+
+def _target(workers: int, ps: int) -> Target:
+    """``Target(workers, ps)``, one shared object per pair (targets are immutable)."""
+    target = _TARGETS.get((workers, ps))
+    if target is None:
+        target = _TARGETS[(workers, ps)] = Target(workers, ps)
+    return target
+
+
+def _emptied_rows(view: ClusterView) -> list[tuple[float, ...]]:
+    """Each server's free resources with every running job's tasks given back, by the same
+    float operations, in the same order, as ``FreeTracker(cluster, release=view.running)``."""
+    rows: list[Sequence[float]] = list(view.cluster.free_rows())
+    for run in view.running:
+        spec, alloc = run.spec, run.allocation
+        for tasks, demand in ((alloc.workers, spec.worker_demand), (alloc.ps, spec.ps_demand)):
+            if tasks:
+                g, c, m = demand.as_tuple()
+                for server, n in tasks:
+                    row = rows[server]
+                    rows[server] = (row[0] + g * n, row[1] + c * n, row[2] + m * n)
+    return list(map(tuple, rows))
+
+
+Chosen = list[tuple[JobRun, Shape | None]]
+"""The jobs to run in order, with their shapes where known."""
+
+
+def _choose(view: ClusterView, runs: Sequence[JobRun], size: Size) -> Chosen:
+    """The jobs to run: ``runs`` in order, each kept if it fits on a scratch copy of the
+    cluster with every running job removed."""
+    chooser = FreeTracker(view.cluster, release=list(view.running))
+    free = list(chooser.total().as_tuple())
+    chosen: Chosen = []
+    for run in runs:
+        workers, ps = _counts(run, size)
+        need = _demand(run.spec, workers, ps)
+        if _exceeds(need, free):
+            continue  # cannot fit anywhere: skip the per-server check
+        if chooser.take(run.spec, workers, ps):
+            chosen.append((run, None))
+            _subtract(free, need)
+    return chosen
+
+
+def _choose_with_memo(view: ClusterView, ranking: Ranking, memo: WalkMemo) -> Chosen:
+    """`_choose` over a ranking, shapes marked dead as they fail, reusing the previous walk's
+    agreeing prefix (`dlsched.schedulers.walk_memo`)."""
+    cluster = view.cluster
+    start = _emptied_rows(view)
+    # FreeTracker.total's sums, column by column in server order
+    free = [sum(column) for column in zip(*start, strict=True)] if start else [0.0, 0.0, 0.0]
+    chosen: Chosen = []
+    dead: set[Shape] = set()
+    walk = ranking.candidates(dead)
+    old_shapes, old_outcomes = memo.shapes, memo.outcomes
+    i = 0  # steps that agree with the last walk
+    first: tuple[JobRun, Shape] | None = None  # where the walks part
+    if memo.start == start:
+        n_old = len(old_shapes)
+        for run, shape in walk:
+            if i == n_old or (old_shapes[i] is not shape and old_shapes[i] != shape):
+                first = (run, shape)
+                break
+            outcome = old_outcomes[i]
+            if outcome == TOOK:
+                chosen.append((run, shape))
+            else:
+                _mark_dead(dead, shape, outcome == EXCEEDS)
+            i += 1
+        else:
+            if i < n_old:  # this walk is a prefix of the last one
+                memo.record(start, old_shapes[:i], old_outcomes[:i], memo.rows[:i], memo.free[:i])
+            return chosen
+    shapes, outcomes = old_shapes[:i], old_outcomes[:i]
+    rows, frees = memo.rows[:i], memo.free[:i]
+    if i:  # resume from the state after the last agreeing step
+        chooser = FreeTracker.from_rows(cluster, rows[-1])
+        free = list(frees[-1])
+    else:  # own rows: the cluster's may change under the memo
+        chooser = FreeTracker.from_rows(cluster, start)
+    rest = walk if first is None else itertools.chain((first,), walk)
+    for run, shape in rest:
+        workers, ps = shape[2], shape[3]
+        need = _demand(run.spec, workers, ps)
+        if _exceeds(need, free):
+            outcome = EXCEEDS
+        elif chooser.take(run.spec, workers, ps):
+            outcome = TOOK
+            _subtract(free, need)
+        else:
+            outcome = NO_ROOM
+        shapes.append(shape)
+        outcomes.append(outcome)
+        rows.append(list(chooser.free))
+        frees.append((free[0], free[1], free[2]))
+        if outcome == TOOK:
+            chosen.append((run, shape))
+        else:
+            _mark_dead(dead, shape, outcome == EXCEEDS)
+    memo.record(start, shapes, outcomes, rows, frees)
+    return chosen
 
 
 def _demand(spec: JobSpec, workers: int, ps: int) -> tuple[float, float, float]:

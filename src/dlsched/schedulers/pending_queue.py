@@ -28,7 +28,8 @@ import heapq
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
-from dlsched.core import ClusterView, JobRun, JobSpec
+from dlsched.core import Allocation, ClusterView, JobRun, JobSpec
+from dlsched.schedulers.walk_memo import WalkMemo
 
 Key = tuple[Any, ...]
 """A job's priority, smallest first; totally ordered and unique per job."""
@@ -88,6 +89,12 @@ class PendingQueue:
         """How many jobs in the queue ``flag`` picks out."""
         self.rebuilds = 0
         """How many times the queue was rebuilt from ``view.pending`` (for tests)."""
+        self.applied: tuple[tuple[JobRun, bool], ...] | None = None
+        """What the last `update` did: the changes it applied in order (``(job, entered)``),
+        or None where it rebuilt the queue (a policy's own structures must start afresh)."""
+        self.memo = WalkMemo()
+        """The last choosing walk of `dlsched.schedulers.ordered.run_in_order` over `rank`."""
+        self._held: dict[int, tuple[Allocation, Shape]] = {}
 
     def __len__(self) -> int:
         return len(self._where)
@@ -101,6 +108,7 @@ class PendingQueue:
         last update, else afresh) and return it."""
         changes = view.changes
         now = view.now_s
+        self.applied = ()
         if changes is None or changes.run is not self._run or changes.point < self._point:
             self._rebuild(view.pending, now)
         elif changes.point == self._point + 1:
@@ -109,6 +117,7 @@ class PendingQueue:
                     self.add(run, now)
                 else:
                     self.remove(run)
+            self.applied = changes.log
         elif changes.point != self._point:  # a point was skipped: its changes are lost
             self._rebuild(view.pending, now)
         if changes is None:
@@ -118,6 +127,7 @@ class PendingQueue:
         return self
 
     def _rebuild(self, pending: Iterable[JobRun], now_s: float) -> None:
+        self.applied = None
         self._lanes = {}
         self._where = {}
         self.flagged = 0
@@ -169,6 +179,10 @@ class PendingQueue:
         """Every waiting job in key order."""
         return (run for run, _ in self.candidates(set()))
 
+    def by_shape(self) -> list[tuple[Shape, list[JobRun]]]:
+        """The waiting jobs grouped by shape (each group in key order; read-only lists)."""
+        return [(lane.shape, lane.runs) for lane in self._lanes.values() if lane.runs]
+
     def candidates(
         self, dead: set[Shape], running: Sequence[tuple[Key, JobRun, Shape]] = ()
     ) -> Iterator[tuple[JobRun, Shape]]:
@@ -215,14 +229,21 @@ class PendingQueue:
         running jobs, keyed now (their keys may change while they run) and sorted here."""
         now = view.now_s
         key = self.key
-        running = [
-            (
-                key(run, now),
-                run,
-                shape_of(run.spec, run.allocation.num_workers, run.allocation.num_ps),
-            )
-            for run in view.running
-        ]
+        held = self._held
+        running = []
+        for run in view.running:
+            alloc = run.allocation
+            known = held.get(run.spec.job_id)
+            if known is None or known[0] is not alloc:
+                # one shape object per holding, so the walk memo compares it by identity
+                known = held[run.spec.job_id] = (
+                    alloc,
+                    shape_of(run.spec, alloc.num_workers, alloc.num_ps),
+                )
+            running.append((key(run, now), run, known[1]))
+        if len(held) > 2 * len(running) + 64:  # forget the jobs no longer running
+            ids = {run.spec.job_id for run in view.running}
+            self._held = {job: v for job, v in held.items() if job in ids}
         running.sort(key=_first)
         return Ranking(self, running)
 

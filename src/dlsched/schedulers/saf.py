@@ -15,12 +15,15 @@ Source: Luan et al., SCED² §IV-A baselines.
 
 from __future__ import annotations
 
+import heapq
 import math
 from typing import ClassVar
 
-from dlsched.core import Allocation, ClusterView, Decision, JobSpec, Target
+from dlsched.core import Allocation, ClusterView, Decision, JobRun, JobSpec, Target
 from dlsched.schedulers.base import BaseScheduler, Scheduler
-from dlsched.schedulers.common import requested, tasks_that_fit
+from dlsched.schedulers.common import tasks_that_fit
+from dlsched.schedulers.ordered import requested_size
+from dlsched.schedulers.pending_queue import PendingQueue, Shape, shape_of
 from dlsched.schedulers.registry import register
 
 
@@ -73,34 +76,148 @@ class Saf(BaseScheduler):
     preemptive: ClassVar[bool] = False
     is_oracle: ClassVar[bool] = True
 
+    def __init__(self) -> None:
+        # waiting jobs grouped by shape between points (jobs of one shape get one packing)
+        self.queue = PendingQueue(arrival_key, requested_size)
+        # per shape, its jobs ranked for each of its last packings (most recent last)
+        self._ranked: dict[Shape, dict[Allocation, _Ranked]] = {}
+
+    def reset(self) -> None:
+        self.queue.clear()
+        self._ranked = {}
+
     def decide(self, view: ClusterView) -> Decision:
+        """Pick, again and again, the fitting job with the shortest actual time (module
+        docstring), with the same picks as trying every waiting job at every pick:
+
+        * jobs of one shape get the same packing from the same free resources, so each shape
+          is packed once a pick, and a shape that does not fit is dropped for the rest of the
+          point (as each of its jobs was);
+        * a waiting job's actual time on a given placement does not change while it waits (its
+          remaining work is fixed; the oracle's true speed is a function of the job and the
+          placement), so each shape's jobs stay ranked for each of its last `KEPT_PACKINGS`
+          packings, across points, updated from the queue's changes; they are ranked afresh
+          only for a packing not among those.
+        """
+        queue = self.queue.update(view)
+        now = view.now_s
+        self._follow(queue.applied, view, now)
         decision = Decision()
         free = view.cluster.free_array.tolist()
-        candidates = list(view.pending)
-        now = view.now_s
-        while candidates:
-            best: tuple[float, float, int] | None = None
-            choice: tuple[int, Allocation] | None = None
+        lanes = dict(queue.by_shape())
+        groups = list(lanes)
+        picked: set[int] = set()  # stay ranked: a job whose start fails waits on
+        while groups:
+            best: tuple[_Key, JobRun, Allocation, Shape] | None = None
             fitting = []
-            for run in candidates:
-                workers, ps = requested(run.spec)
-                alloc = pack_allocation([row[:] for row in free], run.spec, workers, ps)
+            for shape in groups:
+                runs = lanes[shape]
+                alloc = pack_allocation([row[:] for row in free], runs[0].spec, shape[2], shape[3])
                 if alloc is None:
                     continue
-                fitting.append(run)
-                speed = view.oracle_speed(run.spec, alloc)
-                actual = run.remaining_work(now) / speed if speed > 0 else math.inf
-                key = (actual, run.spec.submit_time_s, run.job_id)
-                if best is None or key < best:
-                    best, choice = key, (run.job_id, alloc)
-            if choice is None:
+                rankings = self._ranked.setdefault(shape, {})
+                kept = rankings.pop(alloc, None)
+                if kept is None:
+                    kept = _Ranked(alloc, runs, view, now)
+                    if len(rankings) >= KEPT_PACKINGS:
+                        del rankings[next(iter(rankings))]  # the least recently used
+                rankings[alloc] = kept
+                top = kept.top(picked)
+                if top is None:
+                    continue  # every job of the shape was picked at this point
+                fitting.append(shape)
+                if best is None or top[0] < best[0]:
+                    best = (top[0], top[1], alloc, shape)
+            if best is None:
                 break
-            job_id, alloc = choice
-            run = next(r for r in fitting if r.job_id == job_id)
+            _, run, alloc, shape = best
+            picked.add(run.job_id)
             pack_allocation(free, run.spec, alloc.num_workers, alloc.num_ps)
-            decision.targets[job_id] = Target(alloc.num_workers, alloc.num_ps, alloc)
-            candidates = [r for r in fitting if r.job_id != job_id]
+            decision.targets[run.job_id] = Target(alloc.num_workers, alloc.num_ps, alloc)
+            groups = fitting
+        for rankings in self._ranked.values():
+            for kept in rankings.values():
+                kept.restore()
         return decision
+
+    def _follow(
+        self, applied: tuple[tuple[JobRun, bool], ...] | None, view: ClusterView, now: float
+    ) -> None:
+        """Bring the rankings to the queue: jobs that joined are ranked in their shape, those
+        that left are forgotten; all are dropped where the queue was rebuilt."""
+        if applied is None:
+            self._ranked = {}
+            return
+        for run, entered in applied:
+            shape = shape_of(run.spec, *requested_size(run))
+            for kept in self._ranked.get(shape, {}).values():
+                if entered:
+                    kept.push(run, view, now)
+                else:
+                    kept.drop(run.job_id)
+
+    @staticmethod
+    def _key(run: JobRun, alloc: Allocation, view: ClusterView, now: float) -> _Key:
+        """Actual time on ``alloc`` (true speed), then arrival."""
+        speed = view.oracle_speed(run.spec, alloc)
+        actual = run.remaining_work(now) / speed if speed > 0 else math.inf
+        return (actual, run.spec.submit_time_s, run.job_id)
+
+
+_Key = tuple[float, float, int]
+
+KEPT_PACKINGS = 16
+"""Packings per shape whose rankings are kept (a shape's packing depends on which servers
+are busy, so a few recur: a one-GPU job's is one of the servers)."""
+
+
+class _Ranked:
+    """One shape's waiting jobs by their actual time on one packing (a heap, with the jobs
+    that left forgotten lazily)."""
+
+    __slots__ = ("alloc", "aside", "heap", "keys")
+
+    def __init__(
+        self, alloc: Allocation, runs: list[JobRun], view: ClusterView, now: float
+    ) -> None:
+        self.alloc = alloc
+        self.heap = [(Saf._key(run, alloc, view, now), run) for run in runs]
+        heapq.heapify(self.heap)
+        self.keys = {run.job_id: key for key, run in self.heap}
+        self.aside: list[tuple[_Key, JobRun]] = []  # picked at this point
+
+    def push(self, run: JobRun, view: ClusterView, now: float) -> None:
+        key = Saf._key(run, self.alloc, view, now)
+        if self.keys.get(run.job_id) != key:  # (the same entry is in the heap already)
+            self.keys[run.job_id] = key
+            heapq.heappush(self.heap, (key, run))
+
+    def drop(self, job_id: int) -> None:
+        self.keys.pop(job_id, None)
+
+    def top(self, picked: set[int]) -> tuple[_Key, JobRun] | None:
+        """The waiting job with the shortest actual time not ``picked``, or None."""
+        heap, keys = self.heap, self.keys
+        while heap:
+            key, run = heap[0]
+            if keys.get(run.job_id) != key:
+                heapq.heappop(heap)  # left the queue, or ranked again since
+            elif run.job_id in picked:
+                self.aside.append(heapq.heappop(heap))
+            else:
+                return heap[0]
+        return None
+
+    def restore(self) -> None:
+        """Put back the jobs picked at this point (those that started leave at the next)."""
+        for entry in self.aside:
+            heapq.heappush(self.heap, entry)
+        self.aside = []
+
+
+def arrival_key(run: JobRun, _now_s: float) -> tuple[float, int]:
+    """Arrival order (the groups' order does not matter: keys end with the job id)."""
+    return (run.spec.submit_time_s, run.job_id)
 
 
 @register(

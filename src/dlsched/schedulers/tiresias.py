@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import bisect
 import heapq
-from typing import ClassVar
+import math
+from typing import Any, ClassVar
 
 from dlsched.core import ClusterView, Decision, JobRun
 from dlsched.schedulers.base import BaseScheduler, Scheduler
@@ -67,10 +68,11 @@ class Tiresias(BaseScheduler):
     def reset(self) -> None:
         self._prev_decision_s = 0.0
         self._run_started_s: dict[int, float] = {}
-        self._seen_running_s: dict[int, float] = {}
         self._last_run_s: dict[int, float] = {}
         self._waiting_since_s: dict[int, float] = {}
         self._service_offset: dict[int, float] = {}
+        # running jobs' keys: (allocation, attained, progress time, offset, from, until, key)
+        self._running_keys: dict[int, tuple[Any, ...]] = {}
         # the jobs in _run_started_s (seen running, not yet seen waiting or finished)
         self._tracked: dict[int, JobRun] = {}
         # waiting jobs that may be promoted: (when, job id, waiting since, last run, job)
@@ -84,8 +86,56 @@ class Tiresias(BaseScheduler):
         return bisect.bisect_right(self.thresholds_gpu_s, service)
 
     def _key(self, run: JobRun, now_s: float) -> tuple[int, float, int]:
-        """Queue, then arrival (a waiting job's key changes only when it is promoted)."""
-        return (self.queue_of(run, now_s), run.spec.submit_time_s, run.job_id)
+        """Queue, then arrival (a waiting job's key changes only when it is promoted).
+
+        A running job's key is asked at every point but changes only when its service crosses
+        the next threshold: it is kept, with a time safely before that crossing, until then.
+        """
+        spec = run.spec
+        job = spec.job_id
+        alloc = run.allocation
+        offset = self._service_offset.get(job, 0.0)
+        kept = self._running_keys.get(job)
+        if (
+            kept is not None
+            and kept[0] is alloc
+            and kept[1] == run.attained_gpu_s
+            and kept[2] == run.progress_time_s
+            and kept[3] == offset
+            and kept[4] <= now_s < kept[5]
+        ):
+            return kept[6]
+        key = (self.queue_of(run, now_s), spec.submit_time_s, job)
+        held = alloc.num_workers * spec.worker_demand.gpu
+        if held > 0:
+            until = self._same_queue_until(run, key[0], held, offset)
+            self._running_keys[job] = (
+                alloc,
+                run.attained_gpu_s,
+                run.progress_time_s,
+                offset,
+                now_s,
+                until,
+                key,
+            )
+        return key
+
+    def _same_queue_until(self, run: JobRun, queue: int, held: float, offset: float) -> float:
+        """A time before which ``run``, holding ``held`` GPUs from its last progress update on,
+        is surely still in ``queue`` (service grows with time, so its queue only goes up).
+
+        The margin (a relative 1e-9 of every term) is far above the round-off of `queue_of`'s
+        sums, so a job this says is still in its queue is, by the exact test too.
+        """
+        if queue >= len(self.thresholds_gpu_s):
+            return math.inf  # the last queue
+        threshold = self.thresholds_gpu_s[queue]
+        attained, since = run.attained_gpu_s, run.progress_time_s
+        gap = threshold + offset - attained
+        margin = 1e-9 * (abs(threshold) + abs(offset) + abs(attained) + held * (abs(since) + 1.0))
+        if gap - margin <= 0:
+            return -math.inf
+        return since + (gap - margin) / held * (1.0 - 1e-9)
 
     def _track(self, view: ClusterView) -> None:
         """Record run and wait spells (as seen at decisions), and promote starved jobs.
@@ -94,27 +144,28 @@ class Tiresias(BaseScheduler):
         and the waiting jobs due for promotion (a heap by due time).
         """
         now = view.now_s
+        prev = self._prev_decision_s
+        tracked = self._tracked
         running_ids = set()
         for run in view.running:
             job = run.job_id
             running_ids.add(job)
-            self._waiting_since_s.pop(job, None)
-            if job not in self._run_started_s:
-                self._run_started_s[job] = self._prev_decision_s  # started last decision
-                self._tracked[job] = run
-            self._seen_running_s[job] = now
-        for job in [job for job in self._tracked if job not in running_ids]:
-            run = self._tracked.pop(job)
-            started = self._run_started_s.pop(job)
-            stopped = self._seen_running_s.pop(job)
-            if run.finish_s is not None:
-                continue  # finished: its spells no longer matter
-            # preempted by the decision at which it was last running
-            last = self._last_run_s[job] = stopped - started
-            self._waiting_since_s[job] = stopped
-            if last > 0:
-                when = stopped + self.promote_knob * last
-                heapq.heappush(self._starving, (when, job, stopped, last, run))
+            if job not in tracked:  # started by the last decision
+                self._waiting_since_s.pop(job, None)
+                self._run_started_s[job] = prev
+                tracked[job] = run
+        if len(tracked) > len(running_ids):  # some were running at the last decision only
+            for job in [job for job in tracked if job not in running_ids]:
+                run = tracked.pop(job)
+                started = self._run_started_s.pop(job)
+                if run.finish_s is not None:
+                    continue  # finished: its spells no longer matter
+                # preempted by the last decision, at which it was last seen running
+                last = self._last_run_s[job] = prev - started
+                self._waiting_since_s[job] = prev
+                if last > 0:
+                    when = prev + self.promote_knob * last
+                    heapq.heappush(self._starving, (when, job, prev, last, run))
         self._promote(now)
         self._prev_decision_s = now
 
