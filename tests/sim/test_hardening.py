@@ -316,3 +316,37 @@ def test_adversarial_targets_never_over_allocate_nor_end_silently(
 @given(seed=st.integers(0, 100_000), n=st.integers(1, 8), preemptive=st.booleans())
 def test_adversarial_return_types_are_type_errors(seed: int, n: int, preemptive: bool) -> None:
     _adversarial_case(seed, n, preemptive, wrong_types=True)
+
+
+class _Accept:
+    """An actuator that makes every change."""
+
+    def change(self, run: JobRun, old: Allocation, new: Allocation) -> Status:
+        run.allocation = new
+        return Status.success()
+
+
+def test_unchanged_targets_skip_the_checks_only_for_what_the_executor_gave() -> None:
+    from dlsched.sim.executor import Executor
+
+    run = JobRun(gpu_job(1, 0.0, 10.0, 2))  # exactly 2 GPUs
+    cluster = small_cluster(2)
+    executor = Executor(cluster, make_placement("pack"))
+
+    def apply(target: Target) -> dict[int, Status]:
+        return executor.apply(
+            Decision({1: target}),
+            active={1: run}.get,
+            running=[run] if run.running else [],
+            preemptive=True,
+            actuator=_Accept(),
+        )
+
+    assert apply(Target(2)) == {}
+    given = run.allocation
+    assert apply(Target(2)) == {} and run.allocation is given  # asked again: no change
+    # a holding from elsewhere (a backend's books, edited by hand) that breaks the job's caps
+    # is checked as any target is, even when the target asks for no change
+    run.allocation = Allocation.of([(1, 3)])
+    status = apply(Target(3))[1]
+    assert status.code is Code.INVALID and "outside [2, 2]" in status.reason

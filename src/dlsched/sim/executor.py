@@ -136,6 +136,9 @@ class Executor:
     def __init__(self, cluster: Cluster, placement: Placement) -> None:
         self.cluster = cluster
         self.placement = placement
+        # job id -> the allocation this executor gave it (the very object): a target asking
+        # for exactly that again passed every check when it was given
+        self._given: dict[int, Allocation] = {}
 
     def apply(
         self,
@@ -185,11 +188,21 @@ class Executor:
                 statuses[job_id] = Status.invalid(f"job {job_id!r} is not active")
                 continue
             run = maybe
+            alloc = run.allocation
+            if (
+                type(target) is Target
+                and target.placement is None
+                and type(target.num_workers) is int
+                and type(target.num_ps) is int
+                and target.num_workers == alloc.num_workers
+                and target.num_ps == alloc.num_ps
+                and (alloc.is_empty or self._given.get(job_id) is alloc)
+            ):
+                continue  # no change, and valid: (0, 0) always is, and so is what it was given
             status = check_target(run, target, preemptive, num_servers)
             if not status.ok:
                 statuses[job_id] = status
                 continue
-            alloc = run.allocation
             workers, ps, placement = target.num_workers, target.num_ps, target.placement
             if (
                 workers == alloc.num_workers
@@ -237,4 +250,8 @@ class Executor:
         status = actuator.change(run, old, new)
         if not status.ok:
             self.cluster.allocate(spec, old)
+        elif new.is_empty:
+            self._given.pop(spec.job_id, None)
+        else:
+            self._given[spec.job_id] = new
         return status
