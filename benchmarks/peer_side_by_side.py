@@ -309,6 +309,8 @@ def main() -> int:
         if not path.exists():
             print(f"peer_side_by_side: {path} does not exist", file=sys.stderr)
             return 2
+    # the peer runs from its own scratch folder: relative paths would point elsewhere there
+    args.blox, args.blox_run = args.blox.resolve(), args.blox_run.resolve()
     out = args.out or Path(tempfile.mkdtemp(prefix="peer_sbs_"))
     out.mkdir(parents=True, exist_ok=True)
     trace = make_trace(args.blox_run, args.jobs, args.servers, out)
