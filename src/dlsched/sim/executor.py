@@ -137,7 +137,8 @@ class Executor:
         self.cluster = cluster
         self.placement = placement
         # job id -> the allocation this executor gave it (the very object): a target asking
-        # for exactly that again passed every check when it was given
+        # for exactly that again passed every check when it was given (a job that finished
+        # while holding it keeps its entry: one small entry a job, never read again)
         self._given: dict[int, Allocation] = {}
 
     def apply(
