@@ -388,11 +388,8 @@ class Simulator:
     # -- state changes (the only place job progress and rates change) -------------------------
 
     def _settle(self, run: JobRun, t: float) -> None:
-        """Bring progress and attained service up to ``t``.
-
-        `JobRun.attained_gpu_s_at` and `JobRun.work_done`, inlined (the same operations): this
-        runs at every start, stop and finish.
-        """
+        """Bring progress and attained service up to ``t`` (`JobRun.attained_gpu_s_at` and
+        `JobRun.work_done` inlined, the same operations: this runs at every change)."""
         alloc = run.allocation
         since = run.progress_time_s
         if alloc.workers:

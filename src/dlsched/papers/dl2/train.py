@@ -46,6 +46,7 @@ from dlsched.papers.dl2.offline_rl import (
 )
 from dlsched.papers.dl2.probes import count_stalls, validation_probes
 from dlsched.rl.checkpoint import read_card
+from dlsched.rl.files import start_log
 from dlsched.rl.tensorboard import open_mirror
 from dlsched.schedulers.registry import make_scheduler
 from dlsched.workloads.registry import make_workload
@@ -158,28 +159,8 @@ class _Run:
         self.transform = fitted_transform(self.fitted) if self.fitted is not None else None
         spec.out.mkdir(parents=True, exist_ok=True)
         self.log_path = spec.out / LOG_FILE
-        self._start_log(spec.resume)
+        start_log(self.log_path, LOG_COLUMNS, spec.resume)
         self.mirror = open_mirror(spec.tensorboard)
-
-    def _start_log(self, resume: bool) -> None:
-        """A fresh run starts its own log (as it replaces OUT's policy); a resumed one appends,
-        if the existing log has this version's columns.
-
-        Raises:
-            ValueError: resuming onto a log with other columns (an older version's).
-        """
-        if not resume:
-            self.log_path.unlink(missing_ok=True)
-            return
-        if not self.log_path.exists():
-            return
-        with self.log_path.open(newline="") as fh:
-            header = next(csv.reader(fh), [])
-        if header != LOG_COLUMNS:
-            raise ValueError(
-                f"{self.log_path}: columns {','.join(header)}, but this version writes "
-                f"{','.join(LOG_COLUMNS)}; move the old log away to resume"
-            )
 
     def has_time(self) -> bool:
         """Whether the wall-time budget allows another chunk (logs once when it does not)."""
