@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import zmq
@@ -134,7 +135,7 @@ def test_a_silent_newcomer_times_the_round_out_and_training_goes_on() -> None:
 
 
 def _peak_rss_bytes(pid: int) -> int:
-    for line in open(f"/proc/{pid}/status").read().splitlines():
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmHWM:"):  # peak resident memory
             return int(line.split()[1]) * 1024
     raise AssertionError(f"no VmHWM for {pid}")

@@ -192,6 +192,7 @@ def test_frame_sizes_are_capped_per_message_type_before_the_mac() -> None:
     sender = Codec("job", "secret", "w0")
     bounds = [(0, 4096), (4096, 5000)]
     receiver = Codec("job", "secret", "coord").limit(bounds)
+
     def enc(type_: str, tensors: dict[str, torch.Tensor]) -> list[bytes]:
         return [bytes(memoryview(f)) for f in sender.encode(type_, {}, tensors)]
 
