@@ -416,9 +416,12 @@ class BatchedSched2Env:
         win = self.window()
         mask = self.action_masks(win)
         a = self._actions(actions)
-        legal = (a >= 0) & (a <= j_slots)
-        a = xp.where(legal, a, j_slots)
-        legal = legal & o.take(mask, a[:, None])[:, 0]
+        if not bool(((a >= 0) & (a <= j_slots)).all()):
+            bad = o.numpy(a)[~o.numpy((a >= 0) & (a <= j_slots))][0]
+            raise ValueError(
+                f"BatchedSched2Env.step: action {int(bad)} is not an integer in 0..{j_slots}"
+            )
+        legal = o.take(mask, a[:, None])[:, 0]
         first = mask.to(o.i64).argmax(axis=1) if o.torch else mask.argmax(axis=1)
         fallback = xp.where(mask[:, j_slots], j_slots, first)
         a = xp.where(legal, a, fallback)
@@ -442,11 +445,22 @@ class BatchedSched2Env:
         return self.observe(), rewards, terminated, self.action_masks(), info
 
     def _actions(self, actions: Any) -> Any:
-        """``actions`` as a ``(B,)`` int64 array of this backend."""
+        """``actions`` as a ``(B,)`` int64 array of this backend; ValueError for anything but
+        ``B`` integers (no float or bool is read as an action, as `dlsched.rl.actions`)."""
         o = self.ops
         if o.torch and isinstance(actions, o.xp.Tensor):
-            return actions.to(device=o.device, dtype=o.i64).reshape(-1)
-        return o.array(np.asarray(actions, dtype=np.int64).reshape(-1), o.i64)
+            kind = "f" if actions.is_floating_point() or actions.dtype == o.xp.bool else "i"
+            got = actions.to(device=o.device).reshape(-1)
+        else:
+            host = np.asarray(actions).reshape(-1)
+            kind, got = host.dtype.kind, host
+        if kind not in "iu":
+            raise ValueError(f"BatchedSched2Env.step: actions must be integers, got {kind!r} data")
+        if got.shape[0] != self.num_envs:
+            raise ValueError(
+                f"BatchedSched2Env.step: needs {self.num_envs} actions, got {len(got)}"
+            )
+        return got.to(o.i64) if o.torch and not isinstance(got, np.ndarray) else o.array(got, o.i64)
 
     def _pick(self, p: Any, jobs: Any) -> Any:
         """Start ``jobs`` (one per episode in ``p``) on their packing placements; their
