@@ -32,7 +32,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
-from dlsched.api import simulate
+from dlsched.runner import simulate
 from dlsched.workloads.pollux import RESCALE, make_pollux
 
 log = logging.getLogger(__name__)
