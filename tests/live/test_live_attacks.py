@@ -12,10 +12,10 @@ from contextlib import contextmanager
 from typing import Any
 
 import zmq
-from live_helpers import assert_matches_reference, config
 
 from dlsched.live import LiveJob
 from dlsched.live.protocol import Codec
+from tests.live.live_helpers import assert_matches_reference, config
 
 
 @contextmanager
