@@ -18,8 +18,14 @@ LONG_FILE_MARK = "500 lines"
 REGISTRIES = ("dlsched.plugins", "dlsched.schedulers.registry", "dlsched.workloads.registry")
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    # leaves: parsing helpers, the import hook, the plugin table (only strings)
-    ("dlsched.when_imported", "dlsched.cli_args", "dlsched.cli_errors", "dlsched.plugins"),
+    # leaves: parsing helpers, the import hook, the CSV writer, the plugin table (only strings)
+    (
+        "dlsched.when_imported",
+        "dlsched.cli_args",
+        "dlsched.cli_errors",
+        "dlsched.csv_rows",
+        "dlsched.plugins",
+    ),
     ("dlsched.core",),  # jobs, cluster, views, decisions
     ("dlsched.models", "dlsched.placement", "dlsched.schedulers.base"),  # what the engine calls
     ("dlsched.sim",),  # the engine
