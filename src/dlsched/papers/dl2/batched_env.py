@@ -217,8 +217,16 @@ class Dl2BatchedEnv:
         self._start_slot(b)
 
     def _start_slot(self, b: int) -> None:
-        bs.start_slot(b, *self._slot_args(), self.cap, self.status, self.before, self.slot_w,
-                      self.slot_p, self.ints, self.floats)  # fmt: skip
+        rest = (
+            self.cap,
+            self.status,
+            self.before,
+            self.slot_w,
+            self.slot_p,
+            self.ints,
+            self.floats,
+        )
+        bs.start_slot(b, *self._slot_args(), *rest)  # type: ignore[call-arg]  # numba's stub
 
     def _slot_args(self) -> tuple[Any, ...]:
         shape = self.shape
@@ -280,11 +288,13 @@ class Dl2BatchedEnv:
         low = self.ints[:, bk.I_CURSOR] > self.buf_len - 4 * self.N - 8
         for b in np.flatnonzero(low):
             self._top_up(int(b))
-        bs.step_all(a, *self._slot_args(), self.cap, self.status, self.before, self.slot_w,
-                    self.slot_p, self.order, self.started, self.run_seq, self.wp, self.pp,
-                    self.used, self.wneed_of, self.pneed, self.speed, self.comp, self.submit,
-                    self.buf, self.ints, self.floats, self.max_slots, self.rewards,
-                    self.flags)  # fmt: skip
+        rest = (
+            self.cap, self.status, self.before, self.slot_w, self.slot_p, self.order,
+            self.started, self.run_seq, self.wp, self.pp, self.used, self.wneed_of, self.pneed,
+            self.speed, self.comp, self.submit, self.buf, self.ints, self.floats,
+            self.max_slots, self.rewards, self.flags,
+        )  # fmt: skip
+        bs.step_all(a, *self._slot_args(), *rest)  # type: ignore[call-arg]  # numba's stub
         flags = self.flags.astype(bool)
         return self.obs, self.mask, self.rewards, flags[:, 1], flags[:, 2], flags[:, 0]
 

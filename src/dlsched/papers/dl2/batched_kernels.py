@@ -32,8 +32,6 @@ import numpy as np
 import numpy.typing as npt
 from numba import njit
 
-from dlsched.papers.dl2 import slot_kernels as sk
-
 FUTURE, PENDING, RUNNING, FINISHED = 0, 1, 2, 3
 """Job status values."""
 I_NEXT_ARR, I_IDLE, I_RUN_SEQ, I_CURSOR, I_N_JOBS, I_SLOTS = range(6)
@@ -117,7 +115,9 @@ def _resize_side(
 
 
 @njit(cache=True)
-def _settle(j: int, t: float, progress: F64, ptime: F64, paused: F64, rate: F64, total: F64) -> None:
+def _settle(
+    j: int, t: float, progress: F64, ptime: F64, paused: F64, rate: F64, total: F64
+) -> None:
     ran_from = ptime[j] if ptime[j] >= paused[j] else paused[j]
     if rate[j] > 0.0 and t > ran_from:
         progress[j] = min(total[j], progress[j] + rate[j] * (t - ran_from))
@@ -163,8 +163,9 @@ def _release(j: int, used: F64, wp: I64, pp: I64, wneed: F64, pneed: F64) -> Non
 
 @njit(cache=True)
 def _reallocate(
-    j: int, tw: int, tp: int, t: float, status: npt.NDArray[np.int8], started: npt.NDArray[np.bool_],
-    run_seq: I64, aw: I64, ap: I64, wp: I64, pp: I64, used: F64, cap: F64, wneed: F64,
+    j: int, tw: int, tp: int, t: float, status: npt.NDArray[np.int8],
+    started: npt.NDArray[np.bool_], run_seq: I64, aw: I64, ap: I64, wp: I64, pp: I64,
+    used: F64, cap: F64, wneed: F64,
     pneed: F64, jtype: I64, speed: F64, progress: F64, ptime: F64, paused: F64, rate: F64,
     comp: F64, total: F64, buf: F64, ints: I64, level: float,
 ) -> None:  # fmt: skip

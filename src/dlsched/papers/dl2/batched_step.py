@@ -31,7 +31,9 @@ F32 = npt.NDArray[np.float32]
 
 
 @njit(cache=True)
-def work_done(j: int, t: float, progress: F64, ptime: F64, paused: F64, rate: F64, total: F64) -> float:
+def work_done(
+    j: int, t: float, progress: F64, ptime: F64, paused: F64, rate: F64, total: F64
+) -> float:
     """`JobRun.work_done(t)`."""
     start = max(ptime[j], paused[j])
     if rate[j] <= 0.0 or t <= start:
@@ -41,7 +43,7 @@ def work_done(j: int, t: float, progress: F64, ptime: F64, paused: F64, rate: F6
 
 @njit(cache=True)
 def _load_batch(b: int, J: int, L: int, obs: F32, rows: I64, st: I64, free: F64, totals_cap: F64,
-                needs: F64, fits: F64, mask: npt.NDArray[np.bool_], active: I64, slot_i: I64,
+                needs: F64, fits: I64, mask: npt.NDArray[np.bool_], active: I64, slot_i: I64,
                 row_job: I64, jtype: I64, caps: I64, pair_of: I64, slots_run: I64, progress: F64,
                 ptime: F64, paused: F64, rate: F64, total: F64, aw: I64, ap: I64, pairs: I64,
                 now: float) -> None:  # fmt: skip
@@ -106,7 +108,7 @@ def _close_batch(b: int, J: int, rows: I64, st: I64, row_job: I64, slot_w: I64, 
 
 @njit(cache=True)
 def start_slot(b: int, J: int, L: int, obs: F32, rows: I64, st: I64, free: F64,
-               totals_cap: F64, needs: F64, fits: F64, mask: npt.NDArray[np.bool_], active: I64,
+               totals_cap: F64, needs: F64, fits: I64, mask: npt.NDArray[np.bool_], active: I64,
                slot_i: I64, row_job: I64, jtype: I64, caps: I64, pair_of: I64, slots_run: I64,
                progress: F64, ptime: F64, paused: F64, rate: F64, total: F64, aw: I64, ap: I64,
                pairs: I64, cap: F64, status: npt.NDArray[np.int8], before: F64, slot_w: I64,
