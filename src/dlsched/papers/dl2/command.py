@@ -176,6 +176,7 @@ def train_dl2_command(
     import torch
 
     from dlsched.experiments.compare import parse_seeds
+    from dlsched.papers.dl2.elastic import require_elastic
     from dlsched.papers.dl2.es import EsConfig
     from dlsched.papers.dl2.network import Dl2Config
     from dlsched.papers.dl2.offline_rl import SPEED_MODELS, FitSpec
@@ -196,6 +197,7 @@ def train_dl2_command(
             options["servers"] = servers
         if load is not None:
             options["load"] = load
+        require_elastic(workload, options)
         config = Dl2Config(
             J=jobs_per_batch,
             arch=arch,
