@@ -84,7 +84,9 @@ def test_preempted_job_is_suspended_and_resumed() -> None:
     assert (0, "suspend") in actions and (0, "resume") in actions
     # actions run without blocking the loop: job 1 may start beside job 0 while job 0 is still
     # starting (a busy job's resize waits for the next slot); the preemption follows
-    assert actions.index((0, "start")) < actions.index((0, "suspend")) < actions.index((0, "resume"))
+    assert (
+        actions.index((0, "start")) < actions.index((0, "suspend")) < actions.index((0, "resume"))
+    )
     _assert_all_gone(cluster)
 
 
