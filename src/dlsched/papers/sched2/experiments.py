@@ -93,6 +93,7 @@ def _mean(rows: list[dict[str, Any]], key: str, **match: Any) -> float:
 
 def run(out_dir: Path, *, full: bool = False) -> list[Path]:
     """Write Fig. 7–10 and Table III (CSV, PNG, Markdown) into ``out_dir``."""
+    # over 80 lines: one short section per figure, in the paper's order, sharing the runs
     out_dir.mkdir(parents=True, exist_ok=True)
     seeds = list(TEST_SEEDS if full else TEST_SEEDS[:REDUCED_SEEDS])
     paths: list[Path] = []
