@@ -13,12 +13,20 @@ import time
 from pathlib import Path
 
 import pytest
-from chaos_helpers import ATOL, Fault, alive, descendants, max_param_diff, run_with_faults, stream
 from typer.testing import CliRunner
 
 from dlsched.cli import app
 from dlsched.live.cluster import LiveCluster
 from dlsched.live.stream import LiveJobRequest
+from tests.live.chaos_helpers import (
+    ATOL,
+    Fault,
+    alive,
+    descendants,
+    max_param_diff,
+    run_with_faults,
+    stream,
+)
 
 
 def _check(cluster: LiveCluster, requests: list[LiveJobRequest], params: Path) -> None:
