@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+import functools
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
@@ -10,6 +12,12 @@ from rich.table import Table
 from dlsched.cli_args import MAX_LOAD, MAX_SEED, MAX_STEPS, parse_hidden
 from dlsched.commands.common import one_line_errors, out, progress_bar
 from dlsched.commands.train_options import MaxMinutes, OutDir, TensorBoardDir, budget_seconds
+
+if TYPE_CHECKING:
+    from dlsched.papers.deeprm.algorithm import ReinforceConfig
+
+PAPER_LOADS = (1.1, 1.3, 1.5, 1.7, 1.9)
+"""``--paper``'s training loads without ``--loads`` (`dlsched.papers.deeprm.paper.PAPER_LOADS`)."""
 
 
 def train_deeprm_command(
@@ -79,6 +87,23 @@ def train_deeprm_command(
     validation_jobsets: Annotated[
         int, typer.Option(min=1, max=MAX_STEPS, help="Validation jobsets per training setting.")
     ] = 20,
+    paper: Annotated[
+        bool,
+        typer.Option(
+            "--paper",
+            help="DeepRM's own method: paper state, unmasked actions, REINFORCE from scratch, "
+            "loads 1.1-1.9 unless --loads (README: deviations).",
+        ),
+    ] = False,
+    device: Annotated[
+        str, typer.Option(help="--paper: auto, cpu (NumPy environment) or cuda (all on the GPU).")
+    ] = "auto",
+    baseline: Annotated[
+        str, typer.Option(help="--paper: step (per time step, the paper's text) or decision.")
+    ] = "step",
+    masked: Annotated[
+        bool, typer.Option("--masked", help="--paper: sample among valid actions only.")
+    ] = False,
 ) -> None:
     """Train DeepRM: OUT/policy.pt + OUT/card.json is the best policy by validation, OUT/last the
     final network, OUT/train_log.csv a row per iteration."""
@@ -97,19 +122,24 @@ def train_deeprm_command(
             raise ValueError(f"--objective {objective!r}: choose slowdown or completion")
         sizes = parse_hidden(hidden)
         load_list = _parse_loads(loads) if loads else ()
-        config = ReinforceConfig(
+        make: Callable[..., ReinforceConfig] = (
+            ReinforceConfig
+            if not paper
+            else _paper_config(ranked, pretrain_epochs, long_jobs, device, baseline)
+        )
+        config = make(
             load=load_list[0] if load_list else load,
-            loads=load_list,
+            loads=load_list or (PAPER_LOADS if paper else ()),
             long_jobs=long_jobs,
             max_steps=max_steps,
             shape=DeepRMShape(ranked=ranked),
-            objective=objective,  # type: ignore[arg-type]
+            objective=objective,
             jobsets=jobsets,
             episodes=episodes,
             iterations=iterations,
             lr=lr,
             hidden=sizes,
-            mask_invalid=not unmasked,
+            mask_invalid=masked if paper else not unmasked,
             workers=workers,
             seed=seed,
             pretrain_epochs=pretrain_epochs,
@@ -146,6 +176,30 @@ def train_deeprm_command(
     table.add_row("wall time", f"{outcome.wall_s:.0f} s")
     table.add_row("policy", str(outcome.best_dir))
     out.print(table)
+
+
+def _paper_config(
+    ranked: bool, pretrain_epochs: int, long_jobs: int, device: str, baseline: str
+) -> Callable[..., ReinforceConfig]:
+    """`PaperConfig` with ``--device`` and ``--baseline`` bound; ValueError for an option the
+    paper's method does not have."""
+    from dlsched.papers.deeprm.batched_env import resolve_device
+    from dlsched.papers.deeprm.paper import PaperConfig
+
+    for name, given in (
+        ("--ranked", ranked),
+        ("--pretrain-epochs", pretrain_epochs > 0),
+        ("--long-jobs", long_jobs > 0),
+    ):
+        if given:
+            raise ValueError(f"{name}: not part of DeepRM's method (--paper)")
+    if baseline not in ("step", "decision"):
+        raise ValueError(f"--baseline {baseline!r}: choose step or decision")
+    return functools.partial(
+        PaperConfig,
+        device=resolve_device(device),
+        baseline="step" if baseline == "step" else "decision",
+    )
 
 
 def _parse_loads(text: str) -> tuple[float, ...]:

@@ -23,6 +23,7 @@ benchmarks) use `dlsched.papers.deeprm.algorithm.HELD_OUT_SEED_BASE` + i; traini
 
 from __future__ import annotations
 
+import copy
 import csv
 import logging
 import time
@@ -142,6 +143,21 @@ def _per_point(values: np.ndarray, point_of: np.ndarray, n: int) -> np.ndarray:
     return np.array([np.nanmean(values[point_of == i]) for i in range(n)])
 
 
+def _on_cpu(net: DeepRMPolicyNet) -> DeepRMPolicyNet:
+    """``net`` itself on the CPU, else a CPU copy (validation and checkpoints run there)."""
+    if next(net.parameters()).device.type == "cpu":
+        return net
+    return copy.deepcopy(net).cpu()
+
+
+def _notes(config: ReinforceConfig) -> str:
+    from dlsched.papers.deeprm.paper import PaperConfig, card_notes
+
+    if isinstance(config, PaperConfig):
+        return card_notes(config)
+    return f"objective {config.objective}; best validation score over training"
+
+
 def _card(config: ReinforceConfig, mode: str, validation: dict[str, float], it: int) -> PolicyCard:
     hyper = config.to_dict()
     hyper.pop("shape", None)
@@ -168,7 +184,7 @@ def _card(config: ReinforceConfig, mode: str, validation: dict[str, float], it: 
         steps={"iterations": it, "pretrain_epochs": config.pretrain_epochs},
         validation=validation,
         hyperparams=hyper,
-        notes=f"objective {config.objective}; best validation score over training",
+        notes=_notes(config),
         trained_setting={"workload": "deeprm", "params": params},
     )
 
@@ -196,6 +212,8 @@ def train_deeprm(
         tensorboard: also write every log row as TensorBoard scalars here
             (`dlsched.rl.tensorboard`), or None.
     """
+    from dlsched.papers.deeprm.paper import PaperConfig, PaperReinforce
+
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     val = ValidationSet.build(config, validation_jobsets)
@@ -203,9 +221,10 @@ def train_deeprm(
     best: dict[str, Any] = {"score": float("inf"), "mode": "sample", "it": 0, "slowdown": 0.0}
     wall0 = time.perf_counter()
 
-    def check(trainer: Reinforce, it: int, row: dict[str, object]) -> None:
+    def check(trainer: Reinforce | PaperReinforce, it: int, row: dict[str, object]) -> None:
         """Validate; keep the network as ``out/policy.pt`` if its score is the lowest so far."""
-        runs = _validate_runs(trainer.net, val.jobsets, config)
+        net = _on_cpu(trainer.net)
+        runs = _validate_runs(net, val.jobsets, config)
         row["val_sample_slowdown"] = float(np.nanmean(runs[0]))
         row["val_greedy_slowdown"] = float(np.nanmean(runs[1]))
         scored = [(*val.score(runs[0]), "sample"), (*val.score(runs[1]), "greedy")]
@@ -224,11 +243,16 @@ def train_deeprm(
             validation[f"slowdown_{val.label(i)}"] = float(means[i])
             validation[f"sjf_slots_{val.label(i)}"] = float(val.sjf[i])
         card = _card(config, mode, validation, it)
-        save_checkpoint(out, trainer.net.state_dict(), card)
+        save_checkpoint(out, net.state_dict(), card)
 
     mirror = open_mirror(tensorboard)
-    with Reinforce(config) as trainer, (out / LOG_FILE).open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=CSV_FIELDS)
+    paper = isinstance(config, PaperConfig)
+    trainer = PaperReinforce(config) if paper else Reinforce(config)  # type: ignore[arg-type]
+    fields = (
+        [*PaperReinforce.stats_type.__dataclass_fields__, *CSV_FIELDS[-3:]] if paper else CSV_FIELDS
+    )
+    with trainer, (out / LOG_FILE).open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=fields)
         writer.writeheader()
         if config.pretrain_epochs > 0:
             trainer.pretrain()
@@ -256,7 +280,7 @@ def train_deeprm(
             mirror.close()
         save_checkpoint(
             out / "last",
-            trainer.net.state_dict(),
+            _on_cpu(trainer.net).state_dict(),
             _card(config, best["mode"], {"slowdown": float("nan")}, trainer.iteration),
         )
     return TrainOutcome(
