@@ -39,7 +39,7 @@ MaxMinutes = Annotated[
     float | None,
     typer.Option(
         "--max-minutes",
-        min=0.01,
+        min=0.0,
         max=MAX_MINUTES_LIMIT,
         help="Stop after this many minutes of wall time (default: no limit).",
     ),

@@ -3,6 +3,7 @@ evolution strategies)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated
 
@@ -20,10 +21,12 @@ from dlsched.cli_args import (
     parse_option_value,
 )
 from dlsched.commands.common import one_line_errors, out, parse_options, progress_bar
+from dlsched.commands.train_options import Force, MaxMinutes, OutDir, Resume, TensorBoardDir
+from dlsched.rl.run_options import RunOptions
 
 
 def train_dl2_command(
-    out_dir: Annotated[Path, typer.Option("--out", help="Output directory (policy, card, log).")],
+    out_dir: OutDir,
     workload: Annotated[str, typer.Option("--workload", "-w", help="Elastic workload.")] = "dl2",
     teacher: Annotated[
         str,
@@ -83,24 +86,12 @@ def train_dl2_command(
             "stalls one is never chosen over one that stalls none (0: off).",
         ),
     ] = 24,
-    max_minutes: Annotated[
-        float | None,
-        typer.Option(
-            min=0.0,
-            max=100_000.0,
-            help="Wall-time budget: no new chunk of updates starts after this many minutes.",
-        ),
-    ] = None,
+    max_minutes: MaxMinutes = None,
     init: Annotated[
         Path | None,
         typer.Option(help="Start from this policy checkpoint (same --J, --arch, --hidden)."),
     ] = None,
-    tensorboard: Annotated[
-        Path | None,
-        typer.Option(
-            help="Also write the log's rows as TensorBoard scalars here (extra: tensorboard)."
-        ),
-    ] = None,
+    tensorboard: TensorBoardDir = None,
     eval_every: Annotated[
         int,
         typer.Option(
@@ -163,7 +154,8 @@ def train_dl2_command(
             help="Simulated clusters training one global policy in RL (federated, A3C).",
         ),
     ] = 1,
-    resume: Annotated[bool, typer.Option(help="Continue from OUT/last if it exists.")] = False,
+    resume: Resume = False,
+    force: Force = False,
     vary: Annotated[
         list[str] | None,
         typer.Option(
@@ -179,8 +171,9 @@ def train_dl2_command(
     from dlsched.papers.dl2.es import EsConfig
     from dlsched.papers.dl2.network import Dl2Config
     from dlsched.papers.dl2.offline_rl import SPEED_MODELS, FitSpec
-    from dlsched.papers.dl2.train import LOG_FILE, TrainSpec, train_dl2
+    from dlsched.papers.dl2.train import TrainSpec, train_dl2
     from dlsched.rl.checkpoint import read_card
+    from dlsched.rl.files import LOG_FILE
 
     with one_line_errors():
         torch.set_num_threads(1)
@@ -207,7 +200,6 @@ def train_dl2_command(
             seed=seed,
         )
         spec = TrainSpec(
-            out=out_dir,
             workload=workload,
             workload_options=options,
             teacher=None if teacher.lower() == "none" else teacher,
@@ -217,7 +209,6 @@ def train_dl2_command(
             eval_every=eval_every,
             val_seeds=parse_seeds(val_seeds, "--val-seeds"),
             config=config,
-            resume=resume,
             speed_model=speed_model,
             fit=FitSpec(samples=fit_samples, seed=seed),
             clusters=clusters,
@@ -233,25 +224,22 @@ def train_dl2_command(
             rl_eval_every=rl_eval_every,
             init=init,
             stall_probes=stall_probes,
-            max_wall_s=None if max_minutes is None else 60.0 * max_minutes,
-            tensorboard=tensorboard,
         )
+        run = RunOptions(out_dir, max_minutes, tensorboard, resume, force)
         with progress_bar(TextColumn("{task.fields[val]}")) as progress:
             tasks = {
                 "sl": progress.add_task(f"SL from {teacher}", total=max(spec.sl_steps, 1), val=""),
                 "rl": progress.add_task("RL", total=max(spec.rl_steps, 1), val=""),
             }
 
-            def report(phase: str, step: int, total: int, val: float | None) -> None:
-                task = tasks.get(phase)
-                if task is None:
-                    return
-                if val is None:
-                    progress.update(task, completed=step)
-                else:
+            def report(done: int, row: Mapping[str, object]) -> None:
+                task = tasks.get(str(row.get("phase")))
+                if task is not None:
+                    val = float(str(row.get("val_avg_jct_s") or "nan"))
+                    step = int(str(row["step"]))
                     progress.update(task, completed=step, val=f"val JCT {val:,.0f} s")
 
-            best = train_dl2(spec, progress=report)
+            best = train_dl2(spec, run, progress=report)
         card = read_card(best)
         table = Table(title=f"DL2 policy in {best}")
         table.add_column("field")

@@ -406,7 +406,30 @@ def save(
     notes: str = "",
 ) -> Path:
     """Save the policy network with its card (see `dlsched.rl.checkpoint`)."""
-    card = PolicyCard(
+    card = policy_card(
+        cfg,
+        workload=workload,
+        workload_params=workload_params,
+        seeds=seeds,
+        steps=steps,
+        validation=validation,
+        notes=notes,
+    )
+    return save_checkpoint(directory, policy.state_dict(), card)
+
+
+def policy_card(
+    cfg: Dl2Config,
+    *,
+    workload: str,
+    workload_params: dict[str, Any],
+    seeds: dict[str, list[int]],
+    steps: dict[str, int],
+    validation: dict[str, float],
+    notes: str = "",
+) -> PolicyCard:
+    """The card of a DL2 policy made with ``cfg`` (shapes and hyper-parameters from it)."""
+    return PolicyCard(
         algorithm=ALGORITHM,
         workload=workload,
         workload_params=workload_params,
@@ -417,7 +440,6 @@ def save(
         hyperparams=cfg.to_dict(),
         notes=notes,
     )
-    return save_checkpoint(directory, policy.state_dict(), card)
 
 
 def load(path: str | Path, shape: Dl2Shape | None = None) -> tuple[nn.Module, Dl2Config]:
