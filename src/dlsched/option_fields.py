@@ -40,6 +40,7 @@ class Opt:
         parse: turns the option's text into the field's value (raises ``ValueError``); the
             option then takes text. Called as ``parse(text, option_name)``.
         metavar: how the help shows the value of a parsed option.
+        choices: the values a text field accepts (a ``Literal`` type says the same).
         cli: False: the field is not an option (set by the program).
         required: the option has no default.
     """
@@ -49,6 +50,7 @@ class Opt:
     max: float | None = None
     parse: Callable[[str, str], Any] | None = None
     metavar: str | None = None
+    choices: tuple[str, ...] = ()
     cli: bool = True
     required: bool = False
 

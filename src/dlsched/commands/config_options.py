@@ -24,7 +24,7 @@ import logging
 import math
 import types
 import typing
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
@@ -49,11 +49,13 @@ class Section:
         cls: the dataclass.
         prefix: put before each field's name (``"es_"``: field ``pairs`` is ``--es-pairs``).
         skip: fields the command sets itself (not options).
+        defaults: the command's defaults where they differ from the dataclass's.
     """
 
     cls: type
     prefix: str = ""
     skip: tuple[str, ...] = ()
+    defaults: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -154,7 +156,7 @@ def _option(
     if kind is None:
         return None
     cli_type, convert, extra = kind(base, opt, flag)
-    default = _default(fld)
+    default = section.defaults.get(fld.name, _default(fld))
     if isinstance(default, tuple) and cli_type is str:
         default = ",".join(str(x) for x in default)
     text = doc.replace("``", "").replace("`", "") or None
@@ -176,10 +178,14 @@ def _kind(base: Any, opt: Opt) -> Kind | None:
     """How a field of type ``base`` is read (None: not representable as an option)."""
     if opt.parse is not None:
         return _parsed
+    if opt.choices:
+        return _choice
     if base in (int, float):
         return _number
     if base in SCALARS:
         return lambda b, o, f: (b, _same, {})
+    if base == list[str]:  # a repeatable option
+        return lambda b, o, f: (list[str], _same, {})
     if typing.get_origin(base) is Literal:
         return _choice
     args = typing.get_args(base)
@@ -207,7 +213,7 @@ def _number(base: Any, opt: Opt, flag: str) -> tuple[type, Callable[[Any], Any],
 
 
 def _choice(base: Any, opt: Opt, flag: str) -> tuple[type, Callable[[Any], Any], dict[str, Any]]:
-    choices = [str(c) for c in typing.get_args(base)]
+    choices = list(opt.choices) or [str(c) for c in typing.get_args(base)]
 
     def check(ctx: typer.Context, param: typer.CallbackParam, value: str | None) -> str | None:
         if value is not None and value not in choices:

@@ -25,7 +25,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,8 +38,9 @@ from dlsched.papers.dl2.algorithm import (
     collect_teacher,
     supervised,
 )
+from dlsched.papers.dl2.config import TrainSpec as TrainSpec  # re-exported
 from dlsched.papers.dl2.env import Dl2Env
-from dlsched.papers.dl2.es import Es, EsConfig, evolve
+from dlsched.papers.dl2.es import Es, evolve
 from dlsched.papers.dl2.federated import FederatedPool
 from dlsched.papers.dl2.network import (
     Dl2Config,
@@ -51,10 +51,6 @@ from dlsched.papers.dl2.network import (
     seed_everything,
 )
 from dlsched.papers.dl2.offline_rl import (
-    SPEED_MODELS,
-    FitSpec,
-    FittedPS,
-    fit_speed_model,
     fitted_transform,
 )
 from dlsched.papers.dl2.probes import Probe, count_stalls, validation_probes
@@ -70,74 +66,6 @@ LOG_COLUMNS = ["phase", "step", "wall_s", "val_avg_jct_s", "stat", "probe_stalls
 """The columns of ``train_log.csv``."""
 RL_METHOD_NAMES = {"es": "evolution strategies", "actor-critic": "actor-critic"}
 """How a card's notes name each ``rl_method``."""
-
-
-@dataclass
-class TrainSpec:
-    """What to train and how long.
-
-    Attributes:
-        workload: elastic workload name (``"dl2"``).
-        workload_options: generator options (``servers``, ``load``, ``num_jobs``).
-        teacher: heuristic imitated by supervised learning (None: no SL, RL from scratch).
-        sl_episodes: traces the teacher is replayed on to make the SL data set.
-        sl_steps: supervised mini-batch updates.
-        rl_steps: actor-critic updates.
-        eval_every: updates between validations (and CSV rows, and checkpoints).
-        val_seeds: trace seeds of validation (never trained on).
-        config: DL2 hyper-parameters.
-        speed_model: ``"measured"`` (the workload's own speeds) or ``"optimus"``: train and
-            validate in a simulator whose speeds come from Optimus' model fitted to a few noisy
-            measured samples (the OfflineRL baseline, `dlsched.papers.dl2.offline_rl`).
-        fit: how the Optimus model is fitted when ``speed_model == "optimus"``.
-        vary: generator options drawn per training episode from the listed values
-            (``{"servers": (8, 13, 20)}``); validation uses ``workload_options``.
-        clusters: simulated clusters training one global policy in RL (> 1: federated,
-            `dlsched.papers.dl2.federated`, one process each; 1: the single-process path).
-        rl_method: ``"actor-critic"`` (DL2's, `dlsched.papers.dl2.algorithm`, continuing from
-            the last supervised step; ``rl_steps`` counts its updates) or ``"es"`` (evolution
-            strategies on the average JCT of whole training traces, `dlsched.papers.dl2.es`,
-            starting from the best supervised checkpoint; ``rl_steps`` counts its iterations).
-        es: ES's hyper-parameters (its workload, options and ``vary`` are this spec's).
-        rl_eval_every: RL updates (or ES iterations) between validations (None:
-            ``eval_every``).
-        init: start from this policy checkpoint instead of a fresh network (same J, L,
-            network arch and hidden sizes).
-        stall_probes: small-cluster validation traces (`dlsched.papers.dl2.probes`) a
-            checkpoint must finish without stalling to be preferred (0: none).
-
-    Where the files go, the wall-time budget (no chunk of updates starts after it), TensorBoard
-    and resuming are the run's options (`dlsched.rl.run_options.RunOptions`).
-    """
-
-    workload: str = "dl2"
-    workload_options: dict[str, Any] = field(default_factory=dict)
-    teacher: str | None = "drf"
-    sl_episodes: int = 4
-    sl_steps: int = 2000
-    rl_steps: int = 500
-    eval_every: int = 100
-    val_seeds: Sequence[int] = (201, 202, 203)
-    config: Dl2Config = field(default_factory=Dl2Config)
-    speed_model: str = "measured"
-    fit: FitSpec = field(default_factory=FitSpec)
-    clusters: int = 1
-    vary: dict[str, tuple[Any, ...]] = field(default_factory=dict)
-    rl_method: str = "actor-critic"
-    es: EsConfig = field(default_factory=EsConfig)
-    rl_eval_every: int | None = None
-    init: Path | None = None
-    stall_probes: int = 0
-
-    def fitted_model(self) -> FittedPS | None:
-        """The fitted speed model of ``speed_model`` (None for the measured speeds)."""
-        if self.speed_model == "measured":
-            return None
-        if self.speed_model == "optimus":
-            return fit_speed_model(self.fit, tuple(self.config.job_types))
-        raise ValueError(
-            f"unknown speed model {self.speed_model!r}; choose {' or '.join(SPEED_MODELS)}"
-        )
 
 
 class Dl2Learner:
