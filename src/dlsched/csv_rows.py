@@ -9,7 +9,7 @@ goes through here, so they all quote, order columns and end lines the same way.
 from __future__ import annotations
 
 import csv
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
@@ -25,13 +25,12 @@ def write_csv(
     """Write ``rows`` as a CSV table with a header and return ``path``.
 
     Args:
-        path: the file (its folder is created; an existing file is replaced).
+        path: the file (its folder must exist; an existing file is replaced).
         rows: one mapping per row.
         columns: the header, in order (None: the first row's keys; no rows: an empty file).
             Keys of a row outside ``columns`` raise ``ValueError``; missing ones are empty.
     """
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
     header = list(columns) if columns is not None else (list(rows[0]) if rows else [])
     with target.open("w", newline="") as fh:
         if header:
@@ -105,11 +104,6 @@ class CsvLog:
         """Append one row (keys outside `columns` raise ``ValueError``) and flush it."""
         self._writer.writerow(row)
         self._fh.flush()
-
-    def write_all(self, rows: Iterable[Mapping[str, Any]]) -> None:
-        """Append several rows."""
-        for row in rows:
-            self.write(row)
 
     def close(self) -> None:
         self._fh.close()

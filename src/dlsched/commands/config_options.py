@@ -160,7 +160,8 @@ def _option(
     if isinstance(default, tuple) and cli_type is str:
         default = ",".join(str(x) for x in default)
     text = doc.replace("``", "").replace("`", "") or None
-    info = typer.Option(*(opt.flags or (flag,)), help=text, metavar=opt.metavar, **extra)
+    names = opt.flags or ((f"{flag}/--no-{flag[2:]}",) if base is bool else (flag,))
+    info = typer.Option(*names, help=text, metavar=opt.metavar, **extra)
     annotation = Annotated[cli_type | None if optional else cli_type, info]  # type: ignore[valid-type]
     parameter = inspect.Parameter(
         name,

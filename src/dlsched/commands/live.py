@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import json
 import signal
 from collections.abc import Iterator
@@ -18,6 +17,7 @@ from rich.live import Live
 from rich.table import Table
 
 from dlsched.commands.common import clean, err, fmt_metric, one_line_errors, out
+from dlsched.csv_rows import write_csv
 from dlsched.schedulers.registry import make_scheduler
 
 if TYPE_CHECKING:  # the live runtime imports PyTorch: only when `live run` runs
@@ -81,11 +81,8 @@ def _write_outputs(out_dir: Path, summary: dict[str, Any], events: list[ScalingE
 
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    with (out_dir / "scaling_events.csv").open("w", newline="") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(list(ScalingEvent.__dataclass_fields__))
-        for e in events:
-            writer.writerow(list(asdict(e).values()))
+    columns = list(ScalingEvent.__dataclass_fields__)
+    write_csv(out_dir / "scaling_events.csv", [asdict(e) for e in events], columns)
 
 
 def live_run(

@@ -9,11 +9,11 @@ live runtime its ``jobs.csv``.
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from dlsched.csv_rows import write_csv
 from dlsched.sim.result import Result
 
 JOB_COLUMNS = (
@@ -116,8 +116,4 @@ def write_jobs(results: Iterable[Result], path: str | Path, option: str = "jobs_
         columns = {name: [row[name] for row in rows] for name in JOB_COLUMNS}
         pq.write_table(pa.table(columns, schema=schema), path)
         return path
-    with path.open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=JOB_COLUMNS)
-        writer.writeheader()
-        writer.writerows(rows)
-    return path
+    return write_csv(path, rows, JOB_COLUMNS)

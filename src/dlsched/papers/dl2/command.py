@@ -8,9 +8,9 @@ The options are `TrainSpec`'s, `Dl2Config`'s, `EsConfig`'s (``--es-…``), `FitS
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
-from rich.progress import TextColumn
+from rich.progress import Progress, TextColumn
 from rich.table import Table
 
 from dlsched.cli_args import VARY_BOUNDS, parse_option_value
@@ -68,21 +68,25 @@ def train_dl2_command(
             es=es,
         )
         with progress_bar(TextColumn("{task.fields[val]}")) as progress:
-            teacher = spec.teacher or "none"
-            tasks = {
-                "sl": progress.add_task(f"SL from {teacher}", total=max(spec.sl_steps, 1), val=""),
-                "rl": progress.add_task("RL", total=max(spec.rl_steps, 1), val=""),
-            }
-
-            def report(done: int, row: Mapping[str, object]) -> None:
-                task = tasks.get(str(row.get("phase")))
-                if task is not None:
-                    val = float(str(row.get("val_avg_jct_s") or "nan"))
-                    step = int(str(row["step"]))
-                    progress.update(task, completed=step, val=f"val JCT {val:,.0f} s")
-
-            best = train_dl2(spec, run, progress=report)
+            best = train_dl2(spec, run, progress=_progress(progress, spec))
         _print_summary(best, LOG_FILE, read_card(best))
+
+
+def _progress(progress: Progress, spec: TrainSpec) -> Callable[[int, Mapping[str, object]], None]:
+    """A bar per phase (SL, RL), advanced by each log row, with its validation JCT."""
+    teacher = spec.teacher or "none"
+    tasks = {
+        "sl": progress.add_task(f"SL from {teacher}", total=max(spec.sl_steps, 1), val=""),
+        "rl": progress.add_task("RL", total=max(spec.rl_steps, 1), val=""),
+    }
+
+    def report(done: int, row: Mapping[str, object]) -> None:
+        task = tasks.get(str(row.get("phase")))
+        if task is not None:
+            val = float(str(row.get("val_avg_jct_s") or "nan"))
+            progress.update(task, completed=int(str(row["step"])), val=f"val JCT {val:,.0f} s")
+
+    return report
 
 
 def _print_summary(best: object, log_file: str, card: object) -> None:
