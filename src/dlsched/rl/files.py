@@ -11,4 +11,3 @@ CARD_FILE = "card.json"
 LOG_FILE = "train_log.csv"
 """The training log; its column `ELAPSED_COLUMN` is the wall seconds since training started."""
 ELAPSED_COLUMN = "wall_s"
-

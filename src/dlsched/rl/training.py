@@ -241,7 +241,7 @@ class _Run:
     def loop(self, csv_log: CsvLog, mirror: CurveMirror | None, progress: Progress | None) -> None:
         settings = self.settings
         if settings.validate_first and self.steps_done == 0:
-            self._validate({}, last=False)
+            self._validate({}, logged=False)  # the starting point: a candidate, no log row
         validated = self.best is not None
         while self.steps_done < settings.steps:
             if self.budget.spent():
@@ -254,14 +254,14 @@ class _Run:
             if over or self.steps_done == settings.steps or settings.validate_when(self.steps_done):
                 if over:
                     self._stop_for_time()
-                self._validate(row, last=over or self.steps_done == settings.steps)
+                self._validate(row)
                 validated = True
             self._write(row, csv_log, mirror, progress)
             if over:
                 break
         if not validated:  # nothing validated yet: OUT must still hold this run's policy
             row = {}
-            self._validate(row, last=True)
+            self._validate(row)
             self._write(row, csv_log, mirror, progress)
 
     def _stop_for_time(self) -> None:
@@ -273,8 +273,9 @@ class _Run:
             )
         self.out_of_time = True
 
-    def _validate(self, row: dict[str, object], *, last: bool) -> None:
-        """Validate, keep the policy if best, write ``OUT/last``; adds the entries to ``row``."""
+    def _validate(self, row: dict[str, object], *, logged: bool = True) -> None:
+        """Validate, keep the policy if best, write ``OUT/last``; adds the entries to ``row``
+        (``logged``: the row goes to the log)."""
         validation = self.learner.validate()
         row.update(validation.row)
         state, card = self.learner.policy_files()
@@ -288,7 +289,7 @@ class _Run:
             save_checkpoint(self.settings.out, state, card)
         wall_s = round(self.wall_s(), 3)
         row[ELAPSED_COLUMN] = wall_s  # the row and the resumable state agree on it
-        self._checkpoint_last(state, card, rows=self.rows + 1, wall_s=wall_s)
+        self._checkpoint_last(state, card, rows=self.rows + int(logged), wall_s=wall_s)
         log.info(
             "%s step %d/%d: validation %s%s, %.0f s",
             self.settings.name,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from rich.progress import Progress, TextColumn
 from rich.table import Table
@@ -46,6 +47,7 @@ def train_dl2_command(
     """Train DL2: imitate TEACHER, then improve by RL; the best policy goes to OUT."""
     import torch
 
+    from dlsched.papers.dl2.elastic import require_elastic
     from dlsched.papers.dl2.train import train_dl2
     from dlsched.rl.checkpoint import read_card
     from dlsched.rl.files import LOG_FILE
@@ -58,6 +60,10 @@ def train_dl2_command(
         options.update(
             {k: v for k, v in (("servers", args.servers), ("load", args.load)) if v is not None}
         )
+        require_elastic(spec.workload, options)
+        if args.paper:  # DL2's own preset on batched environments (its own run, paper.py)
+            _run_paper(run, spec, config, args, options)
+            return
         spec = dataclasses.replace(
             spec,
             workload_options=options,
@@ -87,6 +93,18 @@ def _progress(progress: Progress, spec: TrainSpec) -> Callable[[int, Mapping[str
             progress.update(task, completed=int(str(row["step"])), val=f"val JCT {val:,.0f} s")
 
     return report
+
+
+def _run_paper(
+    run: RunOptions, spec: TrainSpec, config: Dl2Config, args: Dl2RunArgs, options: dict[str, Any]
+) -> None:
+    """``--paper``: `dlsched.papers.dl2.paper_command.run_paper` with these options."""
+    from dlsched.papers.dl2.paper_command import run_paper
+
+    run_paper(run.out, options, spec.teacher or "none", spec.sl_episodes, spec.sl_steps,
+              spec.rl_steps, spec.eval_every, spec.val_seeds, config.seed, config.value_net,
+              config.exploration, config.replay, args.device, args.num_envs, run.max_minutes,
+              spec.init)  # fmt: skip
 
 
 def _print_summary(best: object, log_file: str, card: object) -> None:

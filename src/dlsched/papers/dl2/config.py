@@ -207,3 +207,11 @@ class Dl2RunArgs:
     vary: list[str] | None = None
     """Generator option drawn per training episode, KEY=V1,V2,… (repeatable), e.g.
     servers=8,13,20: one policy across settings; validation keeps the fixed ones."""
+    paper: Annotated[bool, Opt(flags=("--paper",))] = False
+    """DL2's own method and hyper-parameters (§4, §6.2): paper state, MLP 2x256, SL from
+    --teacher, then actor-critic (--rl-steps updates, one per slot) in batched environments;
+    --arch/--hidden/--J are ignored."""
+    device: str = "auto"
+    """--paper: auto, cpu or cuda (networks and mini-batches)."""
+    num_envs: Annotated[int, Opt(min=1, max=4096)] = 16
+    """--paper: episodes simulated at once."""

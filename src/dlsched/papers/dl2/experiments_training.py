@@ -37,7 +37,6 @@ import numpy as np
 import torch
 from torch import nn
 
-from dlsched.api import simulate
 from dlsched.models.measured_ps import MeasuredPS
 from dlsched.papers.dl2.algorithm import (
     Learner,
@@ -49,6 +48,7 @@ from dlsched.papers.dl2.algorithm import (
 )
 from dlsched.papers.dl2.env import Dl2Env
 from dlsched.papers.dl2.network import Dl2Config, evaluate, make_policy, seed_everything
+from dlsched.runner import simulate
 from dlsched.workloads.base import Workload
 from dlsched.workloads.dl2 import JOB_TYPES, worker_demand
 
@@ -264,6 +264,8 @@ def _fresh(cfg: Dl2Config) -> nn.Module:
 
 def run_training(size: TrainSize) -> TrainingResults:
     """Train every policy of Fig. 10, Table 2, Fig. 15 and Fig. 16; return their rows."""
+    # Over 80 lines on purpose: one block per figure, in the paper's order, each reusing the
+    # teacher data and policies of the blocks before it (split, they would pass them around).
     torch.set_num_threads(1)
     cfg = make_config(size)
     drf_val = float(
