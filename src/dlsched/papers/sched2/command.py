@@ -17,7 +17,7 @@ from dlsched.rl.run_options import RunOptions
 
 @train_command(
     Section(Sched2RunArgs),
-    Section(DQNConfig, skip=("extra",)),
+    Section(DQNConfig, skip=("extra",), defaults={"episodes": None}),  # 100, --paper 2400
     Section(CemConfig, skip=("seed", "elite")),
     renamed=[Renamed("--minutes", "--max-minutes", min=0.01, max=1e6)],
 )
@@ -28,6 +28,10 @@ def train_sched2_command(
     OUT/card.json is the best by validation, OUT/train_log.csv a row per episode (iteration)."""
     from dlsched.papers.sched2.train import train_sched2, train_sched2_lookahead
 
+    if args.paper:  # SCED²'s own method at its scale, on batched environments (paper.py)
+        _train_paper(run, args, config)
+        return
+    config = dataclasses.replace(config, episodes=config.episodes or 100)
     where: dict[str, Any] = {
         "workload": args.workload,
         "num_jobs": args.num_jobs,
@@ -59,6 +63,18 @@ def train_sched2_command(
                 **where,
             )
     out.print(f"policy written to [bold]{path}[/] · validation {best}")
+
+
+def _train_paper(run: RunOptions, args: Sched2RunArgs, config: DQNConfig) -> None:
+    """``--paper``: `dlsched.papers.sched2.paper_command.train_paper_command`."""
+    from dlsched.papers.sched2.paper_command import train_paper_command
+    from dlsched.rl.tensorboard import open_mirror
+
+    budget_s = None if run.max_minutes is None else 60.0 * run.max_minutes
+    with one_line_errors():
+        mirror = open_mirror(run.tensorboard)
+    train_paper_command(run.out, config.episodes or 2400, budget_s, config.seed, args.load,
+                        args.device, args.num_envs, mirror)  # fmt: skip
 
 
 Row = Mapping[str, object]

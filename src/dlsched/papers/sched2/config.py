@@ -20,7 +20,7 @@ class DQNConfig:
     seed: Annotated[int, Opt(min=0, max=MAX_SEED)] = 0
     """Seeds torch, NumPy and the episodes' trace draws."""
     episodes: Annotated[int, Opt(min=1, max=MAX_STEPS)] = 100
-    """Training episodes (traces); SCED² trained 2,400."""
+    """Training episodes (traces); SCED² trained 2,400 (the command: 100, --paper 2400)."""
     gamma: Annotated[float, Opt(min=0.0, max=1.0)] = 0.99
     """Discount per action."""
     lr: Annotated[float, Opt(min=0.0, max=10.0)] = 2.5e-4
@@ -121,3 +121,10 @@ class Sched2RunArgs:
     """dqn: dsif starts from DSIF demonstrations (DQfD); none: plain DQN."""
     log_csv: Path | None = None
     """Per-episode (per-iteration) CSV log (default OUT/train_log.csv)."""
+    paper: Annotated[bool, Opt(flags=("--paper",))] = False
+    """SCED²'s own method at its scale: plain DQN (no demonstrations), arrival window, 2,400
+    episodes on batched environments (README: deviations)."""
+    device: str = "auto"
+    """--paper: auto, cpu (NumPy) or cuda (PyTorch)."""
+    num_envs: Annotated[int, Opt(min=1, max=4096)] = 128
+    """--paper: episodes stepped at once."""
