@@ -22,10 +22,6 @@ lets time advance).
 ``pretrain_epochs > 0`` first fits the network to a teacher's choices on the training jobsets by
 cross-entropy, as DeepRM's code offers (``pg_su.py``): SJF (shortest slot job that fits now,
 else ∅) or `withholding_actions` (SJF that keeps room for short jobs when busy).
-
-This file is over 500 lines on purpose (about 580): one iteration of REINFORCE (rollouts, the
-per-timestep baseline, the update, its validation) reads top to bottom in one place, CleanRL
-style; splitting it would scatter one algorithm over files.
 """
 
 from __future__ import annotations
@@ -44,30 +40,17 @@ import torch.nn.functional as F
 
 from dlsched.papers.deeprm.config import TRAIN_SEED_BASE as TRAIN_SEED_BASE  # re-exported
 from dlsched.papers.deeprm.config import ReinforceConfig as ReinforceConfig  # re-exported
+from dlsched.papers.deeprm.config import make_jobsets as make_jobsets  # re-exported
 from dlsched.papers.deeprm.net import DeepRMPolicyNet
 from dlsched.papers.deeprm.state import DeepRMBatch, DeepRMShape, Jobset, Objective
 from dlsched.papers.deeprm.teachers import TEACHERS, Chooser
 from dlsched.papers.deeprm.teachers import sjf_actions as sjf_actions  # re-exported
 from dlsched.papers.deeprm.teachers import withholding_actions as withholding_actions
-from dlsched.workloads.deeprm import make_deeprm
 
 log = logging.getLogger(__name__)
 
 HELD_OUT_SEED_BASE = 900_000
 """Held-out (validation/test) jobsets use seeds from here on, never used for training."""
-
-
-def make_jobsets(
-    seeds: Sequence[int], load: float, horizon_steps: int | None = 50, num_jobs: int = 200
-) -> list[Jobset]:
-    """``deeprm`` jobsets for ``seeds``: ``horizon_steps`` steps of arrivals at ``load``, or
-    ``num_jobs`` jobs when ``horizon_steps`` is None."""
-    return [
-        Jobset.from_workload(
-            make_deeprm(s, load=load, horizon_steps=horizon_steps, num_jobs=num_jobs)
-        )
-        for s in seeds
-    ]
 
 
 def per_step_baseline(returns: Sequence[npt.NDArray[np.float64]]) -> npt.NDArray[np.float64]:

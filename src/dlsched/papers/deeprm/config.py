@@ -13,6 +13,7 @@ from dlsched.cli_args import MAX_LOAD, MAX_SEED, MAX_STEPS, parse_hidden
 from dlsched.option_fields import Opt
 from dlsched.papers.deeprm.shape import DeepRMShape, Jobset
 from dlsched.papers.deeprm.state import Objective
+from dlsched.workloads.deeprm import make_deeprm
 
 TRAIN_SEED_BASE = 100_000
 """Training jobset ``i`` of a run seeded ``s``: ``deeprm`` seed ``TRAIN_SEED_BASE + 1000 s + i``."""
@@ -92,8 +93,6 @@ class ReinforceConfig:
 
     def training_jobsets(self, ids: Sequence[int]) -> list[Jobset]:
         """The training jobsets ``ids`` (indices into `train_seeds`)."""
-        from dlsched.papers.deeprm.algorithm import make_jobsets
-
         out = []
         for i in ids:
             seed, load, kind = self.jobset_setting(i)
@@ -118,3 +117,16 @@ class DeepRMRunArgs:
     """Validation jobsets per training setting."""
     ranked: Annotated[bool, Opt(flags=("--ranked",))] = False
     """Slots show the M shortest waiting jobs (not the paper's)."""
+
+
+def make_jobsets(
+    seeds: Sequence[int], load: float, horizon_steps: int | None = 50, num_jobs: int = 200
+) -> list[Jobset]:
+    """``deeprm`` jobsets for ``seeds``: ``horizon_steps`` steps of arrivals at ``load``, or
+    ``num_jobs`` jobs when ``horizon_steps`` is None."""
+    return [
+        Jobset.from_workload(
+            make_deeprm(s, load=load, horizon_steps=horizon_steps, num_jobs=num_jobs)
+        )
+        for s in seeds
+    ]

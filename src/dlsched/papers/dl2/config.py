@@ -18,7 +18,6 @@ from dlsched.option_fields import Opt
 from dlsched.workloads.dl2 import JOB_TYPES
 
 if TYPE_CHECKING:
-    from dlsched.papers.dl2.offline_rl import FittedPS
     from dlsched.papers.dl2.state import Dl2Shape
 
 
@@ -180,18 +179,6 @@ class TrainSpec:
     stall_probes: Annotated[int, Opt(min=0, max=10_000)] = 0
     """Small-cluster (2-3 servers) traces run at every validation; a checkpoint that stalls
     one is never chosen over one that stalls none (0: off)."""
-
-    def fitted_model(self) -> FittedPS | None:
-        """The fitted speed model of ``speed_model`` (None for the measured speeds)."""
-        from dlsched.papers.dl2.offline_rl import SPEED_MODELS, fit_speed_model
-
-        if self.speed_model == "measured":
-            return None
-        if self.speed_model == "optimus":
-            return fit_speed_model(self.fit, tuple(self.config.job_types))
-        raise ValueError(
-            f"unknown speed model {self.speed_model!r}; choose {' or '.join(SPEED_MODELS)}"
-        )
 
 
 @dataclass

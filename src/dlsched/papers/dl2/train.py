@@ -51,6 +51,9 @@ from dlsched.papers.dl2.network import (
     seed_everything,
 )
 from dlsched.papers.dl2.offline_rl import (
+    SPEED_MODELS,
+    FittedPS,
+    fit_speed_model,
     fitted_transform,
 )
 from dlsched.papers.dl2.probes import Probe, count_stalls, validation_probes
@@ -90,7 +93,7 @@ class Dl2Learner:
         seed_everything(self.cfg.seed)
         self.probes = validation_probes(spec.stall_probes)
         self.learner = Learner.create(self.cfg, _initial_policy(spec))
-        self.fitted = spec.fitted_model()
+        self.fitted = fitted_model(spec)
         self.transform = fitted_transform(self.fitted) if self.fitted is not None else None
         self.sl_done = 0
         self.rl_done = 0
@@ -302,6 +305,17 @@ class Dl2Learner:
             log.info("federated updates per cluster: %s", self._pool.contributions)
             self._pool.close()
             self._pool = None
+
+
+def fitted_model(spec: TrainSpec) -> FittedPS | None:
+    """The fitted speed model of ``spec.speed_model`` (None for the measured speeds)."""
+    if spec.speed_model == "measured":
+        return None
+    if spec.speed_model == "optimus":
+        return fit_speed_model(spec.fit, tuple(spec.config.job_types))
+    raise ValueError(
+        f"unknown speed model {spec.speed_model!r}; choose {' or '.join(SPEED_MODELS)}"
+    )
 
 
 def _chunks(spec: TrainSpec) -> int:

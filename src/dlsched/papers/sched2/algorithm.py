@@ -16,10 +16,6 @@ Network (Eq. 3–5)::
 
 Targets use double DQN (the online network picks the next action, the target network values it)
 when ``double`` is set; illegal next actions are masked out of the max.
-
-This file is a little over 500 lines on purpose: the Q-network, the prioritized replay and the
-DQN loop read top to bottom in one place, CleanRL style; splitting it would scatter one
-algorithm over files.
 """
 
 from __future__ import annotations
