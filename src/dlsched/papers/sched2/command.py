@@ -68,13 +68,11 @@ def train_sched2_command(
 def _train_paper(run: RunOptions, args: Sched2RunArgs, config: DQNConfig) -> None:
     """``--paper``: `dlsched.papers.sched2.paper_command.train_paper_command`."""
     from dlsched.papers.sched2.paper_command import train_paper_command
-    from dlsched.rl.tensorboard import open_mirror
 
     budget_s = None if run.max_minutes is None else 60.0 * run.max_minutes
-    with one_line_errors():
-        mirror = open_mirror(run.tensorboard)
     train_paper_command(run.out, config.episodes or 2400, budget_s, config.seed, args.load,
-                        args.device, args.num_envs, mirror)  # fmt: skip
+                        args.device, args.num_envs, run.tensorboard, run.force,
+                        run.resume)  # fmt: skip
 
 
 Row = Mapping[str, object]
