@@ -32,14 +32,8 @@ def train_sched2_command(
         _train_paper(run, args, config)
         return
     config = dataclasses.replace(config, episodes=config.episodes or 100)
-    where: dict[str, Any] = {
-        "workload": args.workload,
-        "num_jobs": args.num_jobs,
-        "load": args.load,
-        "one_gpu_frac": args.one_gpu_frac,
-        "servers": args.servers,
-        "log_csv": args.log_csv,
-    }
+    keys = ("workload", "num_jobs", "load", "one_gpu_frac", "servers", "log_csv")
+    where: dict[str, Any] = {key: getattr(args, key) for key in keys}  # the traces and log
     if args.method == "lookahead":
         cem = dataclasses.replace(cem, seed=config.seed, elite=max(2, cem.population // 4))
         with one_line_errors(), progress_bar() as progress:
