@@ -51,14 +51,14 @@ from dlsched.papers.dl2.experiments_training import (
 )
 from dlsched.papers.dl2.network import Dl2Config, make_policy, make_scheduler_for
 from dlsched.papers.dl2.report import write_figures, write_markdown
-from dlsched.papers.dl2.scheduler import SHIPPED
+from dlsched.papers.dl2.scheduler import PAPER_METHOD, SHIPPED
 from dlsched.rl.checkpoint import load_checkpoint
 from dlsched.schedulers.base import Scheduler, WrappingScheduler
 from dlsched.schedulers.registry import make_scheduler, schedulers
 
 log = logging.getLogger(__name__)
 
-FIG9_SCHEDULERS = ("drf", "tetris", "optimus", "offline-rl", "efficient-srtf", "dl2")
+FIG9_SCHEDULERS = ("drf", "tetris", "optimus", "offline-rl", "efficient-srtf", "dl2", PAPER_METHOD)
 EVAL_SEEDS = tuple(range(101, 111))
 SIZE_ENV = "DLSCHED_DL2_REPRO_SIZE"
 
@@ -172,7 +172,7 @@ def fig9(size: Size) -> tuple[list[dict[str, Any]], list[str]]:
     registered = schedulers()
     rows, missing = [], []
     for name in FIG9_SCHEDULERS:
-        if name not in registered:
+        if name.split(":")[0] not in registered:
             missing.append(name)
             continue
         for seed in size.fig9_seeds:
