@@ -167,12 +167,19 @@ def _jct(scheduler: str | Scheduler, seed: int, **options: Any) -> tuple[float, 
     return float(result.summary()["avg_jct_s"]), int(concurrent)
 
 
+def _has_policy(name: str) -> bool:
+    """Whether a ``dl2`` spec's checkpoint exists (always True for a rule)."""
+    from dlsched.papers.dl2.scheduler import policy_dir
+
+    return not name.startswith("dl2") or (policy_dir(name) / "card.json").exists()
+
+
 def fig9(size: Size) -> tuple[list[dict[str, Any]], list[str]]:
     """Rows ``(scheduler, seed, avg_jct_s)`` and the schedulers that were not available."""
     registered = schedulers()
     rows, missing = [], []
     for name in FIG9_SCHEDULERS:
-        if name.split(":")[0] not in registered:
+        if name.split(":")[0] not in registered or not _has_policy(name):
             missing.append(name)
             continue
         for seed in size.fig9_seeds:
