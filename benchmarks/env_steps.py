@@ -3,10 +3,13 @@
     PYTHONPATH=src nice -n 15 .venv/bin/python benchmarks/env_steps.py --seconds 20
 
 One process, one environment at a time, episodes restarted as they end; prints steps per
-wall-second and per CPU-second (the environment alone, no learner). DL2 rows (issue 29): time
-slots per CPU-second of the scalar `Dl2Env` (before) and of `Dl2BatchedEnv` (after), under
-random legal actions, then with the paper's MLP sampling every action as a trainer collects
-experience (today's `Rollout` before, `paper.Collector` after).
+wall-second and per CPU-second (the environment alone, no learner). SCED² also runs batched
+(`BatchedSched2Env`, ``B`` episodes of 1,000-job traces at once, NumPy; ``--sched2-envs``), the
+same random legal actions, side by side with its scalar `Sched2Env` in the same run;
+``--only sched2`` runs just those rows. DL2 rows (issue 29; ``--only dl2``): time slots per
+CPU-second of the scalar `Dl2Env` (before) and of `Dl2BatchedEnv` (after), under random legal
+actions, then with the paper's MLP sampling every action as a trainer collects experience
+(today's `Rollout` before, `paper.Collector` after).
 """
 
 from __future__ import annotations
@@ -44,6 +47,34 @@ def steps_per_second(
             _, info = env.reset()
     wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
     return steps, steps / wall, steps / cpu
+
+
+def sched2_batched_steps(
+    num_envs: int, seconds: float, backend: str = "numpy"
+) -> tuple[int, float, float, int]:
+    """(steps, per wall-second, per CPU-second, episodes finished) of `BatchedSched2Env`
+    with ``num_envs`` episodes of 1,000-job ``sched2`` traces (load 1.8), random legal actions;
+    finished episodes restart on new traces (their reset time counts)."""
+    from dlsched.papers.sched2.batched_env import BatchedSched2Env
+
+    env = BatchedSched2Env(num_envs, backend=backend, num_jobs=1000, load=1.8)
+    rng = np.random.default_rng(0)
+    _, masks = env.reset(list(range(1, num_envs + 1)))
+    steps = episodes = 0
+    next_seed = num_envs + 1
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    while time.perf_counter() - wall0 < seconds:
+        legal = env.ops.numpy(masks)
+        actions = (rng.random(legal.shape) * legal).argmax(axis=1)
+        _, _, _, masks, info = env.step(actions)
+        steps += num_envs
+        ended = [i for i, _ in info["episodes"]]
+        if ended:
+            episodes += len(ended)
+            _, masks = env.reset_some(ended, list(range(next_seed, next_seed + len(ended))))
+            next_seed += len(ended)
+    wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+    return steps, steps / wall, steps / cpu, episodes
 
 
 def dl2_slots_per_second(batch: int, seconds: float) -> tuple[int, int, float]:
@@ -114,31 +145,52 @@ def dl2_rollout_slots_per_second(batch: int, seconds: float) -> tuple[int, float
     return slots, time.process_time() - cpu0
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=20.0, help="wall time per environment")
-    parser.add_argument(
-        "--dl2-batch", type=int, default=64, help="episodes of the batched DL2 environment"
-    )
-    args = parser.parse_args()
+def dl2_rows(envs: int, seconds: float) -> None:
+    """Print the DL2 rows, before and after, side by side."""
     for label, batch in (
         ("DL2 scalar Dl2Env", 0),
-        (f"DL2 batched B={args.dl2_batch}", args.dl2_batch),
+        (f"DL2 batched B={envs}", envs),
     ):
-        slots, actions, cpu = dl2_slots_per_second(batch, args.seconds)
+        slots, actions, cpu = dl2_slots_per_second(batch, seconds)
         print(
             f"{label:<20} {slots:>8,} slots  {slots / cpu:>8,.1f} slots/CPU-s  "
             f"{actions / cpu:>9,.0f} actions/CPU-s"
         )
     for label, batch in (
         ("DL2 Rollout (MLP)", 0),
-        (f"DL2 Collector B={args.dl2_batch}", args.dl2_batch),
+        (f"DL2 Collector B={envs}", envs),
     ):
-        slots, cpu = dl2_rollout_slots_per_second(batch, args.seconds)
+        slots, cpu = dl2_rollout_slots_per_second(batch, seconds)
         print(f"{label:<20} {slots:>8,} slots  {slots / cpu:>8,.1f} slots/CPU-s  (policy acting)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=20.0, help="wall time per environment")
+    parser.add_argument("--only", choices=("all", "sched2", "dl2"), default="all")
+    parser.add_argument(
+        "--dl2-batch", type=int, default=64, help="episodes of the batched DL2 environment"
+    )
+    parser.add_argument(
+        "--sched2-envs", default="16,64,128", help="batch sizes of the batched SCED² rows"
+    )
+    args = parser.parse_args()
+    if args.only in ("all", "dl2"):
+        dl2_rows(args.dl2_batch, args.seconds)
+    if args.only == "dl2":
+        return
     for env_id, options in CASES:
+        if args.only == "sched2" and "SCED2" not in env_id:
+            continue
         steps, per_wall, per_cpu = steps_per_second(env_id, options, args.seconds)
         print(f"{env_id:<20} {steps:>8,} steps  {per_wall:>8,.0f} /wall-s  {per_cpu:>8,.0f} /CPU-s")
+    for b in (int(x) for x in args.sched2_envs.split(",")):
+        steps, per_wall, per_cpu, episodes = sched2_batched_steps(b, args.seconds)
+        name = f"SCED2 batched B={b}"
+        print(
+            f"{name:<20} {steps:>8,} steps  {per_wall:>8,.0f} /wall-s  {per_cpu:>8,.0f} /CPU-s"
+            f"  ({episodes} episodes ended)"
+        )
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from dlsched.schedulers.arguments import checkpoint_path
 from dlsched.schedulers.base import Scheduler
 from dlsched.schedulers.registry import register
 
@@ -73,12 +74,18 @@ def how_trained(name: str) -> str:
     return f"ours, not the paper's method: imitation of {teacher}, then {rl}"
 
 
+def _paper_or_path(name: str, arg: str) -> None:
+    """``dl2:paper`` (the shipped paper-method policy) or ``dl2:PATH`` (an existing folder)."""
+    checkpoint_path(name, str(policy_dir(f"{name}:{arg}")))
+
+
 @register(
     "dl2",
     setting="elastic PS (dl2)",
     source="DL2 (Peng et al. 2019), trained here",
     description="policy network (shipped: see its card.json); dl2:paper is the one trained by "
     "the paper's own method; dl2:PATH loads another",
+    argument=("paper|PATH", _paper_or_path),
 )
 def _make(arg: str | None) -> Scheduler:
     return load_dl2(policy_dir(f"dl2:{arg}") if arg else None)
@@ -89,6 +96,7 @@ def _make(arg: str | None) -> Scheduler:
     setting="elastic PS (dl2)",
     source="DL2 §6.1's OfflineRL baseline, trained here",
     description="DL2's RL trained only on fitted Optimus speeds; offline-rl:PATH loads another",
+    argument=("PATH", checkpoint_path),
 )
 def _make_offline_rl(arg: str | None) -> Scheduler:
     return load_dl2(arg, default=SHIPPED_OFFLINE_RL, name="offline-rl")

@@ -21,8 +21,9 @@ def train_sched2_command(
         str, typer.Option("--workload", "-w", help="sched2, philly:VC or trace:PATH.")
     ] = "sched2",
     episodes: Annotated[
-        int, typer.Option(min=1, max=MAX_STEPS, help="Training episodes (traces).")
-    ] = 100,
+        int | None,
+        typer.Option(min=1, max=MAX_STEPS, help="Training episodes (traces); 100, --paper 2400."),
+    ] = None,
     max_minutes: MaxMinutes = None,
     tensorboard: TensorBoardDir = None,
     minutes: Annotated[
@@ -83,6 +84,20 @@ def train_sched2_command(
     traces_per_iter: Annotated[
         int, typer.Option(min=1, max=10_000, help="lookahead: training traces per iteration.")
     ] = 3,
+    paper: Annotated[
+        bool,
+        typer.Option(
+            "--paper",
+            help="SCED²'s own method at its scale: plain DQN (no demonstrations), arrival "
+            "window, 2,400 episodes on batched environments (README: deviations).",
+        ),
+    ] = False,
+    device: Annotated[
+        str, typer.Option(help="--paper: auto, cpu (NumPy) or cuda (PyTorch).")
+    ] = "auto",
+    num_envs: Annotated[
+        int, typer.Option(min=1, max=4096, help="--paper: episodes stepped at once.")
+    ] = 128,
 ) -> None:
     """Train a SCED² policy (DQN, or SCED²-L with --method lookahead): OUT/policy.pt +
     OUT/card.json is the best by validation, OUT/train_log.csv a row per episode (iteration)."""
@@ -95,6 +110,14 @@ def train_sched2_command(
     with one_line_errors():
         budget_s = budget_seconds(max_minutes, minutes, "--minutes", 60.0)
         mirror = open_mirror(tensorboard)
+    if paper:
+        from dlsched.papers.sched2.paper_command import train_paper_command
+
+        train_paper_command(
+            out_dir, episodes or 2400, budget_s, seed, load, device, num_envs, mirror
+        )
+        return
+    episodes = episodes or 100
     if method == "lookahead":
         _train_lookahead(
             workload,
