@@ -98,6 +98,12 @@ def train_sched2_command(
     num_envs: Annotated[
         int, typer.Option(min=1, max=4096, help="--paper: episodes stepped at once.")
     ] = 128,
+    force: Annotated[
+        bool, typer.Option("--force", help="--paper: replace another run's files in OUT.")
+    ] = False,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="--paper: continue from OUT/last/train_state.pt.")
+    ] = False,
 ) -> None:
     """Train a SCED² policy (DQN, or SCED²-L with --method lookahead): OUT/policy.pt +
     OUT/card.json is the best by validation, OUT/train_log.csv a row per episode (iteration)."""
@@ -109,14 +115,16 @@ def train_sched2_command(
         raise typer.Exit(2)
     with one_line_errors():
         budget_s = budget_seconds(max_minutes, minutes, "--minutes", 60.0)
-        mirror = open_mirror(tensorboard)
     if paper:
         from dlsched.papers.sched2.paper_command import train_paper_command
 
         train_paper_command(
-            out_dir, episodes or 2400, budget_s, seed, load, device, num_envs, mirror
-        )
+            out_dir, episodes or 2400, budget_s, seed, load, device, num_envs, tensorboard,
+            force, resume,
+        )  # fmt: skip
         return
+    with one_line_errors():
+        mirror = open_mirror(tensorboard)
     episodes = episodes or 100
     if method == "lookahead":
         _train_lookahead(

@@ -40,6 +40,10 @@ POLICY_DIR = Path(__file__).resolve().parent / "policies" / "sched2"
 """The shipped policy (``policy.pt`` + ``card.json``): SCED²-L."""
 DQN_POLICY_DIR = Path(__file__).resolve().parent / "policies" / "sched2_dqn"
 """The issue-6 Q-network (DQfD from DSIF demonstrations), kept for comparison."""
+PAPER_POLICY_DIR = Path(__file__).resolve().parent / "policies" / "sched2_paper"
+"""SCED²'s own method: the Q-network of ``dlsched train sched2 --paper`` (its card says how)."""
+PAPER_ARG = "paper"
+"""``sched2:paper`` names `PAPER_POLICY_DIR`."""
 LOOKAHEAD = "lookahead"
 PARAMS_KEY = "params"
 
@@ -183,7 +187,10 @@ def load_lookahead(path: str | Path | None = None) -> tuple[LookaheadParams, int
 
 
 def load_scheduler(path: str | Path | None = None) -> tuple[Scheduler, PolicyCard]:
-    """A scheduler from a checkpoint of either kind (default: the shipped SCED²-L policy)."""
+    """A scheduler from a checkpoint of either kind (default: the shipped SCED²-L policy;
+    ``"paper"``: the shipped paper-method DQN, `PAPER_POLICY_DIR`)."""
+    if path == PAPER_ARG:
+        path = PAPER_POLICY_DIR
     where = Path(path) if path is not None else POLICY_DIR
     card = read_card(where)
     check_card(card, algorithm="sched2", where=f"checkpoint {where}")
