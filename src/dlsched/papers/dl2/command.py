@@ -219,7 +219,7 @@ def train_dl2_command(
             run_paper(out_dir, options, teacher, sl_episodes, sl_steps, rl_steps, eval_every,
                       parse_seeds(val_seeds, "--val-seeds"), seed, not no_value_net,
                       not no_exploration, not no_replay, device, num_envs, max_minutes,
-                      init)  # fmt: skip
+                      init, resume)  # fmt: skip
             return
         config = Dl2Config(
             J=jobs_per_batch,
