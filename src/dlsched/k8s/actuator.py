@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import json
 import logging
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from kubernetes import client
@@ -278,7 +278,7 @@ class K8sActuator:
             self.metrics.events_skipped.inc()
             return
         self.events_left -= 1
-        now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         served = self.kinds[job.kind].kind
         body: Any = {
             "apiVersion": "v1",

@@ -27,19 +27,16 @@ the neural network at the end of each time slot as one step").
 from __future__ import annotations
 
 import copy
-import csv
 import dataclasses
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
-from dlsched.api import simulate
 from dlsched.models.measured_ps import MeasuredPS
 from dlsched.papers.dl2.algorithm import (
     Learner,
@@ -51,6 +48,7 @@ from dlsched.papers.dl2.algorithm import (
 )
 from dlsched.papers.dl2.env import Dl2Env
 from dlsched.papers.dl2.network import Dl2Config, evaluate, make_policy, seed_everything
+from dlsched.runner import simulate
 from dlsched.workloads.base import Workload
 from dlsched.workloads.dl2 import JOB_TYPES, worker_demand
 
@@ -131,15 +129,6 @@ class Size:
 
 
 Row = dict[str, Any]
-
-
-def write_csv(path: Path, rows: Sequence[Row]) -> Path:
-    """Write ``rows`` (dicts with the same keys) as a CSV file; returns ``path``."""
-    with path.open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    return path
 
 
 def make_config(size: TrainSize, **switches: Any) -> Dl2Config:
@@ -275,6 +264,8 @@ def _fresh(cfg: Dl2Config) -> nn.Module:
 
 def run_training(size: TrainSize) -> TrainingResults:
     """Train every policy of Fig. 10, Table 2, Fig. 15 and Fig. 16; return their rows."""
+    # Over 80 lines on purpose: one block per figure, in the paper's order, each reusing the
+    # teacher data and policies of the blocks before it (split, they would pass them around).
     torch.set_num_threads(1)
     cfg = make_config(size)
     drf_val = float(
