@@ -16,6 +16,15 @@ import pytest
 from typer.testing import CliRunner
 
 from dlsched.cli import app
+from dlsched.live.chaos import (
+    ATOL,
+    Fault,
+    alive,
+    descendants,
+    max_param_diff,
+    run_with_faults,
+    stream,
+)
 from dlsched.live.cluster import LiveCluster
 from dlsched.live.stream import LiveJobRequest
 from tests.live.chaos_helpers import (

@@ -4,6 +4,7 @@ writes a loadable policy. CUDA variants (``@pytest.mark.cuda``) skip without a G
 
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ import torch
 
 from dlsched.papers.sched2.batched_env import BatchedSched2Env, resolve_device
 from dlsched.papers.sched2.env import Sched2Env
-from dlsched.papers.sched2.paper import PaperConfig, evaluate_batched, run_paper
+from dlsched.papers.sched2.paper import PaperConfig, evaluate_batched, train_paper
 from dlsched.papers.sched2.policy import load_policy
 from dlsched.papers.sched2.replay import VectorReplay, VectorSumTree
 
@@ -127,10 +128,16 @@ def test_paper_run_writes_a_policy_the_simulator_agrees_with(tmp_path: Path) -> 
         episodes=4, num_envs=2, num_jobs=40, learning_starts=64, batch_size=16,
         eval_every=2, eps_decay_episodes=2, time_budget_s=120.0, device="cpu",
     )  # fmt: skip
-    out, _ = run_paper(tmp_path / "p", config)
-    net, shape, card = load_policy(out)
+    result = train_paper(config, tmp_path / "p", command="dlsched train sched2 --paper")
+    assert result.steps == 4 and result.best is not None
+    net, shape, card = load_policy(result.out)
     assert card.hyperparams["method"] == "paper" and "no demonstrations" in card.notes
-    assert shape.order == "arrival" and (out / "train_log.csv").exists()
+    assert "Command: dlsched train sched2 --paper" in card.notes and card.steps["episodes"] >= 2
+    assert shape.order == "arrival"
+    with (result.out / "train_log.csv").open() as fh:
+        rows = list(csv.DictReader(fh))
+    assert [int(r["episode"]) for r in rows] == [1, 2, 3, 4]
+    assert rows[1]["eval_effectiveness"] and not rows[0]["eval_effectiveness"]
     # the batched greedy evaluation is what the simulator reports for the same network
     from dlsched.api import simulate
     from dlsched.papers.sched2.policy import make_scheduler_from
@@ -158,5 +165,6 @@ def test_paper_run_on_cuda(tmp_path: Path) -> None:
         episodes=4, num_envs=4, num_jobs=40, learning_starts=64, batch_size=16,
         eval_every=2, eps_decay_episodes=2, time_budget_s=300.0, device="cuda",
     )  # fmt: skip
-    out, best = run_paper(tmp_path / "p", config)
-    assert best["avg_jct_s"] > 0 and load_policy(out)[2].hyperparams["device"] == "cuda"
+    result = train_paper(config, tmp_path / "p")
+    assert result.best is not None and float(str(result.best.row["eval_avg_jct_s"])) > 0
+    assert load_policy(result.out)[2].hyperparams["device"] == "cuda"

@@ -8,23 +8,22 @@ the picked job's execution effectiveness (Eq. 2); the shared-weight per-server Q
 15 servers × 8 GPUs, episodes of 1,000-job traces, 2,400 episodes. No demonstrations.
 
 Experience comes from `BatchedSched2Env` (``num_envs`` traces stepped at once; per seed the same
-trajectories as `Sched2Env`). One loop, CleanRL style: act ε-greedily on all episodes with one
-forward pass, store the ``B`` transitions, take ``updates_per_step`` double-DQN gradient steps
-on prioritized batches, copy the target network every ``target_update`` gradient steps, restart
-finished episodes on fresh trace seeds, evaluate the greedy policy on the validation traces
-every ``eval_every`` episodes and keep the best network by the paper's objective (validation
-average execution effectiveness). Every choice the paper leaves open is a field of
+trajectories as `Sched2Env`). `PaperLearner` is the algorithm, CleanRL style: act ε-greedily on
+all episodes with one forward pass, store the ``B`` transitions, take ``updates_per_step``
+double-DQN gradient steps on prioritized batches (`DQNLearner`, target network copied every
+``target_update`` gradient steps), restart finished episodes on fresh trace seeds.
+`dlsched.rl.training.train` runs it (one step per episode): budget, greedy validation every
+``eval_every`` episodes, the best network by the paper's objective (validation average execution
+effectiveness), log, resume. Every choice the paper leaves open is a field of
 `PaperConfig`; those that depart from the paper are listed in the README's deviation table.
 """
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import csv
 import logging
-import time
-from collections.abc import Callable
+import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -36,7 +35,8 @@ from torch import nn
 from dlsched.papers.sched2.algorithm import Sched2QNet
 from dlsched.papers.sched2.batched_env import BatchedSched2Env, resolve_device
 from dlsched.papers.sched2.replay import ReplayBatch, VectorReplay
-from dlsched.rl.checkpoint import PolicyCard, save_checkpoint
+from dlsched.rl.checkpoint import PolicyCard
+from dlsched.rl.training import Progress, RunResult, RunSettings, Validation, every, train
 
 log = logging.getLogger(__name__)
 
@@ -210,142 +210,174 @@ def make_paper_net(shape: Any, config: PaperConfig) -> Sched2QNet:
                       config.hidden)  # fmt: skip
 
 
-def train_paper(
-    config: PaperConfig,
-    *,
-    log_csv: str | Path | None = None,
-    on_episode: Callable[[PaperLog], None] | None = None,
-    on_best: Callable[[Sched2QNet, dict[str, float], PaperLog], None] | None = None,
-) -> tuple[Sched2QNet, list[PaperLog], dict[str, float]]:
-    """Train SCED²'s DQN as the paper does (module docstring); the best network by validation
-    effectiveness, the per-episode log and that network's validation metrics.
+class PaperLearner:
+    """SCED²'s DQN as a `dlsched.rl.training.Learner`: one `step` is one finished training
+    episode (its log row); `validate` runs the greedy policy on the validation traces.
 
-    This loop is longer than 80 lines: acting, storing, learning, restarting episodes and
-    logging read top to bottom as one algorithm (CleanRL style).
+    The loop CleanRL-style: act ε-greedily on all ``num_envs`` episodes with one forward pass,
+    store their transitions, take ``updates_per_step`` gradient steps, restart finished
+    episodes on fresh trace seeds. Several episodes can end in one batched step; their rows
+    wait in a queue and are handed out one `step` at a time (counters as when they ended).
+    A resumed run restores the networks, optimizer, counters and generator; the replay buffer
+    and the episodes in flight start afresh.
     """
-    torch.set_num_threads(config.threads)
-    torch.manual_seed(config.seed)
-    rng = np.random.default_rng(config.seed)
-    device = resolve_device(config.device)
-    options: dict[str, Any] = {"num_jobs": config.num_jobs, "load": config.load}
-    env = BatchedSched2Env(config.num_envs, device=device, **options)
-    shape = env.shape
-    learner = DQNLearner(make_paper_net(shape, config), config, device)
-    replay = VectorReplay(
-        config.buffer_size, shape.obs_dim, shape.num_actions, config.alpha, config.seed
-    )
-    to_np = env.ops.numpy
 
-    def fresh_seeds(n: int) -> list[int]:
-        return [int(s) for s in rng.integers(0, 2**31 - 1, size=n)]
+    columns = tuple(PaperLog.__dataclass_fields__)
 
-    obs, masks = env.reset(fresh_seeds(config.num_envs))
-    history: list[PaperLog] = []
-    best_state: dict[str, torch.Tensor] | None = None
-    best: dict[str, float] = {}
-    stats: list[dict[str, Any]] = []
-    episodes = transitions = 0
-    wall0 = time.perf_counter()
-    writer = handle = None
-    with contextlib.ExitStack() as stack:
-        if log_csv is not None:
-            Path(log_csv).parent.mkdir(parents=True, exist_ok=True)
-            handle = stack.enter_context(Path(log_csv).open("w", newline=""))
-            writer = csv.DictWriter(handle, fieldnames=list(PaperLog.__dataclass_fields__))
-            writer.writeheader()
-        while episodes < config.episodes:
-            eps = config.eps_start + min(1.0, episodes / max(1, config.eps_decay_episodes)) * (
-                config.eps_end - config.eps_start
-            )
-            o = torch.as_tensor(obs, device=device)
-            m = torch.as_tensor(masks, device=device)
-            actions = greedy(learner.net, o, m).cpu().numpy()
-            masks_np = to_np(masks)
-            explore = rng.random(config.num_envs) < eps
-            uniform = (rng.random(masks_np.shape) * masks_np).argmax(axis=1)
-            actions = np.where(explore, uniform, actions)
-            next_obs, rewards, ended, next_masks, info = env.step(actions)
-            replay.add(
-                to_np(obs), actions, to_np(rewards), to_np(next_obs), to_np(next_masks),
-                to_np(ended),
-            )  # fmt: skip
-            transitions += config.num_envs
-            obs, masks = next_obs, next_masks
-            if len(replay) >= config.learning_starts:
-                beta = config.beta_start + min(1.0, episodes / config.episodes) * (
-                    1.0 - config.beta_start
-                )
-                for _ in range(config.updates_per_step):
-                    batch = replay.sample(config.batch_size, beta)
-                    out = learner.step(batch)
-                    replay.update_priorities(batch.indices, out.pop("priorities"))
-                    stats.append(out)
-            finished = info["episodes"]
-            if not finished:
-                continue
-            obs, masks = env.reset_some([i for i, _ in finished], fresh_seeds(len(finished)))
-            for _, metrics in finished:
-                episodes += 1
-                evaluated: dict[str, float] = {}
-                out_of_time = (
-                    config.time_budget_s is not None
-                    and time.perf_counter() - wall0 > config.time_budget_s
-                )
-                if episodes % config.eval_every == 0 or episodes >= config.episodes or out_of_time:
-                    evaluated = evaluate_batched(
-                        learner.net, PAPER_VALIDATION_SEEDS, device=device, **options
-                    )
-                mean = {k: float(np.mean([s[k] for s in stats])) if stats else float("nan")
-                        for k in ("loss", "q_mean", "q_gap", "td_abs", "grad_norm")}  # fmt: skip
-                stats = []
-                row = PaperLog(
-                    episode=episodes,
-                    transitions=transitions,
-                    grad_steps=learner.steps,
-                    epsilon=eps,
-                    train_effectiveness=metrics["avg_effectiveness"],
-                    train_avg_jct_s=metrics["avg_jct_s"],
-                    train_makespan_s=metrics["makespan_s"],
+    def __init__(self, config: PaperConfig, command: str = "") -> None:
+        torch.set_num_threads(config.threads)
+        self.command = command
+        torch.manual_seed(config.seed)
+        self.config = config
+        self.rng = np.random.default_rng(config.seed)
+        self.device = resolve_device(config.device)
+        self.options: dict[str, Any] = {"num_jobs": config.num_jobs, "load": config.load}
+        self.env = BatchedSched2Env(config.num_envs, device=self.device, **self.options)
+        shape = self.env.shape
+        self.dqn = DQNLearner(make_paper_net(shape, config), config, self.device)
+        self.replay = VectorReplay(
+            config.buffer_size, shape.obs_dim, shape.num_actions, config.alpha, config.seed
+        )
+        self.obs, self.masks = self.env.reset(self._fresh_seeds(config.num_envs))
+        self.episodes = 0  # finished training episodes
+        self.transitions = 0
+        self.stats: list[dict[str, Any]] = []
+        self.ready: list[dict[str, object]] = []  # rows of finished episodes not yet handed out
+        self.last_validation: dict[str, float] = {}
+        self.last_row: dict[str, object] = {}
+
+    def _fresh_seeds(self, n: int) -> list[int]:
+        return [int(s) for s in self.rng.integers(0, 2**31 - 1, size=n)]
+
+    def _epsilon(self) -> float:
+        c = self.config
+        frac = min(1.0, self.episodes / max(1, c.eps_decay_episodes))
+        return c.eps_start + frac * (c.eps_end - c.eps_start)
+
+    def _batched_step(self) -> None:
+        """One action in every episode, its transitions stored, the gradient steps taken."""
+        c, env, to_np = self.config, self.env, self.env.ops.numpy
+        eps = self._epsilon()
+        o = torch.as_tensor(self.obs, device=self.device)
+        m = torch.as_tensor(self.masks, device=self.device)
+        actions = greedy(self.dqn.net, o, m).cpu().numpy()
+        masks_np = to_np(self.masks)
+        explore = self.rng.random(c.num_envs) < eps
+        uniform = (self.rng.random(masks_np.shape) * masks_np).argmax(axis=1)
+        actions = np.where(explore, uniform, actions)
+        next_obs, rewards, ended, next_masks, info = env.step(actions)
+        self.replay.add(
+            to_np(self.obs), actions, to_np(rewards), to_np(next_obs), to_np(next_masks),
+            to_np(ended),
+        )  # fmt: skip
+        self.transitions += c.num_envs
+        self.obs, self.masks = next_obs, next_masks
+        if len(self.replay) >= c.learning_starts:
+            beta = c.beta_start + min(1.0, self.episodes / c.episodes) * (1.0 - c.beta_start)
+            for _ in range(c.updates_per_step):
+                batch = self.replay.sample(c.batch_size, beta)
+                out = self.dqn.step(batch)
+                self.replay.update_priorities(batch.indices, out.pop("priorities"))
+                self.stats.append(out)
+        finished = info["episodes"]
+        if not finished:
+            return
+        self.obs, self.masks = env.reset_some(
+            [i for i, _ in finished], self._fresh_seeds(len(finished))
+        )
+        for _, metrics in finished:
+            self.episodes += 1
+            keys = ("loss", "q_mean", "q_gap", "td_abs", "grad_norm")
+            mean = {k: float(np.mean([x[k] for x in self.stats])) if self.stats else math.nan
+                    for k in keys}  # fmt: skip
+            self.stats = []
+            self.ready.append(
+                {
+                    "episode": self.episodes,
+                    "transitions": self.transitions,
+                    "grad_steps": self.dqn.steps,
+                    "epsilon": eps,
+                    "train_effectiveness": metrics["avg_effectiveness"],
+                    "train_avg_jct_s": metrics["avg_jct_s"],
+                    "train_makespan_s": metrics["makespan_s"],
                     **mean,
-                    eval_effectiveness=evaluated.get("avg_effectiveness", float("nan")),
-                    eval_avg_jct_s=evaluated.get("avg_jct_s", float("nan")),
-                    eval_makespan_s=evaluated.get("makespan_s", float("nan")),
-                    wall_s=time.perf_counter() - wall0,
-                )
-                history.append(row)
-                if writer is not None and handle is not None:
-                    writer.writerow(asdict(row))
-                    handle.flush()
-                if on_episode is not None:
-                    on_episode(row)
-                if evaluated and evaluated["avg_effectiveness"] > best.get(
-                    "avg_effectiveness", -1.0
-                ):
-                    best = evaluated
-                    best_state = copy.deepcopy(learner.net.state_dict())
-                    if on_best is not None:
-                        on_best(learner.net, best, row)
-                if out_of_time:
-                    log.info("sched2 --paper: time budget reached after %d episodes", episodes)
-                    episodes = config.episodes
-                    break
-    if best_state is not None:
-        learner.net.load_state_dict(best_state)
-    return learner.net.cpu(), history, best
+                }
+            )
+
+    # -- the Learner protocol -------------------------------------------------------------
+
+    def step(self) -> dict[str, object]:
+        while not self.ready:
+            self._batched_step()
+        self.last_row = self.ready.pop(0)
+        return dict(self.last_row)
+
+    def validate(self) -> Validation:
+        self.last_validation = evaluate_batched(
+            self.dqn.net, PAPER_VALIDATION_SEEDS, device=self.device, **self.options
+        )
+        v = self.last_validation
+        return Validation(
+            (-v["avg_effectiveness"],),
+            {
+                "eval_effectiveness": v["avg_effectiveness"],
+                "eval_avg_jct_s": v["avg_jct_s"],
+                "eval_makespan_s": v["makespan_s"],
+            },
+        )
+
+    def policy_files(self) -> tuple[dict[str, torch.Tensor], PolicyCard]:
+        net = self.dqn.net
+        state = {k: v.detach().cpu().clone() for k, v in net.state_dict().items()}
+        card = paper_card(self.config, net, self.last_validation, self.last_row, self.command)
+        return state, card
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "net": self.dqn.net.state_dict(),
+            "target": self.dqn.target.state_dict(),
+            "optimizer": self.dqn.optimizer.state_dict(),
+            "grad_steps": self.dqn.steps,
+            "episodes": self.episodes,
+            "transitions": self.transitions,
+            "rng": self.rng.bit_generator.state,
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self.dqn.net.load_state_dict(state["net"])
+        self.dqn.target.load_state_dict(state["target"])
+        self.dqn.optimizer.load_state_dict(state["optimizer"])
+        self.dqn.steps = int(state["grad_steps"])
+        self.episodes = int(state["episodes"])
+        self.transitions = int(state["transitions"])
+        self.rng.bit_generator.state = dict(state["rng"])
 
 
-def save_paper_policy(
-    directory: str | Path,
-    net: Sched2QNet,
+def paper_card(
     config: PaperConfig,
-    *,
+    net: Sched2QNet,
     validation: dict[str, float],
-    row: PaperLog | None,
-    notes: str,
-) -> Path:
-    """Write the network with a card (`dlsched.rl.checkpoint`); the card's hyper-parameters
-    carry the network widths `dlsched.papers.sched2.policy.load_policy` reads."""
-    card = PolicyCard(
+    row: Mapping[str, object],
+    command: str = "",
+) -> PolicyCard:
+    """The card of a ``--paper`` network: how it was made, in words and numbers; its
+    hyper-parameters carry the widths `dlsched.papers.sched2.policy.load_policy` reads."""
+    episodes, steps, grads = (int(str(row.get(k, 0))) for k in ("episode", "transitions",
+                                                                   "grad_steps"))  # fmt: skip
+    notes = (
+        "SCED² paper method (train sched2 --paper): DQN with epsilon-greedy and proportional "
+        "prioritized replay, double-DQN targets, the shared-weight per-server Q-network "
+        "(Eq. 3-5), the paper's state (N x M GPU remaining times, k=4 profiles + GPUs + waiting "
+        "time for the first J=10 waiting jobs in arrival order, 4 statistics), J+1 actions with "
+        "packing placement, reward = execution effectiveness of each picked job (Eq. 2); no "
+        f"demonstrations, no teacher. Experience: {config.num_envs} episodes at once "
+        f"(BatchedSched2Env), fresh sched2 traces of {config.num_jobs} jobs at load "
+        f"{config.load}. This network: the best greedy validation effectiveness (seeds "
+        f"{PAPER_VALIDATION_SEEDS[0]}-{PAPER_VALIDATION_SEEDS[-1]}) so far, after {episodes} "
+        f"episodes ({steps} agent steps, {grads} gradient steps). Deviations from the paper: "
+        "README, 'SCED² paper preset'." + (f" Command: {command}" if command else "")
+    )
+    return PolicyCard(
         algorithm="sched2",
         workload="sched2",
         workload_params={
@@ -356,59 +388,36 @@ def save_paper_policy(
         },
         shapes=net.shape.as_card(),
         seeds={"train": [config.seed], "validation": list(PAPER_VALIDATION_SEEDS)},
-        steps={
-            "env_steps": row.transitions if row else 0,
-            "episodes": row.episode if row else 0,
-            "grad_steps": row.grad_steps if row else 0,
-        },
-        validation=validation,
+        steps={"env_steps": steps, "episodes": episodes, "grad_steps": grads},
+        validation=dict(validation),
         hyperparams={"policy": "qnet", "method": "paper", **asdict(config)},
         notes=notes,
         trained_setting={"workload": "sched2", "params": {"load": config.load}},
     )
-    return save_checkpoint(directory, {k: v.cpu() for k, v in net.state_dict().items()}, card)
 
 
-def run_paper(
-    out_dir: str | Path,
+def train_paper(
     config: PaperConfig,
+    out: str | Path,
     *,
+    force: bool = False,
+    resume: bool = False,
+    tensorboard: Path | None = None,
+    progress: Progress | None = None,
     command: str = "",
-    on_episode: Callable[[PaperLog], None] | None = None,
-) -> tuple[Path, dict[str, float]]:
-    """Train (`train_paper`) and keep the best network by validation in ``out_dir``
-    (``policy.pt``, ``card.json`` saying how it was made, ``train_log.csv``), written again at
-    every improvement so that a stopped run leaves its best policy."""
-    out = Path(out_dir)
-    log_csv = out / "train_log.csv"
-
-    def notes(row: PaperLog | None, wall_s: float) -> str:
-        done = f"{row.episode} episodes" if row else "no episode"
-        return (
-            "SCED² paper method (train sched2 --paper): DQN with epsilon-greedy and proportional "
-            "prioritized replay, double-DQN targets, the shared-weight per-server Q-network "
-            "(Eq. 3-5), the paper's state (N x M GPU remaining times, k=4 profiles + GPUs + "
-            "waiting time for the first J=10 waiting jobs in arrival order, 4 statistics), J+1 "
-            "actions with packing placement, reward = execution effectiveness of each picked "
-            "job (Eq. 2); no demonstrations, no teacher. "
-            f"Experience: {config.num_envs} batched episodes at once (BatchedSched2Env), fresh "
-            f"sched2 traces of {config.num_jobs} jobs at load {config.load}; this network is the "
-            f"best greedy validation effectiveness (seeds {PAPER_VALIDATION_SEEDS[0]}-"
-            f"{PAPER_VALIDATION_SEEDS[-1]}) seen after {done} "
-            f"({row.transitions if row else 0} agent steps, {row.grad_steps if row else 0} "
-            f"gradient steps, {wall_s:.0f} s wall on the shared 2-core CPU machine). "
-            "Deviations from the paper: see README 'SCED² paper preset'."
-            + (f" Command: {command}" if command else "")
-        )
-
-    def save(net: Sched2QNet, metrics: dict[str, float], row: PaperLog) -> None:
-        save_paper_policy(
-            out, net, config, validation=metrics, row=row, notes=notes(row, row.wall_s)
-        )
-
-    net, history, best = train_paper(config, log_csv=log_csv, on_episode=on_episode, on_best=save)
-    if not best:  # never evaluated (a run shorter than eval_every): keep the last network
-        last = history[-1] if history else None
-        save_paper_policy(out, net, config, validation={}, row=last,
-                          notes=notes(last, last.wall_s if last else 0.0))  # fmt: skip
-    return out, best
+) -> RunResult:
+    """``train sched2 --paper``: `PaperLearner` under `dlsched.rl.training.train` — one step
+    per episode, validation every ``eval_every`` episodes, the best network by validation
+    effectiveness in ``out`` (policy.pt + card.json), train_log.csv, last/."""
+    settings = RunSettings(
+        out=Path(out),
+        steps=config.episodes,
+        max_seconds=config.time_budget_s,
+        validate_when=every(config.eval_every),
+        resume=resume,
+        force=force,
+        tensorboard=tensorboard,
+        step_column="episode",
+        name="sched2 --paper",
+    )
+    return train(lambda _budget: PaperLearner(config, command), settings, progress)

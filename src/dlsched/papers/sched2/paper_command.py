@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import sys
-from dataclasses import asdict
+from collections.abc import Mapping
 from pathlib import Path
 
-import typer
-
 from dlsched.commands.common import err, one_line_errors, out, progress_bar
-from dlsched.rl.tensorboard import CurveMirror
 
 
 def train_paper_command(
@@ -20,11 +17,14 @@ def train_paper_command(
     load: float | None,
     device: str,
     num_envs: int,
-    mirror: CurveMirror | None,
+    tensorboard: Path | None,
+    force: bool,
+    resume: bool,
 ) -> None:
-    """Run `run_paper` with ``episodes`` (the paper's 2,400 unless given) and show progress."""
+    """Run `train_paper` for ``episodes`` episodes and show progress (a line per validation
+    and every 20 episodes when stderr is not a terminal)."""
     from dlsched.papers.sched2.batched_env import resolve_device
-    from dlsched.papers.sched2.paper import PaperConfig, PaperLog, run_paper
+    from dlsched.papers.sched2.paper import PaperConfig, train_paper
 
     with one_line_errors():
         resolve_device(device)
@@ -39,31 +39,24 @@ def train_paper_command(
     with one_line_errors(), progress_bar() as progress:
         task = progress.add_task("sched2 --paper episodes", total=episodes)
 
-        def show(row: PaperLog) -> None:
-            if mirror is not None:
-                mirror.add(asdict(row), row.episode)
-            progress.update(task, completed=row.episode)
-            evaluated = row.eval_effectiveness == row.eval_effectiveness
-            if not err.is_terminal and (evaluated or row.episode % 20 == 0):
-                err.print(
-                    f"episode {row.episode}: steps {row.transitions}, grad {row.grad_steps}, "
-                    f"eps {row.epsilon:.3f}, train E {row.train_effectiveness:.4f} JCT "
-                    f"{row.train_avg_jct_s:.0f} s, loss {row.loss:.3g}, Q {row.q_mean:.3f}"
-                    + (
-                        f", eval E {row.eval_effectiveness:.4f} JCT {row.eval_avg_jct_s:.0f} s "
-                        f"makespan {row.eval_makespan_s:.0f} s"
-                        if evaluated
-                        else ""
-                    )
-                    + f", {row.wall_s:.0f} s",
-                    highlight=False,
-                )
+        def show(done: int, row: Mapping[str, object]) -> None:
+            progress.update(task, completed=done)
+            evaluated = row.get("eval_effectiveness") is not None
+            if err.is_terminal or not (evaluated or done % 20 == 0):
+                return
+            text = ", ".join(
+                f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in row.items()
+            )
+            err.print(f"episode {done}: {text}", highlight=False)
 
-        path, best = run_paper(
-            out_dir, config, command="dlsched " + " ".join(sys.argv[1:]), on_episode=show
+        result = train_paper(
+            config,
+            out_dir,
+            force=force,
+            resume=resume,
+            tensorboard=tensorboard,
+            progress=show,
+            command="dlsched " + " ".join(sys.argv[1:]),
         )
-    if mirror is not None:
-        mirror.close()
-    if not best:
-        raise typer.Exit(0)
-    out.print(f"policy written to [bold]{path}[/] · validation {best}")
+    best = result.best.row if result.best is not None else {}
+    out.print(f"policy written to [bold]{result.out}[/] · validation {best}")
