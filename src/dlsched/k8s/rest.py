@@ -51,7 +51,12 @@ class JsonApi:
             self._pool = manager.connection_from_host(host.host, port=host.port, scheme=host.scheme)
 
     def request(
-        self, method: str, path: str, body: object = None, content_type: str = JSON
+        self,
+        method: str,
+        path: str,
+        body: object = None,
+        content_type: str = JSON,
+        timeout: float | Timeout | None = None,
     ) -> dict[str, Any]:
         """The decoded JSON answer of ``method path`` with ``body``; `client.ApiException`
         for any answer outside 2xx (its status, reason and body as the generated calls give),
@@ -59,7 +64,8 @@ class JsonApi:
         write = method != "GET"
         if write and self.guard is not None:
             self.guard()
-        timeout = WRITE_TIMEOUT if write else READ_TIMEOUT
+        if timeout is None:
+            timeout = WRITE_TIMEOUT if write else READ_TIMEOUT
         headers: dict[str, str] = {
             **self.api.default_headers,
             "Accept": JSON,
