@@ -21,7 +21,7 @@ from dlsched.schedulers.registry import make_scheduler
 LOG_LEVELS = ("debug", "info", "warning", "error")
 NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 """A namespace name: an RFC 1123 label (at most 63 characters)."""
-EXIT_GRACE_S = 4.0
+EXIT_GRACE_S = 3.0
 """Seconds a stopping controller waits for its round to end before it exits anyway (a
 Deployment's default grace period is 30 s; the issue's bar is 5 s)."""
 
