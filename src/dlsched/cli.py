@@ -36,6 +36,7 @@ from dlsched.commands.common import metric_unit as _metric_unit
 from dlsched.commands.common import off_terminal_width as _off_terminal_width
 from dlsched.commands.common import one_line_errors as _one_line_errors
 from dlsched.commands.common import parse_options as _parse_options
+from dlsched.commands.paths import check_outputs, workload_inputs
 from dlsched.plugins import plugins, resolve
 from dlsched.when_imported import when_imported
 
@@ -167,6 +168,10 @@ def simulate(
 
     label = escape(f"{workload} · {scheduler}")
     with _one_line_errors(), _job_progress(label) as on_job_finished:
+        check_outputs(
+            {"--jobs-out": jobs_out, "--jobs-csv": jobs_csv, "--plot": plot},
+            workload_inputs(workload),
+        )
         if jobs_csv is not None:
             print(
                 "warning: --jobs-csv is deprecated and will be removed; use --jobs-out "
@@ -257,6 +262,7 @@ def compare(
     from dlsched.sim.jobs_table import check_jobs_path, write_jobs
 
     with _one_line_errors():
+        check_outputs({"--jobs-out": jobs_out, "--plot": plot}, workload_inputs(workload))
         if jobs_out is not None:
             check_jobs_path(jobs_out, "--jobs-out")
         if dask is not None and workers > 1:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import zmq
@@ -129,5 +130,42 @@ def test_a_silent_newcomer_times_the_round_out_and_training_goes_on() -> None:
         assert after.workers == before.workers and after.ps == before.ps
         assert _progress_during(job, 1.0) > 0
         job.wait(timeout_s=90)
+        params = job.parameters()
+    assert_matches_reference(params, cfg)
+
+
+def _peak_rss_bytes(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):  # peak resident memory
+            return int(line.split()[1]) * 1024
+    raise AssertionError(f"no VmHWM for {pid}")
+
+
+def test_oversized_unauthenticated_frames_are_dropped_unbuffered() -> None:
+    """Issue 35: a sender pushed a member from 180 MB to 472 MB with 2 GiB frames. Sockets now
+    cap frames by what the job sends (no tensors to the coordinator, one block to a PS), so
+    ZeroMQ drops a bigger frame, and its connection, before buffering it."""
+    cfg = config(total_steps=100, step_sleep_s=0.01)
+    big = b"\0" * (48 << 20)
+    with LiveJob(cfg, 1, 1, timeout_s=30) as job:
+        job.wait(steps=5, timeout_s=30)
+        pids = job.member_pids()
+        watched = pids["coordinator"] + pids["ps"]
+        before = {pid: _peak_rss_bytes(pid) for pid in watched}
+        ctx: zmq.Context[Any] = zmq.Context()
+        try:
+            for endpoint in [job._endpoint, *job.roster().ps.values()]:
+                for _ in range(3):
+                    sock = ctx.socket(zmq.DEALER)
+                    sock.setsockopt(zmq.LINGER, 2000)
+                    sock.connect(endpoint)
+                    sock.send_multipart([b"\0" * 32, big, big])
+                    sock.close()
+            time.sleep(1.0)
+        finally:
+            ctx.term()
+        grown = {pid: _peak_rss_bytes(pid) - before[pid] for pid in watched}
+        assert max(grown.values()) < 24 << 20, f"members buffered the frames: {grown}"
+        job.wait(timeout_s=60)
         params = job.parameters()
     assert_matches_reference(params, cfg)

@@ -182,3 +182,26 @@ def test_body_accessors_validate_types() -> None:
     ]:
         with pytest.raises(ProtocolError):
             fn(body, key)  # type: ignore[operator]
+
+
+def test_frame_sizes_are_capped_per_message_type_before_the_mac() -> None:
+    """Tensor frames reach the MAC check only where an expected type carries tensors, and only
+    up to the job's block size (issue 35)."""
+    from dlsched.live.protocol import TENSOR_TYPES, tensor_frame_bytes
+
+    sender = Codec("job", "secret", "w0")
+    bounds = [(0, 4096), (4096, 5000)]
+    receiver = Codec("job", "secret", "coord").limit(bounds)
+
+    def enc(type_: str, tensors: dict[str, torch.Tensor]) -> list[bytes]:
+        return [bytes(memoryview(f)) for f in sender.encode(type_, {}, tensors)]
+
+    frames = enc("READY", {"g0": torch.zeros(4)})
+    with pytest.raises(ProtocolError, match="tensor frames where only"):
+        receiver.decode(frames, {"READY", "ACK"})
+    huge = enc("PUSH", {"g0": torch.zeros(300_000)})
+    with pytest.raises(ProtocolError, match="exceeds"):
+        receiver.decode(huge, TENSOR_TYPES)
+    ok = enc("PUSH", {"g0": torch.zeros(4096)})
+    assert receiver.decode(ok, TENSOR_TYPES).tensors["g0"].numel() == 4096
+    assert tensor_frame_bytes(bounds) >= 4 * 4096

@@ -24,6 +24,7 @@ from dlsched.papers.deeprm.algorithm import (
 from dlsched.papers.deeprm.policy import DeepRMEncoder, load_policy
 from dlsched.papers.deeprm.state import DeepRMBatch, DeepRMShape, Jobset
 from dlsched.papers.deeprm.train import ValidationSet, train_deeprm
+from dlsched.rl.training import RunOptions
 from dlsched.schedulers.base import BaseScheduler
 from dlsched.workloads.deeprm import make_deeprm
 
@@ -140,7 +141,7 @@ def test_short_training_improves_validation(tmp_path: Path) -> None:
         max_steps=2000,
         shape=RANKED,
     )
-    train_deeprm(config, tmp_path, validate_every=1, validation_jobsets=3)
+    train_deeprm(config, RunOptions(tmp_path), validate_every=1, validation_jobsets=3)
     rows = (tmp_path / "train_log.csv").read_text().splitlines()[1:]
     scores = [float(r.split(",")[-1]) for r in rows if r.split(",")[-1]]
     assert min(scores[1:]) < scores[0] - 0.05  # better than after the first update

@@ -21,8 +21,10 @@ __all__ = [
     "ELAPSED_COLUMN",
     "LOG_FILE",
     "POLICY_FILE",
+    "Force",
     "MaxMinutes",
     "OutDir",
+    "Resume",
     "TensorBoardDir",
     "budget_seconds",
 ]
@@ -48,6 +50,16 @@ TensorBoardDir = Annotated[
     typer.Option(
         "--tensorboard",
         help="Also write the log's rows as TensorBoard scalars here (extra: tensorboard).",
+    ),
+]
+
+Resume = Annotated[
+    bool, typer.Option("--resume", help="Continue from OUT/last/train_state.pt if it exists.")
+]
+Force = Annotated[
+    bool,
+    typer.Option(
+        "--force", help="Replace another run's policy, card, log and last/ in OUT (else refused)."
     ),
 ]
 

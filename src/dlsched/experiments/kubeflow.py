@@ -19,7 +19,6 @@ Sizes: the reduced default is `REDUCED` (60 jobs per run, seeds 1–3); ``full=T
 
 from __future__ import annotations
 
-import csv
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from dlsched.api import simulate
+from dlsched.csv_rows import write_csv
 from dlsched.experiments.compare import mean_ci95
 from dlsched.experiments.plots import plt
 from dlsched.workloads.registry import make_workload
@@ -119,20 +119,12 @@ def run(out_dir: Path, *, full: bool = False, size: Size | None = None) -> list[
             summary.append(entry)
             log.info("kubeflow %s %s: avg JCT %.0f s", mix, name, entry["avg_jct_s"])
     paths = [
-        _write_csv(out_dir / "runs.csv", runs),
-        _write_csv(out_dir / "summary.csv", summary),
+        write_csv(out_dir / "runs.csv", runs),
+        write_csv(out_dir / "summary.csv", summary),
         _plot(out_dir / "kubeflow.png", summary),
         _write_markdown(out_dir / "README.md", summary, size, full),
     ]
     return paths
-
-
-def _write_csv(path: Path, rows: list[dict[str, Any]]) -> Path:
-    with path.open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    return path
 
 
 def _plot(path: Path, summary: list[dict[str, Any]]) -> Path:

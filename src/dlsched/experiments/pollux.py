@@ -21,7 +21,6 @@ workload, and the load figure averaged over the 8 workloads.
 
 from __future__ import annotations
 
-import csv
 import logging
 from pathlib import Path
 from typing import Any
@@ -33,6 +32,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from dlsched.api import simulate
+from dlsched.csv_rows import write_csv
 from dlsched.workloads.pollux import RESCALE, make_pollux
 
 log = logging.getLogger(__name__)
@@ -76,14 +76,6 @@ def run_one(label: str, scheduler: str, jobs: str, workload: int, load: float) -
     }
 
 
-def _write_csv(path: Path, rows: list[dict[str, Any]]) -> Path:
-    with path.open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    return path
-
-
 def run(out_dir: Path, *, full: bool = False) -> list[Path]:
     """Write the JCT table, the load figure and the report into ``out_dir``."""
     rows: list[dict[str, Any]] = []
@@ -104,8 +96,8 @@ def run(out_dir: Path, *, full: bool = False) -> list[Path]:
                 else:
                     load_rows.append(run_one(label, scheduler, jobs, workload, load))
     paths = [
-        _write_csv(out_dir / "pollux_jct.csv", rows),
-        _write_csv(out_dir / "pollux_load.csv", load_rows),
+        write_csv(out_dir / "pollux_jct.csv", rows),
+        write_csv(out_dir / "pollux_load.csv", load_rows),
         _plot_load(out_dir / "pollux_load.png", load_rows),
     ]
     paths.append(_write_markdown(out_dir / "pollux.md", rows, load_rows, full))

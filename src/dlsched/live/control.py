@@ -14,7 +14,15 @@ import torch
 import zmq
 
 from dlsched.live.config import Roster
-from dlsched.live.protocol import Codec, ProtocolError, dealer, random_identity, recv, send
+from dlsched.live.protocol import (
+    Codec,
+    ProtocolError,
+    dealer,
+    random_identity,
+    recv,
+    send,
+    tensor_frame_bytes,
+)
 
 log = logging.getLogger(__name__)
 
@@ -92,15 +100,17 @@ class ControlChannel:
             LiveJobError: if a PS does not answer or some block is missing.
         """
         flat = torch.full((bounds[-1][1],), float("nan")) if bounds else torch.zeros(0)
-        socks = {p: dealer(self.ctx, random_identity("c-"), ep) for p, ep in roster.ps.items()}
+        cap = tensor_frame_bytes(bounds)
+        codec = self.codec.fork("ctl-fetch").limit(bounds)
+        socks = {p: dealer(self.ctx, random_identity("c-"), ep, cap) for p, ep in roster.ps.items()}
         try:
             for sock in socks.values():
-                send(sock, self.codec.encode("FETCH", {}))
+                send(sock, codec.encode("FETCH", {}))
             for ps_id, sock in socks.items():
                 if not sock.poll(int(timeout_s * 1000)):
                     raise LiveJobError(f"ps{ps_id} did not answer FETCH")
                 _, frames = recv(sock, routed=False)
-                msg = self.codec.decode(frames, {"PARAMS"})
+                msg = codec.decode(frames, {"PARAMS"})
                 for name, t in msg.tensors.items():
                     b = int(name[1:])
                     flat[slice(*bounds[b])] = t

@@ -135,6 +135,7 @@ class CoordinatorCore(RoundDriver):
 
     def tick(self, now: float) -> None:
         """Let time pass: detect dead members, time rounds out."""
+        self.members.tick(now)
         self.check_failures(now)
         r = self.round
         if r is not None and timed_out(r, now):

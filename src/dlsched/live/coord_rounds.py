@@ -244,6 +244,8 @@ class RoundDriver:
             workers,
             initial_owners(self.sizes, [m.id for m in ps]),
         )
+        if r.files:  # the files it starts from are its first snapshot: a rollback goes there
+            self.snapshot = (r.version, list(r.files))
         body = {"roster": self.roster.to_dict(), "version": r.version, "files": r.files}
         for m in joined:
             m.version = r.version

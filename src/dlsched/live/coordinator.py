@@ -21,6 +21,7 @@ import zmq
 from dlsched.live.config import JobConfig
 from dlsched.live.coord_core import CoordinatorCore
 from dlsched.live.coord_store import ENDPOINT_FILE, STATE_FILE, load_state, save_state, write_atomic
+from dlsched.live.membership import STALL_S
 from dlsched.live.node import pid_alive
 from dlsched.live.protocol import Codec, ProtocolError, recv, router, send
 
@@ -63,6 +64,7 @@ class Coordinator:
         self.codec = Codec(args.job, args.secret, "coord")
         self.ctx: zmq.Context[Any] = zmq.Context()
         self.core = CoordinatorCore(cfg, self.workdir, time.monotonic())
+        self.core.members.stall_s = STALL_S
         endpoint = f"tcp://{cfg.host}:*"
         saved: dict[str, Any] | None = None
         if args.recover:

@@ -26,7 +26,6 @@ import tempfile
 import time
 import uuid
 import weakref
-from dataclasses import dataclass
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 from types import TracebackType
@@ -39,6 +38,7 @@ from dlsched.live.assignment import block_bounds, choose_removals
 from dlsched.live.config import JobConfig, Roster
 from dlsched.live.control import ControlChannel, LiveJobError
 from dlsched.live.coordinator import ENDPOINT_FILE, CoordArgs, coordinator_main
+from dlsched.live.job_faults import FaultHandling, Proc, record_suspension
 from dlsched.live.models import num_params
 from dlsched.live.node import NodeArgs
 from dlsched.live.ps import ps_main
@@ -52,14 +52,7 @@ __all__ = ["LiveJob", "LiveJobError", "ScalingReport"]
 _JOBS: weakref.WeakSet[LiveJob] = weakref.WeakSet()
 
 
-@dataclass(slots=True)
-class _Proc:
-    role: str
-    server: int
-    proc: BaseProcess
-
-
-class LiveJob:
+class LiveJob(FaultHandling):
     """One real training job: a coordinator, PS and workers as OS processes on this machine.
 
     Args:
@@ -99,9 +92,9 @@ class LiveJob:
         self._initial = (num_ps, num_workers)
         self._control = ControlChannel(self.job_id, self._secret)
         self._coord: BaseProcess | None = None
-        self._procs: dict[str, _Proc] = {}
+        self._procs: dict[str, Proc] = {}
         self._restarts = 0
-        self._suspended: tuple[int, list[str]] | None = None
+        self._suspended: tuple[int, list[str] | None] | None = None
         self._started = False
         self._stopped = False
         bounds = block_bounds(num_params(self.config.model), self.config.block_size)
@@ -191,7 +184,7 @@ class LiveJob:
         )
         target = ps_main if role == "ps" else worker_main
         proc = launcher.launch(target, args, f"{role}-{self.job_id}-{nonce[:6]}", self.start_method)
-        self._procs[nonce] = _Proc(role, server, proc)
+        self._procs[nonce] = Proc(role, server, proc)
         return nonce
 
     def stop(self, timeout_s: float = 10.0) -> None:
@@ -392,6 +385,7 @@ class LiveJob:
         ck = self._checkpoint()
         self._stop_processes(10.0)
         self._suspended = (int(ck["version"]), [str(f) for f in ck["files"]])
+        record_suspension(self.workdir, *self._suspended)
         return self._suspended[0]
 
     def resume(self, num_ps: int, num_workers: int) -> None:
@@ -437,35 +431,6 @@ class LiveJob:
         }
         report.wall_s = time.perf_counter() - t0
         return report
-
-    # ------------------------------------------------------------------ fault injection
-
-    def _nonce_of(self, role: str, member_id: int) -> str:
-        for m in self.status()["members"]:
-            if m["role"] == role and m["id"] == member_id:
-                return str(m["nonce"])
-        raise LiveJobError(f"no {role} {member_id} in the job")
-
-    def kill(self, role: str, member_id: int) -> float:
-        """SIGKILL one PS (``role="ps"``) or worker; returns the time of the kill (time.time)."""
-        nonce = self._nonce_of(role, member_id)
-        proc = self._procs.pop(nonce)
-        proc.proc.kill()
-        t = time.time()
-        proc.proc.join(5.0)
-        return t
-
-    def kill_coordinator(self) -> None:
-        """SIGKILL the coordinator (training goes on without it until it is restarted)."""
-        if self._coord is not None:
-            self._coord.kill()
-            self._coord.join(5.0)
-
-    def restart_coordinator(self) -> None:
-        """Start a new coordinator that recovers the job from its state file."""
-        if self._coord is not None and self._coord.is_alive():
-            self.kill_coordinator()
-        self._launch_coordinator(recover=True)
 
 
 def _pid() -> int:

@@ -42,6 +42,7 @@ class Member:
         t_version: when ``version`` last changed, monotonic seconds.
         phase: what the member said it is doing (informative).
         done: a worker that reached the job's last step.
+        last_heartbeat: when its last heartbeat came, monotonic seconds (None before the first).
     """
 
     role: Role
@@ -55,6 +56,7 @@ class Member:
     t_version: float = 0.0
     phase: str = ""
     done: bool = False
+    last_heartbeat: float | None = None
 
     @property
     def key(self) -> str:
@@ -78,15 +80,32 @@ def roster_keys(roster: Roster | None) -> set[str]:
     return {f"ps{p}" for p in roster.ps} | {f"w{w}" for w in roster.workers}
 
 
+GAP_QUANTILE = 0.9
+"""Quantile of the recent heartbeat gaps the failure timeout follows."""
+GAP_FACTOR = 5.0
+"""A member is declared dead after this many times that quantile of silence (if longer than
+the configured timeout): on a loaded machine heartbeats come late for everyone."""
+MIN_GAPS = 8
+"""Heartbeat gaps needed before they count."""
+STALL_S = 0.5
+"""A pause of the coordinator's own loop longer than this, seconds, is not counted as the
+members' silence (they may have sent heartbeats it could not read); the server sets
+`Membership.stall_s` to it (under a fake clock time jumps on purpose)."""
+
+
 class Membership:
     """Registered members, their ids, liveness and the job's measured speed.
 
     Args:
-        heartbeat_timeout_s: a member silent this long, seconds, is declared dead.
+        heartbeat_timeout_s: a member silent this long, seconds, is declared dead (at least: the
+            timeout grows with the heartbeat gaps observed, see `timeout`).
     """
 
     def __init__(self, heartbeat_timeout_s: float) -> None:
         self.timeout_s = heartbeat_timeout_s
+        self.gaps: deque[float] = deque(maxlen=256)
+        self.last_tick: float | None = None
+        self.stall_s: float | None = None
         self.members: dict[str, Member] = {}
         self.by_nonce: dict[str, str] = {}
         self.next_ps_id = 0
@@ -148,6 +167,9 @@ class Membership:
     ) -> None:
         """Record a heartbeat at ``now``; a PS's adds a sample (``now``, the job's progress in
         ``roster``) for the speed estimate."""
+        if member.last_heartbeat is not None:
+            self.gaps.append(now - member.last_heartbeat)
+        member.last_heartbeat = now
         member.last_seen = now
         member.rtt = rtt
         if version != member.version:
@@ -156,9 +178,28 @@ class Membership:
         if member.role == Role.PS:
             self.samples.append((now, self.progress(roster)))
 
+    def timeout(self) -> float:
+        """Seconds of silence after which a member is dead: the configured timeout, or
+        `GAP_FACTOR` times the `GAP_QUANTILE` of the recent heartbeat gaps if longer."""
+        if len(self.gaps) < MIN_GAPS:
+            return self.timeout_s
+        ordered = sorted(self.gaps)
+        gap = ordered[min(len(ordered) - 1, int(GAP_QUANTILE * len(ordered)))]
+        return max(self.timeout_s, GAP_FACTOR * gap)
+
+    def tick(self, now: float) -> None:
+        """The coordinator's loop ran at ``now``: a pause of its own since the last tick longer
+        than ``stall_s`` (a loaded machine) is not counted as any member's silence."""
+        last = self.last_tick
+        if last is not None and self.stall_s is not None and now - last > self.stall_s:
+            for m in self.members.values():
+                m.last_seen = now - max(0.0, last - m.last_seen)
+        self.last_tick = now
+
     def dead(self, now: float) -> list[Member]:
         """Members silent for more than the heartbeat timeout at ``now``."""
-        return [m for m in self.members.values() if now - m.last_seen > self.timeout_s]
+        limit = self.timeout()
+        return [m for m in self.members.values() if now - m.last_seen > limit]
 
     def alive_in(self, keys: Iterable[str]) -> list[Member]:
         return [self.members[k] for k in keys if k in self.members]

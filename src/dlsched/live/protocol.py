@@ -58,6 +58,26 @@ MAX_TENSORS = 8192
 """Most tensors one message may carry."""
 MAX_FRAME_BYTES = 1 << 31
 """ZeroMQ refuses larger frames (ZMQ_MAXMSGSIZE), bytes."""
+CONTROL_FRAME_BYTES = MAX_HEADER_BYTES + 1024
+"""Largest frame a socket that carries no tensors accepts (coordinator, heartbeats, control),
+bytes: ZeroMQ drops a larger one (and its sender's connection) before it is buffered whole."""
+TENSOR_TYPES = frozenset({"PUSH", "PARAMS", "MIGRATE"})
+"""Message types that carry tensor frames; every other type carries none."""
+
+
+def tensor_frame_bytes(bounds: Sequence[tuple[int, int]]) -> int:
+    """Largest legitimate frame of a job whose blocks are ``bounds``, bytes: one block of
+    float64 (tensors of a message are one frame each), or a header, whichever is larger."""
+    largest = max((end - start for start, end in bounds), default=0)
+    return max(CONTROL_FRAME_BYTES, 8 * largest)
+
+
+def tensor_message_bytes(bounds: Sequence[tuple[int, int]]) -> int:
+    """Largest legitimate sum of the tensor frames of one message, bytes: every block's
+    parameters and momentum as float64 (a PS handing over all it holds)."""
+    total = sum(end - start for start, end in bounds)
+    return max(CONTROL_FRAME_BYTES, 2 * 8 * total)
+
 
 _DTYPES: dict[str, tuple[torch.dtype, np.dtype[Any]]] = {
     "float32": (torch.float32, np.dtype("<f4")),
@@ -120,6 +140,15 @@ class Codec:
         self._seq = 0
         self._seen: OrderedDict[str, int] = OrderedDict()
         self._lock = threading.Lock()
+        self.max_frame_bytes = MAX_FRAME_BYTES - 1
+        self.max_message_bytes = MAX_FRAME_BYTES - 1
+
+    def limit(self, bounds: Sequence[tuple[int, int]]) -> Codec:
+        """Cap the tensor frames this codec accepts to what a job of blocks ``bounds`` sends
+        (`tensor_frame_bytes`, `tensor_message_bytes`); returns the codec."""
+        self.max_frame_bytes = tensor_frame_bytes(bounds)
+        self.max_message_bytes = tensor_message_bytes(bounds)
+        return self
 
     def fork(self, name: str) -> Codec:
         """A codec of the same job and key with its own sender id and replay record."""
@@ -127,6 +156,8 @@ class Codec:
         other.job, other._key, other.name = self.job, self._key, name
         other._sid, other._seq = secrets.token_hex(8), 0
         other._seen, other._lock = OrderedDict(), threading.Lock()
+        other.max_frame_bytes = self.max_frame_bytes
+        other.max_message_bytes = self.max_message_bytes
         return other
 
     def _mac(self, header: bytes | memoryview, payloads: Sequence[Any]) -> bytes:
@@ -186,6 +217,10 @@ class Codec:
     def decode(self, frames: Sequence[Any], allowed: Collection[str]) -> Message:
         """Authenticate, check and decode ``frames`` (bytes or `zmq.Frame`).
 
+        Sizes are checked before the MAC is computed: tensor frames where no expected type
+        carries tensors (`TENSOR_TYPES`), or larger than the job's caps (`limit`), are refused
+        unread.
+
         Args:
             frames: the multipart message without any routing identity.
             allowed: message types the receiver accepts now.
@@ -203,6 +238,7 @@ class Codec:
         payloads = [_buffer(f) for f in frames[2:]]
         if len(payloads) > MAX_TENSORS:
             raise ProtocolError(f"{len(payloads)} tensor frames exceed {MAX_TENSORS}")
+        self._check_sizes(payloads, allowed)
         if len(mac) != MAC_BYTES or not hmac.compare_digest(bytes(mac), self._mac(raw, payloads)):
             raise ProtocolError("bad MAC")
         try:
@@ -236,6 +272,22 @@ class Codec:
                     raise ProtocolError(f"duplicate tensor {name!r}")
                 tensors[name] = tensor
         return Message(type_, src, body, tensors)
+
+    def _check_sizes(self, payloads: Sequence[memoryview], allowed: Collection[str]) -> None:
+        """Refuse tensor frames no expected type carries, or larger than this codec's caps."""
+        if payloads and not TENSOR_TYPES.intersection(allowed):
+            raise ProtocolError(
+                f"{len(payloads)} tensor frames where only {sorted(allowed)} are expected"
+            )
+        total = 0
+        for view in payloads:
+            if view.nbytes > self.max_frame_bytes:
+                raise ProtocolError(
+                    f"tensor frame of {view.nbytes} bytes exceeds {self.max_frame_bytes}"
+                )
+            total += view.nbytes
+        if total > self.max_message_bytes:
+            raise ProtocolError(f"tensor frames of {total} bytes exceed {self.max_message_bytes}")
 
     def _check_fresh(self, header: dict[str, Any]) -> None:
         """Refuse a replayed (sequence number not above the sender's last) or stale message."""
@@ -327,24 +379,30 @@ def get_int_list(body: Mapping[str, Any], key: str) -> list[int]:
 # ---------------------------------------------------------------- sockets
 
 
-def router(ctx: zmq.Context[Any], endpoint: str) -> tuple[zmq.Socket[Any], str]:
-    """A ROUTER bound to ``endpoint`` (``tcp://host:*`` picks a port) and its actual address."""
+def router(
+    ctx: zmq.Context[Any], endpoint: str, max_frame: int = CONTROL_FRAME_BYTES
+) -> tuple[zmq.Socket[Any], str]:
+    """A ROUTER bound to ``endpoint`` (``tcp://host:*`` picks a port) and its actual address;
+    ZeroMQ disconnects a peer that sends a frame over ``max_frame`` bytes before buffering it."""
     sock = ctx.socket(zmq.ROUTER)
     sock.setsockopt(zmq.LINGER, 200)
     sock.setsockopt(zmq.ROUTER_MANDATORY, 1)
     # no ROUTER_HANDOVER: a connection claiming an identity already in use is refused, so an
     # intruder cannot take a peer's route over
-    sock.setsockopt(zmq.MAXMSGSIZE, MAX_FRAME_BYTES - 1)
+    sock.setsockopt(zmq.MAXMSGSIZE, min(max_frame, MAX_FRAME_BYTES - 1))
     sock.bind(endpoint)
     return sock, sock.getsockopt_string(zmq.LAST_ENDPOINT)
 
 
-def dealer(ctx: zmq.Context[Any], identity: str, endpoint: str) -> zmq.Socket[Any]:
-    """A DEALER named ``identity`` (use `random_identity`) connected to ``endpoint``."""
+def dealer(
+    ctx: zmq.Context[Any], identity: str, endpoint: str, max_frame: int = CONTROL_FRAME_BYTES
+) -> zmq.Socket[Any]:
+    """A DEALER named ``identity`` (use `random_identity`) connected to ``endpoint``, accepting
+    frames of at most ``max_frame`` bytes."""
     sock = ctx.socket(zmq.DEALER)
     sock.setsockopt(zmq.LINGER, 200)
     sock.setsockopt(zmq.ROUTING_ID, identity.encode())
-    sock.setsockopt(zmq.MAXMSGSIZE, MAX_FRAME_BYTES - 1)
+    sock.setsockopt(zmq.MAXMSGSIZE, min(max_frame, MAX_FRAME_BYTES - 1))
     sock.setsockopt(zmq.RECONNECT_IVL, 50)
     sock.setsockopt(zmq.RECONNECT_IVL_MAX, 500)
     sock.connect(endpoint)

@@ -38,6 +38,7 @@ from dlsched.live.protocol import (
     recv,
     router,
     send,
+    tensor_frame_bytes,
 )
 
 log = logging.getLogger(__name__)
@@ -54,8 +55,11 @@ class ParameterServer(Node):
 
     def __init__(self, args: NodeArgs) -> None:
         super().__init__(args)
-        self.router, self.endpoint = router(self.ctx, f"tcp://{self.cfg.host}:*")
         self.bounds = block_bounds(num_params(self.cfg.model), self.cfg.block_size)
+        self.codec.limit(self.bounds)
+        self.router, self.endpoint = router(
+            self.ctx, f"tcp://{self.cfg.host}:*", tensor_frame_bytes(self.bounds)
+        )
         self.sizes = [e - s for s, e in self.bounds]
         self.ready = False
         self.epoch = -1

@@ -35,6 +35,7 @@ from dlsched.live.protocol import (
     random_identity,
     recv,
     send,
+    tensor_frame_bytes,
 )
 
 log = logging.getLogger(__name__)
@@ -55,6 +56,7 @@ class Worker(Node):
         self.images, self.labels = digits_like(cfg.seed, cfg.dataset_size)
         self.order = DataOrder(cfg.dataset_size, cfg.total_batch, cfg.seed)
         self.bounds = block_bounds(self.net.params.numel(), cfg.block_size)
+        self.codec.limit(self.bounds)
         self.roster: Roster | None = None
         self.epoch = -1
         self.min_epoch = -1
@@ -343,7 +345,9 @@ class Worker(Node):
         if known is not None:
             self.poller.unregister(known[1])
             known[1].close(linger=0)
-        sock = dealer(self.ctx, random_identity(f"w{self.id}-"), endpoint)
+        sock = dealer(
+            self.ctx, random_identity(f"w{self.id}-"), endpoint, tensor_frame_bytes(self.bounds)
+        )
         self.poller.register(sock, zmq.POLLIN)
         self.socks[ps_id] = (endpoint, sock)
         return sock

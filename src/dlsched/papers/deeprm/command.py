@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated
 
 import typer
@@ -9,7 +10,14 @@ from rich.table import Table
 
 from dlsched.cli_args import MAX_LOAD, MAX_SEED, MAX_STEPS, parse_hidden
 from dlsched.commands.common import one_line_errors, out, progress_bar
-from dlsched.commands.train_options import MaxMinutes, OutDir, TensorBoardDir, budget_seconds
+from dlsched.commands.train_options import (
+    Force,
+    MaxMinutes,
+    OutDir,
+    Resume,
+    TensorBoardDir,
+    budget_seconds,
+)
 
 
 def train_deeprm_command(
@@ -39,6 +47,8 @@ def train_deeprm_command(
     ] = False,
     max_minutes: MaxMinutes = None,
     tensorboard: TensorBoardDir = None,
+    resume: Resume = False,
+    force: Force = False,
     time_budget: Annotated[
         float | None,
         typer.Option(min=1.0, max=1e7, hidden=True, help="Deprecated: seconds; --max-minutes."),
@@ -87,6 +97,7 @@ def train_deeprm_command(
     from dlsched.papers.deeprm.algorithm import ReinforceConfig
     from dlsched.papers.deeprm.state import DeepRMShape
     from dlsched.papers.deeprm.train import train_deeprm
+    from dlsched.rl.training import RunOptions
 
     with one_line_errors():
         torch.set_num_threads(1)
@@ -117,24 +128,24 @@ def train_deeprm_command(
             teacher=teacher,
             pretrain_temperature=pretrain_temperature,
         )
+        run = RunOptions(out_dir, None if budget_s is None else budget_s / 60.0, tensorboard)
+        run.resume, run.force = resume, force
         with progress_bar(label="deeprm {task.description}") as progress:
             task = progress.add_task(f"load {loads or load}", total=iterations)
 
-            def advance(stats: object) -> None:
-                reward = getattr(stats, "mean_reward", float("nan"))
-                slow = getattr(stats, "mean_slowdown", float("nan"))
+            def advance(steps: int, row: Mapping[str, object]) -> None:
+                reward = float(str(row.get("mean_reward", "nan")))
+                slow = float(str(row.get("mean_slowdown", "nan")))
                 progress.update(
-                    task, advance=1, description=f"reward {reward:.1f} slowdown {slow:.3f}"
+                    task, completed=steps, description=f"reward {reward:.1f} slowdown {slow:.3f}"
                 )
 
             outcome = train_deeprm(
                 config,
-                out_dir,
-                time_budget_s=budget_s,
+                run,
                 validate_every=validate_every,
                 validation_jobsets=validation_jobsets,
-                on_iteration=advance,
-                tensorboard=tensorboard,
+                progress=advance,
             )
     plural = "" if outcome.iterations == 1 else "s"
     table = Table(title=f"deeprm · load {loads or load} · {outcome.iterations} iteration{plural}")

@@ -59,6 +59,7 @@ from gymnasium import spaces
 
 from dlsched.papers.deeprm.compact import compact_dim, compact_observation
 from dlsched.papers.deeprm.state import DeepRMBatch, DeepRMShape, Jobset, Objective
+from dlsched.rl.actions import EPISODE_OVER, discrete_action
 from dlsched.workloads.deeprm import make_deeprm
 
 if TYPE_CHECKING:
@@ -157,11 +158,12 @@ class DeepRMEnv(gym.Env[Obs, np.int64]):
         return self._obs(), self._info(advanced=False)
 
     def step(self, action: np.int64 | int) -> tuple[Obs, SupportsFloat, bool, bool, dict[str, Any]]:
+        a = discrete_action(action, self.shape.num_actions, "DeepRMEnv")
         state = self._state()
-        if not self.action_space.contains(np.int64(action)):
-            raise ValueError(f"DeepRMEnv.step: action {action!r} not in 0..{self.shape.slots}")
+        if state.terminated[0] or state.truncated[0]:
+            raise ValueError(f"DeepRMEnv.step: {EPISODE_OVER}")
         waiting = self._waiting_inv() if self.reward == "wait" else 0.0
-        reward, advanced = state.step(np.array([int(action)]))
+        reward, advanced = state.step(np.array([a]))
         if self.reward == "wait":
             reward[0] = -waiting if advanced[0] else 0.0
         self._order_window()

@@ -40,6 +40,7 @@ import numpy as np
 
 from dlsched.api import simulate
 from dlsched.core import ClusterView, Decision
+from dlsched.csv_rows import write_csv
 from dlsched.experiments.compare import mean_ci95
 from dlsched.experiments.plots import plt
 from dlsched.papers.deeprm.algorithm import HELD_OUT_SEED_BASE
@@ -88,14 +89,6 @@ def _seeds(size: Size) -> list[int]:
     return [HELD_OUT_SEED_BASE + i for i in range(size.jobsets)]
 
 
-def _write_csv(path: Path, rows: Sequence[dict[str, Any]]) -> Path:
-    with path.open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    return path
-
-
 # -- Fig. 4 ----------------------------------------------------------------------------------
 
 
@@ -134,7 +127,7 @@ def fig4(out: Path, size: Size) -> tuple[list[Path], dict[tuple[float, str], tup
     fig.tight_layout()
     fig.savefig(out / "fig4.png", dpi=120)
     plt.close(fig)
-    return [_write_csv(out / "fig4.csv", rows), out / "fig4.png"], means
+    return [write_csv(out / "fig4.csv", rows), out / "fig4.png"], means
 
 
 # -- Fig. 5 ----------------------------------------------------------------------------------
@@ -144,6 +137,7 @@ def train_completion_policy(out: Path, size: Size) -> Path:
     """Train DeepRM for average completion time (reward −|J|) at load 1.3; its checkpoint."""
     from dlsched.papers.deeprm.algorithm import ReinforceConfig
     from dlsched.papers.deeprm.train import train_deeprm
+    from dlsched.rl.training import RunOptions
 
     config = ReinforceConfig(
         load=1.3,
@@ -156,7 +150,8 @@ def train_completion_policy(out: Path, size: Size) -> Path:
         workers=2 if size.label == "full" else 1,
         seed=7,
     )
-    outcome = train_deeprm(config, out / "completion_policy", validate_every=5)
+    run = RunOptions(out / "completion_policy", force=True)  # a rerun replaces its own policy
+    outcome = train_deeprm(config, run, validate_every=5)
     return outcome.best_dir
 
 
@@ -183,7 +178,7 @@ def fig5(out: Path, size: Size) -> tuple[list[Path], list[dict[str, Any]]]:
             }
         )
     plot_fig5(rows, out / "fig5.png", len(_seeds(size)))
-    return [_write_csv(out / "fig5.csv", rows), out / "fig5.png"], rows
+    return [write_csv(out / "fig5.csv", rows), out / "fig5.png"], rows
 
 
 def plot_fig5(rows: Sequence[dict[str, Any]], path: Path, jobsets: int) -> None:
@@ -351,7 +346,7 @@ def fig7(out: Path, size: Size, load: float = 1.1) -> tuple[list[Path], dict[str
     fig.tight_layout()
     fig.savefig(out / "fig7.png", dpi=120)
     plt.close(fig)
-    return [_write_csv(out / "fig7.csv", rows), out / "fig7.png"], stats
+    return [write_csv(out / "fig7.csv", rows), out / "fig7.png"], stats
 
 
 # -- all -------------------------------------------------------------------------------------

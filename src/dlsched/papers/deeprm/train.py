@@ -1,6 +1,7 @@
 """Train a DeepRM policy end to end: optional pre-training, REINFORCE, validation, files.
 
-`train_deeprm` writes into ``out_dir``:
+`train_deeprm` runs `DeepRMLearner` in the shared training run (`dlsched.rl.training`: budget,
+keep-best, log, resume) and writes into ``run.out``:
 
 * ``train_log.csv`` — one row per iteration: wall seconds since the start (pre-training and
   validations included) and the iteration's seconds, mean and max episode
@@ -13,7 +14,8 @@
   pre-trained network included), its card recording which action selection (``"sample"`` or
   ``"greedy"``) reached it, the score and the mean slowdown of every training setting, and the
   ``trained_setting`` (`dlsched.rl.setting`);
-* ``last/`` — the final network (``policy.pt`` + ``card.json``).
+* ``last/`` — the latest validated network (``policy.pt`` + ``card.json``) and
+  ``train_state.pt`` (network, optimiser, counters, generators), which ``resume`` continues.
 
 These are the names every ``dlsched train`` command uses (README, "Training").
 
@@ -23,15 +25,15 @@ benchmarks) use `dlsched.papers.deeprm.algorithm.HELD_OUT_SEED_BASE` + i; traini
 
 from __future__ import annotations
 
-import csv
+import json
 import logging
-import time
-from collections.abc import Callable
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
 from dlsched.papers.deeprm.algorithm import (
     IterationStats,
@@ -44,9 +46,8 @@ from dlsched.papers.deeprm.algorithm import (
 )
 from dlsched.papers.deeprm.net import DeepRMPolicyNet
 from dlsched.papers.deeprm.state import DeepRMBatch, Jobset
-from dlsched.rl.checkpoint import PolicyCard, save_checkpoint
-from dlsched.rl.files import LOG_FILE
-from dlsched.rl.tensorboard import open_mirror
+from dlsched.rl.checkpoint import PolicyCard, read_card
+from dlsched.rl.training import Budget, Progress, RunOptions, Validation, train
 
 log = logging.getLogger(__name__)
 
@@ -173,98 +174,126 @@ def _card(config: ReinforceConfig, mode: str, validation: dict[str, float], it: 
     )
 
 
-def train_deeprm(
-    config: ReinforceConfig,
-    out_dir: str | Path,
-    *,
-    time_budget_s: float | None = None,
-    validate_every: int = 10,
-    validation_jobsets: int = 20,
-    on_iteration: Callable[[IterationStats], None] | None = None,
-    tensorboard: Path | None = None,
-) -> TrainOutcome:
-    """Train for ``config.iterations`` iterations (or until ``time_budget_s``), writing files.
+class DeepRMLearner:
+    """DeepRM's learning step for `dlsched.rl.training.train`: optional pre-training (its own
+    step, logged as ``iteration = 0`` and validated), then one REINFORCE iteration per step.
 
     Args:
         config: hyper-parameters.
-        out_dir: output folder (created).
-        time_budget_s: stop after the iteration that passes this many seconds (pre-training
-            included); None: no limit.
+        validation_jobsets: held-out jobsets per training point.
+        budget: the run's budget (the card records the seconds spent at each validation).
+    """
+
+    columns = CSV_FIELDS
+
+    def __init__(self, config: ReinforceConfig, validation_jobsets: int, budget: Budget) -> None:
+        self.config = config
+        self.budget = budget
+        self.val = ValidationSet.build(config, validation_jobsets)
+        self.sjf_slowdown = float(np.mean(self.val.sjf))
+        self.trainer = Reinforce(config)
+        self.pretrained = config.pretrain_epochs <= 0
+        self.mode = "sample"
+        self.validation: dict[str, float] = {"slowdown": float("nan")}
+
+    def step(self) -> dict[str, object]:
+        if not self.pretrained:  # the pre-trained network is a candidate too
+            self.trainer.pretrain()
+            self.pretrained = True
+            return {"iteration": 0}
+        return asdict(self.trainer.step())
+
+    def validate(self) -> Validation:
+        """Score sampled and arg-max actions on the validation jobsets; the better one counts."""
+        runs = _validate_runs(self.trainer.net, self.val.jobsets, self.config)
+        scored = [(*self.val.score(runs[0]), "sample"), (*self.val.score(runs[1]), "greedy")]
+        score, means, self.mode = min(scored, key=lambda x: x[0])
+        self.validation = {
+            "slowdown": float(np.mean(means)),
+            "sjf_slots_slowdown": self.sjf_slowdown,
+            "score": score,
+            "wall_s": self.budget.elapsed_s(),
+        }
+        for i in range(len(self.val.points)):
+            self.validation[f"slowdown_{self.val.label(i)}"] = float(means[i])
+            self.validation[f"sjf_slots_{self.val.label(i)}"] = float(self.val.sjf[i])
+        row: dict[str, object] = {
+            "val_sample_slowdown": float(np.nanmean(runs[0])),
+            "val_greedy_slowdown": float(np.nanmean(runs[1])),
+            "val_score": score,
+        }
+        return Validation((score,), row)
+
+    def policy_files(self) -> tuple[dict[str, torch.Tensor], PolicyCard]:
+        card = _card(self.config, self.mode, self.validation, self.trainer.iteration)
+        return self.trainer.net.state_dict(), card
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "net": self.trainer.net.state_dict(),
+            "optimizer": self.trainer.optimizer.state_dict(),
+            "iteration": self.trainer.iteration,
+            "pretrained": self.pretrained,
+            "rng": json.dumps(self.trainer.rng.bit_generator.state),
+            "torch_rng": torch.get_rng_state(),
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self.trainer.net.load_state_dict(state["net"])
+        self.trainer.optimizer.load_state_dict(state["optimizer"])
+        self.trainer.iteration = int(state["iteration"])
+        self.pretrained = bool(state["pretrained"])
+        self.trainer.rng.bit_generator.state = json.loads(state["rng"])
+        torch.set_rng_state(state["torch_rng"])
+
+    def close(self) -> None:
+        self.trainer.close()
+
+
+def train_deeprm(
+    config: ReinforceConfig,
+    run: RunOptions,
+    *,
+    validate_every: int = 10,
+    validation_jobsets: int = 20,
+    progress: Progress | None = None,
+) -> TrainOutcome:
+    """Train for ``config.iterations`` iterations (or until ``run.max_minutes``), writing the
+    files of `dlsched.rl.training` into ``run.out`` (module docstring).
+
+    Args:
+        config: hyper-parameters.
+        run: output folder, budget, TensorBoard, resume and force (`RunOptions`).
         validate_every: iterations between validations (the last one is always validated).
         validation_jobsets: held-out jobsets per validation.
-        on_iteration: called after each iteration (progress bars).
-        tensorboard: also write every log row as TensorBoard scalars here
-            (`dlsched.rl.tensorboard`), or None.
+        progress: ``progress(steps_done, row)`` after each log row (progress bars).
     """
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    val = ValidationSet.build(config, validation_jobsets)
-    sjf_slowdown = float(np.mean(val.sjf))
-    best: dict[str, Any] = {"score": float("inf"), "mode": "sample", "it": 0, "slowdown": 0.0}
-    wall0 = time.perf_counter()
+    learners: list[DeepRMLearner] = []
 
-    def check(trainer: Reinforce, it: int, row: dict[str, object]) -> None:
-        """Validate; keep the network as ``out/policy.pt`` if its score is the lowest so far."""
-        runs = _validate_runs(trainer.net, val.jobsets, config)
-        row["val_sample_slowdown"] = float(np.nanmean(runs[0]))
-        row["val_greedy_slowdown"] = float(np.nanmean(runs[1]))
-        scored = [(*val.score(runs[0]), "sample"), (*val.score(runs[1]), "greedy")]
-        score, means, mode = min(scored, key=lambda x: x[0])
-        row["val_score"] = score
-        if score >= best["score"]:
-            return
-        best.update(score=score, mode=mode, it=it, slowdown=float(np.mean(means)))
-        validation = {
-            "slowdown": float(np.mean(means)),
-            "sjf_slots_slowdown": sjf_slowdown,
-            "score": score,
-            "wall_s": time.perf_counter() - wall0,
-        }
-        for i in range(len(val.points)):
-            validation[f"slowdown_{val.label(i)}"] = float(means[i])
-            validation[f"sjf_slots_{val.label(i)}"] = float(val.sjf[i])
-        card = _card(config, mode, validation, it)
-        save_checkpoint(out, trainer.net.state_dict(), card)
+    def make(budget: Budget) -> DeepRMLearner:
+        learners.append(DeepRMLearner(config, validation_jobsets, budget))
+        return learners[-1]
 
-    mirror = open_mirror(tensorboard)
-    with Reinforce(config) as trainer, (out / LOG_FILE).open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=CSV_FIELDS)
-        writer.writeheader()
-        if config.pretrain_epochs > 0:
-            trainer.pretrain()
-            row0: dict[str, object] = {"iteration": 0, "wall_s": time.perf_counter() - wall0}
-            check(trainer, 0, row0)  # the pre-trained network is a candidate too
-            writer.writerow(row0)
-            if mirror is not None:
-                mirror.add(row0, 0)
-        for it in range(1, config.iterations + 1):
-            stats = trainer.step()
-            stats.wall_s = time.perf_counter() - wall0  # wall time, validation included
-            row: dict[str, object] = asdict(stats)
-            over = time_budget_s is not None and stats.wall_s >= time_budget_s
-            if it % validate_every == 0 or it == config.iterations or over:
-                check(trainer, it, row)
-            writer.writerow(row)
-            fh.flush()
-            if mirror is not None:
-                mirror.add(row, it)
-            if on_iteration is not None:
-                on_iteration(stats)
-            if over:
-                break
-        if mirror is not None:
-            mirror.close()
-        save_checkpoint(
-            out / "last",
-            trainer.net.state_dict(),
-            _card(config, best["mode"], {"slowdown": float("nan")}, trainer.iteration),
-        )
+    pretrain = config.pretrain_epochs > 0
+    settings = run.settings(
+        config.iterations + int(pretrain),
+        # step 1 is the pre-training when there is one: iteration = step - 1
+        validate_when=lambda step: (step - int(pretrain)) % validate_every == 0,
+        step_column="iteration",
+        name="deeprm",
+    )
+    try:
+        result = train(make, settings, progress)
+    finally:
+        for learner in learners:
+            learner.close()
+    card = read_card(result.out)  # what OUT holds, also after a resume
     return TrainOutcome(
-        out,
-        best["slowdown"],
-        best["mode"],
-        best["it"],
-        sjf_slowdown,
-        time.perf_counter() - wall0,
-        trainer.iteration,
+        result.out,
+        float(card.validation.get("slowdown", float("nan"))),
+        str(card.hyperparams.get("action_selection", "sample")),
+        int(card.steps.get("iterations", 0)),
+        learners[0].sjf_slowdown,
+        result.wall_s,
+        result.steps - int(pretrain),
     )

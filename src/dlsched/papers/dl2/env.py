@@ -49,6 +49,7 @@ import numpy.typing as npt
 
 from dlsched.core import ClusterView
 from dlsched.papers.dl2.state import OBS_HIGH, Dl2Encoder, Dl2Shape, Dl2Slot
+from dlsched.rl.actions import EPISODE_OVER, discrete_action
 from dlsched.rl.sim_driver import SimDriver
 from dlsched.rl.time_in_system import HOUR_S, TimeInSystem
 from dlsched.sim import SimulationStalled
@@ -123,6 +124,7 @@ class Dl2Env(gym.Env[npt.NDArray[np.float32], np.int64]):
         self.time_in_system: TimeInSystem | None = None
         self.slots = 0
         self.stalled = False
+        self.ended = False  # the last step ended the episode: step() needs a reset()
 
     # -- Gymnasium API -----------------------------------------------------------------------
 
@@ -147,6 +149,7 @@ class Dl2Env(gym.Env[npt.NDArray[np.float32], np.int64]):
         self.time_in_system = TimeInSystem(self.driver.sim)
         self.slots = 0
         self.stalled = False
+        self.ended = False
         t = self.driver.next_point()
         if t is None:
             raise ValueError(f"workload {self.workload_name!r} seed {self.trace_seed}: no jobs")
@@ -156,11 +159,11 @@ class Dl2Env(gym.Env[npt.NDArray[np.float32], np.int64]):
     def step(
         self, action: np.int64 | int
     ) -> tuple[npt.NDArray[np.float32], float, bool, bool, dict[str, Any]]:
+        a = discrete_action(action, self.shape.num_actions, type(self).__name__)
+        if self.ended:
+            raise ValueError(f"{type(self).__name__}.step: {EPISODE_OVER}")
         if self.slot is None or self.driver is None:
             raise ValueError("call reset() before step()")
-        a = int(action)
-        if not self.action_space.contains(a):
-            raise ValueError(f"action {a} is outside 0..{self.shape.num_actions - 1}")
         if not self.slot.action_mask()[a]:
             a = self.shape.void  # a masked action acts as the void action
         if not self.slot.apply(a):
@@ -168,6 +171,7 @@ class Dl2Env(gym.Env[npt.NDArray[np.float32], np.int64]):
         reward = self._run_slot()
         terminated = self.slot is None and (not self.stalled or self.reward == "jct")
         truncated = not terminated and (self.stalled or self.slots >= self.max_slots)
+        self.ended = terminated or truncated
         return self._observation(), reward, terminated, truncated, self._info(reward, True)
 
     def action_masks(self) -> npt.NDArray[np.bool_]:

@@ -42,12 +42,12 @@ import torch
 
 from dlsched.api import simulate
 from dlsched.core import ClusterView, Decision, JobRun
+from dlsched.csv_rows import write_csv
 from dlsched.papers.dl2.experiments_training import (
     Size,
     TrainingResults,
     TrainSize,
     run_training,
-    write_csv,
 )
 from dlsched.papers.dl2.network import Dl2Config, make_policy, make_scheduler_for
 from dlsched.papers.dl2.report import write_figures, write_markdown

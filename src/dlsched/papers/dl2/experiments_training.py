@@ -27,12 +27,10 @@ the neural network at the end of each time slot as one step").
 from __future__ import annotations
 
 import copy
-import csv
 import dataclasses
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -131,15 +129,6 @@ class Size:
 
 
 Row = dict[str, Any]
-
-
-def write_csv(path: Path, rows: Sequence[Row]) -> Path:
-    """Write ``rows`` (dicts with the same keys) as a CSV file; returns ``path``."""
-    with path.open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    return path
 
 
 def make_config(size: TrainSize, **switches: Any) -> Dl2Config:

@@ -47,6 +47,7 @@ import numpy.typing as npt
 from dlsched.core import Arch, ClusterView, Decision, JobRun
 from dlsched.papers.dl2.env import Dl2Env
 from dlsched.papers.dl2.state import ADD_BOTH, ADD_PS, ADD_WORKER, Dl2Shape, Dl2Slot
+from dlsched.rl.actions import EPISODE_OVER, multi_discrete_action
 from dlsched.rl.time_in_system import HOUR_S
 from dlsched.workloads.dl2 import SLOT_S
 
@@ -191,12 +192,17 @@ class Dl2SlotEnv(Dl2Env):
     def step(
         self, action: npt.ArrayLike
     ) -> tuple[npt.NDArray[np.float32], float, bool, bool, dict[str, Any]]:
+        dims = self.shape.J if self.per == "job" else self.shape.L
+        levels = multi_discrete_action(action, (dims,), len(LEVELS), type(self).__name__)
+        if self.ended:
+            raise ValueError(f"{type(self).__name__}.step: {EPISODE_OVER}")
         if self.slot is None or self.driver is None:
             raise ValueError("call reset() before step()")
-        apply_levels(self.slot, action, self.per)
+        apply_levels(self.slot, levels, self.per)
         reward = self._run_slot() * self._scale
         terminated = self.slot is None
         truncated = not terminated and self.slots >= self.max_slots
+        self.ended = terminated or truncated
         return self._observation(), reward, terminated, truncated, self._info(reward, True)
 
     def action_masks(self) -> npt.NDArray[np.bool_]:

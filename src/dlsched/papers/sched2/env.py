@@ -44,6 +44,7 @@ import numpy.typing as npt
 
 from dlsched.papers.sched2.profiling import Profiler
 from dlsched.papers.sched2.state import Sched2Builder, Sched2Encoder, Sched2Shape, cluster_shape
+from dlsched.rl.actions import EPISODE_OVER, discrete_action
 from dlsched.rl.sim_driver import SimDriver
 from dlsched.rl.time_in_system import HOUR_S, TimeInSystem
 from dlsched.workloads.base import Workload
@@ -139,6 +140,7 @@ class Sched2Env(gym.Env[npt.NDArray[np.float32], np.int64]):
         self.steps = 0
         self.picks = 0
         self.effectiveness_sum = 0.0
+        self.ended = False  # the last step ended the episode: step() needs a reset()
 
     # -- gymnasium API ---------------------------------------------------------------------
 
@@ -156,6 +158,7 @@ class Sched2Env(gym.Env[npt.NDArray[np.float32], np.int64]):
         self.steps = 0
         self.picks = 0
         self.effectiveness_sum = 0.0
+        self.ended = False
         self.profiler._cache.clear()
         done = self._to_next_choice()
         obs = self._observation(done)
@@ -164,13 +167,15 @@ class Sched2Env(gym.Env[npt.NDArray[np.float32], np.int64]):
     def step(
         self, action: np.int64 | int
     ) -> tuple[npt.NDArray[np.float32], float, bool, bool, dict[str, Any]]:
+        a = discrete_action(action, self.shape.num_actions, "Sched2Env")
+        if self.ended:
+            raise ValueError(f"Sched2Env.step: {EPISODE_OVER}")
         if self.builder is None or self.driver is None:
             raise RuntimeError("call reset() before step()")
         self.steps += 1
         builder = self.builder
         mask = builder.action_mask()
-        a = int(action)
-        illegal = not (0 <= a < len(mask) and mask[a])
+        illegal = not mask[a]
         if illegal:
             a = len(mask) - 1 if mask[-1] else int(np.flatnonzero(mask)[0])
         reward = 0.0
@@ -192,6 +197,7 @@ class Sched2Env(gym.Env[npt.NDArray[np.float32], np.int64]):
                 assert self.time_in_system is not None
                 reward = -self.time_in_system.advance() / HOUR_S
         truncated = not done and self.steps >= self.max_steps
+        self.ended = done or truncated
         return self._observation(done), reward, done, truncated, self._info(done, illegal)
 
     def action_masks(self) -> npt.NDArray[np.bool_]:

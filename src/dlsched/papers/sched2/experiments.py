@@ -22,10 +22,8 @@ out of Table III.
 
 from __future__ import annotations
 
-import csv
 import logging
 import math
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +35,7 @@ import numpy as np
 
 from dlsched.api import simulate
 from dlsched.core import ClusterView, Decision
+from dlsched.csv_rows import write_csv
 from dlsched.papers.sched2.profiling import Profiler
 from dlsched.papers.sched2.train import DEFAULT_LOAD, TEST_SEEDS
 from dlsched.schedulers.base import Scheduler, WrappingScheduler
@@ -78,14 +77,6 @@ def _run(name: str, seed: int, **options: Any) -> tuple[Result, Recorder]:
     workload = make_workload("sched2", seed=seed, load=DEFAULT_LOAD, **options)
     result = simulate(workload, recorder)
     return result, recorder
-
-
-def _write_csv(path: Path, rows: Sequence[dict[str, Any]]) -> Path:
-    with path.open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    return path
 
 
 def _save(fig: plt.Figure, path: Path) -> Path:
@@ -132,7 +123,7 @@ def run(out_dir: Path, *, full: bool = False) -> list[Path]:
                 )
                 if mix == 0.68 and seed == seeds[0]:
                     kept[name] = (result, rec)
-    paths.append(_write_csv(out_dir / "fig7_mixes.csv", fig7))
+    paths.append(write_csv(out_dir / "fig7_mixes.csv", fig7))
     fig, axes = plt.subplots(1, 3, figsize=(14, 4))
     width = 0.8 / len(SCHEDULERS)
     for ax, (key, label) in zip(
@@ -171,7 +162,7 @@ def run(out_dir: Path, *, full: bool = False) -> list[Path]:
                         "avg_jct_s": s["avg_jct_s"],
                     }
                 )
-    paths.append(_write_csv(out_dir / "fig8_intervals.csv", fig8))
+    paths.append(write_csv(out_dir / "fig8_intervals.csv", fig8))
     fig, ax = plt.subplots(figsize=(7, 4))
     for name in SCHEDULERS:
         ax.plot(
@@ -202,7 +193,7 @@ def run(out_dir: Path, *, full: bool = False) -> list[Path]:
     ax.set_xlabel("time (h)")
     ax.set_ylabel("avg. server fragmentation (Eq. 1)")
     ax.legend(fontsize=7)
-    paths.append(_write_csv(out_dir / "fig9_fragmentation.csv", fig9))
+    paths.append(write_csv(out_dir / "fig9_fragmentation.csv", fig9))
     paths.append(_save(fig, out_dir / "fig9_fragmentation.png"))
 
     # Fig. 10 and Table III --------------------------------------------------------------------
@@ -214,7 +205,7 @@ def run(out_dir: Path, *, full: bool = False) -> list[Path]:
         }
         for name in SCHEDULERS
     ]
-    paths.append(_write_csv(out_dir / "fig10_run_wait.csv", fig10))
+    paths.append(write_csv(out_dir / "fig10_run_wait.csv", fig10))
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
     a1.bar([r["scheduler"] for r in fig10], [r["avg_run_s"] for r in fig10])
     a1.set_ylabel("avg. running time (s)")
@@ -222,7 +213,7 @@ def run(out_dir: Path, *, full: bool = False) -> list[Path]:
     a2.set_ylabel("avg. waiting time (s)")
     paths.append(_save(fig, out_dir / "fig10_run_wait.png"))
     table3 = _table3(kept)
-    paths.append(_write_csv(out_dir / "table3_locality.csv", table3))
+    paths.append(write_csv(out_dir / "table3_locality.csv", table3))
 
     paths.append(_markdown(out_dir, full, seeds, fig7, fig8, fig10, table3))
     return paths

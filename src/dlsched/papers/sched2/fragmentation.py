@@ -25,13 +25,13 @@ matters when jobs queue.
 
 from __future__ import annotations
 
-import csv
 import logging
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from dlsched.csv_rows import write_csv
 from dlsched.experiments.plots import plt
 from dlsched.placement import make_placement
 from dlsched.schedulers.registry import make_scheduler
@@ -147,22 +147,12 @@ def run(out_dir: Path, *, full: bool = False, size: Size | None = None) -> list[
             }
         )
     paths = [
-        _write_csv(out_dir / "fragmentation.csv", samples),
-        _write_csv(out_dir / "summary.csv", summary),
+        write_csv(out_dir / "fragmentation.csv", samples),
+        write_csv(out_dir / "summary.csv", summary),
         _plot(out_dir / "fragmentation.png", curves),
     ]
     paths.append(_write_markdown(out_dir / "README.md", summary, size, full))
     return paths
-
-
-def _write_csv(
-    path: Path, rows: list[dict[str, float | int | str]] | list[dict[str, float | str]]
-) -> Path:
-    with path.open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    return path
 
 
 def _plot(path: Path, curves: dict[str, list[tuple[np.ndarray, np.ndarray]]]) -> Path:

@@ -54,33 +54,35 @@ def parse_columns(columns: Mapping[str, str] | str | None) -> dict[str, str]:
     """``{"submit_time": "submission_time"}`` or ``"submit_time=submission_time,num_gpus=gpus"``."""
     if columns is None:
         return {}
+    items: list[tuple[object, object]] = (
+        list(columns.items()) if isinstance(columns, Mapping) else []
+    )
     if isinstance(columns, str):
-        pairs: dict[str, str] = {}
         for item in filter(None, (p.strip() for p in columns.split(","))):
             key, sep, value = item.partition("=")
             if not sep or not key.strip() or not value.strip():
                 raise ValueError(f"columns: {shorten(item)!r} is not SCHEMA_NAME=FILE_NAME")
-            pairs[key.strip()] = value.strip()
-        columns = pairs
+            items.append((key, value))
     known = set(REQUIRED_COLUMNS) | set(OPTIONAL_COLUMNS) | set(TIME_COLUMNS)
     out: dict[str, str] = {}
-    for key, value in columns.items():
-        name = str(key).strip().lower()
+    for schema, file_name in items:
+        name = str(schema).strip().lower()
         if name not in known:
             raise ValueError(
                 f"columns: {shorten(name)!r} is not a trace column ({', '.join(sorted(known))})"
             )
-        out[name] = str(value).strip().lower()
+        if name in out:
+            raise ValueError(f"columns: {name!r} is mapped twice; map each trace column once")
+        out[name] = str(file_name).strip().lower()
     return out
 
 
-def map_columns(
-    frame: pd.DataFrame, columns: Mapping[str, str], source: str
-) -> tuple[pd.DataFrame, ColumnMap]:
-    """Rename ``frame``'s columns to the schema's names (``columns`` first, then `ALIASES`)."""
-    found = [str(c) for c in frame.columns]
-    rename: dict[str, str] = {}
-    info = ColumnMap()
+def _check_mapping(columns: Mapping[str, str], found: list[str], source: str) -> None:
+    """Refuse a mapping that names a column the file lacks, feeds one file column to two
+    trace columns, or hides a column the file has under the trace's own name. A file's
+    ``start_time`` may also be its submission time (`TIME_COLUMNS` only infer a duration)."""
+    known = set(REQUIRED_COLUMNS) | set(OPTIONAL_COLUMNS)
+    fed: dict[str, str] = {}
     for schema, name in columns.items():
         if name not in found:
             raise TraceError(
@@ -88,6 +90,43 @@ def map_columns(
                 path=source,
                 column=schema,
             )
+        if name in fed:
+            raise TraceError(
+                f"{source}: columns maps both {fed[name]} and {schema} to the file's column "
+                f"{shorten(name)!r}; one file column can feed one trace column",
+                path=source,
+                column=schema,
+            )
+        fed[name] = schema
+    for schema, name in columns.items():
+        if schema == name:
+            continue
+        if name in known and name not in columns:
+            raise TraceError(
+                f"{source}: columns maps {schema} to {shorten(name)!r}, which is also read as "
+                f"the trace's {name}; map {name} to another column too, or choose another",
+                path=source,
+                column=schema,
+            )
+        if schema in found and schema not in fed:
+            raise TraceError(
+                f"{source}: columns maps {schema} to {shorten(name)!r}, but the file has its "
+                f"own {schema} column, which would be dropped; map it to another trace column "
+                "or rename it in the file",
+                path=source,
+                column=schema,
+            )
+
+
+def map_columns(
+    frame: pd.DataFrame, columns: Mapping[str, str], source: str
+) -> tuple[pd.DataFrame, ColumnMap]:
+    """Rename ``frame``'s columns to the schema's names (``columns`` first, then `ALIASES`)."""
+    found = [str(c) for c in frame.columns]
+    _check_mapping(columns, found, source)
+    rename: dict[str, str] = {}
+    info = ColumnMap()
+    for schema, name in columns.items():
         if schema != name:
             rename[name] = schema
             info.mapped[schema] = name

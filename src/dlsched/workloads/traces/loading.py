@@ -141,6 +141,11 @@ def trace_info(
     if text.startswith("trace:"):
         text = text[len("trace:") :]
     elif (text == "philly" or text.startswith("philly:")) and not Path(text).exists():
+        if parse_columns(columns):
+            raise ValueError(
+                f"columns: {text!r} is the shipped Philly trace, whose columns are known; "
+                "--columns applies to your own CSV/Parquet files"
+            )
         vc = text.partition(":")[2] or None
         return _summarise(philly_table(vc, None, None, None, None, 8, 0), text, 8)
     table = read_trace(

@@ -1,8 +1,9 @@
 """Reading a trace file into a frame of text cells, with each row's number as seen in the file.
 
-CSV files may be compressed (``.gz``, ``.bz2``, ``.xz``, ``.zst``). The header is the first
-line that is not blank; lines before it count in row numbers. Only regular files are read: a
-named pipe or a device would block or never end.
+CSV files may be compressed (``.gz``, ``.bz2``, ``.xz``, ``.zst``); a compressed file that ends
+before its end-of-stream marker (a cut download) is an error in every codec, never a shorter
+trace. The header is the first line that is not blank; lines before it count in row numbers.
+Only regular files are read: a named pipe or a device would block or never end.
 """
 
 from __future__ import annotations
@@ -10,8 +11,10 @@ from __future__ import annotations
 import bz2
 import csv
 import gzip
+import io
 import lzma
 from collections.abc import Sequence
+from contextlib import nullcontext
 from pathlib import Path
 from typing import IO
 
@@ -84,15 +87,17 @@ def read_table(path: Path, source: str) -> tuple[pd.DataFrame, npt.NDArray[np.in
         if header is None:
             raise TraceError(f"{source}: file is empty", path=source)
         names = _unique_names(header, source)
-        frame = pd.read_csv(
-            path,
-            dtype=str,
-            keep_default_na=False,
-            na_filter=False,
-            skip_blank_lines=False,
-            skiprows=leading,
-            compression="infer",
-        )
+        zst = name.endswith(".zst")
+        with _zstd_bytes(path) if zst else nullcontext(path) as data:
+            frame = pd.read_csv(
+                data,
+                dtype=str,
+                keep_default_na=False,
+                na_filter=False,
+                skip_blank_lines=False,
+                skiprows=leading,
+                compression=None if zst else "infer",
+            )
     except pd.errors.EmptyDataError:
         raise TraceError(f"{source}: file is empty", path=source) from None
     except UnicodeDecodeError:
@@ -123,10 +128,68 @@ def _open_text(path: Path, name: str) -> IO[str]:
     if name.endswith(".xz"):
         return lzma.open(path, "rt", encoding="utf-8-sig", newline="")
     if name.endswith(".zst"):
+        return io.TextIOWrapper(_zstd_bytes(path), encoding="utf-8-sig", newline="")
+    return path.open(encoding="utf-8-sig", newline="")
+
+
+def _zstd_bytes(path: Path) -> io.BufferedReader:
+    """A ``.zst`` file's content, every frame of it, as a binary stream."""
+    return io.BufferedReader(_ZstdFrames(path), buffer_size=1 << 20)
+
+
+class _ZstdFrames(io.RawIOBase):
+    """The decompressed content of a Zstandard file across all its frames. A file that ends
+    inside a frame raises `EOFError` as `gzip`, `bz2` and `lzma` do (Zstandard's own readers
+    return the part decoded so far as if it were the whole file)."""
+
+    CHUNK = 1 << 20
+    """Compressed bytes read at a time."""
+
+    def __init__(self, path: Path) -> None:
         import zstandard
 
-        return zstandard.open(path, "rt", encoding="utf-8-sig", newline="")
-    return path.open(encoding="utf-8-sig", newline="")
+        super().__init__()
+        self._file = path.open("rb")
+        self._dctx = zstandard.ZstdDecompressor()
+        self._frame = self._dctx.decompressobj()
+        self._in_frame = False  # bytes of a frame fed whose end has not been seen yet
+        self._out = b""
+        self._pos = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        while self._pos >= len(self._out):
+            chunk = self._file.read(self.CHUNK)
+            if not chunk:
+                if self._in_frame:
+                    raise EOFError(
+                        "Compressed file ended before the end-of-stream marker was reached"
+                    )
+                return 0
+            self._out, self._pos = self._decode(chunk), 0
+        n = min(len(buffer), len(self._out) - self._pos)
+        buffer[:n] = self._out[self._pos : self._pos + n]
+        self._pos += n
+        return n
+
+    def _decode(self, data: bytes) -> bytes:
+        parts: list[bytes] = []
+        while data:
+            parts.append(self._frame.decompress(data))
+            if self._frame.eof:  # a frame ended: the rest starts the next one
+                data = self._frame.unused_data
+                self._frame = self._dctx.decompressobj()
+                self._in_frame = False
+            else:
+                data = b""
+                self._in_frame = True
+        return b"".join(parts)
+
+    def close(self) -> None:
+        self._file.close()
+        super().close()
 
 
 def _header(path: Path, name: str) -> tuple[int, list[str] | None]:
