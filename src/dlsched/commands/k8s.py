@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import re
 import signal
 import sys
@@ -252,3 +253,5 @@ def _run_until_signalled(controller: Any) -> None:
             "expires by itself",
             EXIT_GRACE_S,
         )
+        logging.shutdown()
+        os._exit(0)  # nothing to clean up but the hanging request (no wait for finalizers)
