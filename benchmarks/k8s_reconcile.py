@@ -27,11 +27,11 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "k8s"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository: tests.k8s
 
-from apiserver import FakeApiServer
-from k8s_helpers import NS, PLACEMENT_ANNOTATION, dljob, node
 from kubernetes import client
+from tests.k8s.apiserver import FakeApiServer
+from tests.k8s.k8s_helpers import NS, PLACEMENT_ANNOTATION, dljob, node
 
 from dlsched.k8s.controller import Controller
 from dlsched.k8s.objects import GROUP, PLURAL, VERSION

@@ -1,5 +1,7 @@
-"""The architecture rules of issue 14: no import cycles, the engine does not resolve names, every
-module imports on its own, small files, one plugin table."""
+"""The architecture rules of issues 14 and 28: one declared layer order and no import cycle (over
+every import, those inside functions included), the engine does not resolve names, every module
+imports on its own, small files, one plugin table that every registering module is reached from,
+and papers that only the plugin table names."""
 
 from __future__ import annotations
 
@@ -14,6 +16,30 @@ MAX_LINES = 500
 LONG_FILE_MARK = "500 lines"
 """A file over `MAX_LINES` must say why in its module docstring, with these words in it."""
 REGISTRIES = ("dlsched.plugins", "dlsched.schedulers.registry", "dlsched.workloads.registry")
+
+LAYERS: tuple[tuple[str, ...], ...] = (
+    # leaves: parsing helpers, the import hook, the CSV writer, the plugin table (only strings)
+    (
+        "dlsched.when_imported",
+        "dlsched.cli_args",
+        "dlsched.cli_errors",
+        "dlsched.csv_rows",
+        "dlsched.plugins",
+    ),
+    ("dlsched.core",),  # jobs, cluster, views, decisions
+    ("dlsched.models", "dlsched.placement", "dlsched.schedulers.base"),  # what the engine calls
+    ("dlsched.sim",),  # the engine
+    ("dlsched.schedulers", "dlsched.workloads"),  # policies and generators, by name
+    ("dlsched.rl",),  # what every learned policy shares
+    ("dlsched.runner",),  # one run by name
+    ("dlsched.experiments", "dlsched.live", "dlsched.k8s"),  # many runs; the real runtimes
+    ("dlsched.commands",),  # CLI pieces shared by the papers' commands
+    ("dlsched.papers",),  # plugins: reached from below only through the plugin table
+    ("dlsched.api",),  # the public front door
+    ("dlsched.cli", "dlsched"),  # entry points
+)
+"""The layer order, lowest first: a module imports only modules of its own layer or below (the
+longest prefix decides a module's layer). A new top-level module or package gets a line here."""
 
 
 def module_name(path: Path) -> str:
@@ -120,9 +146,65 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def test_the_module_level_import_graph_has_no_cycle() -> None:
-    graph = {module: imports(module, top_level_only=True) for module in MODULES}
-    assert cycles(graph) == []
+def all_imports() -> dict[str, set[str]]:
+    """Every dlsched import of every module, those inside functions included."""
+    return {module: imports(module, top_level_only=False) for module in MODULES}
+
+
+def layer_of(module: str) -> int | None:
+    """The index in `LAYERS` of the longest prefix naming ``module`` (None: no layer; the
+    prefix ``dlsched`` names the package's ``__init__`` only)."""
+    best: tuple[int, int] | None = None  # (prefix length, layer)
+    for index, prefixes in enumerate(LAYERS):
+        for prefix in prefixes:
+            inside = prefix != "dlsched" and module.startswith(prefix + ".")
+            if (module == prefix or inside) and (best is None or len(prefix) > best[0]):
+                best = (len(prefix), index)
+    return None if best is None else best[1]
+
+
+def test_the_import_graph_has_no_cycle() -> None:
+    """Imports inside functions count: a cycle through a function-local import is still a
+    cycle (``api`` ↔ ``experiments.compare`` was one)."""
+    assert cycles(all_imports()) == []
+
+
+def test_every_module_has_a_layer() -> None:
+    assert [m for m in MODULES if layer_of(m) is None] == []
+
+
+def test_no_module_imports_a_higher_layer() -> None:
+    upward = [
+        f"{module} -> {target}"
+        for module, targets in all_imports().items()
+        for target in sorted(targets)
+        if (layer_of(target) or 0) > (layer_of(module) or 0)
+    ]
+    assert upward == []
+
+
+def test_only_the_cli_and_the_package_import_the_front_door() -> None:
+    importers = sorted(m for m, targets in all_imports().items() if "dlsched.api" in targets)
+    assert set(importers) <= {"dlsched", "dlsched.cli"}
+
+
+def test_no_paper_imports_another_paper() -> None:
+    crossing = []
+    for module, targets in all_imports().items():
+        if module.startswith("dlsched.papers."):
+            own = module.split(".")[2]
+            crossing += [
+                f"{module} -> {t}"
+                for t in targets
+                if t.startswith("dlsched.papers.") and t.split(".")[2] != own
+            ]
+    assert crossing == []
+
+
+def test_the_layer_check_sees_an_upward_import() -> None:
+    sim, registry = layer_of("dlsched.sim.simulator"), layer_of("dlsched.schedulers.registry")
+    assert sim is not None and registry is not None and sim < registry
+    assert layer_of("dlsched.not_declared") is None
 
 
 def test_cycle_finder_finds_a_cycle() -> None:
@@ -167,6 +249,53 @@ def test_no_source_file_is_over_500_lines_unless_it_says_why() -> None:
     assert too_long == []
 
 
+def registering_modules() -> set[str]:
+    """Modules that import `dlsched.schedulers.registry.register` (to register a scheduler)."""
+    found = set()
+    for module, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.ImportFrom)
+                and node.module == "dlsched.schedulers.registry"
+                and any(alias.name == "register" for alias in node.names)
+            ):
+                found.add(module)
+    return found
+
+
+def unreached(scheduler_modules: set[str]) -> set[str]:
+    """Registering modules that importing ``scheduler_modules`` (the plugin table's) does not
+    import, through module-level imports."""
+    graph = {module: imports(module, top_level_only=True) for module in MODULES}
+    reached: set[str] = set()
+    todo = list(scheduler_modules)
+    while todo:
+        module = todo.pop()
+        if module not in reached:
+            reached.add(module)
+            todo.extend(graph.get(module, ()))
+    return registering_modules() - reached
+
+
+def table_scheduler_modules() -> set[str]:
+    from dlsched.plugins import plugins
+
+    return {module for plugin in plugins() for module in plugin.scheduler_modules}
+
+
+def test_every_registering_module_is_reached_from_the_plugin_table() -> None:
+    """A scheduler module left out of `dlsched.plugins.BUILTIN` (or a paper's manifest) would
+    make its names silently unknown."""
+    assert unreached(table_scheduler_modules()) == set()
+
+
+def test_a_line_missing_from_the_plugin_table_is_caught() -> None:
+    """``random_policy`` is imported by no other module: without its line it is unreached
+    (``fifo`` would still be reached, through the modules that import it, and registered)."""
+    random_policy = "dlsched.schedulers.random_policy"
+    assert unreached(table_scheduler_modules() - {random_policy}) == {random_policy}
+
+
 def test_the_plugin_table_names_every_paper_package() -> None:
     from dlsched.plugins import PLUGINS, plugins
 
@@ -184,6 +313,43 @@ def test_reading_the_plugin_table_imports_no_plugin_code() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True
     )
     loaded = set(ast.literal_eval(result.stdout.strip()))
-    assert loaded == {"dlsched.papers"} | {
-        f"dlsched.papers.{name}" for name in ("dl2", "deeprm", "sched2")
+    from dlsched.plugins import PLUGINS
+
+    manifests = {target.partition(":")[0] for target in PLUGINS}
+    assert loaded == {"dlsched.papers"} | {m for m in manifests if m.startswith("dlsched.papers")}
+
+
+def code_strings(path: Path) -> list[str]:
+    """The string constants of a module's code (docstrings left out: they may name examples)."""
+    tree = ast.parse(path.read_text())
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
     }
+    return [
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and id(node) not in docstrings
+    ]
+
+
+def test_only_the_plugin_table_and_the_papers_name_a_paper() -> None:
+    """Below the papers' layer, no code names a paper's package (imports: the layer test; here
+    strings, such as ``"dlsched.papers.dl2.online"`` given to importlib): rl, live, experiments
+    and the registries find the papers' environments, card checks and online learners through
+    the manifests."""
+    papers_layer = layer_of("dlsched.papers")
+    assert papers_layer is not None
+    naming = [
+        f"{module}: {text!r}"
+        for module, path in MODULES.items()
+        if module != "dlsched.plugins" and (layer_of(module) or 0) < papers_layer
+        for text in code_strings(path)
+        if text.startswith("dlsched.papers.")
+    ]
+    assert naming == []

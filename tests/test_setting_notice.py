@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import dlsched
-from dlsched import api
+from dlsched import runner
 from dlsched.papers.deeprm.net import DeepRMPolicyNet
 from dlsched.papers.deeprm.state import DeepRMShape
 from dlsched.rl.checkpoint import PolicyCard, read_card, save_checkpoint
@@ -51,11 +51,11 @@ def _policy(tmp_path: Path, setting: dict[str, object]) -> str:
 def test_notice_fires_once_out_of_setting_and_not_in_it(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(api, "_WARNED_SETTING", set())
+    monkeypatch.setattr(runner, "_WARNED_SETTING", set())
     spec = _policy(
         tmp_path, {"workload": "deeprm", "params": {"load": [0.3, 1.9], "horizon_steps": 50}}
     )
-    with caplog.at_level(logging.WARNING, logger="dlsched.api"):
+    with caplog.at_level(logging.WARNING, logger="dlsched.runner"):
         dlsched.simulate("deeprm", spec, 1, load=1.3, horizon_steps=20)  # horizon differs
         dlsched.simulate("deeprm", spec, 2, load=1.3, horizon_steps=20)  # same: said once
         dlsched.simulate("deeprm", spec, 1, load=1.9, horizon_steps=52)  # inside
@@ -71,8 +71,8 @@ def test_notice_fires_once_out_of_setting_and_not_in_it(
 def test_shipped_deeprm_policies_say_their_setting(
     caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(api, "_WARNED_SETTING", set())
-    with caplog.at_level(logging.WARNING, logger="dlsched.api"):
+    monkeypatch.setattr(runner, "_WARNED_SETTING", set())
+    with caplog.at_level(logging.WARNING, logger="dlsched.runner"):
         dlsched.simulate("deeprm", "deeprm", 1, load=1.7)  # default policy, paper's setting
         dlsched.simulate("deeprm", "deeprm", 1, load=1.1, num_jobs=40)  # long jobsets too
         dlsched.simulate("deeprm", "deeprm:0.7", 1, load=0.7)  # paper policy, its setting
@@ -92,8 +92,8 @@ def test_dl2_card_names_its_training_range() -> None:
 def test_dl2_policy_says_when_the_cluster_is_outside_its_training_range(
     caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(api, "_WARNED_SETTING", set())
-    with caplog.at_level(logging.WARNING, logger="dlsched.api"):
+    monkeypatch.setattr(runner, "_WARNED_SETTING", set())
+    with caplog.at_level(logging.WARNING, logger="dlsched.runner"):
         dlsched.simulate("dl2", "dl2", 1, servers=13, num_jobs=4)
         assert _notices(caplog) == []
         dlsched.simulate("dl2", "dl2", 1, servers=40, num_jobs=4)

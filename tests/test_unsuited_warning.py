@@ -7,7 +7,7 @@ import logging
 import pytest
 
 import dlsched
-from dlsched import api
+from dlsched import runner
 from dlsched.schedulers.registry import made_for
 
 
@@ -22,8 +22,8 @@ def test_made_for_reads_the_registry_setting() -> None:
 def test_warns_once_for_a_scheduler_on_a_foreign_workload(
     caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(api, "_WARNED", set())
-    with caplog.at_level(logging.WARNING, logger="dlsched.api"):
+    monkeypatch.setattr(runner, "_WARNED", set())
+    with caplog.at_level(logging.WARNING, logger="dlsched.runner"):
         for seed in (1, 2):
             dlsched.simulate("deeprm", "tetris", seed=seed, load=0.3, num_jobs=5)
         dlsched.simulate("deeprm", "sjf", seed=1, load=0.3, num_jobs=5)

@@ -1,141 +1,24 @@
 """The public API: run a workload under a scheduler, by name or by object, in one call.
 
-This is the layer that resolves names (``"dl2"``, ``"drf"``, ``"philly:6214e9"``) through the
-plugin registries; the engine (`dlsched.sim`, `dlsched.core`) never does.
+`simulate` runs one workload under one scheduler (`dlsched.runner`); `compare` runs several
+schedulers over several seeds and summarises them (`dlsched.experiments.compare`);
+`make_scheduler` and `make_workload` build one by name. This module is the front door: only the
+CLI and ``dlsched/__init__`` import it, and modules inside the package import the layer they need
+(`dlsched.runner`, the registries) instead, so that the layers below never reach back up here.
 """
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from dlsched.placement import make_placement
+from dlsched.runner import simulate
 from dlsched.schedulers.base import Scheduler
-from dlsched.schedulers.registry import made_for, make_scheduler
-from dlsched.sim import RescaleCost, Result, SimConfig, Simulator
-from dlsched.workloads.base import Workload
+from dlsched.schedulers.registry import make_scheduler
 from dlsched.workloads.registry import make_workload
 
 if TYPE_CHECKING:
     from dlsched.experiments.compare import Summary
-
-log = logging.getLogger(__name__)
-
-_UNSET: Any = object()
-_WARNED: set[tuple[str, str]] = set()
-_WARNED_SETTING: set[tuple[str, ...]] = set()
-
-
-def simulate(
-    workload: str | Workload = "dl2",
-    scheduler: str | Scheduler = "drf",
-    seed: int = 0,
-    *,
-    servers: int | None = None,
-    load: float | None = None,
-    placement: str | None = None,
-    noise: float | None = None,
-    interval_s: float | None = _UNSET,
-    on_events: bool | None = None,
-    horizon_s: float | None = None,
-    rescale: RescaleCost | None = None,
-    max_idle_retries: int | None = None,
-    on_job_finished: Callable[[int, int], None] | None = None,
-    **overrides: Any,
-) -> Result:
-    """Run one workload under one scheduler and return its `Result`.
-
-    Args:
-        workload: a registered name (``"dl2"``, ``"philly:6214e9"``, ``"trace:jobs.csv"``) or a
-            `Workload`.
-        scheduler: a registered name (``"drf"``, ``"dl2:PATH"``) or a `Scheduler`.
-        seed: seeds the workload generator and the simulator's noise.
-        servers: cluster size (servers) for generated workloads.
-        load: arrival-rate multiplier (DeepRM: target load fraction).
-        placement: placement policy name; default the workload's.
-        noise: relative std of interference noise on speed; default the workload's.
-        interval_s: periodic scheduling interval (s) or None; default the workload's.
-        on_events: schedule at every arrival/completion; default the workload's.
-        horizon_s: stop at this time (s); unfinished jobs are reported as such.
-        rescale: rescale/restart cost model.
-        max_idle_retries: fruitless retries in a row before `SimulationStalled`; default
-            `SimConfig`'s.
-        on_job_finished: called with (jobs finished, jobs in the workload) after each finish,
-            e.g. to show progress.
-        **overrides: workload generator options (``num_jobs=50``, ``mix="large-jobs"``, …).
-    """
-    if isinstance(workload, str):
-        workload = make_workload(workload, seed=seed, servers=servers, load=load, **overrides)
-    elif servers is not None or load is not None or overrides:
-        raise ValueError("servers, load and generator options apply to workload names only")
-    if isinstance(scheduler, str):
-        warn_if_not_made_for(scheduler, workload.name)
-        scheduler = make_scheduler(scheduler)
-    warn_if_out_of_setting(scheduler, workload)
-    config = SimConfig(
-        interval_s=workload.interval_s if interval_s is _UNSET else interval_s,
-        on_events=workload.on_events if on_events is None else on_events,
-        horizon_s=horizon_s,
-        noise=workload.noise if noise is None else noise,
-        rescale=rescale or RescaleCost(),
-        seed=seed,
-        **({} if max_idle_retries is None else {"max_idle_retries": max_idle_retries}),
-    )
-    sim = Simulator(
-        workload.jobs,
-        workload.make_cluster(),
-        workload.model,
-        scheduler,
-        make_placement(placement or workload.placement),
-        config,
-        workload_name=workload.name,
-        on_job_finished=on_job_finished,
-    )
-    result = sim.run()
-    result.params = dict(workload.params)
-    return result
-
-
-def warn_if_not_made_for(scheduler: str, workload: str) -> None:
-    """Log a warning, once per process and pair, when the registered ``scheduler`` is not meant
-    for ``workload`` (by the workloads named in its registry ``setting``; ``dlsched list``)."""
-    name, base = scheduler.partition(":")[0], workload.partition(":")[0]
-    made = made_for(name)
-    if made is None or base in made or (name, base) in _WARNED:
-        return
-    _WARNED.add((name, base))
-    log.warning(
-        "scheduler %r was made for the %s workload%s, not %r: its decisions may mean little here",
-        name,
-        ", ".join(sorted(made)),
-        "s" if len(made) > 1 else "",
-        base,
-    )
-
-
-def warn_if_out_of_setting(scheduler: Scheduler, workload: Workload) -> None:
-    """Log a warning, once per process, scheduler, workload and set of differing parameters,
-    when a trained policy runs outside the setting its card's ``trained_setting`` names (the
-    rule: `dlsched.rl.setting`). Schedulers without a ``trained_setting`` attribute are silent."""
-    from dlsched.rl.setting import describe, differences
-
-    trained = getattr(scheduler, "trained_setting", None)
-    found = differences(trained, workload.name, workload.params)
-    if not trained or not found:
-        return
-    name = getattr(scheduler, "name", type(scheduler).__name__)
-    key = (str(name), workload.name, *(f.partition(" ")[0] for f in found))
-    if key in _WARNED_SETTING:
-        return
-    _WARNED_SETTING.add(key)
-    log.warning(
-        "scheduler %r was trained for %s; this run has %s: it runs outside the setting it was "
-        "trained for",
-        name,
-        describe(trained),
-        ", ".join(found),
-    )
 
 
 def compare(
@@ -158,6 +41,7 @@ def compare(
         **options: `simulate`'s keyword arguments (``servers=20``, ``load=1.3``,
             ``interval_s=1.0``, generator options).
     """
+    # imported here: SciPy (the confidence intervals) is not needed by `import dlsched`
     from dlsched.experiments.compare import run_grid, summarise
 
     return summarise(run_grid(workload, schedulers, seeds, **options))

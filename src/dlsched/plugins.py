@@ -1,18 +1,23 @@
-"""The one plugin table: where every scheduler, workload, experiment and ``train`` sub-command is
-found.
+"""The one plugin table: where every scheduler, workload, experiment, ``train`` sub-command,
+Gymnasium environment, card check and online learner is found.
 
 `PLUGINS` lists one ``"module:attribute"`` string per plugin; each names a `Plugin` manifest,
 itself only strings and one-line descriptions, so reading the table imports no policy, no
-generator and no PyTorch. The registries read it on first use:
+generator and no PyTorch. The layers below the papers read it on first use and name no paper:
 
 * `dlsched.schedulers.registry` imports each plugin's ``scheduler_modules`` (each registers its
   schedulers with `dlsched.schedulers.registry.register`);
 * `dlsched.workloads.registry` and `dlsched.experiments.registry` resolve ``module:function``
   targets only when a workload or experiment is built;
-* `dlsched.cli` adds each ``train_commands`` entry as ``dlsched train NAME``.
+* `dlsched.cli` adds each ``train_commands`` entry as ``dlsched train NAME``;
+* `dlsched.rl.registration` registers each ``envs`` entry with Gymnasium;
+* `dlsched.rl.card_limits` runs the ``card_checks`` entry named by a card's ``algorithm``;
+* `dlsched.live.online` builds ``--learn``'s scheduler from the ``online_learners`` entries.
 
-Adding a fourth paper: copy ``dlsched/papers/sched2`` (say to ``papers/mine``), edit its
-``__init__.py`` manifest, and add the line ``"dlsched.papers.mine:PLUGIN"`` to `PLUGINS`.
+Adding a paper: write its package (``dlsched/papers/example`` is the small template to start
+from: a learned scheduler trained in seconds, its card check and its test), give it a
+``PLUGIN`` manifest in its ``__init__.py``, and add the line ``"dlsched.papers.NAME:PLUGIN"``
+to `PLUGINS`: nothing else outside its folder changes.
 
 This module is read by the public API and CLI layer (the registries); the engine
 (`dlsched.sim`, `dlsched.core`) never imports it.
@@ -21,7 +26,7 @@ This module is read by the public API and CLI layer (the registries); the engine
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -71,6 +76,54 @@ class TrainCommand:
 
 
 @dataclass(frozen=True)
+class EnvEntry:
+    """A Gymnasium environment id (``gymnasium.make(id)``); nothing is imported until then.
+
+    Attributes:
+        id: the Gymnasium id (``"dlsched/DL2-v0"``).
+        entry_point: ``module:Class`` of the environment.
+        kwargs: default keyword arguments (a caller's keyword arguments override them).
+        description: one line: what the environment is and what its default reward stands for.
+    """
+
+    id: str
+    entry_point: str
+    kwargs: dict[str, Any] = field(default_factory=dict, hash=False)
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class CardCheck:
+    """The limits on a checkpoint card of one ``algorithm``, beyond the fields every card has
+    (`dlsched.rl.card_limits.validate_card_data`).
+
+    Attributes:
+        algorithm: the card's ``algorithm`` field this check is for.
+        target: ``module:function``, called as ``fn(data, hyper, where)`` with the parsed card,
+            its ``hyperparams`` object and how to name the card; it raises a one-line
+            ValueError for a wrong type or a network over the limits, allocating nothing.
+    """
+
+    algorithm: str
+    target: str
+
+
+@dataclass(frozen=True)
+class OnlineLearnerEntry:
+    """A scheduler that can keep learning on a live cluster (``dlsched live --learn``).
+
+    Attributes:
+        scheduler: the registered scheduler name it learns for (``"dl2"``).
+        target: ``module:function`` called with the argument after ``NAME:`` (a checkpoint
+            path) or None, returning a scheduler that implements
+            `dlsched.live.online.OnlineLearning`.
+    """
+
+    scheduler: str
+    target: str
+
+
+@dataclass(frozen=True)
 class Plugin:
     """What one plugin (a paper's package, or the built-in baselines) adds.
 
@@ -80,6 +133,9 @@ class Plugin:
         workloads: workload entries.
         experiments: experiment entries.
         train_commands: ``dlsched train`` sub-commands.
+        envs: Gymnasium environment ids.
+        card_checks: checks of its checkpoints' cards, by ``algorithm``.
+        online_learners: schedulers that learn on a live cluster.
     """
 
     name: str
@@ -87,6 +143,9 @@ class Plugin:
     workloads: tuple[WorkloadEntry, ...] = ()
     experiments: tuple[ExperimentEntry, ...] = ()
     train_commands: tuple[TrainCommand, ...] = ()
+    envs: tuple[EnvEntry, ...] = ()
+    card_checks: tuple[CardCheck, ...] = ()
+    online_learners: tuple[OnlineLearnerEntry, ...] = ()
 
 
 BUILTIN = Plugin(

@@ -25,10 +25,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from chaos_server import ChaosApiServer
-from k8s_helpers import NS, dljob, node
-
 from dlsched.k8s.objects import PLACEMENT_ANNOTATION, parse_dljob
+from tests.k8s.chaos_server import ChaosApiServer
+from tests.k8s.k8s_helpers import NS, dljob, node
 
 ROOT = Path(__file__).resolve().parents[2]
 FAULTS = (

@@ -29,10 +29,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from apiserver import ApiError, FakeApiServer, Obj, RawReply
-
 from dlsched.k8s.objects import ObjectError, parse_dljob, parse_node
 from dlsched.k8s.pods import JOB_LABEL, MANAGED_LABEL, ROLE_LABEL, pod_requests
+from tests.k8s.apiserver import ApiError, FakeApiServer, Obj, RawReply
 
 AGENT = "dlsched-controller/"
 LEASE = ("leases", "default", "dlsched-controller")

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from apiserver import FakeApiServer
 from kubernetes import client
+
+from tests.k8s.apiserver import FakeApiServer
 
 
 @pytest.fixture

@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from apiserver import FakeApiServer
 from kubernetes import client
 
 from dlsched.k8s.controller import Controller
 from dlsched.k8s.objects import PLACEMENT_ANNOTATION, ObjectError, TrainingJob, parse_dljob
 from dlsched.k8s.pytorchjob import parse_pytorchjob
 from dlsched.schedulers.registry import make_scheduler
+from tests.k8s.apiserver import FakeApiServer
 
 NS = "default"
 

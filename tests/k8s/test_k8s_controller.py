@@ -8,12 +8,12 @@ import time
 import urllib.request
 
 import pytest
-from apiserver import FakeApiServer
-from k8s_helpers import NS, controller, dljob, finish, grants, node, node_usage
 from kubernetes import client
 
 from dlsched.k8s.metrics import serve
 from dlsched.k8s.objects import PLACEMENT_ANNOTATION
+from tests.k8s.apiserver import FakeApiServer
+from tests.k8s.k8s_helpers import NS, controller, dljob, finish, grants, node, node_usage
 
 
 def _cluster(server: FakeApiServer, nodes: int = 2, jobs: int = 3, **job_kw: object) -> None:

@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from apiserver import ApiError, FakeApiServer
-from k8s_helpers import NS, controller, dljob, finish, grants, node, node_usage, running
 from kubernetes import client
 
 from dlsched.k8s.lease import NotLeading
+from tests.k8s.apiserver import ApiError, FakeApiServer
+from tests.k8s.k8s_helpers import NS, controller, dljob, finish, grants, node, node_usage, running
 
 ROOT = Path(__file__).resolve().parents[2]
 LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z (DEBUG|INFO|WARNING|ERROR) \S+: ")

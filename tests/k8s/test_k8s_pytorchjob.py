@@ -6,13 +6,22 @@ import copy
 import json
 
 import pytest
-from apiserver import DEFAULT_CRDS, FakeApiServer
-from k8s_helpers import NS, controller, dljob, finish, grants, node, node_usage, pytorchjob
 from kubernetes import client
 
 from dlsched.core import Arch
 from dlsched.k8s.objects import PLACEMENT_ANNOTATION, ObjectError
 from dlsched.k8s.pytorchjob import parse_pytorchjob
+from tests.k8s.apiserver import DEFAULT_CRDS, FakeApiServer
+from tests.k8s.k8s_helpers import (
+    NS,
+    controller,
+    dljob,
+    finish,
+    grants,
+    node,
+    node_usage,
+    pytorchjob,
+)
 
 UID = {"uid": "0123456789abcdef0123456789abcdef"}
 

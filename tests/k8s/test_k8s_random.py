@@ -4,11 +4,12 @@ grant in the cluster matches its placement (hypothesis, bounded)."""
 
 from __future__ import annotations
 
-from apiserver import FakeApiServer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from k8s_helpers import NS, controller, dljob, finish, jobs, node, node_usage, pytorchjob
 from kubernetes import client
+
+from tests.k8s.apiserver import FakeApiServer
+from tests.k8s.k8s_helpers import NS, controller, dljob, finish, jobs, node, node_usage, pytorchjob
 
 STEP = st.one_of(
     st.tuples(

@@ -9,9 +9,10 @@ import time
 from pathlib import Path
 
 import yaml
-from apiserver import FakeApiServer
-from k8s_helpers import NS, controller, dljob, node, pytorchjob, running
 from kubernetes import client
+
+from tests.k8s.apiserver import FakeApiServer
+from tests.k8s.k8s_helpers import NS, controller, dljob, node, pytorchjob, running
 
 RBAC = Path(__file__).resolve().parents[2] / "deploy" / "rbac.yaml"
 VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete", "WATCH": "watch"}

@@ -7,11 +7,20 @@ import json
 
 import pytest
 import yaml
-from apiserver import DEFAULT_CRDS, FakeApiServer
-from k8s_helpers import NS, controller, dljob, grants, node, node_usage, pytorchjob, running
 from kubernetes import client
 
 from dlsched.k8s.objects import PLACEMENT_ANNOTATION
+from tests.k8s.apiserver import DEFAULT_CRDS, FakeApiServer
+from tests.k8s.k8s_helpers import (
+    NS,
+    controller,
+    dljob,
+    grants,
+    node,
+    node_usage,
+    pytorchjob,
+    running,
+)
 
 
 def _dljob_crd(scale: bool = True) -> dict:

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from live_helpers import config
 
 from dlsched.live.coord_core import CoordinatorCore
 from dlsched.live.coord_rounds import Outgoing
@@ -27,6 +26,7 @@ from dlsched.live.rounds import (
     rollback_needed_on_abort,
     timed_out,
 )
+from tests.live.live_helpers import config
 
 CTL = b"ctl-owner"
 HB_TIMEOUT = 1.0

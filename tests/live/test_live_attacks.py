@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import zmq
-from live_helpers import assert_matches_reference, config
 
 from dlsched.live import LiveJob
 from dlsched.live.protocol import Codec
+from tests.live.live_helpers import assert_matches_reference, config
 
 
 @contextmanager

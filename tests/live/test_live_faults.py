@@ -6,10 +6,10 @@ import time
 import uuid
 
 import zmq
-from live_helpers import assert_matches_reference, config
 
 from dlsched.live import LiveJob
 from dlsched.live.protocol import Codec
+from tests.live.live_helpers import assert_matches_reference, config
 
 
 def _events(job: LiveJob, kind: str) -> list[dict[str, object]]:

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import random
 
-from live_helpers import assert_matches_reference, config
-
 from dlsched.live import LiveJob
+from tests.live.live_helpers import assert_matches_reference, config
 
 
 def _run(events: list[tuple[int, int, int, str]], start: tuple[int, int], **cfg_kw: object) -> None:

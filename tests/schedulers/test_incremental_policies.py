@@ -27,14 +27,15 @@ from dlsched.schedulers.base import BaseScheduler, Scheduler, WrappingScheduler
 from dlsched.schedulers.common import FreeTracker, requested, tasks_that_fit
 from dlsched.schedulers.dsif import MAX_DELAYS, Dsif, servers_needed
 from dlsched.schedulers.fifo import Fifo
+from dlsched.schedulers.key_ordered import KeyOrdered
 from dlsched.schedulers.kubeflow_dynamic import KubeflowDynamic, gang_fit, priority_key
 from dlsched.schedulers.las import Las
-from dlsched.schedulers.lrf import Lrf, resource_key
+from dlsched.schedulers.lrf import resource_key
 from dlsched.schedulers.ordered import start_in_order
+from dlsched.schedulers.registry import make_scheduler
 from dlsched.schedulers.saf import Saf, pack_allocation
-from dlsched.schedulers.sif import Sif
-from dlsched.schedulers.sjf import Sjf, duration_key
-from dlsched.schedulers.spf import Spf, gpu_seconds_key
+from dlsched.schedulers.sjf import duration_key, duration_key_in
+from dlsched.schedulers.spf import gpu_seconds_key
 from dlsched.schedulers.srtf import Srtf
 from dlsched.schedulers.tiresias import Tiresias
 from dlsched.sim import SimConfig, Simulator
@@ -262,10 +263,16 @@ class RefKubeflowDynamic(KubeflowDynamic):
 
 
 PAIRS: dict[str, tuple[Callable[[], Scheduler], Callable[[], Scheduler]]] = {
-    "sif": (Sif, lambda: RefSorted("sif", lambda r, _v: duration_key(r))),
-    "sjf": (Sjf, lambda: RefSorted("sjf", lambda r, _v: duration_key(r))),
-    "spf": (Spf, lambda: RefSorted("spf", lambda r, _v: gpu_seconds_key(r))),
-    "lrf": (Lrf, lambda: RefSorted("lrf", lambda r, v: resource_key(r, v.cluster.total))),
+    "sif": (lambda: make_scheduler("sif"), lambda: RefSorted("sif", lambda r, _v: duration_key(r))),
+    "sjf": (lambda: make_scheduler("sjf"), lambda: RefSorted("sjf", lambda r, _v: duration_key(r))),
+    "spf": (
+        lambda: make_scheduler("spf"),
+        lambda: RefSorted("spf", lambda r, _v: gpu_seconds_key(r)),
+    ),
+    "lrf": (
+        lambda: make_scheduler("lrf"),
+        lambda: RefSorted("lrf", lambda r, v: resource_key(r, v.cluster.total)),
+    ),
     "dsif": (Dsif, RefDsif),
     "las": (Las, RefLas),
     "srtf": (Srtf, RefSrtf),
@@ -429,10 +436,10 @@ def test_the_walk_memo_is_not_reused_on_another_cluster() -> None:
 
 def test_the_queue_follows_the_changes_and_rebuilds_only_when_it_must() -> None:
     jobs = _jobs(3, 40, 0.0)
-    sif = Sif()
+    sif = KeyOrdered("sif", duration_key_in)
     _run(jobs, sif, 2, 0)
     assert sif.queue.rebuilds == 1  # the first point only
-    skipping = Sif()
+    skipping = KeyOrdered("sif", duration_key_in)
     _run(jobs, skipping, 2, 3)
     assert skipping.queue.rebuilds > 1  # after every point it missed
 
@@ -443,7 +450,7 @@ def test_a_shape_marked_dead_is_skipped_whole() -> None:
     jobs = [gpu_job(0, 0.0, 100.0, 1)] + [gpu_job(i, 1.0, 100.0, 8) for i in (1, 2, 3)]
     calls: list[list[int]] = []
 
-    class Watching(Sif):
+    class Watching(KeyOrdered):
         def decide(self, view: ClusterView) -> Decision:
             queue = self.queue.update(view)
             dead: set[Any] = set()
@@ -454,7 +461,7 @@ def test_a_shape_marked_dead_is_skipped_whole() -> None:
                     dead.add(shape)
             return super().decide(view)
 
-    _run(jobs, Watching(), 2, 0)
+    _run(jobs, Watching("sif", duration_key_in), 2, 0)
     assert calls[:2] == [[0], [1]]  # at t=1 job 0 holds a GPU: 1 is tried, 2 and 3 are not
     assert all(len(call) == 1 for call in calls)
 

@@ -10,14 +10,10 @@ import pytest
 from dlsched.core import Allocation, JobSpec, Resources
 from dlsched.schedulers.dsif import MAX_DELAYS, Dsif, servers_needed
 from dlsched.schedulers.fifo import Fifo
-from dlsched.schedulers.lrf import Lrf
 from dlsched.schedulers.packer import Packer
 from dlsched.schedulers.random_policy import RandomOrder
 from dlsched.schedulers.registry import make_scheduler, schedulers
 from dlsched.schedulers.saf import Saf
-from dlsched.schedulers.sif import Sif
-from dlsched.schedulers.sjf import Sjf
-from dlsched.schedulers.spf import Spf
 from dlsched.schedulers.tetris_star import TetrisStar
 from tests.schedulers.helpers import counts, gpu, replica, scene
 
@@ -45,12 +41,12 @@ def test_fifo_blocks_behind_the_first_job_that_does_not_fit():
 
 def test_sif_starts_the_shortest_ideal_time_first():
     # A (200 s) first takes all 4 GPUs; nothing else fits
-    assert counts(Sif().decide(three_jobs_on_four_gpus().view())) == {0: (4, 0)}
+    assert counts(make_scheduler("sif").decide(three_jobs_on_four_gpus().view())) == {0: (4, 0)}
 
 
 def test_lrf_starts_the_fewest_gpus_first():
     # B (1 GPU), then C (2 GPUs); A (4) no longer fits
-    assert list(counts(Lrf().decide(three_jobs_on_four_gpus().view())).items()) == [
+    assert list(counts(make_scheduler("lrf").decide(three_jobs_on_four_gpus().view())).items()) == [
         (1, (1, 0)),
         (2, (2, 0)),
     ]
@@ -59,13 +55,16 @@ def test_lrf_starts_the_fewest_gpus_first():
 def test_lrf_reused_instance_ranks_by_the_current_cluster_and_jobs():
     # no GPUs: ranked by dominant share, which flips between a CPU-poor and a memory-poor cluster
     cpu_heavy, mem_heavy = Resources(cpu=4, mem=4), Resources(cpu=1, mem=8)
-    lrf = Lrf()
+    lrf = make_scheduler("lrf")
     orders = []
     for capacity in (Resources(gpu=4, cpu=8, mem=64), Resources(gpu=4, cpu=64, mem=16)):
         s = scene(capacity=capacity)
         s.wait(replica(0, cpu_heavy))
         s.wait(replica(1, mem_heavy))
-        reused, fresh = counts(lrf.decide(s.view())), counts(Lrf().decide(s.view()))
+        reused, fresh = (
+            counts(lrf.decide(s.view())),
+            counts(make_scheduler("lrf").decide(s.view())),
+        )
         assert list(reused) == list(fresh)
         orders.append(list(reused))
     assert orders == [[1, 0], [0, 1]]
@@ -78,7 +77,7 @@ def test_lrf_reused_instance_ranks_by_the_current_cluster_and_jobs():
 
 def test_spf_starts_the_smallest_gpu_time_product_first():
     # C (600 GPU-s) first; A (800) does not fit in the 2 GPUs left and is skipped; B (1000) fits
-    assert list(counts(Spf().decide(three_jobs_on_four_gpus().view())).items()) == [
+    assert list(counts(make_scheduler("spf").decide(three_jobs_on_four_gpus().view())).items()) == [
         (2, (2, 0)),
         (1, (1, 0)),
     ]
@@ -91,7 +90,7 @@ def test_sjf_starts_shortest_first_and_skips_what_does_not_fit():
     s.wait(gpu(2, 100.0, 2))
     s.wait(gpu(3, 200.0, 2))
     # job 1 is skipped (work-conserving), then 100 s and 200 s take the 4 GPUs; 300 s waits
-    assert list(counts(Sjf().decide(s.view()))) == [2, 3]
+    assert list(counts(make_scheduler("sjf").decide(s.view()))) == [2, 3]
 
 
 def packing_scene():
@@ -113,7 +112,7 @@ def test_packer_starts_the_best_aligned_job():
 
 
 def test_sjf_on_the_packing_scene_starts_the_shorter_job():
-    assert counts(Sjf().decide(packing_scene().view())) == {0: (1, 0)}
+    assert counts(make_scheduler("sjf").decide(packing_scene().view())) == {0: (1, 0)}
 
 
 @pytest.mark.parametrize(
@@ -187,7 +186,7 @@ def test_dsif_delays_a_job_exactly_three_times_for_its_best_locality():
     assert counts(policy.decide(s.view())) == {0: (4, 0)}  # the 4th time it takes what it gets
     assert MAX_DELAYS == 3
     # SIF does not wait
-    assert counts(Sif().decide(split_scene().view())) == {0: (4, 0)}
+    assert counts(make_scheduler("sif").decide(split_scene().view())) == {0: (4, 0)}
 
 
 def test_dsif_starts_at_once_when_best_locality_is_free_and_counts_no_delay_for_misfits():
@@ -240,7 +239,7 @@ def test_saf_picks_the_shortest_actual_time_on_its_packing_placement():
     placement = decision.targets[0].placement
     assert placement is not None and placement.num_servers == 1
     assert set(calls) == {0, 1}
-    assert counts(Sif().decide(saf_scene().view())) == {1: (4, 0)}
+    assert counts(make_scheduler("sif").decide(saf_scene().view())) == {1: (4, 0)}
 
 
 def test_saf_is_labelled_an_oracle_and_needs_the_oracle():

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pandas as pd
@@ -93,7 +93,7 @@ NAMES = {
     "num_gpus": ["num_gpus", *ALIASES["num_gpus"]],
     "job_id": ["job_id", *ALIASES["job_id"]],
 }
-START = datetime(2021, 3, 1, tzinfo=timezone.utc)
+START = datetime(2021, 3, 1, tzinfo=UTC)
 
 
 @settings(

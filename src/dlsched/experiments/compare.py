@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from dlsched.runner import simulate
 from dlsched.schedulers.base import Scheduler
 from dlsched.sim import Result
 
@@ -72,8 +73,6 @@ def run_grid(
     Raises:
         ValueError: for ``workers`` < 1, or both ``workers`` > 1 and ``dask``.
     """
-    from dlsched.api import simulate  # the public API imports this module's types
-
     if workers < 1:
         raise ValueError(f"workers must be at least 1, got {workers}")
     if workers > 1 and dask is not None:

@@ -26,10 +26,10 @@ from typing import Any
 
 import numpy as np
 
-from dlsched.api import simulate
 from dlsched.csv_rows import write_csv
 from dlsched.experiments.compare import mean_ci95
 from dlsched.experiments.plots import plt
+from dlsched.runner import simulate
 from dlsched.workloads.registry import make_workload
 
 log = logging.getLogger(__name__)

@@ -18,7 +18,7 @@ from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any
 
-from dlsched.api import simulate
+from dlsched.runner import simulate
 from dlsched.sim import Result
 
 log = logging.getLogger(__name__)

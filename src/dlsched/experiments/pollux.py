@@ -31,8 +31,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
-from dlsched.api import simulate
 from dlsched.csv_rows import write_csv
+from dlsched.runner import simulate
 from dlsched.workloads.pollux import RESCALE, make_pollux
 
 log = logging.getLogger(__name__)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from kubernetes import client
@@ -43,7 +43,7 @@ def record(
 ) -> None:
     """Record an Event about ``ref`` in ``namespace`` (a cluster-scoped object's Events go to
     the controller's namespace, as kubectl shows them)."""
-    now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     body: Any = {
         "apiVersion": "v1",
         "kind": "Event",

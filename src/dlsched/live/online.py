@@ -2,8 +2,10 @@
 
 The live loop gives a learning scheduler every slot's `ClusterView` and its `Decision`; the
 scheduler turns the measured progress into rewards, updates its policy and saves it. Learned
-schedulers that support this implement `OnlineLearning`; this module holds no RL code (DL2's
-online phase is `dlsched.papers.dl2.online`, built here by `make_learning_scheduler`).
+schedulers that support this implement `OnlineLearning`; this module holds no RL code. A paper
+declares its learning schedulers in its plugin manifest (``online_learners``,
+`dlsched.plugins.OnlineLearnerEntry`: DL2's online phase is `dlsched.papers.dl2.online`), and
+`make_learning_scheduler` builds them from there.
 """
 
 from __future__ import annotations
@@ -12,10 +14,18 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from dlsched.core import ClusterView, Decision
+from dlsched.plugins import OnlineLearnerEntry, plugins, resolve
 from dlsched.schedulers.base import Scheduler
 
-LEARNING_SCHEDULERS = ("dl2",)
-"""Schedulers that ``--learn`` is meant for."""
+
+def learning_schedulers() -> dict[str, OnlineLearnerEntry]:
+    """The schedulers ``--learn`` is meant for, by name (every plugin's ``online_learners``)."""
+    return {entry.scheduler: entry for plugin in plugins() for entry in plugin.online_learners}
+
+
+def _needs_learner(what: str) -> str:
+    names = " or ".join(f"--scheduler {name}" for name in sorted(learning_schedulers()))
+    return f"--learn needs {names or 'a learning scheduler'} (online RL); {what} does not learn"
 
 
 @runtime_checkable
@@ -58,25 +68,23 @@ class OnlineLearner:
 def make_learning_scheduler(name: str) -> Scheduler:
     """Build ``name`` for ``--learn``: it must be a learning scheduler and registered.
 
-    ``dl2`` (or ``dl2:PATH``) gives DL2's online-learning variant (`dlsched.papers.dl2.online`),
-    starting from the shipped policy (or PATH); the registered ``dl2`` stays greedy.
+    ``NAME`` (or ``NAME:PATH``) gives the online-learning variant its plugin declares (``dl2``:
+    `dlsched.papers.dl2.online`), starting from the shipped policy (or PATH); the registered
+    ``NAME`` stays greedy.
 
     Raises:
         ValueError: naming what is missing.
     """
-    from dlsched.schedulers.registry import make_scheduler, schedulers
+    from dlsched.schedulers.registry import schedulers
 
-    base = name.partition(":")[0]
-    if base not in LEARNING_SCHEDULERS:
-        raise ValueError(f"--learn needs --scheduler dl2 (online RL); {base!r} does not learn")
+    base, _, arg = name.partition(":")
+    entry = learning_schedulers().get(base)
+    if entry is None:
+        raise ValueError(_needs_learner(repr(base)))
     if base not in schedulers():
         raise ValueError(f"--learn: no {base!r} scheduler is registered in this installation")
-    if base == "dl2":
-        from dlsched.papers.dl2.online import load_dl2_online
-
-        arg = name.partition(":")[2]
-        return load_dl2_online(arg or None)
-    return make_scheduler(name)
+    scheduler: Scheduler = resolve(entry.target)(arg or None)
+    return scheduler
 
 
 def online_learner(scheduler: Scheduler, out_dir: Path | None) -> OnlineLearner:
@@ -87,10 +95,8 @@ def online_learner(scheduler: Scheduler, out_dir: Path | None) -> OnlineLearner:
             the `OnlineLearning` API.
     """
     base = scheduler.name.partition(":")[0]
-    if base not in LEARNING_SCHEDULERS:
-        raise ValueError(
-            f"--learn needs --scheduler dl2 (online RL); {scheduler.name!r} does not learn"
-        )
+    if base not in learning_schedulers():
+        raise ValueError(_needs_learner(repr(scheduler.name)))
     if not isinstance(scheduler, OnlineLearning):
         raise ValueError(
             f"--learn: scheduler {scheduler.name!r} has no online-update API "

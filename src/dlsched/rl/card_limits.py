@@ -8,8 +8,10 @@ with one-line `ValueError`\\ s naming the card and the field:
 * every field has its type (``shapes``: names to integers, ``seeds``: names to integer lists, …);
 * integers in ``shapes`` lie in ``[0, MAX_SHAPE]``; hidden widths in ``[1, MAX_WIDTH]``, at most
   `MAX_LAYERS` of them;
-* the network the card describes (DL2, DeepRM, SCED²) has at most `MAX_PARAMETERS` weights,
-  estimated from the card alone.
+* the network the card describes has at most `MAX_PARAMETERS` weights, estimated from the card
+  alone by the check its paper declares for the card's ``algorithm`` (a ``card_checks`` entry of
+  its plugin manifest, `dlsched.plugins.CardCheck`, built from `int_in`, `widths`, `chain` and
+  `check_budget` here).
 
 `load_tensors` reads a tensor file (such as DL2's ``online_state.pt``) with PyTorch's
 ``weights_only`` loader and turns whatever it refuses into one line: nothing is ever unpickled.
@@ -18,10 +20,12 @@ with one-line `ValueError`\\ s naming the card and the field:
 from __future__ import annotations
 
 import itertools
-import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+CardCheckFn = Callable[[Mapping[str, Any], Mapping[str, Any], str], None]
+"""A paper's card check (``check(data, hyper, where)``, `dlsched.plugins.CardCheck`)."""
 
 MAX_SHAPE = 1_000_000
 """Largest integer in a card's ``shapes`` (rows, servers, image sizes, input widths)."""
@@ -37,11 +41,13 @@ MAX_TEXT = 1_000_000
 """Longest text field, characters."""
 
 
-def _is_int(x: Any) -> bool:
+def is_int(x: Any) -> bool:
+    """An integer, not a bool."""
     return isinstance(x, int) and not isinstance(x, bool)
 
 
-def _is_number(x: Any) -> bool:
+def is_number(x: Any) -> bool:
+    """An integer or float, not a bool."""
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
@@ -52,22 +58,23 @@ def _mapping(data: Mapping[str, Any], name: str, where: str) -> Mapping[str, Any
     return value
 
 
-def _int_in(value: Any, low: int, high: int, what: str, where: str) -> int:
-    if not _is_int(value) or not low <= value <= high:
+def int_in(value: Any, low: int, high: int, what: str, where: str) -> int:
+    """``value`` if it is an integer in [low, high]; else a ValueError naming ``what``."""
+    if not is_int(value) or not low <= value <= high:
         raise ValueError(f"{where}: {what} must be an integer in [{low}, {high}], got {value!r}")
     return int(value)
 
 
-def _widths(value: Any, what: str, where: str, *, one: bool = False) -> list[int]:
+def widths(value: Any, what: str, where: str, *, one: bool = False) -> list[int]:
     """Hidden sizes: a list of 1..MAX_LAYERS integers in [1, MAX_WIDTH] (``one``: an integer)."""
     if one:
-        return [_int_in(value, 1, MAX_WIDTH, f"{what} width", where)]
+        return [int_in(value, 1, MAX_WIDTH, f"{what} width", where)]
     items = value
     if not isinstance(items, list) or not 1 <= len(items) <= MAX_LAYERS:
         raise ValueError(
             f"{where}: {what} must be 1 to {MAX_LAYERS} layer widths, got {str(value)[:80]}"
         )
-    return [_int_in(w, 1, MAX_WIDTH, f"{what} width", where) for w in items]
+    return [int_in(w, 1, MAX_WIDTH, f"{what} width", where) for w in items]
 
 
 def validate_card_data(data: Mapping[str, Any], where: str = "card") -> None:
@@ -82,17 +89,17 @@ def validate_card_data(data: Mapping[str, Any], where: str = "card") -> None:
         if name in data and (not isinstance(data[name], str) or len(data[name]) > MAX_TEXT):
             raise ValueError(f"{where}: field {name!r} must be text")
     for name, value in _mapping(data, "shapes", where).items():
-        _int_in(value, 0, MAX_SHAPE, f"shape {name!r}", where)
+        int_in(value, 0, MAX_SHAPE, f"shape {name!r}", where)
     for name, value in _mapping(data, "steps", where).items():
-        if not _is_int(value) or value < 0:
+        if not is_int(value) or value < 0:
             raise ValueError(f"{where}: step count {name!r} must be an integer >= 0")
     for name, value in _mapping(data, "validation", where).items():
-        if not _is_number(value):
+        if not is_number(value):
             raise ValueError(f"{where}: validation metric {name!r} must be a number")
     for name, value in _mapping(data, "seeds", where).items():
         if not isinstance(value, list) or len(value) > MAX_LIST:
             raise ValueError(f"{where}: seeds {name!r} must be a list of integers")
-        if not all(_is_int(s) for s in value):
+        if not all(is_int(s) for s in value):
             raise ValueError(f"{where}: seeds {name!r} must be a list of integers")
     _mapping(data, "workload_params", where)
     setting = _mapping(data, "trained_setting", where)
@@ -103,16 +110,25 @@ def validate_card_data(data: Mapping[str, Any], where: str = "card") -> None:
             f"{where}: 'trained_setting' needs a 'workload' name and a 'params' object"
         )
     hyper = _mapping(data, "hyperparams", where)
-    algorithm = data.get("algorithm")
-    if algorithm == "dl2":
-        _check_dl2(data, hyper, where)
-    elif algorithm == "deeprm":
-        _check_deeprm(data, hyper, where)
-    elif algorithm == "sched2":
-        _check_sched2(data, hyper, where)
+    check = _card_check(data.get("algorithm"))
+    if check is not None:
+        check(data, hyper, where)
 
 
-def _check_budget(weights: int, where: str) -> None:
+def _card_check(algorithm: object) -> CardCheckFn | None:
+    """The ``card_checks`` entry of the plugin manifests for ``algorithm``, imported now."""
+    from dlsched.plugins import plugins, resolve
+
+    for plugin in plugins():
+        for entry in plugin.card_checks:
+            if entry.algorithm == algorithm:
+                fn: CardCheckFn = resolve(entry.target)
+                return fn
+    return None
+
+
+def check_budget(weights: int, where: str) -> None:
+    """ValueError if a network of ``weights`` weights is over `MAX_PARAMETERS`."""
     if weights > MAX_PARAMETERS:
         raise ValueError(
             f"{where}: the network it describes has about {weights:,} weights, "
@@ -120,60 +136,9 @@ def _check_budget(weights: int, where: str) -> None:
         )
 
 
-def _chain(sizes: Sequence[int]) -> int:
+def chain(sizes: Sequence[int]) -> int:
     """Weights and biases of fully connected layers of these sizes."""
     return sum(a * b + b for a, b in itertools.pairwise(sizes))
-
-
-def _check_dl2(data: Mapping[str, Any], hyper: Mapping[str, Any], where: str) -> None:
-    hidden = _widths(hyper.get("hidden", [256, 256]), "hyperparams 'hidden'", where)
-    _int_in(hyper.get("J", 40), 1, MAX_SHAPE, "hyperparams 'J'", where)
-    types = hyper.get("job_types", ["?"])
-    if (
-        not isinstance(types, list)
-        or not 1 <= len(types) <= MAX_LIST
-        or not all(isinstance(t, str) for t in types)
-    ):
-        raise ValueError(f"{where}: hyperparams 'job_types' must be a list of names")
-    if hyper.get("arch", "mlp") not in ("rows", "mlp"):
-        raise ValueError(f"{where}: hyperparams 'arch' must be 'rows' or 'mlp'")
-    shapes = data.get("shapes", {})
-    inputs, outputs = shapes.get("obs_dim", 0), shapes.get("num_actions", 0)
-    _check_budget(2 * _chain([inputs, *hidden, outputs]), where)  # policy and value network
-
-
-def _check_deeprm(data: Mapping[str, Any], hyper: Mapping[str, Any], where: str) -> None:
-    hidden = _widths(hyper.get("hidden", [20]), "hyperparams 'hidden'", where)
-    if hyper.get("action_selection", "sample") not in ("sample", "greedy"):
-        raise ValueError(f"{where}: hyperparams 'action_selection' must be 'sample' or 'greedy'")
-    load = data.get("workload_params", {}).get("load", 0.7)
-    if not _is_number(load) or not math.isfinite(load) or load <= 0:
-        raise ValueError(f"{where}: workload_params 'load' must be a finite number > 0")
-    s = data.get("shapes", {})
-    horizon, slots = s.get("T", 20), s.get("M", 10)
-    backlog, res_slots, num_res = s.get("backlog", 60), s.get("R", 20), s.get("d", 2)
-    if min(horizon, slots, res_slots, num_res) < 1:
-        raise ValueError(f"{where}: shapes T, M, R and d must be >= 1")
-    inputs = horizon * (num_res * (1 + slots) * res_slots + math.ceil(backlog / horizon))
-    _check_budget(_chain([inputs, *hidden, slots + 1]), where)
-
-
-def _check_sched2(data: Mapping[str, Any], hyper: Mapping[str, Any], where: str) -> None:
-    widths = {
-        name: _widths(hyper.get(name, default), f"hyperparams {name!r}", where, one=True)[0]
-        for name, default in (
-            ("server_hidden", 32),
-            ("server_out", 16),
-            ("job_hidden", 128),
-            ("hidden", 256),
-        )
-    }
-    s = data.get("shapes", {})
-    servers, gpus = s.get("N", 1), s.get("M", 1)
-    inputs, outputs = s.get("obs_dim", 0), s.get("num_actions", 0)
-    sh, so, jh, h = (widths[k] for k in ("server_hidden", "server_out", "job_hidden", "hidden"))
-    weights = gpus * sh + sh * so + inputs * jh + (servers * so + jh) * h + h * outputs
-    _check_budget(2 * weights, where)  # online and target network
 
 
 def load_tensors(path: str | Path, where: str | None = None) -> dict[str, Any]:

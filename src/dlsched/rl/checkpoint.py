@@ -66,7 +66,7 @@ class PolicyCard:
     validation: dict[str, float] = field(default_factory=dict)
     hyperparams: dict[str, Any] = field(default_factory=dict)
     date: str = field(
-        default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+        default_factory=lambda: _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
     )
     notes: str = ""
     trained_setting: dict[str, Any] = field(default_factory=dict)

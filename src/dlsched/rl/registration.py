@@ -1,13 +1,9 @@
-"""Gymnasium ids of the three papers' environments, registered on ``import dlsched``.
+"""Gymnasium ids of the papers' environments, registered on ``import dlsched``.
 
-======================  ===========================================  =====================
-id                      class                                        default reward
-======================  ===========================================  =====================
-``dlsched/DL2-v0``      `dlsched.papers.dl2.env.Dl2Env`              ``"jct"``
-``dlsched/DL2Slot-v0``  `dlsched.papers.dl2.slot_env.Dl2SlotEnv`     jobs in system ÷ J
-``dlsched/DeepRM-v0``   `dlsched.papers.deeprm.env.DeepRMEnv`        ``"slowdown"``
-``dlsched/SCED2-v0``    `dlsched.papers.sched2.env.Sched2Env`        ``"jct"``
-======================  ===========================================  =====================
+Each paper declares its ids in its plugin manifest (``envs``, `dlsched.plugins.EnvEntry`: id,
+``module:Class``, default keyword arguments, one line); `env_entries` lists them all
+(for the built-in papers: ``dlsched/DL2-v0``, ``dlsched/DL2Slot-v0``, ``dlsched/DeepRM-v0``,
+``dlsched/SCED2-v0``).
 
 Each id's default reward is one whose plain undiscounted sum over an episode is minus the
 metric it stands for (total JCT, or total slowdown for DeepRM: Little's law), so a standard
@@ -32,17 +28,17 @@ from __future__ import annotations
 
 import gymnasium as gym
 
-ENV_IDS: dict[str, tuple[str, dict[str, str]]] = {
-    "dlsched/DL2-v0": ("dlsched.papers.dl2.env:Dl2Env", {"reward": "jct"}),
-    "dlsched/DL2Slot-v0": ("dlsched.papers.dl2.slot_env:Dl2SlotEnv", {}),
-    "dlsched/DeepRM-v0": ("dlsched.papers.deeprm.env:DeepRMEnv", {"reward": "slowdown"}),
-    "dlsched/SCED2-v0": ("dlsched.papers.sched2.env:Sched2Env", {"reward": "jct"}),
-}
-"""Gymnasium id → (entry point, default keyword arguments)."""
+from dlsched.plugins import EnvEntry, plugins
+
+
+def env_entries() -> list[EnvEntry]:
+    """Every plugin's environment ids, in plugin-table order."""
+    return [entry for plugin in plugins() for entry in plugin.envs]
 
 
 def register_envs() -> None:
-    """Register every id of `ENV_IDS` with Gymnasium (ids already registered are kept)."""
-    for env_id, (entry_point, kwargs) in ENV_IDS.items():
-        if env_id not in gym.registry:
-            gym.register(env_id, entry_point=entry_point, kwargs=dict(kwargs))
+    """Register every plugin's environment ids with Gymnasium (ids already registered are
+    kept)."""
+    for entry in env_entries():
+        if entry.id not in gym.registry:
+            gym.register(entry.id, entry_point=entry.entry_point, kwargs=dict(entry.kwargs))

@@ -4,7 +4,7 @@
 A policy's card may say ``"trained_setting": {"workload": "deeprm", "params": {"load": [0.3,
 1.9], "servers": 1}}``: the workload it was trained on, and for some names of that workload's
 ``params`` (`dlsched.workloads.base.Workload.params`) the values it saw. `differences` compares a
-run's workload with it; `dlsched.api.simulate` logs one notice per process for each scheduler,
+run's workload with it; `dlsched.runner.simulate` logs one notice per process for each scheduler,
 workload and set of differing names.
 
 The rule, per trained parameter:
@@ -15,7 +15,7 @@ The rule, per trained parameter:
   ``[low · 0.9, high · 1.1]``;
 * anything else (text, a list that is not such a range, true/false): equal;
 * a name the run's workload does not report, or a workload of another name, is not compared
-  (the registry's "made for" notice, `dlsched.api.warn_if_not_made_for`, covers the name).
+  (the registry's "made for" notice, `dlsched.runner.warn_if_not_made_for`, covers the name).
 """
 
 from __future__ import annotations

@@ -3,8 +3,10 @@
 Most schedulers take no argument: ``fifo:arg`` is refused instead of being silently ignored.
 Numeric arguments must be finite and in range (``deeprm:-5``, ``tiresias:nan`` are refused);
 ``dl2:PATH``-style arguments must name an existing path (`FileNotFoundError` otherwise).
-`ARGUMENTS` lists every scheduler that takes one; `check_argument` raises a one-line
-`ValueError` naming the scheduler and the argument.
+`ARGUMENTS` lists the built-in schedulers that take one; a plugin's scheduler declares its own
+with ``register(..., argument=(WHAT, check))`` (`checkpoint_path` and `load_or_path` are the
+checks learned schedulers use). `check_argument` raises a one-line `ValueError` naming the
+scheduler and the argument.
 """
 
 from __future__ import annotations
@@ -67,12 +69,14 @@ def _thresholds(name: str, arg: str) -> None:
         raise ValueError(f"scheduler {name}:{arg}: thresholds must be increasing")
 
 
-def _path(name: str, arg: str) -> None:
+def checkpoint_path(name: str, arg: str) -> None:
+    """``NAME:PATH``: PATH must exist (FileNotFoundError otherwise)."""
     if not Path(arg).expanduser().exists():
         raise FileNotFoundError(f"scheduler {name}:{arg}: no such checkpoint directory")
 
 
-def _load_or_path(name: str, arg: str) -> None:
+def load_or_path(name: str, arg: str) -> None:
+    """``NAME:PATH`` or ``NAME:LOAD``: an existing path, or a load in (0, MAX_LOAD]."""
     if Path(arg).expanduser().exists():
         return
     try:
@@ -90,23 +94,21 @@ ARGUMENTS: dict[str, tuple[str, Check]] = {
     "tetris": ("N", _tetris_threshold),
     "tetris-star": ("KNOB", _unit_knob),
     "tiresias": ("T1,T2,...", _thresholds),
-    "deeprm": ("LOAD or PATH", _load_or_path),
-    "dl2": ("PATH", _path),
-    "offline-rl": ("PATH", _path),
-    "sched2": ("PATH", _path),
 }
-"""Schedulers that take an argument after ``:``: (what it is, its check). Others take none."""
+"""Built-in schedulers that take an argument after ``:``: (what it is, its check). Others take
+none, unless they declare one when they register."""
 
 
-def check_argument(name: str, arg: str | None) -> None:
+def check_argument(name: str, arg: str | None, declared: tuple[str, Check] | None = None) -> None:
     """Raise a one-line ValueError if scheduler ``name`` does not take ``arg``.
 
     Args:
         name: registry name (before ``:``).
         arg: the text after ``:``, or None without a colon. An empty argument (``fifo:``) is
             refused like any other for a scheduler that takes none.
+        declared: the argument the scheduler declared when it registered, if any.
     """
-    entry = ARGUMENTS.get(name)
+    entry = declared or ARGUMENTS.get(name)
     if entry is None:
         if arg is not None:
             raise ValueError(f"scheduler {name!r} takes no ':' argument, got {name}:{arg}")

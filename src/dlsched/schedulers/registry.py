@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from dlsched.plugins import plugins
-from dlsched.schedulers.arguments import check_argument
+from dlsched.schedulers.arguments import Check, check_argument
 from dlsched.schedulers.base import Scheduler
 
 Factory = Callable[[str | None], Scheduler]
@@ -33,6 +33,8 @@ class SchedulerEntry:
         setting: the workloads it is meant for (``"elastic PS (dl2)"``, ``"fixed-GPU"``, ``"any"``).
         source: paper or system it comes from.
         description: one line for ``dlsched list``.
+        argument: what the text after ``name:`` is and its check (None: the built-in table,
+            `dlsched.schedulers.arguments.ARGUMENTS`, or no argument).
     """
 
     name: str
@@ -40,18 +42,25 @@ class SchedulerEntry:
     setting: str
     source: str
     description: str
+    argument: tuple[str, Check] | None = None
 
 
 REGISTRY: dict[str, SchedulerEntry] = {}
 
 
 def register(
-    name: str, *, setting: str, source: str, description: str
+    name: str,
+    *,
+    setting: str,
+    source: str,
+    description: str,
+    argument: tuple[str, Check] | None = None,
 ) -> Callable[[Factory], Factory]:
-    """Decorator registering a factory (a class whose constructor takes no argument works too)."""
+    """Decorator registering a factory (a class whose constructor takes no argument works too);
+    ``argument``: (what the text after ``name:`` is, its check), for a factory that reads it."""
 
     def wrap(factory: Factory) -> Factory:
-        REGISTRY[name] = SchedulerEntry(name, factory, setting, source, description)
+        REGISTRY[name] = SchedulerEntry(name, factory, setting, source, description, argument)
         return factory
 
     return wrap
@@ -130,5 +139,5 @@ def make_scheduler(spec: str) -> Scheduler:
     entry = REGISTRY.get(name)
     if entry is None:
         raise ValueError(f"unknown scheduler {name!r}; choose one of {', '.join(sorted(REGISTRY))}")
-    check_argument(name, arg if colon else None)  # bounds; none for schedulers that take none
+    check_argument(name, arg if colon else None, entry.argument)  # bounds; none if it takes none
     return entry.factory(arg or None)

@@ -3,7 +3,7 @@
 Rule: at every scheduling point, pending jobs are sorted by GPUs × ideal execution time
 (requested GPUs times ``total_work`` seconds at the best placement: the job's GPU-seconds), then
 by arrival; each starts at its requested size if it fits, and jobs that do not fit are skipped.
-Non-preemptive.
+Non-preemptive; a `KeyOrdered`.
 
 Source: Luan et al., SCED² §IV-A baselines ("the smallest product of GPU demand and the ideal
 execution time").
@@ -11,12 +11,9 @@ execution time").
 
 from __future__ import annotations
 
-from typing import ClassVar
-
-from dlsched.core import ClusterView, Decision, JobRun
-from dlsched.schedulers.base import BaseScheduler, Scheduler
-from dlsched.schedulers.ordered import requested_size, start_in_order
-from dlsched.schedulers.pending_queue import PendingQueue
+from dlsched.core import JobRun, Resources
+from dlsched.schedulers.base import Scheduler
+from dlsched.schedulers.key_ordered import KeyOrdered
 from dlsched.schedulers.registry import register
 
 
@@ -27,25 +24,8 @@ def gpu_seconds_key(run: JobRun) -> tuple[float, float, int]:
     return (gpus * spec.total_work, spec.submit_time_s, run.job_id)
 
 
-def _gpu_seconds_key_at(run: JobRun, _now_s: float) -> tuple[float, float, int]:
+def _gpu_seconds_key_in(run: JobRun, _total: Resources) -> tuple[float, float, int]:
     return gpu_seconds_key(run)
-
-
-class Spf(BaseScheduler):
-    """Smallest GPU × ideal-time product first, non-preemptive and work-conserving."""
-
-    name = "spf"
-    preemptive: ClassVar[bool] = False
-
-    def __init__(self) -> None:
-        # kept sorted between points instead of sorting the queue at each
-        self.queue = PendingQueue(_gpu_seconds_key_at, requested_size)
-
-    def reset(self) -> None:
-        self.queue.clear()
-
-    def decide(self, view: ClusterView) -> Decision:
-        return start_in_order(view, self.queue.update(view))
 
 
 @register(
@@ -55,4 +35,4 @@ class Spf(BaseScheduler):
     description="smallest GPUs × ideal time first; non-preemptive",
 )
 def _make(_arg: str | None) -> Scheduler:
-    return Spf()
+    return KeyOrdered("spf", _gpu_seconds_key_in)

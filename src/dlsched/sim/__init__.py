@@ -1,7 +1,7 @@
 """The engine: the event queue, the simulator with its public stepping API, the shared
 executor that applies decisions, and the run's metrics.
 
-It knows no scheduler or workload by name; `dlsched.api.simulate` (also `dlsched.simulate`)
+It knows no scheduler or workload by name; `dlsched.runner.simulate` (also `dlsched.simulate`)
 resolves names and runs one simulation in one call.
 """
 

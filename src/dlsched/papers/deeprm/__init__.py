@@ -8,11 +8,19 @@ withholding SJF over the slots), `policy` (the trained
 network behind the scheduler protocol, checkpoints), `scheduler` (registers ``deeprm``), `train`
 (``dlsched train deeprm``'s run; `command` is the sub-command), `experiments` (``dlsched
 reproduce deeprm``), ``policies/ranked`` (the shipped ``deeprm`` policy) and ``policies/load0.7``,
-``policies/load1.3`` (the paper-state policies, ``deeprm:LOAD``). This
+``policies/load1.3`` (the paper-state policies, ``deeprm:LOAD``), `card_check` (its cards'
+limits). This
 file is the plugin manifest (no imports beyond `dlsched.plugins`).
 """
 
-from dlsched.plugins import ExperimentEntry, Plugin, TrainCommand, WorkloadEntry
+from dlsched.plugins import (
+    CardCheck,
+    EnvEntry,
+    ExperimentEntry,
+    Plugin,
+    TrainCommand,
+    WorkloadEntry,
+)
 
 PLUGIN = Plugin(
     name="deeprm",
@@ -35,4 +43,13 @@ PLUGIN = Plugin(
         ),
     ),
     train_commands=(TrainCommand("deeprm", "dlsched.papers.deeprm.command:train_deeprm_command"),),
+    envs=(
+        EnvEntry(
+            "dlsched/DeepRM-v0",
+            "dlsched.papers.deeprm.env:DeepRMEnv",
+            {"reward": "slowdown"},
+            "DeepRM's cluster image; default reward: its episode sum is minus the total slowdown",
+        ),
+    ),
+    card_checks=(CardCheck("deeprm", "dlsched.papers.deeprm.card_check:check_card"),),
 )

@@ -38,13 +38,13 @@ from typing import Any
 
 import numpy as np
 
-from dlsched.api import simulate
 from dlsched.core import ClusterView, Decision
 from dlsched.csv_rows import write_csv
 from dlsched.experiments.compare import mean_ci95
 from dlsched.experiments.plots import plt
 from dlsched.papers.deeprm.algorithm import HELD_OUT_SEED_BASE
 from dlsched.papers.deeprm.policy import DeepRMScheduler
+from dlsched.runner import simulate
 from dlsched.schedulers.base import Scheduler, WrappingScheduler
 from dlsched.schedulers.registry import make_scheduler
 from dlsched.sim import Result

@@ -9,6 +9,7 @@ See `dlsched.papers.deeprm.policy` for how the policy sees the Simulator's state
 
 from __future__ import annotations
 
+from dlsched.schedulers.arguments import load_or_path
 from dlsched.schedulers.base import Scheduler
 from dlsched.schedulers.registry import register
 
@@ -21,6 +22,7 @@ from dlsched.schedulers.registry import register
         "policy network for deeprm loads 0.3-1.9 (how it was made: its card.json; "
         "deeprm:LOAD paper-state; deeprm:PATH)"
     ),
+    argument=("LOAD or PATH", load_or_path),
 )
 def _make(arg: str | None) -> Scheduler:
     from dlsched.papers.deeprm.policy import make_deeprm_scheduler

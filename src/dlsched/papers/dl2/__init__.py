@@ -11,11 +11,19 @@ on the supervised start, ``train dl2 --rl-method es``), `scheduler`
 sub-command), `federated` (§6.3 Fig. 18), `online` (learning from a running cluster),
 `offline_rl` (the OfflineRL baseline's fitted-speed simulator), `experiments` /
 `experiments_training` / `report` (``dlsched reproduce dl2``), ``policies/dl2`` and
-``policies/offline_rl`` (shipped checkpoints). This file is the plugin manifest (no imports
-beyond `dlsched.plugins`).
+``policies/offline_rl`` (shipped checkpoints), `card_check` (its cards' limits). This file is
+the plugin manifest (no imports beyond `dlsched.plugins`).
 """
 
-from dlsched.plugins import ExperimentEntry, Plugin, TrainCommand, WorkloadEntry
+from dlsched.plugins import (
+    CardCheck,
+    EnvEntry,
+    ExperimentEntry,
+    OnlineLearnerEntry,
+    Plugin,
+    TrainCommand,
+    WorkloadEntry,
+)
 
 PLUGIN = Plugin(
     name="dl2",
@@ -36,4 +44,20 @@ PLUGIN = Plugin(
         ),
     ),
     train_commands=(TrainCommand("dl2", "dlsched.papers.dl2.command:train_dl2_command"),),
+    envs=(
+        EnvEntry(
+            "dlsched/DL2-v0",
+            "dlsched.papers.dl2.env:Dl2Env",
+            {"reward": "jct"},
+            "DL2, one step per action; default reward: its episode sum is minus the total JCT",
+        ),
+        EnvEntry(
+            "dlsched/DL2Slot-v0",
+            "dlsched.papers.dl2.slot_env:Dl2SlotEnv",
+            {},
+            "DL2, one step per time slot (a MultiDiscrete action); reward: jobs in system ÷ J",
+        ),
+    ),
+    card_checks=(CardCheck("dl2", "dlsched.papers.dl2.card_check:check_card"),),
+    online_learners=(OnlineLearnerEntry("dl2", "dlsched.papers.dl2.online:load_dl2_online"),),
 )

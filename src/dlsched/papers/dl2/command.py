@@ -171,6 +171,21 @@ def train_dl2_command(
             "servers=8,13,20: one policy across settings; validation keeps the fixed ones."
         ),
     ] = None,
+    paper: Annotated[
+        bool,
+        typer.Option(
+            "--paper",
+            help="DL2's own method and hyper-parameters (§4, §6.2): paper state, MLP 2x256, "
+            "SL from --teacher, then actor-critic (--rl-steps updates, one per slot) in "
+            "batched environments; --arch/--hidden/--J are ignored.",
+        ),
+    ] = False,
+    device: Annotated[
+        str, typer.Option(help="--paper: auto, cpu or cuda (networks and mini-batches).")
+    ] = "auto",
+    num_envs: Annotated[
+        int, typer.Option(min=1, max=4096, help="--paper: episodes simulated at once.")
+    ] = 16,
 ) -> None:
     """Train DL2: imitate TEACHER, then improve by RL; the best policy goes to OUT."""
     import torch
@@ -196,6 +211,14 @@ def train_dl2_command(
             options["servers"] = servers
         if load is not None:
             options["load"] = load
+        if paper:
+            from dlsched.papers.dl2.paper_command import run_paper
+
+            run_paper(out_dir, options, teacher, sl_episodes, sl_steps, rl_steps, eval_every,
+                      parse_seeds(val_seeds, "--val-seeds"), seed, not no_value_net,
+                      not no_exploration, not no_replay, device, num_envs, max_minutes,
+                      init)  # fmt: skip
+            return
         config = Dl2Config(
             J=jobs_per_batch,
             arch=arch,

@@ -40,7 +40,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from dlsched.api import simulate
 from dlsched.core import ClusterView, Decision, JobRun
 from dlsched.csv_rows import write_csv
 from dlsched.papers.dl2.experiments_training import (
@@ -53,6 +52,7 @@ from dlsched.papers.dl2.network import Dl2Config, make_policy, make_scheduler_fo
 from dlsched.papers.dl2.report import write_figures, write_markdown
 from dlsched.papers.dl2.scheduler import SHIPPED
 from dlsched.rl.checkpoint import load_checkpoint
+from dlsched.runner import simulate
 from dlsched.schedulers.base import Scheduler, WrappingScheduler
 from dlsched.schedulers.registry import make_scheduler, schedulers
 

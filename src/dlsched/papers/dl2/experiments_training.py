@@ -37,7 +37,6 @@ import numpy as np
 import torch
 from torch import nn
 
-from dlsched.api import simulate
 from dlsched.models.measured_ps import MeasuredPS
 from dlsched.papers.dl2.algorithm import (
     Learner,
@@ -49,6 +48,7 @@ from dlsched.papers.dl2.algorithm import (
 )
 from dlsched.papers.dl2.env import Dl2Env
 from dlsched.papers.dl2.network import Dl2Config, evaluate, make_policy, seed_everything
+from dlsched.runner import simulate
 from dlsched.workloads.base import Workload
 from dlsched.workloads.dl2 import JOB_TYPES, worker_demand
 

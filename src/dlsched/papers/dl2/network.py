@@ -339,7 +339,7 @@ def evaluate(
         transform: applied to each generated trace before simulating it (OfflineRL validates
             in its fitted-speed simulator, `dlsched.papers.dl2.offline_rl`).
     """
-    from dlsched.api import simulate
+    from dlsched.runner import simulate
     from dlsched.sim import SimulationStalled
     from dlsched.workloads.registry import make_workload
 

@@ -109,7 +109,7 @@ def count_stalls(
 
 def _stalls(trace: Workload, scheduler: Scheduler, seed: int) -> bool:
     """Whether ``scheduler`` stalls ``trace`` (`dlsched.simulate` with `IDLE_ROUNDS`)."""
-    from dlsched.api import simulate
+    from dlsched.runner import simulate
     from dlsched.sim import SimulationStalled
 
     try:

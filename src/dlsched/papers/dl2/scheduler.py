@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from dlsched.schedulers.arguments import checkpoint_path
 from dlsched.schedulers.base import Scheduler
 from dlsched.schedulers.registry import register
 
@@ -42,6 +43,7 @@ def load_dl2(
     setting="elastic PS (dl2)",
     source="DL2 (Peng et al. 2019), trained here",
     description="policy network (shipped: see its card.json); dl2:PATH loads another",
+    argument=("PATH", checkpoint_path),
 )
 def _make(arg: str | None) -> Scheduler:
     return load_dl2(arg)
@@ -52,6 +54,7 @@ def _make(arg: str | None) -> Scheduler:
     setting="elastic PS (dl2)",
     source="DL2 §6.1's OfflineRL baseline, trained here",
     description="DL2's RL trained only on fitted Optimus speeds; offline-rl:PATH loads another",
+    argument=("PATH", checkpoint_path),
 )
 def _make_offline_rl(arg: str | None) -> Scheduler:
     return load_dl2(arg, default=SHIPPED_OFFLINE_RL, name="offline-rl")

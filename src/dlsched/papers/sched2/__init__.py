@@ -10,11 +10,18 @@ search), `policy` (checkpoints of both kinds behind the scheduler protocol, load
 `scheduler` (registers ``sched2``), `train` (``dlsched train sched2``'s runs; `command` is the
 sub-command), `experiments` and `fragmentation` (``dlsched reproduce sched2`` and
 ``sched2-fragmentation``), ``policies/sched2`` (the shipped SCED²-L checkpoint) and
-``policies/sched2_dqn`` (the issue-6 Q-network). This file is the plugin manifest (no imports
-beyond `dlsched.plugins`).
+``policies/sched2_dqn`` (the issue-6 Q-network), `card_check` (its cards' limits). This file is
+the plugin manifest (no imports beyond `dlsched.plugins`).
 """
 
-from dlsched.plugins import ExperimentEntry, Plugin, TrainCommand, WorkloadEntry
+from dlsched.plugins import (
+    CardCheck,
+    EnvEntry,
+    ExperimentEntry,
+    Plugin,
+    TrainCommand,
+    WorkloadEntry,
+)
 
 PLUGIN = Plugin(
     name="sched2",
@@ -42,4 +49,13 @@ PLUGIN = Plugin(
         ),
     ),
     train_commands=(TrainCommand("sched2", "dlsched.papers.sched2.command:train_sched2_command"),),
+    envs=(
+        EnvEntry(
+            "dlsched/SCED2-v0",
+            "dlsched.papers.sched2.env:Sched2Env",
+            {"reward": "jct"},
+            "SCED², one of the first J waiting jobs; default reward: minus the total JCT",
+        ),
+    ),
+    card_checks=(CardCheck("sched2", "dlsched.papers.sched2.card_check:check_card"),),
 )

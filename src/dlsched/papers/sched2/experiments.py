@@ -33,11 +33,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
-from dlsched.api import simulate
 from dlsched.core import ClusterView, Decision
 from dlsched.csv_rows import write_csv
 from dlsched.papers.sched2.profiling import Profiler
 from dlsched.papers.sched2.train import DEFAULT_LOAD, TEST_SEEDS
+from dlsched.runner import simulate
 from dlsched.schedulers.base import Scheduler, WrappingScheduler
 from dlsched.schedulers.registry import make_scheduler
 from dlsched.sim import Result

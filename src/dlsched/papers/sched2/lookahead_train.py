@@ -82,7 +82,7 @@ class IterationLog:
 
 def references(workload: Workload) -> dict[str, float]:
     """Best value of each metric over `REFERENCES` on ``workload``."""
-    from dlsched.api import simulate
+    from dlsched.runner import simulate
 
     summaries = [simulate(workload, name).summary() for name in REFERENCES]
     return {m: min(float(s[m]) for s in summaries) for m in METRICS}
@@ -90,7 +90,7 @@ def references(workload: Workload) -> dict[str, float]:
 
 def run_params(params: LookaheadParams, workload: Workload) -> dict[str, Any]:
     """Summary of SCED²-L with ``params`` on ``workload``."""
-    from dlsched.api import simulate
+    from dlsched.runner import simulate
 
     return simulate(workload, LookaheadScheduler(params)).summary()
 

@@ -117,7 +117,7 @@ def evaluate(
     net: Sched2QNet, workloads: Sequence[Workload], *, profile_seed: int = 0
 ) -> dict[str, float]:
     """Greedy policy on each workload through `dlsched.simulate`; mean of the summaries."""
-    from dlsched.api import simulate
+    from dlsched.runner import simulate
 
     scheduler = make_scheduler_from(net, net.shape, profile_seed=profile_seed)
     was_training = net.training

@@ -21,6 +21,7 @@ This module only registers the scheduler; PyTorch is imported when one is built
 
 from __future__ import annotations
 
+from dlsched.schedulers.arguments import checkpoint_path
 from dlsched.schedulers.base import Scheduler
 from dlsched.schedulers.registry import register
 
@@ -31,6 +32,7 @@ from dlsched.schedulers.registry import register
     source="SCED² §III",
     description="SCED²-L: learned locality-aware selection over the whole queue with a "
     "reservation over estimated durations; sched2:PATH loads a checkpoint (DQN or rule)",
+    argument=("PATH", checkpoint_path),
 )
 def _make(arg: str | None) -> Scheduler:
     from dlsched.papers.sched2.policy import load_scheduler

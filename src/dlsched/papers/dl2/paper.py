@@ -1,0 +1,449 @@
+"""``dlsched train dl2 --paper``: DL2's own method at scale (issue 29), CleanRL-style in one file.
+
+1. **State** (§4.1): per job row ``x`` (type one-hot), ``d`` (slots run), ``e`` (remaining
+   epochs), ``r`` (dominant share so far this slot), ``w`` / ``u`` (workers / PS so far this
+   slot). The environment's observation has more entries (row present, progress fraction, last
+   slot's counts, row position, free-capacity fractions, jobs beyond the batch); the paper's
+   network never reads them: their input weights are zero and kept zero (`paper_policy`), so
+   the checkpoint is a plain ``arch="mlp"`` network that ``--scheduler dl2:PATH`` runs.
+2. **Network** (§6.2): an MLP with 2 hidden layers of 256 (policy: softmax over the 3J+1
+   actions; value: one linear output, same input).
+3. **Supervised warm-up** (§4.2): cross-entropy on DRF's decisions replayed as action
+   sequences, Adam 0.005, mini-batch 256.
+4. **Online actor-critic** (§4.2–4.3, §6.2): samples ``(s, a, r, s')`` with ``r`` the slot's
+   reward ``Σ t_i/E_i`` given to every action of the slot and ``s'`` the next slot's first
+   state; TD(0) value target with γ = 0.9 per slot; advantage ``r + γV(s') − V(s)``; entropy
+   bonus β = 0.1; job-aware exploration (ε = 0.4 in poor states); experience replay of 8,192
+   samples, one mini-batch of 256 a simulated slot (the paper's "one update at the end of each
+   time slot"), learning starting once the buffer is full (the authors' code); Adam 1e-4.
+   Experience comes from `Dl2BatchedEnv` (``num_envs`` episodes at once).
+
+`PaperSpec` documents every knob; `train_paper` runs it and writes the usual checkpoint layout
+(``policy.pt`` + ``card.json`` of the best validation, ``train_log.csv``, ``rl_stats.csv`` with
+the learning statistics of the diagnosis: entropy, value loss, advantage scale, gradient norms).
+"""
+
+from __future__ import annotations
+
+import csv
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import torch
+from torch import nn
+
+from dlsched.papers.dl2.algorithm import Batch, Learner, collect_teacher, supervised
+from dlsched.papers.dl2.batched_env import Dl2BatchedEnv, resolve_device
+from dlsched.papers.dl2.env import Dl2Env
+from dlsched.papers.dl2.network import (
+    Dl2Config,
+    evaluate,
+    make_policy,
+    masked_logits,
+    save,
+    seed_everything,
+)
+from dlsched.papers.dl2.state import Dl2Shape
+
+log = logging.getLogger(__name__)
+
+PAPER_ROW = ("x", "d", "e", "r", "w", "u")
+"""The paper's per-job state entries (§4.1)."""
+
+
+def paper_config(**changes: Any) -> Dl2Config:
+    """DL2 §6.2's hyper-parameters: MLP 2×256, Adam 0.005 (SL) / 1e-4 (RL), mini-batch 256,
+    γ = 0.9, ε = 0.4, β = 0.1, replay 8,192, one update per slot, no advantage normalisation
+    and no gradient clipping (neither is in the paper)."""
+    base = Dl2Config(
+        arch="mlp",
+        hidden=(256, 256),
+        slots_per_update=1,
+        normalize_advantage=False,
+        grad_clip=1e9,
+    )
+    return replace(base, **changes)
+
+
+def paper_inputs(shape: Dl2Shape) -> npt.NDArray[np.bool_]:
+    """Which observation entries are the paper's state (x, d, e, r, w, u of every row)."""
+    keep = np.zeros(shape.obs_dim, dtype=bool)
+    L, rd = shape.L, shape.row_dim
+    for i in range(shape.J):
+        row = i * rd
+        keep[row : row + L] = True  # x
+        for k in (1, 2, 4, 5, 6):  # d, e, r, w, u (`dlsched.papers.dl2.state` layout)
+            keep[row + L + k] = True
+    return keep
+
+
+def paper_network(net: nn.Module, shape: Dl2Shape) -> nn.Module:
+    """Zero the first layer's weights of the entries outside the paper's state and keep their
+    gradients zero (Adam then never moves them): the network reads only x, d, e, r, w, u."""
+    first = next(m for m in net.modules() if isinstance(m, nn.Linear))
+    drop = torch.from_numpy(~paper_inputs(shape))
+    with torch.no_grad():
+        first.weight[:, drop] = 0.0
+    first.weight.register_hook(lambda g: g.masked_fill(drop.to(g.device)[None, :], 0.0))
+    return net
+
+
+@dataclass
+class PaperSpec:
+    """What ``train dl2 --paper`` does (defaults: the paper's, or ours where it is silent).
+
+    Attributes:
+        out: output directory.
+        workload_options: DL2 workload options (``servers``, ``load``, ``num_jobs``).
+        config: the hyper-parameters (`paper_config`).
+        teacher: heuristic of the supervised warm-up (§4.2: DRF).
+        sl_traces: training traces the teacher is replayed on (ours).
+        sl_steps: supervised mini-batches (ours; the paper: "hundreds of" passes).
+        rl_updates: actor-critic updates (one per simulated slot).
+        num_envs: episodes simulated at once (ours: the batched environment).
+        eval_every: RL updates between validations.
+        val_seeds: validation trace seeds (never trained on).
+        device: ``auto``, ``cpu`` or ``cuda`` (networks and mini-batches).
+        max_wall_s: wall-time budget; no chunk starts after it.
+        init: start RL from this supervised checkpoint instead of running the warm-up (its
+            card must say it was made by the same warm-up; the card of the result says so).
+        critic_warmup: updates of the value network alone before the policy learns (ours,
+            0 = the paper: policy and value learn from the first update).
+    """
+
+    out: Path
+    workload_options: dict[str, Any] = field(default_factory=dict)
+    config: Dl2Config = field(default_factory=paper_config)
+    teacher: str = "drf"
+    sl_traces: int = 8
+    sl_steps: int = 2000
+    rl_updates: int = 20_000
+    num_envs: int = 16
+    eval_every: int = 1000
+    val_seeds: Sequence[int] = (201, 202, 203)
+    device: str = "auto"
+    max_wall_s: float | None = None
+    init: Path | None = None
+    critic_warmup: int = 0
+
+
+class SlotReplay:
+    """Experience replay ring (§4.3) filled a slot at a time (arrays, no per-sample Python)."""
+
+    def __init__(self, capacity: int, obs_dim: int, num_actions: int) -> None:
+        self.capacity, self.size, self.pos = capacity, 0, 0
+        self.obs = np.zeros((capacity, obs_dim), dtype=np.float32)
+        self.next_obs = np.zeros((capacity, obs_dim), dtype=np.float32)
+        self.masks = np.zeros((capacity, num_actions), dtype=bool)
+        self.actions = np.zeros(capacity, dtype=np.int64)
+        self.rewards = np.zeros(capacity, dtype=np.float32)
+        self.dones = np.zeros(capacity, dtype=np.float32)
+
+    def add_slot(
+        self,
+        obs: npt.NDArray[np.float32],
+        masks: npt.NDArray[np.bool_],
+        actions: npt.NDArray[np.int64],
+        reward: float,
+        next_obs: npt.NDArray[np.float32],
+        done: bool,
+    ) -> None:
+        """One slot's samples: every action gets the slot's reward and next state."""
+        idx = (self.pos + np.arange(len(actions))) % self.capacity
+        self.obs[idx], self.masks[idx], self.actions[idx] = obs, masks, actions
+        self.rewards[idx], self.next_obs[idx], self.dones[idx] = reward, next_obs, float(done)
+        self.pos = int((self.pos + len(actions)) % self.capacity)
+        self.size = min(self.size + len(actions), self.capacity)
+
+    def sample(self, n: int, rng: np.random.Generator, device: torch.device) -> Batch:
+        idx = rng.integers(self.size, size=n)
+
+        def take(a: npt.NDArray[Any]) -> torch.Tensor:
+            return torch.from_numpy(a[idx]).to(device)
+
+        return Batch(
+            take(self.obs),
+            take(self.masks),
+            take(self.actions),
+            take(self.rewards),
+            take(self.next_obs),
+            take(self.dones),
+        )
+
+
+def exploration_fixes(env: Dl2BatchedEnv) -> npt.NDArray[np.bool_]:
+    """``(B, 3J + 1)``: legal actions that fix a job in one of DL2's poor states (§4.3) —
+    workers without PS, PS without workers, a worker:PS ratio beyond 10 — as
+    `Dl2Slot.poor_state_fixes`."""
+    counts = env.row_counts()
+    w, p = counts[..., 0].astype(np.float64), counts[..., 1].astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        add_ps = ((w > 0) & (p == 0)) | ((p > 0) & (w / np.maximum(p, 1) > 10))
+        add_w = ~add_ps & (((p > 0) & (w == 0)) | ((w > 0) & (p / np.maximum(w, 1) > 10)))
+    fixes = np.zeros_like(env.mask)
+    J = env.shape.J
+    fixes[:, 0 : 3 * J : 3] = add_w
+    fixes[:, 1 : 3 * J : 3] = add_ps
+    return fixes & env.mask
+
+
+class Collector:
+    """Runs the policy in `Dl2BatchedEnv` and fills the replay a slot at a time."""
+
+    def __init__(self, env: Dl2BatchedEnv, learner: Learner, replay: SlotReplay, seed: int):
+        self.env, self.learner, self.replay = env, learner, replay
+        self.rng = np.random.default_rng(seed)
+        self.gen = torch.Generator(device=env.device).manual_seed(seed)
+        env.reset()
+        self.staged: list[list[tuple[npt.NDArray[np.float32], npt.NDArray[np.bool_], int]]] = [
+            [] for _ in range(env.num_envs)
+        ]
+        self.slots = 0
+        self.episodes = 0
+        self.returns: list[float] = []
+        self._ret = np.zeros(env.num_envs)
+
+    def act(self) -> npt.NDArray[np.int64]:
+        env, cfg = self.env, self.learner.cfg
+        obs, mask = env.tensors()
+        with torch.inference_mode():
+            logits = masked_logits(self.learner.policy(obs), mask)
+            actions = torch.multinomial(torch.softmax(logits, 1), 1, generator=self.gen)[:, 0]
+        out = actions.cpu().numpy()
+        if cfg.exploration:
+            fixes = exploration_fixes(env)
+            use = fixes.any(axis=1) & (self.rng.random(env.num_envs) < cfg.epsilon)
+            if use.any():
+                keys = np.where(fixes[use], self.rng.random(fixes[use].shape), -1.0)
+                out[use] = keys.argmax(axis=1)
+        return out
+
+    def step(self) -> int:
+        """One action in every environment; returns the slots that ended."""
+        env = self.env
+        obs, mask = env.obs.copy(), env.mask.copy()
+        actions = self.act()
+        _, _, rewards, terminated, truncated, slot_end = env.step(actions)
+        for b in range(env.num_envs):
+            self.staged[b].append((obs[b], mask[b], int(actions[b])))
+        ended = np.flatnonzero(slot_end)
+        for b in ended.tolist():
+            rows = self.staged[b]
+            self.replay.add_slot(
+                np.stack([r[0] for r in rows]),
+                np.stack([r[1] for r in rows]),
+                np.array([r[2] for r in rows], dtype=np.int64),
+                float(rewards[b]),
+                env.obs[b],
+                bool(terminated[b]),
+            )
+            rows.clear()
+            self._ret[b] += rewards[b]
+        done = terminated | truncated
+        for b in np.flatnonzero(done).tolist():
+            self.staged[b].clear()
+            self.returns.append(float(self._ret[b]))
+            self._ret[b] = 0.0
+            self.episodes += 1
+        if done.any():
+            env.reset_done()
+        self.slots += len(ended)
+        return len(ended)
+
+
+def _grad_norm(net: nn.Module) -> float:
+    norms = [p.grad.norm() for p in net.parameters() if p.grad is not None]
+    return float(torch.stack(norms).norm()) if norms else 0.0
+
+
+STATS_COLUMNS = [
+    "update", "slots", "wall_s", "entropy", "policy_loss", "value_loss", "advantage_abs",
+    "advantage_std", "reward_mean", "policy_grad_norm", "value_grad_norm",
+]  # fmt: skip
+
+
+def rl_update(learner: Learner, batch: Batch, critic_only: bool = False) -> dict[str, float]:
+    """One actor-critic update (`Learner.backward` + step) with the diagnosis statistics;
+    ``critic_only``: the value network's step alone (the policy's gradient is dropped)."""
+    stats = learner.backward(batch)
+    stats["policy_grad_norm"] = _grad_norm(learner.policy)
+    stats["value_grad_norm"] = _grad_norm(learner.value) if learner.cfg.value_net else 0.0
+    if critic_only:
+        learner.policy_opt.zero_grad()
+    learner.step()
+    with torch.no_grad():
+        if learner.cfg.value_net:
+            v = learner.value(batch.obs)[:, 0]
+            nxt = learner.value(batch.next_obs)[:, 0]
+            adv = batch.rewards + learner.cfg.gamma * (1 - batch.dones) * nxt - v
+        else:
+            adv = batch.rewards - learner.baseline
+    stats["advantage_std"] = float(adv.std())
+    stats["reward_mean"] = float(batch.rewards.mean())
+    return stats
+
+
+Progress = Callable[[str, int, int, float | None], None]
+
+
+class _Log:
+    """``train_log.csv`` (validations) and ``rl_stats.csv`` (learning statistics)."""
+
+    def __init__(self, out: Path) -> None:
+        out.mkdir(parents=True, exist_ok=True)
+        self.val = out / "train_log.csv"
+        self.stats = out / "rl_stats.csv"
+        with self.val.open("w", newline="") as fh:
+            csv.writer(fh).writerow(["phase", "step", "slots", "wall_s", "val_avg_jct_s", "stat"])
+        with self.stats.open("w", newline="") as fh:
+            csv.writer(fh).writerow(STATS_COLUMNS)
+
+    def validation(self, row: list[Any]) -> None:
+        with self.val.open("a", newline="") as fh:
+            csv.writer(fh).writerow(row)
+
+    def stat(self, row: dict[str, float]) -> None:
+        with self.stats.open("a", newline="") as fh:
+            csv.writer(fh).writerow([f"{row.get(k, float('nan')):.6g}" for k in STATS_COLUMNS])
+
+
+def _notes(spec: PaperSpec, phase: str, updates: int, slots: int, stopped: bool) -> str:
+    cfg = spec.config
+    parts = [
+        "DL2's paper method (train dl2 --paper): paper state (x, d, e, r, w, u; the other "
+        "observation entries have zero input weights), MLP 2x256",
+        f"supervised warm-up from {spec.teacher} on {spec.sl_traces} traces, "
+        f"{spec.sl_steps} mini-batches",
+        f"then {updates} actor-critic updates (one per simulated slot, {slots} slots in "
+        f"{spec.num_envs} batched environments), reward = sum of epochs trained / total epochs",
+        f"gamma={cfg.gamma:g}, epsilon={cfg.epsilon:g} (job-aware exploration: "
+        f"{cfg.exploration}), entropy beta={cfg.entropy_beta:g}, "
+        f"replay={cfg.replay_size if cfg.replay else 0}, "
+        f"value network: {cfg.value_net}, rl lr={cfg.rl_lr:g}, batch={cfg.batch_size}",
+        f"checkpoint = best validation (seeds {list(spec.val_seeds)}), taken in phase {phase}",
+    ]
+    if stopped:
+        parts.append(f"stopped by the wall-time budget of {spec.max_wall_s:.0f} s")
+    return "; ".join(parts)
+
+
+@dataclass
+class _Best:
+    jct: float = float("inf")
+    phase: str = ""
+
+
+def train_paper(spec: PaperSpec, progress: Progress | None = None) -> Path:
+    """Supervised warm-up from DRF, then DL2's online actor-critic (module docstring);
+    returns the directory of the best policy by validation average JCT."""
+    cfg = spec.config
+    seed_everything(cfg.seed)
+    device = resolve_device(spec.device)
+    shape = cfg.shape()
+    t0 = time.perf_counter()
+    logs = _Log(spec.out)
+    policy = paper_network(make_policy(cfg), shape)
+    opts = spec.workload_options
+    best = _Best()
+
+    def validate(phase: str, step: int, slots: int, stat: float) -> float:
+        val = evaluate(learner.policy.cpu(), cfg, spec.val_seeds, **opts)
+        learner.policy.to(device)
+        logs.validation([phase, step, slots, f"{time.perf_counter() - t0:.1f}", f"{val:.1f}",
+                         f"{stat:.4f}"])  # fmt: skip
+        if val < best.jct:
+            best.jct, best.phase = val, f"{phase} step {step}"
+            _save(spec, learner.policy.cpu(), val, best.phase, updates, slots, False)
+            learner.policy.to(device)
+        if progress is not None:
+            progress(phase, step, spec.rl_updates if phase == "rl" else spec.sl_steps, val)
+        log.info("%s %d: validation avg JCT %.0f s (best %.0f)", phase, step, val, best.jct)
+        return val
+
+    updates = 0
+    learner = Learner.create(cfg, policy)
+    if spec.init is None:
+        data = collect_teacher(
+            Dl2Env(**opts, shape=shape), spec.teacher, spec.sl_traces, seed=cfg.seed
+        )
+        agree = supervised(learner.policy, data, cfg, spec.sl_steps)
+        validate("sl", spec.sl_steps, 0, agree)
+    else:
+        state = torch.load(Path(spec.init) / "policy.pt", map_location="cpu", weights_only=True)
+        learner.policy.load_state_dict(state)
+        validate("sl", spec.sl_steps, 0, float("nan"))
+    learner = Learner.create(cfg, learner.policy.to(device))
+    learner.value = paper_network(learner.value, shape).to(device)
+    learner.value_opt = torch.optim.Adam(learner.value.parameters(), lr=cfg.rl_lr)
+    env = Dl2BatchedEnv(spec.num_envs, shape=shape, seed=cfg.seed, device=spec.device, **opts)
+    capacity = cfg.replay_size if cfg.replay else cfg.batch_size
+    replay = SlotReplay(capacity, shape.obs_dim, shape.num_actions)
+    collector = Collector(env, learner, replay, cfg.seed)
+    rng = np.random.default_rng(cfg.seed + 1)
+    due = 0
+    stopped = False
+    while updates < spec.rl_updates:
+        if spec.max_wall_s is not None and time.perf_counter() - t0 > spec.max_wall_s:
+            stopped = True
+            break
+        due += collector.step()
+        while due > 0 and replay.size >= capacity and updates < spec.rl_updates:
+            due -= 1
+            batch = replay.sample(cfg.batch_size, rng, device)
+            stats = rl_update(learner, batch, critic_only=updates < spec.critic_warmup)
+            updates += 1
+            stats.update(update=updates, slots=collector.slots, wall_s=time.perf_counter() - t0)
+            stats["advantage_abs"] = stats.pop("advantage", float("nan"))
+            if updates % 50 == 0:
+                logs.stat(stats)
+            if updates % spec.eval_every == 0:
+                recent = collector.returns[-20:]
+                validate("rl", updates, collector.slots, float(np.mean(recent)) if recent else 0.0)
+        if replay.size < capacity:
+            due = 0
+    if updates % spec.eval_every:
+        validate("rl", updates, collector.slots, 0.0)
+    if stopped:
+        _save(spec, learner.policy.cpu(), best.jct, best.phase, updates, collector.slots,
+              True, card_only=True)  # fmt: skip
+    return spec.out
+
+
+def _save(
+    spec: PaperSpec,
+    policy: nn.Module,
+    val: float,
+    phase: str,
+    updates: int,
+    slots: int,
+    stopped: bool,
+    card_only: bool = False,
+) -> None:
+    """The best policy (or, ``card_only``, only its card's notes updated) in ``spec.out``."""
+    from dlsched.rl.checkpoint import read_card
+
+    cfg = spec.config
+    if card_only:
+        card = read_card(spec.out)
+        policy_state = torch.load(spec.out / "policy.pt", map_location="cpu", weights_only=True)
+        policy = make_policy(cfg)
+        policy.load_state_dict(policy_state)
+        steps = dict(card.steps)
+        updates, slots = int(steps.get("rl", updates)), int(steps.get("slots", slots))
+    save(
+        spec.out,
+        policy,
+        cfg,
+        workload="dl2",
+        workload_params={k: v for k, v in spec.workload_options.items()},
+        seeds={"validation": list(spec.val_seeds), "run": [cfg.seed]},
+        steps={"sl": spec.sl_steps, "rl": updates, "slots": slots, "sl_traces": spec.sl_traces},
+        validation={"avg_jct_s": val},
+        notes=_notes(spec, phase, updates, slots, stopped),
+    )

@@ -1,0 +1,65 @@
+"""``dlsched train dl2 --paper``'s run and summary table (`dlsched.papers.dl2.paper`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+
+from dlsched.commands.common import out
+from dlsched.papers.dl2.paper import PaperSpec, paper_config, train_paper
+from dlsched.rl.checkpoint import read_card
+
+
+def run_paper(
+    out_dir: Path,
+    options: dict[str, Any],
+    teacher: str,
+    sl_traces: int,
+    sl_steps: int,
+    rl_updates: int,
+    eval_every: int,
+    val_seeds: Sequence[int],
+    seed: int,
+    value_net: bool,
+    exploration: bool,
+    replay: bool,
+    device: str,
+    num_envs: int,
+    max_minutes: float | None,
+    init: Path | None,
+) -> None:
+    """Train with the paper preset and print where the policy is."""
+    spec = PaperSpec(
+        out=out_dir,
+        workload_options=options,
+        config=paper_config(seed=seed, value_net=value_net, exploration=exploration, replay=replay),
+        teacher=teacher,
+        sl_traces=sl_traces,
+        sl_steps=sl_steps,
+        rl_updates=rl_updates,
+        num_envs=num_envs,
+        eval_every=eval_every,
+        val_seeds=tuple(val_seeds),
+        device=device,
+        max_wall_s=None if max_minutes is None else 60.0 * max_minutes,
+        init=init,
+    )
+    best = train_paper(spec)
+    card = read_card(best)
+    table = Table(title=f"DL2 (paper method) policy in {best}")
+    table.add_column("field")
+    table.add_column("value")
+    table.add_row(
+        "validation avg JCT (s)", f"{card.validation.get('avg_jct_s', float('nan')):,.0f}"
+    )
+    steps = card.steps
+    table.add_row(
+        "steps (SL, RL, slots)",
+        f"{steps.get('sl', 0)}, {steps.get('rl', 0)}, {steps.get('slots', 0)}",
+    )
+    table.add_row("logs", f"{best / 'train_log.csv'}, {best / 'rl_stats.csv'}")
+    out.print(table)
+    out.print(f"use it with: --scheduler dl2:{best}")
