@@ -36,12 +36,14 @@ from dlsched.commands.common import metric_unit as _metric_unit
 from dlsched.commands.common import off_terminal_width as _off_terminal_width
 from dlsched.commands.common import one_line_errors as _one_line_errors
 from dlsched.commands.common import parse_options as _parse_options
-from dlsched.commands.paths import check_outputs, workload_inputs
+from dlsched.commands.paths import check_out_folder, check_outputs, workload_inputs
 from dlsched.plugins import plugins, resolve
 from dlsched.when_imported import when_imported
 
 if TYPE_CHECKING:  # SciPy comes with it: imported only by the commands that need it
     from dlsched.experiments.compare import Summary
+
+log = logging.getLogger("dlsched.cli")
 
 app = typer.Typer(
     help="Schedule deep-learning training jobs on GPU clusters: simulate, compare, reproduce.",
@@ -167,16 +169,15 @@ def simulate(
     from dlsched.sim.jobs_table import check_jobs_path, write_jobs
 
     label = escape(f"{workload} · {scheduler}")
-    with _one_line_errors(), _job_progress(label) as on_job_finished:
+    with _one_line_errors(hold_warnings=True), _job_progress(label) as on_job_finished:
         check_outputs(
             {"--jobs-out": jobs_out, "--jobs-csv": jobs_csv, "--plot": plot},
             workload_inputs(workload),
         )
         if jobs_csv is not None:
-            print(
-                "warning: --jobs-csv is deprecated and will be removed; use --jobs-out "
-                f"{jobs_csv} (the same table)",
-                file=sys.stderr,
+            log.warning(
+                "--jobs-csv is deprecated and will be removed; use --jobs-out %s (the same table)",
+                jobs_csv,
             )
             check_jobs_path(jobs_csv, "--jobs-csv")
         if jobs_out is not None:
@@ -261,7 +262,7 @@ def compare(
     from dlsched.experiments.compare import METRICS, run_grid, summarise
     from dlsched.sim.jobs_table import check_jobs_path, write_jobs
 
-    with _one_line_errors():
+    with _one_line_errors(hold_warnings=True):
         check_outputs({"--jobs-out": jobs_out, "--plot": plot}, workload_inputs(workload))
         if jobs_out is not None:
             check_jobs_path(jobs_out, "--jobs-out")
@@ -398,7 +399,7 @@ def trace_info(
 
     from dlsched.workloads.traces import trace_info as summarise_trace
 
-    with _one_line_errors(), err.status("reading the trace") as status:
+    with _one_line_errors(hold_warnings=True), err.status("reading the trace") as status:
         info = summarise_trace(
             path, progress=lambda line: status.update(escape(line)), columns=columns
         )
@@ -430,14 +431,20 @@ def trace_info(
 def reproduce(
     name: Annotated[str, typer.Argument(help="Experiment name (see dlsched list).")],
     out_dir: Annotated[
-        Path | None, typer.Option("--out", help="Output folder, used as given [default: out/NAME].")
+        Path | None,
+        typer.Option(
+            "--out",
+            help="Output folder, used as given; its parent must exist [default: out/NAME].",
+        ),
     ] = None,
     full: Annotated[bool, typer.Option(help="Run the paper's full size (slow).")] = False,
 ) -> None:
     """Regenerate a paper's table or figure as CSV + PNG + Markdown."""
-    from dlsched.experiments.registry import run_experiment
+    from dlsched.experiments.registry import experiments, run_experiment
 
     with _one_line_errors():
+        if out_dir is not None and name in experiments():
+            check_out_folder(out_dir, "--out")
         paths = run_experiment(name, out_dir or Path("out") / name, full=full)
     for path in paths:
         out.print(f"wrote {path}", markup=False, emoji=False, highlight=False)

@@ -7,10 +7,11 @@ the commands to its Typer apps): the import graph has no cycle.
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -76,15 +77,65 @@ err = _console(stderr=True)
 
 
 @contextmanager
-def one_line_errors() -> Iterator[None]:
-    """Turn expected failures into a one-line message and exit code 2, never a traceback."""
+def one_line_errors(hold_warnings: bool = False) -> Iterator[None]:
+    """Turn expected failures into a one-line message and exit code 2, never a traceback.
+
+    With ``hold_warnings`` the warnings logged inside (deprecated options, a policy outside
+    its setting) are printed when the block succeeds, and left out when it fails: the error is
+    then the last and only line on stderr. For commands that end soon; a long one (training,
+    a controller) prints its warnings as they come.
+    """
     from dlsched.sim import SimulationStalled
 
+    with _held_warnings(hold_warnings) as release:
+        try:
+            yield
+        except (ValueError, OSError, KeyError, SimulationStalled) as exc:
+            print_error(str(exc) or type(exc).__name__, err)
+            raise typer.Exit(2) from None
+        release()
+
+
+class _Hold(logging.Handler):
+    """Keeps the records it is given, to hand on later."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@contextmanager
+def _held_warnings(hold: bool) -> Iterator[Callable[[], None]]:
+    """While open (and ``hold``), the root logger's stream handlers get no records (Python's
+    last-resort stderr handler neither, when the root has no handler); the callable yielded
+    hands them the records held so far. Files keep getting every record as it comes."""
+    if not hold:
+        yield lambda: None
+        return
+    root = logging.getLogger()
+    streams = [h for h in root.handlers if type(h) is logging.StreamHandler]
+    targets = streams if root.handlers else [logging.lastResort]
+    holder = _Hold()
+    for handler in streams:
+        root.removeHandler(handler)
+    root.addHandler(holder)
+
+    def release() -> None:
+        for record in holder.records:
+            for handler in targets:
+                if handler is not None and record.levelno >= handler.level:
+                    handler.handle(record)
+        holder.records.clear()
+
     try:
-        yield
-    except (ValueError, OSError, KeyError, SimulationStalled) as exc:
-        print_error(str(exc) or type(exc).__name__, err)
-        raise typer.Exit(2) from None
+        yield release
+    finally:
+        root.removeHandler(holder)
+        for handler in streams:
+            root.addHandler(handler)
 
 
 def parse_options(options: list[str] | None) -> dict[str, Any]:

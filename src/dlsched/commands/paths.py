@@ -12,7 +12,7 @@ import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-__all__ = ["check_outputs", "workload_inputs"]
+__all__ = ["check_out_folder", "check_outputs", "workload_inputs"]
 
 
 def workload_inputs(workload: str) -> list[Path]:
@@ -76,3 +76,20 @@ def check_outputs(
                     f"{option}: {str(folder)!r} holds the input {str(source)!r}; give an output "
                     "folder that does not contain an input"
                 )
+
+
+def check_out_folder(folder: Path, option: str) -> None:
+    """An output folder named by the user: it may be new, but its parent must exist (as
+    ``mkdir`` without ``-p``), so a mistyped ``/nonexistent/dir`` is refused rather than built.
+
+    Raises:
+        ValueError: naming ``option``: the parent is missing, or the path is a file.
+    """
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"{option}: {str(folder)!r} is a file, not a folder")
+    parent = folder.absolute().parent
+    if not parent.is_dir():
+        raise ValueError(
+            f"{option}: the folder {str(parent)!r} does not exist; create it first or give "
+            "another output folder"
+        )

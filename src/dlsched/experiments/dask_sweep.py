@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from typing import Any
@@ -22,6 +23,29 @@ log = logging.getLogger(__name__)
 
 LOCAL = "local"
 """The address that starts a cluster on this machine for the sweep."""
+
+
+CONNECT_S = 5.0
+"""Seconds to open a TCP connection to the scheduler: an address nobody listens on fails
+within this time (Dask's client retries a refused connection for its whole timeout)."""
+
+HANDSHAKE_S = 30.0
+"""Seconds for the Dask client's handshake once the scheduler's port answers."""
+
+
+def _probe(distributed: Any, address: str) -> None:
+    """Open and close one TCP connection to a ``tcp://`` or ``tls://`` scheduler address
+    (other protocols are left to Dask).
+
+    Raises:
+        OSError: refused, unreachable or unknown host, or no answer within `CONNECT_S`.
+    """
+    scheme, location = distributed.comm.parse_address(address)
+    if scheme not in ("tcp", "tls"):
+        return
+    host, port = distributed.comm.parse_host_port(location)
+    with socket.create_connection((host, port), timeout=CONNECT_S):
+        pass
 
 
 def _distributed(option: str) -> Any:
@@ -67,10 +91,15 @@ def run_on_dask(
             )
             address = cluster.scheduler_address
         try:
-            client = stack.enter_context(distributed.Client(address, timeout=30))
-        except (OSError, TimeoutError) as exc:
+            _probe(distributed, address)
+            client = stack.enter_context(distributed.Client(address, timeout=HANDSHAKE_S))
+        except Exception as exc:  # refused, timed out, or something else answers there
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            reason = (reason.strip().splitlines() or [""])[0][:200]
+            if not isinstance(exc, (OSError, TimeoutError)):
+                reason = f"not a Dask scheduler? {type(exc).__name__} {reason}".rstrip()
             raise ValueError(
-                f"{option}: cannot reach the Dask scheduler at {address}: {exc}"
+                f"{option}: cannot reach a Dask scheduler at {address}: {reason}"
             ) from None
         log.info("%d runs on the Dask cluster at %s", len(tasks), address)
         futures = [client.submit(run_task, task, pure=False) for task in tasks]

@@ -101,6 +101,15 @@ def write_jobs(results: Iterable[Result], path: str | Path, option: str = "jobs_
     path."""
     path = check_jobs_path(path, option)
     rows = [row for result in results for row in job_rows(result)]
+    try:
+        _write(rows, path)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise ValueError(f"{option}: cannot write {str(path)!r}: {reason}") from None
+    return path
+
+
+def _write(rows: list[dict[str, Any]], path: Path) -> None:
     if path.suffix.lower() == ".parquet":
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -115,9 +124,8 @@ def write_jobs(results: Iterable[Result], path: str | Path, option: str = "jobs_
         )
         columns = {name: [row[name] for row in rows] for name in JOB_COLUMNS}
         pq.write_table(pa.table(columns, schema=schema), path)
-        return path
+        return
     with path.open("w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=JOB_COLUMNS)
         writer.writeheader()
         writer.writerows(rows)
-    return path

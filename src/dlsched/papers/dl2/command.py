@@ -191,6 +191,7 @@ def train_dl2_command(
     import torch
 
     from dlsched.experiments.compare import parse_seeds
+    from dlsched.papers.dl2.elastic import require_elastic
     from dlsched.papers.dl2.es import EsConfig
     from dlsched.papers.dl2.network import Dl2Config
     from dlsched.papers.dl2.offline_rl import SPEED_MODELS, FitSpec
@@ -211,6 +212,7 @@ def train_dl2_command(
             options["servers"] = servers
         if load is not None:
             options["load"] = load
+        require_elastic(workload, options)
         if paper:
             from dlsched.papers.dl2.paper_command import run_paper
 

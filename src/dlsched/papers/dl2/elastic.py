@@ -1,0 +1,31 @@
+"""DL2 trains only on workloads with elastic jobs.
+
+DL2's policy decides how many workers and parameter servers each job gets; on a workload
+whose jobs all run at one fixed size (``philly``, a Philly-like ``trace:PATH``, ``sched2``,
+``deeprm``) it has nothing to decide and its training makes no progress (issue 35).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from dlsched.workloads.registry import make_workload
+
+__all__ = ["require_elastic"]
+
+
+def require_elastic(workload: str, options: Mapping[str, Any], option: str = "--workload") -> None:
+    """Refuse ``workload`` (built once at seed 0 with ``options``) when none of its jobs is
+    elastic (`dlsched.core.JobSpec.elastic`).
+
+    Raises:
+        ValueError: one line naming ``option`` and the workload, and the workloads to use.
+    """
+    jobs = make_workload(workload, seed=0, **options).jobs
+    if not any(job.elastic for job in jobs):
+        raise ValueError(
+            f"{option} {workload!r}: none of its {len(jobs):,} jobs is elastic (each runs at "
+            "one fixed size), so DL2 has no workers or parameter servers to decide; train on "
+            "an elastic workload such as dl2"
+        )
