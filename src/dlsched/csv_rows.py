@@ -9,6 +9,7 @@ goes through here, so they all quote, order columns and end lines the same way.
 from __future__ import annotations
 
 import csv
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -59,6 +60,7 @@ class CsvLog:
             False: start a new file (replacing one there).
         keep_rows: with ``append``, keep only the first this many data rows (those a resumed
             run's state covers; None: all).
+        sync: also ``fsync`` after each row (a crash of the machine keeps it too).
 
     Raises:
         ValueError: ``append`` onto a file with other columns, naming the file and both headers.
@@ -71,8 +73,10 @@ class CsvLog:
         *,
         append: bool = False,
         keep_rows: int | None = None,
+        sync: bool = False,
     ) -> None:
         self.path = Path(path)
+        self.sync = sync
         self.columns = list(columns)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         resuming = append and self.path.exists() and self.path.stat().st_size > 0
@@ -105,6 +109,8 @@ class CsvLog:
         """Append one row (keys outside `columns` raise ``ValueError``) and flush it."""
         self._writer.writerow(row)
         self._fh.flush()
+        if self.sync:
+            os.fsync(self._fh.fileno())
 
     def write_all(self, rows: Iterable[Mapping[str, Any]]) -> None:
         """Append several rows."""

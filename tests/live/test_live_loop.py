@@ -82,13 +82,17 @@ def test_preempted_job_is_suspended_and_resumed() -> None:
     assert len(result.records) == 2
     actions = [(e.job_id, e.action) for e in cluster.events]
     assert (0, "suspend") in actions and (0, "resume") in actions
-    assert actions.index((0, "suspend")) < actions.index((1, "start"))
+    # actions run without blocking the loop: job 1 may start beside job 0 while job 0 is still
+    # starting (a busy job's resize waits for the next slot); the preemption follows
+    assert (
+        actions.index((0, "start")) < actions.index((0, "suspend")) < actions.index((0, "resume"))
+    )
     _assert_all_gone(cluster)
 
 
 def test_ctrl_c_stops_every_process() -> None:
     def interrupt(snap: LiveSnapshot) -> None:
-        if any(row.state == "running" for row in snap.jobs):
+        if snap.processes and any(row.state == "running" for row in snap.jobs):
             raise KeyboardInterrupt
 
     cluster = LiveCluster(_stream([0.0]), make_scheduler("fifo"), slot_s=0.2, on_slot=interrupt)

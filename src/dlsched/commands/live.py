@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import csv
 import json
+import shutil
 import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Annotated, Any
@@ -21,7 +20,12 @@ from dlsched.commands.common import clean, err, fmt_metric, one_line_errors, out
 from dlsched.schedulers.registry import make_scheduler
 
 if TYPE_CHECKING:  # the live runtime imports PyTorch: only when `live run` runs
-    from dlsched.live.snapshot import LiveSnapshot, ScalingEvent
+    from dlsched.live.snapshot import LiveSnapshot
+
+SNAPSHOT_EVERY = 20
+"""`dlsched.live.stream.SNAPSHOT_EVERY` (not imported: the live runtime imports PyTorch)."""
+HEARTBEAT_TIMEOUT_S = 3.0
+"""`dlsched.live.stream.HEARTBEAT_TIMEOUT_S`."""
 
 
 def render(snap: LiveSnapshot, scheduler: str) -> Group:
@@ -76,18 +80,6 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _write_outputs(out_dir: Path, summary: dict[str, Any], events: list[ScalingEvent]) -> None:
-    from dlsched.live.snapshot import ScalingEvent
-
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    with (out_dir / "scaling_events.csv").open("w", newline="") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(list(ScalingEvent.__dataclass_fields__))
-        for e in events:
-            writer.writerow(list(asdict(e).values()))
-
-
 def live_run(
     scheduler: Annotated[str, typer.Option("--scheduler", "-s", help="Scheduler name.")] = "drf",
     jobs: Annotated[int, typer.Option("--jobs", "-n", min=1, help="Jobs in the stream.")] = 4,
@@ -105,9 +97,36 @@ def live_run(
     horizon: Annotated[
         float | None, typer.Option(min=0.0, help="Stop after this many seconds.")
     ] = None,
+    snapshot_every: Annotated[
+        int,
+        typer.Option(
+            min=1, help="Steps between snapshots of each job (the most a fault makes it redo)."
+        ),
+    ] = SNAPSHOT_EVERY,
+    heartbeat_timeout: Annotated[
+        float,
+        typer.Option(
+            min=0.3,
+            help="Seconds of silence before a worker or PS is declared dead (at least: "
+            "longer when heartbeats come late on a loaded machine).",
+        ),
+    ] = HEARTBEAT_TIMEOUT_S,
     out_dir: Annotated[
         Path | None,
-        typer.Option("--out", help="Write summary.json, jobs.csv and scaling_events.csv here."),
+        typer.Option(
+            "--out",
+            help="Write summary.json, jobs.csv and scaling_events.csv here, as things happen "
+            "(and the jobs' snapshots to OUT/work until the run is complete).",
+        ),
+    ] = None,
+    resume: Annotated[
+        Path | None,
+        typer.Option(
+            "--resume",
+            help="Continue the killed run whose --out was this folder, with its settings "
+            "(other options are ignored): ended jobs keep their rows, the others go on from "
+            "their last snapshot.",
+        ),
     ] = None,
     learn: Annotated[
         bool,
@@ -118,45 +137,83 @@ def live_run(
     """Launch a stream of real jobs on this machine and let a scheduler drive them every slot.
 
     Jobs are real PyTorch training jobs (coordinator, parameter servers, workers over ZeroMQ on
-    127.0.0.1); decisions are applied with hot scaling. All processes are stopped on exit,
-    Ctrl-C included.
+    127.0.0.1); decisions are applied with hot scaling. Faults are repaired as they happen (a
+    dead worker or PS replaced, a dead coordinator restarted, a job with no PS or worker left
+    relaunched from its last snapshot). Exits 1 if a job failed for good. All processes are
+    stopped on exit, Ctrl-C included.
     """
     from dlsched.live.cluster import LiveCluster
     from dlsched.live.job import LiveJobError
     from dlsched.live.models import MODELS
     from dlsched.live.online import make_learning_scheduler, online_learner
+    from dlsched.live.run_log import RunLog, ended_jobs, last_time_s, load_settings, save_settings
     from dlsched.live.stream import make_stream
-    from dlsched.sim.jobs_table import write_jobs
 
     with one_line_errors():
-        names = tuple(m.strip() for m in models.split(",") if m.strip())
+        settings: dict[str, Any] = {
+            "scheduler": scheduler,
+            "jobs": jobs,
+            "slot": slot,
+            "cores": cores,
+            "steps": steps,
+            "arrival_gap": arrival_gap,
+            "step_sleep": step_sleep,
+            "models": models,
+            "seed": seed,
+            "horizon": horizon,
+            "snapshot_every": snapshot_every,
+            "heartbeat_timeout": heartbeat_timeout,
+            "learn": learn,
+        }
+        if resume is not None:
+            if out_dir is not None and out_dir.resolve() != resume.resolve():
+                raise ValueError("--resume OUT writes to OUT: leave --out out")
+            settings.update(load_settings(resume))
+            out_dir = resume
+            if settings["learn"]:
+                raise ValueError("--resume: a run with --learn cannot be resumed")
+        names = tuple(m.strip() for m in str(settings["models"]).split(",") if m.strip())
         unknown = [m for m in names if m not in MODELS]
         if not names or unknown:
             raise ValueError(
                 f"--models: unknown {unknown or 'none given'}; choose from {sorted(MODELS)}"
             )
-        policy = make_learning_scheduler(scheduler) if learn else make_scheduler(scheduler)
+        name = str(settings["scheduler"])
+        policy = make_learning_scheduler(name) if learn else make_scheduler(name)
         learner = online_learner(policy, out_dir) if learn else None
         requests = make_stream(
-            jobs,
-            seed=seed,
-            cores=cores,
-            steps=steps,
-            arrival_gap_s=arrival_gap,
-            step_sleep_s=step_sleep,
+            int(settings["jobs"]),
+            seed=int(settings["seed"]),
+            cores=int(settings["cores"]),
+            steps=int(settings["steps"]),
+            arrival_gap_s=float(settings["arrival_gap"]),
+            step_sleep_s=float(settings["step_sleep"]),
             models=names,
+            snapshot_every=int(settings["snapshot_every"]),
+            heartbeat_timeout_s=float(settings["heartbeat_timeout"]),
         )
+        run_log = None
+        if out_dir is not None:
+            run_log = RunLog(out_dir, resume=resume is not None)
+            if resume is None:
+                save_settings(out_dir, settings)
         view = Live(console=err, auto_refresh=False, transient=False)
         cluster = LiveCluster(
             requests,
             policy,
-            slot_s=slot,
-            cores=cores,
-            seed=seed,
-            horizon_s=horizon,
+            slot_s=float(settings["slot"]),
+            cores=int(settings["cores"]),
+            seed=int(settings["seed"]),
+            horizon_s=settings["horizon"],
+            workdir=None if run_log is None else run_log.work_dir,
             on_slot=lambda snap: view.update(render(snap, policy.name), refresh=True),
             on_decision=learner.observe if learner is not None else None,
+            run_log=run_log,
+            params_dir=None if out_dir is None else out_dir / "params",
+            time_offset_s=last_time_s(resume) if resume is not None else 0.0,
         )
+        if resume is not None:
+            cluster.adopt(ended_jobs(resume))
         try:
             with _sigterm_as_interrupt(), view:
                 result = cluster.run()
@@ -167,20 +224,33 @@ def live_run(
                 err.print()
             cluster.close()
             left = cluster.alive_pids()
-            err.print(f"interrupted: every job stopped ({len(left)} processes left)")
+            kept = f"; continue with --resume {out_dir}" if out_dir is not None else ""
+            err.print(f"interrupted: every job stopped ({len(left)} processes left){kept}")
             raise typer.Exit(130) from None
         except LiveJobError as exc:
             raise ValueError(f"live run: {exc}") from None
         summary = clean(result.summary())
+        summary.update(cluster.counts())
         summary["scaling_actions"] = len(cluster.events)
+        summary["complete"] = True
         if learner is not None:
             summary["policy"] = str(learner.save())
-        if out_dir is not None:
-            _write_outputs(out_dir, summary, cluster.events)
-            write_jobs([result], out_dir / "jobs.csv")
+        if run_log is not None:
+            run_log.summary(summary)
+            shutil.rmtree(run_log.work_dir, ignore_errors=True)  # the run is complete
+    failed = int(summary["failed"])
     if json_out:
         print(json.dumps(summary))
-        return
+    else:
+        _print_summary(summary, int(settings["jobs"]))
+        if out_dir is not None:
+            err.print(f"wrote {out_dir}/summary.json, jobs.csv, scaling_events.csv")
+    if failed:
+        err.print(f"{failed} job(s) failed: see the status and error columns of jobs.csv")
+        raise typer.Exit(1)
+
+
+def _print_summary(summary: dict[str, Any], jobs: int) -> None:
     table = Table(title=f"live · {summary['scheduler']} · {summary['finished']}/{jobs} jobs")
     table.add_column("metric")
     table.add_column("value", justify="right")
@@ -190,5 +260,3 @@ def live_run(
         shown = fmt_metric(key, value) if isinstance(value, float) else str(value)
         table.add_row(key, shown)
     out.print(table)
-    if out_dir is not None:
-        err.print(f"wrote {out_dir}/summary.json, jobs.csv, scaling_events.csv")

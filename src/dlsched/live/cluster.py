@@ -8,58 +8,53 @@ with DL2's hot scaling (`LiveJob.scale_to`), a job left out by a preemptive sche
 checkpointed and stopped (`LiveJob.suspend`) and later relaunched from its checkpoint
 (`LiveJob.resume`). Decisions go through the simulator's own `Executor` (validation, the
 both-kinds rule of PS jobs, shrinks before growth, placement, the `Cluster` bookkeeping that
-refuses over-allocation); this module is only its `Actuator` and the measurement loop. The run
-ends with a `Result` built by `Result.from_runs`, as a simulation's is.
+refuses over-allocation); this module is its `Actuator` and the measurement loop. The run ends
+with a `Result` built by `Result.from_runs`, as a simulation's is.
+
+No action blocks the loop: each runs in a thread of its own (`cluster_ops.JobOp`), the books
+charge the job what it was given, and an action that fails gives the books back. Faults are
+repaired as they are seen: a dead coordinator is restarted from its state file; dead workers or
+PS are replaced by hot scaling; a job with no PS or no worker left is relaunched from its last
+snapshot (every job snapshots every ``snapshot_every`` steps). A job that keeps failing is
+given up, with its error, after `MAX_REPAIRS` repairs or `MAX_START_FAILURES` failed starts.
 
 Every process is stopped by `close` (also at the end of `run`, on an exception and on Ctrl-C).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import shutil
-import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any
 
 from dlsched.core import Allocation, Cluster, ClusterView, Decision, JobRun, Status
 from dlsched.live import launcher
-from dlsched.live.job import LiveJob, LiveJobError
-from dlsched.live.snapshot import JobRow, LiveSnapshot, ScalingEvent, job_state
+from dlsched.live.cluster_ops import LiveEntry, resume_job, size, start_job, suspend_job
+from dlsched.live.cluster_repair import FaultRepair
+from dlsched.live.coord_store import write_atomic
+from dlsched.live.job import LiveJob
+from dlsched.live.run_log import RunLog
+from dlsched.live.snapshot import LiveSnapshot, ScalingEvent
 from dlsched.live.stream import LiveJobRequest, epochs_per_step, live_server
+from dlsched.live.workdirs import make_run_dir
 from dlsched.placement import make_placement
 from dlsched.schedulers.base import Scheduler, check_scheduler
 from dlsched.sim.executor import Executor
 from dlsched.sim.metrics import Timeline
-from dlsched.sim.result import Result, RunTotals
+from dlsched.sim.result import Result
 
 log = logging.getLogger(__name__)
 
-MAX_START_FAILURES = 3
-"""A job that fails to start (or resume) this many times is given up as failed."""
+PROGRESS_FILE = "progress.json"
+"""Steps each job had done at the last decision (in the work folder of a run with ``--out``)."""
 
 
-@dataclass(slots=True)
-class _Live:
-    """Executor-side state of one job (the `JobRun` is what schedulers see)."""
-
-    request: LiveJobRequest
-    run: JobRun
-    job: LiveJob | None = None
-    arrived: bool = False
-    failed: str = ""
-    start_failures: int = 0
-    steps: int = 0
-    speed: float = 0.0
-    best_speed: dict[tuple[int, int], float] = field(default_factory=dict)
-
-
-class LiveCluster:
+class LiveCluster(FaultRepair):
     """Runs a stream of real jobs on this machine under one scheduler.
 
     Args:
@@ -71,10 +66,14 @@ class LiveCluster:
         seed: recorded in the result.
         poll_s: seconds between polls of the jobs' progress (finish times are this precise).
         horizon_s: stop after this many seconds even if jobs are left (None: run to the end).
-        workdir: where job state and checkpoints go (a temporary directory if None).
+        workdir: where job state and snapshots go (None: a temporary folder, removed at the end
+            and, should this process be killed, by the next run).
         on_slot: called with a `LiveSnapshot` after every decision and at the end.
         on_decision: called with ``(view, decision)`` after every decision (e.g. online learning).
         job_timeout_s: limit for starting a job and for each control request, seconds.
+        run_log: files to write as things happen (``live run --out``), or None.
+        params_dir: where each finished job's parameters go (``job<id>.pt``), or None.
+        time_offset_s: seconds the run had already lasted (``live run --resume``).
 
     Raises:
         ValueError: for an oracle scheduler, a non-positive slot or an empty stream.
@@ -95,6 +94,9 @@ class LiveCluster:
         on_slot: Callable[[LiveSnapshot], None] | None = None,
         on_decision: Callable[[ClusterView, Decision], None] | None = None,
         job_timeout_s: float = 60.0,
+        run_log: RunLog | None = None,
+        params_dir: Path | None = None,
+        time_offset_s: float = 0.0,
     ) -> None:
         check_scheduler(scheduler)
         if scheduler.is_oracle:
@@ -118,17 +120,23 @@ class LiveCluster:
         self.on_slot = on_slot
         self.on_decision = on_decision
         self.job_timeout_s = job_timeout_s
+        self.run_log = run_log
+        self.params_dir = params_dir
         self._own_workdir = workdir is None
-        self.workdir = Path(workdir or tempfile.mkdtemp(prefix="dlsched-live-run-"))
+        self.workdir = Path(workdir).resolve() if workdir is not None else make_run_dir()
+        self.workdir.mkdir(parents=True, exist_ok=True)
         ordered = sorted(requests, key=lambda r: (r.spec.submit_time_s, r.spec.job_id))
-        self.jobs: dict[int, _Live] = {r.spec.job_id: _Live(r, JobRun(r.spec)) for r in ordered}
+        self.jobs: dict[int, LiveEntry] = {
+            r.spec.job_id: LiveEntry(r, JobRun(r.spec)) for r in ordered
+        }
         self.events: list[ScalingEvent] = []
         self.timeline = Timeline()
         self.pids_seen: set[int] = set()
         self.last_status: dict[int, Status] = {}
         self.decisions = 0
         self._t0 = 0.0
-        self._now = 0.0
+        self._offset = time_offset_s
+        self._now = time_offset_s
         self._busy_gpu_s = 0.0
         self._busy_cpu_s = 0.0
         self._closed = False
@@ -147,16 +155,28 @@ class LiveCluster:
         self.close()
 
     def close(self) -> None:
-        """Stop every process of every job (idempotent) and remove a temporary workdir."""
+        """Stop every process of every job (idempotent) and remove a temporary workdir;
+        actions still running are cancelled first (their processes killed)."""
         if self._closed:
             return
         self._closed = True
+        self.pids_seen.update(self.alive_pids())
+        busy = [lv for lv in self.jobs.values() if lv.busy and lv.job is not None]
+        for live in busy:
+            assert live.job is not None
+            live.job.cancel()
+        for live in busy:
+            assert live.op is not None
+            if not live.op.join(10.0):
+                log.warning("job %d: its %s did not end", live.run.job_id, live.op.action)
         for live in self.jobs.values():
             if live.job is not None:
                 try:
                     live.job.stop(timeout_s=5.0)
                 except Exception:  # best effort: keep stopping the others
                     log.exception("failed to stop live job %d", live.run.job_id)
+        if self.run_log is not None:
+            self.run_log.close()
         if self._own_workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
@@ -182,11 +202,12 @@ class LiveCluster:
         launcher.warm_up()
         self._t0 = time.monotonic()
         wall0 = time.perf_counter()
-        next_decision = 0.0
+        next_decision = self._offset
         while True:
             now = self._clock()
             self._advance(now)
             self._arrivals(now)
+            self._reap(now)
             self._poll(now)
             if self._all_done():
                 break
@@ -205,9 +226,6 @@ class LiveCluster:
         self._emit()
         return self._result(time.perf_counter() - wall0)
 
-    def _clock(self) -> float:
-        return time.monotonic() - self._t0
-
     def _advance(self, now: float) -> None:
         dt = now - self._now
         if dt > 0:
@@ -224,71 +242,8 @@ class LiveCluster:
             if not live.arrived and live.run.spec.submit_time_s <= now:
                 live.arrived = True
 
-    def _pending(self) -> list[_Live]:
-        return [
-            lv
-            for lv in self.jobs.values()
-            if lv.arrived and not lv.run.running and not lv.run.finished and not lv.failed
-        ]
-
-    def _running(self) -> list[_Live]:
-        return [lv for lv in self.jobs.values() if lv.run.running]
-
     def _all_done(self) -> bool:
-        return all(lv.run.finished or lv.failed for lv in self.jobs.values())
-
-    # ------------------------------------------------------------------ measurement
-
-    def _poll(self, now: float) -> None:
-        """Read each running job's progress and speed; finish jobs that are done."""
-        for live in self._running():
-            job = live.job
-            assert job is not None
-            try:
-                st = job.status(timeout_s=self.job_timeout_s)
-            except LiveJobError as exc:
-                self._fail(live, f"no status: {exc}", now)
-                continue
-            if st["failed"]:
-                self._fail(live, str(st["failed"]), now)
-                continue
-            self._measure(live, int(st["progress"]), float(st["speed"]), now)
-            if st["finished"]:
-                self._finish(live, now)
-
-    def _measure(self, live: _Live, steps: int, speed: float, now: float) -> None:
-        run = live.run
-        eps = epochs_per_step(live.request.config)
-        live.steps = min(steps, live.request.config.total_steps)
-        live.speed = speed
-        run.progress_s = min(run.spec.total_work, live.steps * eps)
-        run.progress_time_s = now
-        if speed > 0:
-            run.rate = speed * eps
-            config = (run.allocation.num_ps, run.allocation.num_workers)
-            live.best_speed[config] = max(live.best_speed.get(config, 0.0), speed)
-
-    def _finish(self, live: _Live, now: float) -> None:
-        run = live.run
-        run.finish_s = now
-        run.progress_s = run.spec.total_work
-        run.rate = 0.0
-        live.steps = live.request.config.total_steps
-        self.cluster.release(run.spec)
-        run.allocation = Allocation.EMPTY
-        if live.job is not None:
-            live.job.stop(timeout_s=5.0)
-        log.info("job %d finished at %.2f s", run.job_id, now)
-
-    def _fail(self, live: _Live, reason: str, now: float) -> None:
-        log.error("job %d failed: %s", live.run.job_id, reason)
-        live.failed = reason
-        self.cluster.release(live.run.spec)
-        live.run.allocation = Allocation.EMPTY
-        live.run.rate = 0.0
-        if live.job is not None:
-            live.job.stop(timeout_s=5.0)
-        self.events.append(ScalingEvent(now, live.run.job_id, "failed", (0, 0), (0, 0), 0.0))
+        return all((lv.run.finished or lv.failed) and not lv.busy for lv in self.jobs.values())
 
     # ------------------------------------------------------------------ scheduling
 
@@ -313,14 +268,7 @@ class LiveCluster:
         self.decisions += 1
         if self.on_decision is not None:
             self.on_decision(view, decision)
-        self.last_status = self._apply(decision)
-        for live in self._running():
-            live.run.slots_run += 1
-        self._record_timeline(self._clock())
-
-    def _apply(self, decision: Decision) -> dict[int, Status]:
-        """Apply ``decision`` through the shared executor; failed targets' statuses."""
-        return self.executor.apply(
+        self.last_status = self.executor.apply(
             decision,
             active=self._active,
             running=[lv.run for lv in self._running()],
@@ -328,6 +276,57 @@ class LiveCluster:
             actuator=self,
             source=self.scheduler.name,
         )
+        for live in self._running():
+            live.run.slots_run += 1
+        self._record_timeline(self._clock())
+        if self.run_log is not None:  # how far each job got, for the steps a resume redoes
+            steps = {str(i): lv.steps for i, lv in self.jobs.items() if lv.steps}
+            write_atomic(self.workdir / PROGRESS_FILE, json.dumps(steps))
+
+    # ------------------------------------------------------------------ resume
+
+    def adopt(self, ended: dict[int, dict[str, str]]) -> None:
+        """Carry on from a killed run (``live run --resume``): jobs with a row in its
+        ``jobs.csv`` (``ended``, `dlsched.live.run_log.ended_jobs`) keep their outcome; every
+        other job that had started resumes from its last snapshot in `workdir`."""
+        try:
+            progress = {
+                int(k): int(v)
+                for k, v in json.loads((self.workdir / PROGRESS_FILE).read_text()).items()
+            }
+        except (OSError, ValueError, AttributeError):
+            progress = {}
+        for job_id, live in self.jobs.items():
+            run = live.run
+            row = ended.get(job_id)
+            if row is not None:
+                live.arrived = True
+                if row.get("status") == "failed":
+                    live.failed = row.get("error") or "failed"
+                    continue
+                run.first_start_s = float(row["start_s"])
+                run.finish_s = float(row["finish_s"])
+                run.progress_s = run.spec.total_work
+                run.rescales = int(row.get("rescales") or 0)
+                run.ideal_duration_s = float(row.get("ideal_s") or "nan")
+                live.steps = live.request.config.total_steps
+                live.steps_redone = int(row.get("steps_redone") or 0)
+                continue
+            workdir = self.workdir / f"job{job_id}"
+            if not workdir.is_dir():
+                continue
+            job = LiveJob(
+                live.request.config,
+                job_id=f"j{job_id}",
+                workdir=workdir,
+                timeout_s=self.job_timeout_s,
+            )
+            version = job.reset_to_snapshot()
+            live.job = job
+            live.steps = version
+            run.progress_s = min(run.spec.total_work, version * epochs_per_step(job.config))
+            live.steps_redone = max(0, progress.get(job_id, version) - version)
+            run.first_start_s = None
 
     def _active(self, job_id: int) -> JobRun | None:
         live = self.jobs.get(job_id)
@@ -336,43 +335,28 @@ class LiveCluster:
         return live.run
 
     def change(self, run: JobRun, old: Allocation, new: Allocation) -> Status:
-        """The executor's `Actuator`: make the real job hold ``new`` (the cluster already does).
-
-        A failed action is recorded and refused (the executor gives the job ``old`` back); a job
-        that fails to start `MAX_START_FAILURES` times is given up.
+        """The executor's `Actuator`: start making the real job hold ``new`` (the books already
+        do); refused (the executor gives the job ``old`` back) while another action on it runs.
         """
         live = self.jobs[run.job_id]
-        spec = run.spec
-        try:
-            self._actuate(live, old, new)
-        except (LiveJobError, ValueError) as exc:
-            before = (old.num_ps, old.num_workers)
-            self.events.append(
-                ScalingEvent(
-                    self._clock(), spec.job_id, "failed", before, before, 0.0, error=str(exc)
-                )
-            )
-            log.warning("job %d: could not apply %s: %s", spec.job_id, new, exc)
-            if old.is_empty:
-                live.start_failures += 1
-                if live.start_failures >= MAX_START_FAILURES:
-                    self._fail(
-                        live, f"did not start {MAX_START_FAILURES} times: {exc}", self._clock()
-                    )
-            return Status.unschedulable(f"job {spec.job_id}: {exc}")
+        if live.op is not None:  # running, or ended and not yet collected
+            return Status.unschedulable(f"job {run.job_id}: busy with {live.op.action}")
+        action, fn = self._action(live, old, new)
+        self._start_op(live, action, size(new), fn)
+        assert live.op is not None
+        live.op.before, live.op.restore = size(old), old
         run.allocation = new
         if new.is_empty:
             run.rate = 0.0
             live.speed = 0.0
-        self.pids_seen.update(self.alive_pids())
         return Status.success()
 
-    def _actuate(self, live: _Live, old: Allocation, new: Allocation) -> None:
-        """Make the real job match ``new`` (processes started, resized, or stopped)."""
+    def _action(
+        self, live: LiveEntry, old: Allocation, new: Allocation
+    ) -> tuple[str, Callable[[], float]]:
+        """What makes the real job match ``new``: its name and the function doing it."""
         run = live.run
-        before, after = (old.num_ps, old.num_workers), (new.num_ps, new.num_workers)
-        t = self._clock()
-        t0 = time.perf_counter()
+        after = size(new)
         if old.is_empty and live.job is None:
             job = LiveJob(
                 live.request.config,
@@ -381,119 +365,17 @@ class LiveCluster:
                 workdir=self.workdir / f"job{run.job_id}",
                 timeout_s=self.job_timeout_s,
             )
-            try:
-                job.start()
-            except BaseException:
-                job.stop(timeout_s=5.0)
-                raise
             live.job = job
-            run.first_start_s = t
-            action, suspension = "start", 0.0
-        elif old.is_empty:
-            assert live.job is not None
-            live.job.resume(*after)
-            action, suspension = "resume", 0.0
-        elif new.is_empty:
-            assert live.job is not None
-            version = live.job.suspend()
-            live.steps = min(version, live.request.config.total_steps)
-            action, suspension = "suspend", 0.0
-        else:
-            assert live.job is not None
-            report = live.job.scale_to(*after)
-            run.rescales += 1
-            action, suspension = "hot", report.worker_update_s
-        self.events.append(
-            ScalingEvent(t, run.job_id, action, before, after, time.perf_counter() - t0, suspension)
-        )
-
-    # ------------------------------------------------------------------ output
-
-    def _record_timeline(self, t: float) -> None:
-        used = self.cluster.used_total()
-        running = [lv.run for lv in self._running()]
-        self.timeline.sample(t, self.cluster, running, len(self._pending()), (used.gpu, used.cpu))
-
-    def snapshot(self) -> LiveSnapshot:
-        """The state the live view shows."""
-        rows = []
-        for live in self.jobs.values():
-            run = live.run
-            state = job_state(
-                failed=bool(live.failed),
-                finished=run.finished,
-                running=run.running,
-                suspended=live.job is not None and live.job.suspended,
-                arrived=live.arrived,
-            )
-            rows.append(
-                JobRow(
-                    run.job_id,
-                    run.spec.model,
-                    state,
-                    run.allocation.num_ps,
-                    run.allocation.num_workers,
-                    live.steps,
-                    live.request.config.total_steps,
-                    live.speed if run.running else 0.0,
-                    run.rescales,
-                )
-            )
-        return LiveSnapshot(
-            self._clock(),
-            self.decisions,
-            rows,
-            self.cluster.used_total().as_tuple(),
-            self.cluster.total.as_tuple(),
-            len(self.alive_pids()),
-        )
-
-    def _emit(self) -> None:
-        if self.on_slot is not None:
-            self.on_slot(self.snapshot())
-
-    def _ideal_s(self, live: _Live) -> float:
-        """Duration at the requested size: from the best speed measured at that size, else
-        from the best speed measured at any size scaled linearly to the requested workers (an
-        optimistic estimate: a live cluster has no true speed). NaN if never measured."""
-        spec = live.run.spec
-        speed = live.best_speed.get((spec.num_ps, spec.num_workers), 0.0)
-        if speed <= 0:
-            speed = max(
-                (v * spec.num_workers / w for (_, w), v in live.best_speed.items() if w > 0),
-                default=0.0,
-            )
-        steps = live.request.config.total_steps
-        return steps / speed if speed > 0 else float("nan")
-
-    def _result(self, wall_s: float) -> Result:
-        finished = [lv.run for lv in self.jobs.values() if lv.run.finished]
-        for live in self.jobs.values():
-            if live.run.finished:
-                live.run.ideal_duration_s = self._ideal_s(live)
-        span = max(self._now, 1e-9)
-        total = self.cluster.total
-        totals = RunTotals(
-            workload="live",
-            scheduler=self.scheduler.name,
-            seed=self.seed,
-            num_jobs=len(self.jobs),
-            events=len(self.events),
-            decisions=self.decisions,
-            wall_s=wall_s,
-            end_s=self._now,
-            gpu_util=self._busy_gpu_s / (total.gpu * span) if total.gpu else 0.0,
-            cpu_util=self._busy_cpu_s / (total.cpu * span) if total.cpu else 0.0,
-        )
-        return Result.from_runs(finished, totals, self.timeline, self.params())
-
-    def params(self) -> dict[str, Any]:
-        """The run's settings, for the result."""
-        server = self.cluster.total
-        return {
-            "slot_s": self.slot_s,
-            "cores": server.gpu,
-            "placement": self.placement.name,
-            "poll_s": self.poll_s,
-            "horizon_s": self.horizon_s,
-        }
+            if run.first_start_s is None:
+                run.first_start_s = self._clock()
+            return "start", lambda: start_job(job)
+        running = live.job
+        assert running is not None
+        if run.first_start_s is None:  # a job a killed run had started (--resume)
+            run.first_start_s = self._clock()
+        if old.is_empty:
+            return "resume", lambda: resume_job(running, after)
+        if new.is_empty:
+            return "suspend", lambda: suspend_job(running)
+        run.rescales += 1
+        return "hot", lambda: running.scale_to(*after).worker_update_s

@@ -7,6 +7,7 @@ Every message is authenticated (`protocol.Codec`); connections use random identi
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from typing import Any
 
@@ -45,6 +46,7 @@ class ControlChannel:
         self.sock: zmq.Socket[Any] | None = None
         self.endpoint = ""
         self._req = 0
+        self.cancelled = threading.Event()
 
     def connect(self, endpoint: str) -> None:
         """Talk to the coordinator at ``endpoint`` (a new connection only if it moved)."""
@@ -64,23 +66,35 @@ class ControlChannel:
             self.sock = None
         self.ctx.term()
 
-    def request(self, type_: str, body: dict[str, Any], timeout_s: float) -> dict[str, Any]:
-        """Send a control request and wait for its reply's body.
+    def send_request(self, type_: str, body: dict[str, Any]) -> int:
+        """Send a control request without waiting; its request number (for `take_reply`).
 
         Raises:
-            LiveJobError: if not connected or no reply within ``timeout_s`` seconds.
+            LiveJobError: if not connected.
         """
         if self.sock is None:
             raise LiveJobError("job is not running")
         self._req += 1
-        req = self._req
-        send(self.sock, self.codec.encode(type_, {**body, "req": req}))
-        deadline = time.monotonic() + timeout_s
+        send(self.sock, self.codec.encode(type_, {**body, "req": self._req}))
+        return self._req
+
+    def take_reply(self, req: int, wait_s: float = 0.0) -> dict[str, Any] | None:
+        """The reply to request ``req`` if it came within ``wait_s`` seconds (replies to other
+        requests are dropped), else None.
+
+        Raises:
+            LiveJobError: if not connected, or `cancelled` is set.
+        """
+        deadline = time.monotonic() + wait_s
         while True:
+            if self.cancelled.is_set():
+                raise LiveJobError("cancelled")
+            if self.sock is None:
+                raise LiveJobError("job is not running")
             left = deadline - time.monotonic()
-            if left <= 0:
-                raise LiveJobError(f"{type_}: no answer from the coordinator in {timeout_s:.1f} s")
-            if not self.sock.poll(int(min(left, 0.5) * 1000) + 1):
+            if not self.sock.poll(int(min(max(left, 0.0), 0.2) * 1000)):
+                if left <= 0:
+                    return None
                 continue
             _, frames = recv(self.sock, routed=False)
             try:
@@ -90,6 +104,19 @@ class ControlChannel:
                 continue
             if msg.body.get("req") == req:
                 return msg.body
+
+    def request(self, type_: str, body: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        """Send a control request and wait for its reply's body.
+
+        Raises:
+            LiveJobError: if not connected, no reply within ``timeout_s`` seconds, or
+                `cancelled` is set while waiting.
+        """
+        req = self.send_request(type_, body)
+        reply = self.take_reply(req, timeout_s)
+        if reply is None:
+            raise LiveJobError(f"{type_}: no answer from the coordinator in {timeout_s:.1f} s")
+        return reply
 
     def fetch_parameters(
         self, roster: Roster, bounds: list[tuple[int, int]], timeout_s: float

@@ -146,6 +146,8 @@ class LiveJob(FaultHandling):
         return report
 
     def _launch_coordinator(self, recover: bool) -> None:
+        if self._control.cancelled.is_set():
+            raise LiveJobError("cancelled")
         endpoint_file = self.workdir / ENDPOINT_FILE
         if not recover:
             endpoint_file.unlink(missing_ok=True)
@@ -170,6 +172,8 @@ class LiveJob(FaultHandling):
             log.warning("coordinator came back on %s instead of %s", endpoint, old)
 
     def _launch_member(self, role: str, server: int = 0) -> str:
+        if self._control.cancelled.is_set():
+            raise LiveJobError("cancelled")
         nonce = secrets.token_hex(16)
         args = NodeArgs(
             role,
@@ -198,6 +202,8 @@ class LiveJob(FaultHandling):
             shutil.rmtree(self.workdir, ignore_errors=True)
 
     def _stop_processes(self, timeout_s: float) -> None:
+        if self._control.cancelled.is_set():  # leaving: no time for an orderly shutdown
+            timeout_s = 0.1
         if self._coord is not None and self._coord.is_alive() and self._control.connected:
             try:
                 self._request("CTL_SHUTDOWN", {}, min(timeout_s, 5.0))

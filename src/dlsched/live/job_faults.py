@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from dlsched.live import launcher
-from dlsched.live.control import LiveJobError
+from dlsched.live.control import ControlChannel, LiveJobError
 from dlsched.live.coord_store import load_state, write_atomic
 
 log = logging.getLogger(__name__)
@@ -71,6 +71,7 @@ class FaultHandling:
     _coord: BaseProcess | None
     _started: bool
     _suspended: tuple[int, list[str] | None] | None
+    _control: ControlChannel
 
     def status(self, timeout_s: float = 10.0) -> dict[str, Any]:
         raise NotImplementedError
@@ -119,6 +120,34 @@ class FaultHandling:
             if p.proc.is_alive() and p.proc.pid is not None:
                 out[p.role].append(p.proc.pid)
         return out
+
+    def ask_status(self) -> int:
+        """Send a status request without waiting; collect it with `status_reply`."""
+        return self._control.send_request("CTL_STATUS", {})
+
+    def status_reply(self, req: int) -> dict[str, Any] | None:
+        """The answer to `ask_status` request ``req`` if it came, else None (never waits)."""
+        return self._control.take_reply(req)
+
+    def cancel(self) -> None:
+        """Kill every process now and make a request in flight (in another thread) give up:
+        for leaving while an action on the job runs. `stop` still has to be called."""
+        self._control.cancelled.set()
+        for proc in [p.proc for p in list(self._procs.values())] + [self._coord]:
+            if proc is not None and proc.is_alive():
+                proc.kill()
+
+    def prune_dead(self, members: list[dict[str, Any]]) -> int:
+        """Kill the processes the coordinator no longer counts as members (declared dead,
+        e.g. stopped and continued): they are replaced, not re-admitted. Returns how many."""
+        known = {str(m.get("nonce")) for m in members}
+        gone = [n for n in list(self._procs) if n not in known]
+        for nonce in gone:
+            proc = self._procs.pop(nonce).proc
+            if proc.is_alive():
+                proc.kill()
+            proc.join(2.0)
+        return len(gone)
 
     def reset_to_snapshot(self) -> int:
         """Kill every process of the job now and leave it suspended at its last complete

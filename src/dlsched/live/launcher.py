@@ -19,6 +19,8 @@ from collections.abc import Callable
 from multiprocessing.process import BaseProcess
 from typing import Any
 
+from dlsched.live.workdirs import process_dir
+
 log = logging.getLogger(__name__)
 
 START_METHODS = ("forkserver", "spawn")
@@ -37,6 +39,7 @@ def launch(
     """Start ``target(args)`` in a new daemon process named ``name``."""
     if method not in START_METHODS:
         raise ValueError(f"start method must be one of {START_METHODS}, got {method!r}")
+    process_dir()  # multiprocessing's temporary files go where a killed owner's are swept
     ctx = mp.get_context(method)
     if method == "forkserver":
         ctx.set_forkserver_preload(_PRELOAD)

@@ -53,10 +53,16 @@ class ScalingEvent:
 
     Attributes:
         t_s: seconds since the run started.
-        action: ``start``, ``hot`` (hot scaling), ``suspend``, ``resume`` or ``failed``.
+        action: ``start``, ``hot`` (hot scaling), ``suspend``, ``resume``, ``finish``; after a
+            fault ``replace`` (dead members replaced by hot scaling), ``relaunch`` (every
+            process restarted from the last snapshot), ``rollback`` (the coordinator reloaded
+            a snapshot after a PS died), ``restart_coordinator``; ``failed`` (an action that
+            failed; the job goes on) and ``job_failed`` (the job is given up).
         before, after: (PS, workers).
         seconds: wall time of the action; suspension_s: workers' suspension (hot only).
-        error: why a failed action failed.
+        error: why a failed action failed, or what fault an action repairs.
+        steps_redone: synchronous steps done again because of the fault (lost since the last
+            snapshot).
     """
 
     t_s: float
@@ -67,6 +73,7 @@ class ScalingEvent:
     seconds: float
     suspension_s: float = 0.0
     error: str = ""
+    steps_redone: int = 0
 
 
 def job_state(

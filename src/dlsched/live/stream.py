@@ -23,6 +23,10 @@ LIVE_MODELS = ("mlp", "cnn", "smooth")
 """Models a live stream draws from (small ones: they train on a laptop-class CPU)."""
 MAX_PS = 4
 """Most PS a live job can use."""
+SNAPSHOT_EVERY = 20
+"""Default steps between two snapshots of a live job."""
+HEARTBEAT_TIMEOUT_S = 3.0
+"""Default silence after which a member of a live job is declared dead, seconds."""
 
 
 def live_server(cores: int) -> Resources:
@@ -55,6 +59,8 @@ def make_stream(
     total_batch: int = 32,
     step_sleep_s: float = 0.0,
     models: tuple[str, ...] = LIVE_MODELS,
+    snapshot_every: int = SNAPSHOT_EVERY,
+    heartbeat_timeout_s: float = HEARTBEAT_TIMEOUT_S,
 ) -> list[LiveJobRequest]:
     """``num_jobs`` jobs with exponential inter-arrival times (the first at 0 s).
 
@@ -67,6 +73,10 @@ def make_stream(
         total_batch: samples per step of every job.
         step_sleep_s: extra seconds each worker sleeps per step (slows jobs without using CPU).
         models: model names to draw from (`dlsched.live.models.MODELS`).
+        snapshot_every: each job snapshots its parameters every this many steps (what a job
+            whose last PS or worker died, or a killed run, redoes at most).
+        heartbeat_timeout_s: silence after which a member is declared dead, seconds (at
+            least: the coordinator stretches it when heartbeats come late on a loaded box).
 
     Raises:
         ValueError: on a non-positive count, size, length or gap.
@@ -77,6 +87,10 @@ def make_stream(
         raise ValueError(f"--steps must be >= 1, got {steps}")
     if arrival_gap_s < 0:
         raise ValueError(f"--arrival-gap must be >= 0, got {arrival_gap_s}")
+    if snapshot_every < 0:
+        raise ValueError(f"--snapshot-every must be >= 0, got {snapshot_every}")
+    if not heartbeat_timeout_s > 0.2:
+        raise ValueError(f"--heartbeat-timeout must be > 0.2 s, got {heartbeat_timeout_s}")
     live_server(cores)
     rng = np.random.default_rng(seed)
     gaps = rng.exponential(arrival_gap_s, num_jobs) if arrival_gap_s > 0 else np.zeros(num_jobs)
@@ -93,7 +107,8 @@ def make_stream(
             total_batch=total_batch,
             seed=seed * 1000 + j,
             total_steps=total_steps,
-            snapshot_every=0,
+            snapshot_every=snapshot_every,
+            heartbeat_timeout_s=heartbeat_timeout_s,
             step_sleep_s=step_sleep_s,
         )
         spec = JobSpec(
