@@ -337,9 +337,9 @@ class FakeApiServer:
     ) -> tuple[int, Obj]:
         """One request's status code and JSON answer (watches are served by `watch`)."""
         path = urlparse(raw_path).path
+        self.before(method, path, agent)
         if path == "/version":
             return 200, {"major": "1", "minor": "30", "gitVersion": "v1.30.0-fake"}
-        self.before(method, path, agent)
         with self._lock:
             self.requests.append((method, path))
             for fault in self._faults:

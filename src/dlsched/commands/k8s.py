@@ -51,7 +51,7 @@ def setup_logging(level: str) -> None:
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(level.upper())
-    logging.getLogger("urllib3").setLevel(max(root.level, logging.WARNING))
+    logging.getLogger("urllib3").setLevel(max(root.level, logging.ERROR))  # our retries log
     logging.getLogger("kubernetes").setLevel(max(root.level, logging.WARNING))
 
 

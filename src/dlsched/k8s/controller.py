@@ -37,7 +37,7 @@ from dlsched.k8s.actuator import K8sActuator
 from dlsched.k8s.kinds import KINDS, JobKind, ServedKind, discover
 from dlsched.k8s.lease import LeaderLease, NotLeading
 from dlsched.k8s.metrics import Metrics
-from dlsched.k8s.objects import KIND, ObjectError, TrainingJob, parse_node
+from dlsched.k8s.objects import KIND, NodeInfo, ObjectError, TrainingJob, parse_node
 from dlsched.k8s.pods import PodBinder, other_usage
 from dlsched.k8s.rest import JsonApi, items, list_version
 from dlsched.k8s.retry import short, with_retries
@@ -190,13 +190,13 @@ class Controller:
                 elif served.kind.kind == KIND and isinstance(job, str):
                     unreadable.add(job)
         pods = items(self._list(self.rest.request, "pods", "GET", "/api/v1/pods"), "pods")
-        parsed_nodes = [n for n in (self._parse(parse_node, obj) for obj in nodes) if n]
+        parsed_nodes = [self._parse(parse_node, obj) for obj in nodes]
         active = {(j.kind, j.namespace, j.name): j.uid for j in jobs if not j.done}
         if self.binder is not None:
             self.binder.load(pods)
             self._unreadable = unreadable
         return build_state(
-            [n for n in parsed_nodes if not isinstance(n, str)],
+            [n for n in parsed_nodes if isinstance(n, NodeInfo)],
             jobs,
             self.runs,
             now_s=self.clock(),
@@ -257,7 +257,7 @@ class Controller:
                 return report
             report.reclaimed += 1
         if state.view is None:
-            report.skipped = "no node is Ready and schedulable"
+            report.skipped = "no node is Ready"
             log.warning("no decision: %s", report.skipped)
             return report
         if self.binder is not None and not self.dry_run:

@@ -140,12 +140,15 @@ class PodBinder:
     def _base(self) -> str:
         return f"/api/v1/namespaces/{self.namespace}/pods"
 
-    def load(self, pods: list[dict[str, Any]]) -> None:
+    def load(self, pods: list[Any]) -> None:
         """Take this round's pods (every pod of the namespace, or only the managed ones)."""
         self._pods = defaultdict(list)
         for pod in pods:
-            meta = pod.get("metadata") or {}
-            if meta.get("namespace", self.namespace) != self.namespace:
+            meta = pod.get("metadata") if isinstance(pod, dict) else None
+            if (
+                not isinstance(meta, dict)
+                or meta.get("namespace", self.namespace) != self.namespace
+            ):
                 continue
             if _label(pod, MANAGED_LABEL) == "dlsched":
                 self._pods[_label(pod, JOB_LABEL)].append(pod)

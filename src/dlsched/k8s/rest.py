@@ -107,11 +107,13 @@ def decode(data: bytes, what: str) -> dict[str, Any]:
 
 
 def items(reply: dict[str, Any], what: str) -> list[Any]:
-    """A list reply's ``items`` (each still to be checked by its parser); `BadReply` if the
-    reply has no list of items."""
+    """A list reply's ``items`` (each object still to be checked by its parser); `BadReply`
+    if the reply has no list of items or an item is not an object."""
     found = reply.get("items")
     if not isinstance(found, list):
         raise BadReply(f"list {what}: the answer has no items list")
+    if not all(isinstance(item, dict) for item in found):
+        raise BadReply(f"list {what}: an item of the answer is not an object")
     return found
 
 
