@@ -18,8 +18,10 @@ stalls all along. The server checks at every write and change (`tests/k8s/chaos_
 - ``max_writers``: most controllers writing within one lease term (``foreign_writes``: writes
   by a controller that did not hold the lease unexpired at that moment);
 - ``overcommit``: moments a node's grants (or bound pods) exceeded its allocatable;
-- ``duplicate_pods`` / ``orphan_pods``: pods beyond a job's grant / of a finished or deleted
-  job, still there after 12 s (2 leases);
+- ``duplicate_pods``: a job's role holding more pods than its grant for over 12 s (2 leases);
+- ``orphan_pods``: pods still running for a finished or deleted job at the end (never cleaned
+  up); ``orphan_linger_max_ms``: the longest such a pod stayed before the controller deleted it
+  (it includes the time no controller leads: a paused leader's 9 s and the lease's 6 s);
 - ``jobs_lost``: jobs not finished at the end (``jobs_never_granted``: never given workers);
 - ``finished_jobs_regrown``, ``controller_crashes``, ``tracebacks`` in the controllers' logs,
   ``sigterm_exit_max_ms`` / ``sigterm_exits_over_5s`` and ``leases_released`` (SIGTERMed
@@ -38,13 +40,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run(seed: int, jobs: int, faults: int) -> dict[str, int]:
-    """One seeded chaos run with ``jobs`` DLJobs and ``faults`` injected faults; its figures."""
+def run(seed: int, jobs: int, faults: int, log_dir: Path | None = None) -> dict[str, int]:
+    """One seeded chaos run with ``jobs`` DLJobs and ``faults`` injected faults; its figures
+    (``log_dir``: keep the controllers' logs there)."""
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
     from tests.k8s.chaos_run import run as chaos_run
 
-    return chaos_run(seed, jobs, faults)
+    return chaos_run(seed, jobs, faults, log_dir=log_dir)
 
 
 def main() -> None:
@@ -53,8 +56,9 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=500)
     parser.add_argument("--faults", type=int, default=22)
     parser.add_argument("--json", action="store_true", help="one JSON object, no table")
+    parser.add_argument("--log-dir", type=Path, help="keep the controllers' logs here")
     args = parser.parse_args()
-    figures = run(args.seed, args.jobs, args.faults)
+    figures = run(args.seed, args.jobs, args.faults, args.log_dir)
     if args.json:
         print(json.dumps(figures))
         return

@@ -97,9 +97,14 @@ class Chaos:
                    str(self.lease_s), "--identity", name, "--max-events", "10"]  # fmt: skip
         self.procs[name] = subprocess.Popen(command, stdout=log, stderr=log, env=env)
 
-    def leader(self) -> str:
-        holder = str((self.server.lease().get("spec") or {}).get("holderIdentity") or "")
-        return holder if holder in self.procs else ""
+    def leader(self, wait_s: float = 0.0) -> str:
+        """The controller holding the lease (waiting up to ``wait_s`` for one), or ``""``."""
+        deadline = time.monotonic() + wait_s
+        while True:
+            holder = str((self.server.lease().get("spec") or {}).get("holderIdentity") or "")
+            if holder in self.procs or time.monotonic() >= deadline:
+                return holder if holder in self.procs else ""
+            time.sleep(0.1)
 
     def terminate(self, name: str) -> None:
         """SIGTERM ``name``; note how long it took to exit and whether it gave the lease up."""
@@ -166,11 +171,11 @@ class Chaos:
         s, r = self.server, self.server.rates
         s.tally.injected[kind] += 1
         s.tally.notes.append(f"{time.strftime('%H:%M:%S')} fault {kind} (leader {self.leader()!r})")
-        if kind == "pause_leader" and (name := self.leader()):
+        if kind == "pause_leader" and (name := self.leader(wait_s=3 * self.lease_s)):
             self.procs[name].send_signal(signal.SIGSTOP)
             time.sleep(self.lease_s * 1.5)
             self.procs[name].send_signal(signal.SIGCONT)
-        elif kind == "term_leader" and (name := self.leader()):
+        elif kind == "term_leader" and (name := self.leader(wait_s=3 * self.lease_s)):
             self.terminate(name)
             self.start_controller()
         elif kind in ("errors_500", "stalls", "conflicts", "bad_replies"):
@@ -284,13 +289,14 @@ def run_with_notes(
                         break
                     time.sleep(0.2)
                 time.sleep(server.grace_s + 1.0)  # what lingers now is counted
-                server.sample()
+                server.sample(final=True)
             finally:
                 chaos.done.set()
                 player.join(timeout=5)
                 for name in list(chaos.procs):
                     chaos.terminate(name)
             finished = {j.name for j in _jobs(server) if j.done}
+            lease_spec = server.lease().get("spec") or {}
             tally = server.tally
             logs = "".join((Path(tmp) / f"c{i}.log").read_text() for i in range(chaos.started))
     figures = {
@@ -302,12 +308,14 @@ def run_with_notes(
         "foreign_writes": tally.foreign_writes,
         "duplicate_pods": tally.duplicate_pods,
         "orphan_pods": tally.orphan_pods,
+        "orphan_linger_max_ms": round(1000 * tally.orphan_linger_max_s),
         "overcommit": tally.overcommit,
         "finished_jobs_regrown": tally.regrown,
         "faults_injected": sum(tally.injected[k] for k in FAULTS),
         "request_faults": sum(tally.injected[k] for k in ("500", "409", "stall", "bad_reply")),
         "controller_writes": tally.writes,
-        "lease_terms": len(tally.writers_by_term),
+        "lease_terms_written": len(tally.writers_by_term),
+        "lease_transitions": int(lease_spec.get("leaseTransitions") or 0),
         "controllers_started": chaos.started,
         "controller_crashes": chaos.crashes,
         "tracebacks": logs.count("Traceback"),

@@ -14,8 +14,11 @@ at every write and every change:
   within its allocatable;
 - finished jobs are never regrown (a job's grant never grows after it finished).
 
-Orphan and duplicate pods are sampled (`ChaosApiServer.sample`): a pod still running for a
-finished or deleted job, or more pods of a job's role than its grant, for longer than ``grace_s``.
+Orphan and duplicate pods are sampled (`ChaosApiServer.sample`): ``orphan_pods`` are pods still
+running for a finished or deleted job at the final sample (never cleaned up), and
+``orphan_linger_max_s`` the longest such a pod was seen before it went (while no controller
+leads, during a pause, nobody deletes it); ``duplicate_pods`` counts a job's role holding more
+pods than its grant for longer than ``grace_s``.
 """
 
 from __future__ import annotations
@@ -66,6 +69,7 @@ class Tally:
     overcommit: int = 0
     regrown: int = 0
     orphan_pods: int = 0
+    orphan_linger_max_s: float = 0.0
     duplicate_pods: int = 0
     injected: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     writers_by_term: dict[tuple[str, str], set[str]] = field(default_factory=dict)
@@ -227,9 +231,9 @@ class ChaosApiServer(FakeApiServer):
                 which = "grants" if total is self._grant_total else "pods"
                 self.tally.notes.append(f"node {node} over-committed by {which}: {total[node]}")
 
-    def sample(self) -> None:
-        """Count pods running for finished or deleted jobs, and pods beyond a job's grant, once
-        they have lasted ``grace_s``."""
+    def sample(self, final: bool = False) -> None:
+        """Note how long pods of finished or deleted jobs stay (``final``: count those left),
+        and count pods beyond a job's grant once they have lasted ``grace_s``."""
         now = time.time()
         seen: set[tuple[str, ...]] = set()
         with self._lock:
@@ -257,16 +261,21 @@ class ChaosApiServer(FakeApiServer):
                     seen.add(("duplicate", name, role))
         for key in seen:
             first = self._suspect.setdefault(key, now)
-            if now - first > self.grace_s and key not in self._counted:
-                self._counted.add(key)
-                if key[0] == "orphan":
+            if key[0] == "orphan":
+                linger = max(self.tally.orphan_linger_max_s, now - first)
+                self.tally.orphan_linger_max_s = linger
+                if final:
                     self.tally.orphan_pods += 1
-                else:
-                    self.tally.duplicate_pods += 1
+                    self.tally.notes.append(f"{key} left at the end")
+            elif now - first > self.grace_s and key not in self._counted:
+                self._counted.add(key)
+                self.tally.duplicate_pods += 1
                 self.tally.notes.append(f"{key} lasted {now - first:.1f} s")
         for key in list(self._suspect):
             if key not in seen:
-                del self._suspect[key]
+                first = self._suspect.pop(key)
+                if now - first > self.grace_s:
+                    self.tally.notes.append(f"{key} went after {now - first:.1f} s")
 
     def lease(self) -> dict[str, Any]:
         with self._lock:

@@ -87,12 +87,12 @@ class LeaderLease:
             "leaseTransitions": transitions,
         }
 
-    def _read(self) -> Any:
+    def _read(self, timeout_s: float = 10.0) -> Any:
         """The stored lease (None if there is none); `ObjectError` if it is not an object."""
         try:
             raw: Any = with_retries(
                 lambda: self.api.read_namespaced_lease(
-                    self.name, self.namespace, _preload_content=False, _request_timeout=10
+                    self.name, self.namespace, _preload_content=False, _request_timeout=timeout_s
                 ),
                 "read lease",
             )
@@ -209,14 +209,14 @@ class LeaderLease:
         self.leading = False
         self.renewed_at = -math.inf
         try:
-            lease = self._read()
+            lease = self._read(timeout_s=1.0)
             if lease is None or (lease.get("spec") or {}).get("holderIdentity") != self.identity:
                 return False
             lease["spec"]["holderIdentity"] = ""
             lease["spec"]["leaseDurationSeconds"] = 1
             lease["spec"]["renewTime"] = _micro_time(self.clock())
             self.api.replace_namespaced_lease(
-                self.name, self.namespace, lease, _preload_content=False, _request_timeout=2
+                self.name, self.namespace, lease, _preload_content=False, _request_timeout=1
             )
         except Exception as exc:  # exiting anyway: the lease expires by itself
             log.warning("lease %s/%s not released (%s)", self.namespace, self.name, exc)
