@@ -70,6 +70,10 @@ def run_grid(
         on_run: called with each result as it is ready (completion order with workers > 1).
         **options: `dlsched.simulate` options (``servers``, ``load``, generator options, …).
 
+    Returns:
+        The results, each labelled by its scheduler spec (``Result.scheduler`` is
+        ``deeprm:1.3`` for that spec, so two specs of one policy stay apart).
+
     Raises:
         ValueError: for ``workers`` < 1, or both ``workers`` > 1 and ``dask``.
     """
@@ -99,9 +103,11 @@ def run_grid(
 
             return run_on_dask(tasks, dask, on_run=on_run)
         return run_in_processes(tasks, workers, start_method=start_method, on_run=on_run)
+    from dlsched.experiments.parallel import labelled
+
     results = []
     for seed, scheduler in pairs:
-        result = simulate(workload, scheduler, seed, **options)
+        result = labelled(simulate(workload, scheduler, seed, **options), scheduler)
         results.append(result)
         if on_run is not None:
             on_run(result)

@@ -35,8 +35,20 @@ class RunTask:
 
 
 def run_task(task: RunTask) -> Result:
-    """Simulate one task (in whichever process calls it)."""
-    return simulate(task.workload, task.scheduler, task.seed, **task.options)
+    """Simulate one task (in whichever process calls it), labelled by its spec (`labelled`)."""
+    return labelled(
+        simulate(task.workload, task.scheduler, task.seed, **task.options), task.scheduler
+    )
+
+
+def labelled(result: Result, spec: object) -> Result:
+    """``result`` with ``scheduler`` set to the spec it ran as, when that spec carries an
+    argument (``deeprm:1.3``, ``sched2:runs/x/policy.pt``): two specs of one policy are two
+    rows, JSON labels, per-job labels and plot bars, never one averaged row (issue 29). A plain
+    name keeps the scheduler's own name; a scheduler object, its ``name``."""
+    if isinstance(spec, str) and ":" in spec:
+        result.scheduler = spec.strip()
+    return result
 
 
 def import_for(tasks: Sequence[RunTask]) -> None:

@@ -5,7 +5,9 @@ SCED²-L (`dlsched.papers.sched2.lookahead`), a rule over the whole waiting queu
 locality holds and a reservation planned over profiled (estimated) durations — whose parameters
 were trained by cross-entropy search on the ``sched2`` workload at load 1.8 (its card says how).
 It works on any fixed-GPU workload whose servers have the 8 GPUs it was trained for, at any
-number of servers. ``sched2:PATH`` loads another checkpoint (a directory with ``policy.pt`` and
+number of servers. ``sched2:paper`` loads ``policies/sched2_paper``, SCED²'s own method (plain
+DQN, the paper's state and reward, no demonstrations; ``dlsched train sched2 --paper``).
+``sched2:PATH`` loads another checkpoint (a directory with ``policy.pt`` and
 ``card.json``, `dlsched.rl.checkpoint`) of either kind, e.g. ``policies/sched2_dqn``, SCED²'s
 Q-network (issue 6): at each scheduling point it repeats observe (`dlsched.papers.sched2.state`)
 and take the legal action with the highest Q-value, until φ or nothing fits; the picked jobs
@@ -26,13 +28,20 @@ from dlsched.schedulers.base import Scheduler
 from dlsched.schedulers.registry import register
 
 
+def _paper_or_path(name: str, arg: str) -> None:
+    """``sched2:paper`` (the shipped paper-method DQN) or an existing checkpoint path."""
+    if arg != "paper":
+        checkpoint_path(name, arg)
+
+
 @register(
     "sched2",
     setting="fixed-GPU (sched2, philly, trace)",
     source="SCED² §III",
     description="SCED²-L: learned locality-aware selection over the whole queue with a "
-    "reservation over estimated durations; sched2:PATH loads a checkpoint (DQN or rule)",
-    argument=("PATH", checkpoint_path),
+    "reservation over estimated durations; sched2:paper the paper's DQN (train sched2 "
+    "--paper); sched2:PATH loads a checkpoint (DQN or rule)",
+    argument=("paper|PATH", _paper_or_path),
 )
 def _make(arg: str | None) -> Scheduler:
     from dlsched.papers.sched2.policy import load_scheduler

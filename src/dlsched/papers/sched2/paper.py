@@ -1,0 +1,423 @@
+"""``dlsched train sched2 --paper``: SCED²'s own method at the paper's scale of experience.
+
+SCED² (§III, §IV-A): state = remaining time of every GPU (N × M) + for each of the first J = 10
+waiting jobs in arrival order its k = 4 profiled times, GPUs and waiting time + 4 statistics of
+the other waiting jobs; J + 1 actions (a job, or φ), each picked job placed by packing; reward =
+the picked job's execution effectiveness (Eq. 2); the shared-weight per-server Q-network
+(Eq. 3–5, `Sched2QNet`); DQN with ε-greedy exploration and proportional prioritized replay;
+15 servers × 8 GPUs, episodes of 1,000-job traces, 2,400 episodes. No demonstrations.
+
+Experience comes from `BatchedSched2Env` (``num_envs`` traces stepped at once; per seed the same
+trajectories as `Sched2Env`). `PaperLearner` is the algorithm, CleanRL style: act ε-greedily on
+all episodes with one forward pass, store the ``B`` transitions, take ``updates_per_step``
+double-DQN gradient steps on prioritized batches (`DQNLearner`, target network copied every
+``target_update`` gradient steps), restart finished episodes on fresh trace seeds.
+`dlsched.rl.training.train` runs it (one step per episode): budget, greedy validation every
+``eval_every`` episodes, the best network by the paper's objective (validation average execution
+effectiveness), log, resume. Every choice the paper leaves open is a field of
+`PaperConfig`; those that depart from the paper are listed in the README's deviation table.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import math
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from dlsched.papers.sched2.algorithm import Sched2QNet
+from dlsched.papers.sched2.batched_env import BatchedSched2Env, resolve_device
+from dlsched.papers.sched2.replay import ReplayBatch, VectorReplay
+from dlsched.rl.checkpoint import PolicyCard
+from dlsched.rl.training import Progress, RunResult, RunSettings, Validation, every, train
+
+log = logging.getLogger(__name__)
+
+PAPER_VALIDATION_SEEDS = tuple(range(90_001, 90_009))
+"""Validation traces (held out from training and from the test seeds 100001-100030)."""
+
+
+@dataclass
+class PaperConfig:
+    """Hyper-parameters of ``train sched2 --paper`` (SCED² leaves all numbers but J, k, the
+    cluster, the trace length and the episode count open; each is documented here)."""
+
+    seed: int = 0
+    """Seeds torch, NumPy and the training trace draws."""
+    episodes: int = 2400
+    """Training episodes, each a fresh 1,000-job trace (SCED² §IV-A: 2,400)."""
+    time_budget_s: float | None = 3600.0
+    """Stop after this many wall-clock seconds (None: run every episode)."""
+    num_envs: int = 128
+    """Episodes stepped at once by the batched environment."""
+    load: float = 1.8
+    """Arrival-rate multiplier of the ``sched2`` traces."""
+    num_jobs: int = 1000
+    """Jobs per trace (SCED² §IV-A)."""
+    gamma: float = 0.99
+    """Discount per action."""
+    reward_scale: float = 0.01
+    """Rewards are multiplied by this in the loss (1 − γ: Q-values of order 1, not 1/(1 − γ));
+    a constant factor, so the greedy policy it defines is the same."""
+    lr: float = 1e-4
+    """Adam learning rate."""
+    batch_size: int = 256
+    """Transitions per gradient step."""
+    updates_per_step: int = 1
+    """Gradient steps per batched environment step (``num_envs`` transitions)."""
+    buffer_size: int = 400_000
+    """Replay capacity, transitions."""
+    learning_starts: int = 20_000
+    """Transitions stored before the first gradient step."""
+    target_update: int = 500
+    """Gradient steps between copies of the online network into the target network."""
+    eps_start: float = 1.0
+    """Initial ε of ε-greedy (uniform over legal actions)."""
+    eps_end: float = 0.05
+    """Final ε."""
+    eps_decay_episodes: int = 600
+    """Episodes over which ε decays linearly."""
+    alpha: float = 0.6
+    """Prioritization exponent."""
+    beta_start: float = 0.4
+    """Initial importance-sampling exponent, annealed linearly to 1 over the episodes."""
+    prio_eps: float = 1e-3
+    """Added to |TD error| so every transition keeps a chance."""
+    grad_clip: float = 10.0
+    """Max gradient norm."""
+    server_hidden: int = 32
+    """Width of the shared per-server encoder's hidden layer (w_shared)."""
+    server_out: int = 16
+    """Features per server (F_i)."""
+    job_hidden: int = 128
+    """Features of the job/statistics encoder (G, w_1)."""
+    hidden: int = 256
+    """Width of the head's hidden layer (w_2)."""
+    eval_every: int = 100
+    """Episodes between greedy validation runs."""
+    threads: int = 1
+    """torch threads (the shared machine has 2 cores)."""
+    device: str = "auto"
+    """``auto``, ``cpu`` (NumPy environment) or ``cuda`` (PyTorch environment and network)."""
+
+
+@dataclass
+class PaperLog:
+    """One row of the training log, written when an episode ends (units in the names)."""
+
+    episode: int
+    transitions: int
+    grad_steps: int
+    epsilon: float
+    train_effectiveness: float
+    train_avg_jct_s: float
+    train_makespan_s: float
+    loss: float
+    q_mean: float
+    q_gap: float
+    td_abs: float
+    grad_norm: float
+    eval_effectiveness: float
+    eval_avg_jct_s: float
+    eval_makespan_s: float
+    wall_s: float
+
+
+def greedy(net: nn.Module, obs: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
+    """Arg-max of the Q-values over legal actions, per row."""
+    with torch.no_grad():
+        return net(obs).masked_fill(~masks, float("-inf")).argmax(dim=1)
+
+
+def evaluate_batched(
+    net: nn.Module, seeds: tuple[int, ...], *, device: str = "cpu", **options: Any
+) -> dict[str, float]:
+    """The greedy policy on the traces of ``seeds``, all at once; mean metrics.
+
+    The batched environment gives the same trajectories as the simulator (`BatchedSched2Env`),
+    so these are the numbers ``dlsched simulate`` would report for the same network.
+    """
+    env = BatchedSched2Env(len(seeds), device=device, **options)
+    obs, masks = env.reset(list(seeds))
+    rows: list[dict[str, float]] = []
+    torch_dev = next(net.parameters()).device
+    while len(rows) < len(seeds):
+        o = torch.as_tensor(obs, device=torch_dev)
+        m = torch.as_tensor(masks, device=torch_dev)
+        obs, _, _, masks, info = env.step(greedy(net, o, m))
+        rows.extend(metrics for _, metrics in info["episodes"])
+    keys = ("avg_effectiveness", "avg_jct_s", "makespan_s")
+    return {k: float(np.mean([r[k] for r in rows])) for k in keys}
+
+
+class DQNLearner:
+    """The online and target Q-networks, their optimizer and one double-DQN step."""
+
+    def __init__(self, net: Sched2QNet, config: PaperConfig, device: str) -> None:
+        self.config = config
+        self.device = device
+        self.net = net.to(device)
+        self.target = copy.deepcopy(self.net)
+        self.optimizer = torch.optim.Adam(self.net.parameters(), lr=config.lr)
+        self.steps = 0
+
+    def step(self, batch: ReplayBatch) -> dict[str, Any]:
+        """One gradient step; loss, Q statistics, |TD| and the new priorities."""
+        c, dev = self.config, self.device
+        obs = torch.as_tensor(batch.obs, device=dev)
+        nxt = torch.as_tensor(batch.next_obs, device=dev)
+        masks = torch.as_tensor(batch.next_masks, device=dev)
+        actions = torch.as_tensor(batch.actions, device=dev)
+        rewards = torch.as_tensor(batch.rewards, device=dev) * c.reward_scale
+        dones = torch.as_tensor(batch.dones, device=dev)
+        weights = torch.as_tensor(batch.weights, device=dev)
+        with torch.no_grad():
+            best = self.net(nxt).masked_fill(~masks, float("-inf")).argmax(dim=1, keepdim=True)
+            next_value = self.target(nxt).gather(1, best).squeeze(1) * (1.0 - dones)
+            y = rewards + c.gamma * next_value
+        q_all = self.net(obs)
+        q = q_all.gather(1, actions.unsqueeze(1)).squeeze(1)
+        loss = (weights * nn.functional.smooth_l1_loss(q, y, reduction="none")).mean()
+        self.optimizer.zero_grad()
+        loss.backward()
+        norm = nn.utils.clip_grad_norm_(self.net.parameters(), c.grad_clip)
+        self.optimizer.step()
+        self.steps += 1
+        if self.steps % c.target_update == 0:
+            self.target.load_state_dict(self.net.state_dict())
+        td = (y - q).detach().abs()
+        top2 = q_all.detach().topk(2, dim=1).values
+        return {
+            "loss": float(loss.item()),
+            "q_mean": float(q.detach().mean().item()),
+            "q_gap": float((top2[:, 0] - top2[:, 1]).mean().item()),
+            "td_abs": float(td.mean().item()),
+            "grad_norm": float(norm.item()),
+            "priorities": td.cpu().numpy().astype(np.float64) + c.prio_eps,
+        }
+
+
+def make_paper_net(shape: Any, config: PaperConfig) -> Sched2QNet:
+    """SCED²'s shared-weight Q-network (Eq. 3–5) with ``config``'s widths."""
+    return Sched2QNet(shape, config.server_hidden, config.server_out, config.job_hidden,
+                      config.hidden)  # fmt: skip
+
+
+class PaperLearner:
+    """SCED²'s DQN as a `dlsched.rl.training.Learner`: one `step` is one finished training
+    episode (its log row); `validate` runs the greedy policy on the validation traces.
+
+    The loop CleanRL-style: act ε-greedily on all ``num_envs`` episodes with one forward pass,
+    store their transitions, take ``updates_per_step`` gradient steps, restart finished
+    episodes on fresh trace seeds. Several episodes can end in one batched step; their rows
+    wait in a queue and are handed out one `step` at a time (counters as when they ended).
+    A resumed run restores the networks, optimizer, counters and generator; the replay buffer
+    and the episodes in flight start afresh.
+    """
+
+    columns = tuple(PaperLog.__dataclass_fields__)
+
+    def __init__(self, config: PaperConfig, command: str = "") -> None:
+        torch.set_num_threads(config.threads)
+        self.command = command
+        torch.manual_seed(config.seed)
+        self.config = config
+        self.rng = np.random.default_rng(config.seed)
+        self.device = resolve_device(config.device)
+        self.options: dict[str, Any] = {"num_jobs": config.num_jobs, "load": config.load}
+        self.env = BatchedSched2Env(config.num_envs, device=self.device, **self.options)
+        shape = self.env.shape
+        self.dqn = DQNLearner(make_paper_net(shape, config), config, self.device)
+        self.replay = VectorReplay(
+            config.buffer_size, shape.obs_dim, shape.num_actions, config.alpha, config.seed
+        )
+        self.obs, self.masks = self.env.reset(self._fresh_seeds(config.num_envs))
+        self.episodes = 0  # finished training episodes
+        self.transitions = 0
+        self.stats: list[dict[str, Any]] = []
+        self.ready: list[dict[str, object]] = []  # rows of finished episodes not yet handed out
+        self.last_validation: dict[str, float] = {}
+        self.last_row: dict[str, object] = {}
+
+    def _fresh_seeds(self, n: int) -> list[int]:
+        return [int(s) for s in self.rng.integers(0, 2**31 - 1, size=n)]
+
+    def _epsilon(self) -> float:
+        c = self.config
+        frac = min(1.0, self.episodes / max(1, c.eps_decay_episodes))
+        return c.eps_start + frac * (c.eps_end - c.eps_start)
+
+    def _batched_step(self) -> None:
+        """One action in every episode, its transitions stored, the gradient steps taken."""
+        c, env, to_np = self.config, self.env, self.env.ops.numpy
+        eps = self._epsilon()
+        o = torch.as_tensor(self.obs, device=self.device)
+        m = torch.as_tensor(self.masks, device=self.device)
+        actions = greedy(self.dqn.net, o, m).cpu().numpy()
+        masks_np = to_np(self.masks)
+        explore = self.rng.random(c.num_envs) < eps
+        uniform = (self.rng.random(masks_np.shape) * masks_np).argmax(axis=1)
+        actions = np.where(explore, uniform, actions)
+        next_obs, rewards, ended, next_masks, info = env.step(actions)
+        self.replay.add(
+            to_np(self.obs), actions, to_np(rewards), to_np(next_obs), to_np(next_masks),
+            to_np(ended),
+        )  # fmt: skip
+        self.transitions += c.num_envs
+        self.obs, self.masks = next_obs, next_masks
+        if len(self.replay) >= c.learning_starts:
+            beta = c.beta_start + min(1.0, self.episodes / c.episodes) * (1.0 - c.beta_start)
+            for _ in range(c.updates_per_step):
+                batch = self.replay.sample(c.batch_size, beta)
+                out = self.dqn.step(batch)
+                self.replay.update_priorities(batch.indices, out.pop("priorities"))
+                self.stats.append(out)
+        finished = info["episodes"]
+        if not finished:
+            return
+        self.obs, self.masks = env.reset_some(
+            [i for i, _ in finished], self._fresh_seeds(len(finished))
+        )
+        for _, metrics in finished:
+            self.episodes += 1
+            keys = ("loss", "q_mean", "q_gap", "td_abs", "grad_norm")
+            mean = {k: float(np.mean([x[k] for x in self.stats])) if self.stats else math.nan
+                    for k in keys}  # fmt: skip
+            self.stats = []
+            self.ready.append(
+                {
+                    "episode": self.episodes,
+                    "transitions": self.transitions,
+                    "grad_steps": self.dqn.steps,
+                    "epsilon": eps,
+                    "train_effectiveness": metrics["avg_effectiveness"],
+                    "train_avg_jct_s": metrics["avg_jct_s"],
+                    "train_makespan_s": metrics["makespan_s"],
+                    **mean,
+                }
+            )
+
+    # -- the Learner protocol -------------------------------------------------------------
+
+    def step(self) -> dict[str, object]:
+        while not self.ready:
+            self._batched_step()
+        self.last_row = self.ready.pop(0)
+        return dict(self.last_row)
+
+    def validate(self) -> Validation:
+        self.last_validation = evaluate_batched(
+            self.dqn.net, PAPER_VALIDATION_SEEDS, device=self.device, **self.options
+        )
+        v = self.last_validation
+        return Validation(
+            (-v["avg_effectiveness"],),
+            {
+                "eval_effectiveness": v["avg_effectiveness"],
+                "eval_avg_jct_s": v["avg_jct_s"],
+                "eval_makespan_s": v["makespan_s"],
+            },
+        )
+
+    def policy_files(self) -> tuple[dict[str, torch.Tensor], PolicyCard]:
+        net = self.dqn.net
+        state = {k: v.detach().cpu().clone() for k, v in net.state_dict().items()}
+        card = paper_card(self.config, net, self.last_validation, self.last_row, self.command)
+        return state, card
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "net": self.dqn.net.state_dict(),
+            "target": self.dqn.target.state_dict(),
+            "optimizer": self.dqn.optimizer.state_dict(),
+            "grad_steps": self.dqn.steps,
+            "episodes": self.episodes,
+            "transitions": self.transitions,
+            "rng": self.rng.bit_generator.state,
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self.dqn.net.load_state_dict(state["net"])
+        self.dqn.target.load_state_dict(state["target"])
+        self.dqn.optimizer.load_state_dict(state["optimizer"])
+        self.dqn.steps = int(state["grad_steps"])
+        self.episodes = int(state["episodes"])
+        self.transitions = int(state["transitions"])
+        self.rng.bit_generator.state = dict(state["rng"])
+
+
+def paper_card(
+    config: PaperConfig,
+    net: Sched2QNet,
+    validation: dict[str, float],
+    row: Mapping[str, object],
+    command: str = "",
+) -> PolicyCard:
+    """The card of a ``--paper`` network: how it was made, in words and numbers; its
+    hyper-parameters carry the widths `dlsched.papers.sched2.policy.load_policy` reads."""
+    episodes, steps, grads = (int(str(row.get(k, 0))) for k in ("episode", "transitions",
+                                                                   "grad_steps"))  # fmt: skip
+    notes = (
+        "SCED² paper method (train sched2 --paper): DQN with epsilon-greedy and proportional "
+        "prioritized replay, double-DQN targets, the shared-weight per-server Q-network "
+        "(Eq. 3-5), the paper's state (N x M GPU remaining times, k=4 profiles + GPUs + waiting "
+        "time for the first J=10 waiting jobs in arrival order, 4 statistics), J+1 actions with "
+        "packing placement, reward = execution effectiveness of each picked job (Eq. 2); no "
+        f"demonstrations, no teacher. Experience: {config.num_envs} episodes at once "
+        f"(BatchedSched2Env), fresh sched2 traces of {config.num_jobs} jobs at load "
+        f"{config.load}. This network: the best greedy validation effectiveness (seeds "
+        f"{PAPER_VALIDATION_SEEDS[0]}-{PAPER_VALIDATION_SEEDS[-1]}) so far, after {episodes} "
+        f"episodes ({steps} agent steps, {grads} gradient steps). Deviations from the paper: "
+        "README, 'SCED² paper preset'." + (f" Command: {command}" if command else "")
+    )
+    return PolicyCard(
+        algorithm="sched2",
+        workload="sched2",
+        workload_params={
+            "load": config.load,
+            "num_jobs": config.num_jobs,
+            "window_order": "arrival",
+            "teacher": "none",
+        },
+        shapes=net.shape.as_card(),
+        seeds={"train": [config.seed], "validation": list(PAPER_VALIDATION_SEEDS)},
+        steps={"env_steps": steps, "episodes": episodes, "grad_steps": grads},
+        validation=dict(validation),
+        hyperparams={"policy": "qnet", "method": "paper", **asdict(config)},
+        notes=notes,
+        trained_setting={"workload": "sched2", "params": {"load": config.load}},
+    )
+
+
+def train_paper(
+    config: PaperConfig,
+    out: str | Path,
+    *,
+    force: bool = False,
+    resume: bool = False,
+    tensorboard: Path | None = None,
+    progress: Progress | None = None,
+    command: str = "",
+) -> RunResult:
+    """``train sched2 --paper``: `PaperLearner` under `dlsched.rl.training.train` — one step
+    per episode, validation every ``eval_every`` episodes, the best network by validation
+    effectiveness in ``out`` (policy.pt + card.json), train_log.csv, last/."""
+    settings = RunSettings(
+        out=Path(out),
+        steps=config.episodes,
+        max_seconds=config.time_budget_s,
+        validate_when=every(config.eval_every),
+        resume=resume,
+        force=force,
+        tensorboard=tensorboard,
+        step_column="episode",
+        name="sched2 --paper",
+    )
+    return train(lambda _budget: PaperLearner(config, command), settings, progress)
