@@ -186,6 +186,20 @@ def train_dl2_command(
     num_envs: Annotated[
         int, typer.Option(min=1, max=4096, help="--paper: episodes simulated at once.")
     ] = 16,
+    critic_warmup: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            max=MAX_STEPS,
+            help="--paper: value-only updates before the policy learns (ours).",
+        ),
+    ] = 0,
+    normalize_advantage: Annotated[
+        bool,
+        typer.Option(
+            "--normalize-advantage", help="--paper: standardise advantages per mini-batch (ours)."
+        ),
+    ] = False,
 ) -> None:
     """Train DL2: imitate TEACHER, then improve by RL; the best policy goes to OUT."""
     import torch
@@ -219,7 +233,7 @@ def train_dl2_command(
             run_paper(out_dir, options, teacher, sl_episodes, sl_steps, rl_steps, eval_every,
                       parse_seeds(val_seeds, "--val-seeds"), seed, not no_value_net,
                       not no_exploration, not no_replay, device, num_envs, max_minutes,
-                      init, resume)  # fmt: skip
+                      init, resume, critic_warmup, normalize_advantage)  # fmt: skip
             return
         config = Dl2Config(
             J=jobs_per_batch,
