@@ -427,7 +427,12 @@ class PaperLearner:
             workload_params=dict(spec.workload_options),
             shapes=self.shape.fields(),
             seeds={"validation": list(spec.val_seeds), "run": [cfg.seed]},
-            steps={"sl": spec.sl_steps, "rl": self.updates, "slots": slots},
+            steps={
+                "sl": spec.sl_steps,
+                "rl": self.updates,
+                "rl_tried": self.updates,
+                "slots": slots,
+            },
             validation={"avg_jct_s": self.val_jct},
             hyperparams=cfg.to_dict() | {"method": "paper"},
             notes=_notes(spec, self.updates, slots),
