@@ -168,7 +168,7 @@ def test_paper_trainer_runs_and_says_how_it_was_made(tmp_path) -> None:
 def test_job_seconds_are_the_scalar_jct_reward() -> None:
     """``job_s`` of a slot is the time in system `Dl2Env(reward="jct")` charges for it."""
     batched = Dl2BatchedEnv(1, **SMALL)
-    obs, mask = batched.reset([7])
+    _, mask = batched.reset([7])
     scalar = Dl2Env(reward="jct", **SMALL)
     scalar.reset(options={"trace_seed": 7})
     rng = np.random.default_rng(1)

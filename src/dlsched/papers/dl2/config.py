@@ -204,5 +204,3 @@ class Dl2RunArgs:
     """--paper: episodes simulated at once."""
     critic_warmup: Annotated[int, Opt(min=0, max=MAX_STEPS)] = 0
     """--paper: value-only updates before the policy learns (ours; 0 = the paper)."""
-    normalize_advantage: Annotated[bool, Opt(flags=("--normalize-advantage",))] = False
-    """--paper: standardise advantages per mini-batch (ours; off = the paper)."""
