@@ -175,3 +175,23 @@ def test_only_types_remaps_unseen_jobs_and_keeps_their_duration():
             before = old.total_work / model.epochs_per_s(old.model, w, w)
             after = new.total_work / model.epochs_per_s(new.model, w, w)
             assert after == pytest.approx(before, rel=0.05, abs=60.0)
+
+
+def test_fig9_labels_say_how_each_dl2_policy_was_made() -> None:
+    """Both DL2 rows are labelled; the paper's −44.1 % stands only beside ``dl2:paper``."""
+    from dlsched.papers.dl2.report import vs_drf
+    from dlsched.papers.dl2.scheduler import how_trained, policy_dir
+
+    assert "not the paper's method" in how_trained("dl2")
+    assert how_trained("drf") == ""
+    assert policy_dir("dl2:paper").name == "dl2_paper"
+    assert policy_dir("dl2:runs/x") == Path("runs/x")
+    f9 = [
+        {"scheduler": "drf", "seed": 1, "avg_jct_s": 100.0},
+        {"scheduler": "dl2", "seed": 1, "avg_jct_s": 70.0},
+        {"scheduler": "dl2:paper", "seed": 1, "avg_jct_s": 90.0},
+    ]
+    lines = vs_drf(f9)
+    assert lines[0].startswith("- dl2 vs DRF: -30.0 %") and "44.1" not in lines[0]
+    assert lines[1].startswith("- dl2:paper vs DRF: -10.0 %") and "(paper −44.1 %)" in lines[1]
+    assert vs_drf(f9[:2]) == [lines[0]]

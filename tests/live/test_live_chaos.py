@@ -13,10 +13,18 @@ import time
 from pathlib import Path
 
 import pytest
-from chaos_helpers import ATOL, Fault, alive, descendants, max_param_diff, run_with_faults, stream
 from typer.testing import CliRunner
 
 from dlsched.cli import app
+from dlsched.live.chaos import (
+    ATOL,
+    Fault,
+    alive,
+    descendants,
+    max_param_diff,
+    run_with_faults,
+    stream,
+)
 from dlsched.live.cluster import LiveCluster
 from dlsched.live.stream import LiveJobRequest
 

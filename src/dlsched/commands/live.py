@@ -146,7 +146,7 @@ def live_run(
     from dlsched.live.job import LiveJobError
     from dlsched.live.models import MODELS
     from dlsched.live.online import make_learning_scheduler, online_learner
-    from dlsched.live.run_log import RunLog, ended_jobs, last_time_s, load_settings, save_settings
+    from dlsched.live.run_log import RunLog, ended_jobs, load_settings, resumed_at, save_settings
     from dlsched.live.stream import make_stream
 
     with one_line_errors():
@@ -210,7 +210,7 @@ def live_run(
             on_decision=learner.observe if learner is not None else None,
             run_log=run_log,
             params_dir=None if out_dir is None else out_dir / "params",
-            time_offset_s=last_time_s(resume) if resume is not None else 0.0,
+            time_offset_s=0.0 if resume is None else resumed_at(resume),
         )
         if resume is not None:
             cluster.adopt(ended_jobs(resume))

@@ -38,7 +38,7 @@ from dlsched.live.cluster_ops import LiveEntry, resume_job, size, start_job, sus
 from dlsched.live.cluster_repair import FaultRepair
 from dlsched.live.coord_store import write_atomic
 from dlsched.live.job import LiveJob
-from dlsched.live.run_log import RunLog
+from dlsched.live.run_log import PROGRESS_FILE, RunLog, read_progress
 from dlsched.live.snapshot import LiveSnapshot, ScalingEvent
 from dlsched.live.stream import LiveJobRequest, epochs_per_step, live_server
 from dlsched.live.workdirs import make_run_dir
@@ -49,9 +49,6 @@ from dlsched.sim.metrics import Timeline
 from dlsched.sim.result import Result
 
 log = logging.getLogger(__name__)
-
-PROGRESS_FILE = "progress.json"
-"""Steps each job had done at the last decision (in the work folder of a run with ``--out``)."""
 
 
 class LiveCluster(FaultRepair):
@@ -281,7 +278,7 @@ class LiveCluster(FaultRepair):
         self._record_timeline(self._clock())
         if self.run_log is not None:  # how far each job got, for the steps a resume redoes
             steps = {str(i): lv.steps for i, lv in self.jobs.items() if lv.steps}
-            write_atomic(self.workdir / PROGRESS_FILE, json.dumps(steps))
+            write_atomic(self.workdir / PROGRESS_FILE, json.dumps({"t_s": now, "steps": steps}))
 
     # ------------------------------------------------------------------ resume
 
@@ -289,13 +286,7 @@ class LiveCluster(FaultRepair):
         """Carry on from a killed run (``live run --resume``): jobs with a row in its
         ``jobs.csv`` (``ended``, `dlsched.live.run_log.ended_jobs`) keep their outcome; every
         other job that had started resumes from its last snapshot in `workdir`."""
-        try:
-            progress = {
-                int(k): int(v)
-                for k, v in json.loads((self.workdir / PROGRESS_FILE).read_text()).items()
-            }
-        except (OSError, ValueError, AttributeError):
-            progress = {}
+        progress = read_progress(self.workdir)
         for job_id, live in self.jobs.items():
             run = live.run
             row = ended.get(job_id)

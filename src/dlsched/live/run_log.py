@@ -7,6 +7,7 @@ jobs' state and snapshots until the run is complete.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
@@ -24,6 +25,8 @@ LIVE_JOB_COLUMNS = (*JOB_COLUMNS, "status", "error", "steps_redone")
 EVENT_COLUMNS = tuple(ScalingEvent.__dataclass_fields__)
 RUN_FILE = "run.json"
 WORK_DIR = "work"
+PROGRESS_FILE = "progress.json"
+"""In the work folder: seconds into the run of the last decision, and each job's steps then."""
 
 
 def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
@@ -109,16 +112,29 @@ def ended_jobs(out_dir: Path) -> dict[int, dict[str, str]]:
     return out
 
 
-def last_time_s(out_dir: Path) -> float:
-    """Seconds into the run of the last event a killed run recorded (0 if none)."""
-    path = out_dir / "scaling_events.csv"
-    if not path.exists():
-        return 0.0
-    with path.open(newline="") as fh:
-        times = []
-        for row in csv.DictReader(fh):
-            try:
-                times.append(float(row["t_s"]))
-            except (KeyError, TypeError, ValueError):
-                continue
-    return max(times, default=0.0)
+def resumed_at(out_dir: Path) -> float:
+    """Seconds into a killed run where ``--resume`` goes on: its last recorded event, ended job
+    or decision, whichever is latest (0 if none)."""
+    times = [0.0]
+    for name in ("scaling_events.csv", "jobs.csv"):
+        path = out_dir / name
+        if path.exists():
+            with path.open(newline="") as fh:
+                for row in csv.DictReader(fh):
+                    for key in ("t_s", "finish_s"):
+                        try:
+                            times.append(float(row.get(key) or "nan"))
+                        except (TypeError, ValueError):
+                            continue
+    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+        times.append(float(json.loads((out_dir / WORK_DIR / PROGRESS_FILE).read_text())["t_s"]))
+    return max(t for t in times if t == t)  # NaN (an empty cell) never equals itself
+
+
+def read_progress(workdir: Path) -> dict[int, int]:
+    """Steps each job had done at the last decision of a killed run (empty if unknown)."""
+    try:
+        data = json.loads((workdir / PROGRESS_FILE).read_text())
+        return {int(k): int(v) for k, v in data["steps"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}

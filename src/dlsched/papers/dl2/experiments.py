@@ -50,7 +50,7 @@ from dlsched.papers.dl2.experiments_training import (
 )
 from dlsched.papers.dl2.network import Dl2Config, make_policy, make_scheduler_for
 from dlsched.papers.dl2.report import write_figures, write_markdown
-from dlsched.papers.dl2.scheduler import SHIPPED
+from dlsched.papers.dl2.scheduler import PAPER_METHOD, SHIPPED
 from dlsched.rl.checkpoint import load_checkpoint
 from dlsched.runner import simulate
 from dlsched.schedulers.base import Scheduler, WrappingScheduler
@@ -58,7 +58,7 @@ from dlsched.schedulers.registry import make_scheduler, schedulers
 
 log = logging.getLogger(__name__)
 
-FIG9_SCHEDULERS = ("drf", "tetris", "optimus", "offline-rl", "efficient-srtf", "dl2")
+FIG9_SCHEDULERS = ("drf", "tetris", "optimus", "offline-rl", "efficient-srtf", "dl2", PAPER_METHOD)
 EVAL_SEEDS = tuple(range(101, 111))
 SIZE_ENV = "DLSCHED_DL2_REPRO_SIZE"
 
@@ -167,12 +167,19 @@ def _jct(scheduler: str | Scheduler, seed: int, **options: Any) -> tuple[float, 
     return float(result.summary()["avg_jct_s"]), int(concurrent)
 
 
+def _has_policy(name: str) -> bool:
+    """Whether a ``dl2`` spec's checkpoint exists (always True for a rule)."""
+    from dlsched.papers.dl2.scheduler import policy_dir
+
+    return not name.startswith("dl2") or (policy_dir(name) / "card.json").exists()
+
+
 def fig9(size: Size) -> tuple[list[dict[str, Any]], list[str]]:
     """Rows ``(scheduler, seed, avg_jct_s)`` and the schedulers that were not available."""
     registered = schedulers()
     rows, missing = [], []
     for name in FIG9_SCHEDULERS:
-        if name not in registered:
+        if name.split(":")[0] not in registered or not _has_policy(name):
             missing.append(name)
             continue
         for seed in size.fig9_seeds:

@@ -18,17 +18,16 @@
    time slot"), learning starting once the buffer is full (the authors' code); Adam 1e-4.
    Experience comes from `Dl2BatchedEnv` (``num_envs`` episodes at once).
 
-`PaperSpec` documents every knob; `train_paper` runs it and writes the usual checkpoint layout
-(``policy.pt`` + ``card.json`` of the best validation, ``train_log.csv``, ``rl_stats.csv`` with
-the learning statistics of the diagnosis: entropy, value loss, advantage scale, gradient norms).
+`PaperSpec` documents every knob; `train_paper` runs `PaperLearner` through the shared loop
+`dlsched.rl.training.train` (``policy.pt`` + ``card.json`` of the best validation,
+``train_log.csv`` with, per step of ``eval_every`` updates, the means of the diagnosis
+statistics: entropy, losses, advantage scale, gradient norms, slot reward; ``last/``).
 """
 
 from __future__ import annotations
 
-import csv
 import logging
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -42,14 +41,16 @@ from dlsched.papers.dl2.algorithm import Batch, Learner, collect_teacher, superv
 from dlsched.papers.dl2.batched_env import Dl2BatchedEnv, resolve_device
 from dlsched.papers.dl2.env import Dl2Env
 from dlsched.papers.dl2.network import (
+    ALGORITHM,
     Dl2Config,
     evaluate,
     make_policy,
     masked_logits,
-    save,
     seed_everything,
 )
 from dlsched.papers.dl2.state import Dl2Shape
+from dlsched.rl.checkpoint import PolicyCard
+from dlsched.rl.training import RunOptions, RunResult, Validation, train
 
 log = logging.getLogger(__name__)
 
@@ -262,10 +263,14 @@ def _grad_norm(net: nn.Module) -> float:
     return float(torch.stack(norms).norm()) if norms else 0.0
 
 
-STATS_COLUMNS = [
-    "update", "slots", "wall_s", "entropy", "policy_loss", "value_loss", "advantage_abs",
-    "advantage_std", "reward_mean", "policy_grad_norm", "value_grad_norm",
-]  # fmt: skip
+STATS = (
+    "entropy", "policy_loss", "value_loss", "advantage", "advantage_std", "reward_mean",
+    "policy_grad_norm", "value_grad_norm",
+)  # fmt: skip
+"""Learning statistics of `rl_update`, logged as their mean over each step's updates."""
+COLUMNS = (
+    "phase", "updates", "slots", "episodes", "train_return", *STATS, "val_avg_jct_s", "wall_s",
+)  # fmt: skip
 
 
 def rl_update(learner: Learner, batch: Batch, critic_only: bool = False) -> dict[str, float]:
@@ -289,161 +294,153 @@ def rl_update(learner: Learner, batch: Batch, critic_only: bool = False) -> dict
     return stats
 
 
-Progress = Callable[[str, int, int, float | None], None]
-
-
-class _Log:
-    """``train_log.csv`` (validations) and ``rl_stats.csv`` (learning statistics)."""
-
-    def __init__(self, out: Path) -> None:
-        out.mkdir(parents=True, exist_ok=True)
-        self.val = out / "train_log.csv"
-        self.stats = out / "rl_stats.csv"
-        with self.val.open("w", newline="") as fh:
-            csv.writer(fh).writerow(["phase", "step", "slots", "wall_s", "val_avg_jct_s", "stat"])
-        with self.stats.open("w", newline="") as fh:
-            csv.writer(fh).writerow(STATS_COLUMNS)
-
-    def validation(self, row: list[Any]) -> None:
-        with self.val.open("a", newline="") as fh:
-            csv.writer(fh).writerow(row)
-
-    def stat(self, row: dict[str, float]) -> None:
-        with self.stats.open("a", newline="") as fh:
-            csv.writer(fh).writerow([f"{row.get(k, float('nan')):.6g}" for k in STATS_COLUMNS])
-
-
-def _notes(spec: PaperSpec, phase: str, updates: int, slots: int, stopped: bool) -> str:
+def _notes(spec: PaperSpec, updates: int, slots: int) -> str:
     cfg = spec.config
-    parts = [
-        "DL2's paper method (train dl2 --paper): paper state (x, d, e, r, w, u; the other "
-        "observation entries have zero input weights), MLP 2x256",
+    start = (
         f"supervised warm-up from {spec.teacher} on {spec.sl_traces} traces, "
-        f"{spec.sl_steps} mini-batches",
-        f"then {updates} actor-critic updates (one per simulated slot, {slots} slots in "
-        f"{spec.num_envs} batched environments), reward = sum of epochs trained / total epochs",
-        f"gamma={cfg.gamma:g}, epsilon={cfg.epsilon:g} (job-aware exploration: "
-        f"{cfg.exploration}), entropy beta={cfg.entropy_beta:g}, "
-        f"replay={cfg.replay_size if cfg.replay else 0}, "
-        f"value network: {cfg.value_net}, rl lr={cfg.rl_lr:g}, batch={cfg.batch_size}",
-        f"checkpoint = best validation (seeds {list(spec.val_seeds)}), taken in phase {phase}",
-    ]
-    if stopped:
-        parts.append(f"stopped by the wall-time budget of {spec.max_wall_s:.0f} s")
-    return "; ".join(parts)
-
-
-@dataclass
-class _Best:
-    jct: float = float("inf")
-    phase: str = ""
-
-
-def train_paper(spec: PaperSpec, progress: Progress | None = None) -> Path:
-    """Supervised warm-up from DRF, then DL2's online actor-critic (module docstring);
-    returns the directory of the best policy by validation average JCT."""
-    cfg = spec.config
-    seed_everything(cfg.seed)
-    device = resolve_device(spec.device)
-    shape = cfg.shape()
-    t0 = time.perf_counter()
-    logs = _Log(spec.out)
-    policy = paper_network(make_policy(cfg), shape)
-    opts = spec.workload_options
-    best = _Best()
-
-    def validate(phase: str, step: int, slots: int, stat: float) -> float:
-        val = evaluate(learner.policy.cpu(), cfg, spec.val_seeds, **opts)
-        learner.policy.to(device)
-        logs.validation([phase, step, slots, f"{time.perf_counter() - t0:.1f}", f"{val:.1f}",
-                         f"{stat:.4f}"])  # fmt: skip
-        if val < best.jct:
-            best.jct, best.phase = val, f"{phase} step {step}"
-            _save(spec, learner.policy.cpu(), val, best.phase, updates, slots, False)
-            learner.policy.to(device)
-        if progress is not None:
-            progress(phase, step, spec.rl_updates if phase == "rl" else spec.sl_steps, val)
-        log.info("%s %d: validation avg JCT %.0f s (best %.0f)", phase, step, val, best.jct)
-        return val
-
-    updates = 0
-    learner = Learner.create(cfg, policy)
-    if spec.init is None:
-        data = collect_teacher(
-            Dl2Env(**opts, shape=shape), spec.teacher, spec.sl_traces, seed=cfg.seed
-        )
-        agree = supervised(learner.policy, data, cfg, spec.sl_steps)
-        validate("sl", spec.sl_steps, 0, agree)
-    else:
-        state = torch.load(Path(spec.init) / "policy.pt", map_location="cpu", weights_only=True)
-        learner.policy.load_state_dict(state)
-        validate("sl", spec.sl_steps, 0, float("nan"))
-    learner = Learner.create(cfg, learner.policy.to(device))
-    learner.value = paper_network(learner.value, shape).to(device)
-    learner.value_opt = torch.optim.Adam(learner.value.parameters(), lr=cfg.rl_lr)
-    env = Dl2BatchedEnv(spec.num_envs, shape=shape, seed=cfg.seed, device=spec.device, **opts)
-    capacity = cfg.replay_size if cfg.replay else cfg.batch_size
-    replay = SlotReplay(capacity, shape.obs_dim, shape.num_actions)
-    collector = Collector(env, learner, replay, cfg.seed)
-    rng = np.random.default_rng(cfg.seed + 1)
-    due = 0
-    stopped = False
-    while updates < spec.rl_updates:
-        if spec.max_wall_s is not None and time.perf_counter() - t0 > spec.max_wall_s:
-            stopped = True
-            break
-        due += collector.step()
-        while due > 0 and replay.size >= capacity and updates < spec.rl_updates:
-            due -= 1
-            batch = replay.sample(cfg.batch_size, rng, device)
-            stats = rl_update(learner, batch, critic_only=updates < spec.critic_warmup)
-            updates += 1
-            stats.update(update=updates, slots=collector.slots, wall_s=time.perf_counter() - t0)
-            stats["advantage_abs"] = stats.pop("advantage", float("nan"))
-            if updates % 50 == 0:
-                logs.stat(stats)
-            if updates % spec.eval_every == 0:
-                recent = collector.returns[-20:]
-                validate("rl", updates, collector.slots, float(np.mean(recent)) if recent else 0.0)
-        if replay.size < capacity:
-            due = 0
-    if updates % spec.eval_every:
-        validate("rl", updates, collector.slots, 0.0)
-    if stopped:
-        _save(spec, learner.policy.cpu(), best.jct, best.phase, updates, collector.slots,
-              True, card_only=True)  # fmt: skip
-    return spec.out
-
-
-def _save(
-    spec: PaperSpec,
-    policy: nn.Module,
-    val: float,
-    phase: str,
-    updates: int,
-    slots: int,
-    stopped: bool,
-    card_only: bool = False,
-) -> None:
-    """The best policy (or, ``card_only``, only its card's notes updated) in ``spec.out``."""
-    from dlsched.rl.checkpoint import read_card
-
-    cfg = spec.config
-    if card_only:
-        card = read_card(spec.out)
-        policy_state = torch.load(spec.out / "policy.pt", map_location="cpu", weights_only=True)
-        policy = make_policy(cfg)
-        policy.load_state_dict(policy_state)
-        steps = dict(card.steps)
-        updates, slots = int(steps.get("rl", updates)), int(steps.get("slots", slots))
-    save(
-        spec.out,
-        policy,
-        cfg,
-        workload="dl2",
-        workload_params={k: v for k, v in spec.workload_options.items()},
-        seeds={"validation": list(spec.val_seeds), "run": [cfg.seed]},
-        steps={"sl": spec.sl_steps, "rl": updates, "slots": slots, "sl_traces": spec.sl_traces},
-        validation={"avg_jct_s": val},
-        notes=_notes(spec, phase, updates, slots, stopped),
+        f"{spec.sl_steps} mini-batches"
+        if spec.init is None
+        else f"started from the supervised checkpoint {spec.init} (DRF warm-up)"
     )
+    return "; ".join(
+        [
+            "DL2's paper method (train dl2 --paper): paper state (x, d, e, r, w, u; the other "
+            "observation entries have zero input weights), MLP 2x256",
+            start,
+            f"then {updates} actor-critic updates (one per simulated slot; {slots} slots in "
+            f"{spec.num_envs} batched environments), reward = sum of epochs trained / total "
+            "epochs",
+            f"gamma={cfg.gamma:g}, job-aware exploration={cfg.exploration} "
+            f"(epsilon={cfg.epsilon:g}), entropy beta={cfg.entropy_beta:g}, "
+            f"replay={cfg.replay_size if cfg.replay else 0}, value network={cfg.value_net}, "
+            f"rl lr={cfg.rl_lr:g}, batch={cfg.batch_size}, normalised advantages="
+            f"{cfg.normalize_advantage}, value-only warm-up updates={spec.critic_warmup}",
+            f"checkpoint = best greedy validation avg JCT on seeds {list(spec.val_seeds)}",
+        ]
+    )
+
+
+class PaperLearner:
+    """`dlsched.rl.training.Learner` of the paper preset: step 0 is the supervised warm-up (or
+    loading ``init``), each later step ``eval_every`` actor-critic updates."""
+
+    columns = COLUMNS
+
+    def __init__(self, spec: PaperSpec) -> None:
+        cfg = spec.config
+        seed_everything(cfg.seed)
+        self.spec, self.cfg = spec, cfg
+        self.device = resolve_device(spec.device)
+        self.shape = shape = cfg.shape()
+        self.learner = Learner.create(cfg, paper_network(make_policy(cfg), shape))
+        self.learner.value = paper_network(self.learner.value, shape)
+        self.learner.value_opt = torch.optim.Adam(self.learner.value.parameters(), lr=cfg.rl_lr)
+        self.learner.policy.to(self.device)
+        self.learner.value.to(self.device)
+        self.warmed = False
+        self.updates = 0
+        self.collector: Collector | None = None
+        self.rng = np.random.default_rng(cfg.seed + 1)
+        self.replay = SlotReplay(
+            cfg.replay_size if cfg.replay else cfg.batch_size, shape.obs_dim, shape.num_actions
+        )
+        self.val_jct = float("nan")
+
+    def _warm_up(self) -> dict[str, object]:
+        spec, policy = self.spec, self.learner.policy
+        if spec.init is not None:
+            state = torch.load(Path(spec.init) / "policy.pt", map_location="cpu", weights_only=True)
+            policy.load_state_dict(state)
+            return {"phase": "sl"}
+        env = Dl2Env(shape=self.shape, **spec.workload_options)
+        data = collect_teacher(env, spec.teacher, spec.sl_traces, seed=self.cfg.seed)
+        policy.cpu()
+        agree = supervised(policy, data, self.cfg, spec.sl_steps)
+        policy.to(self.device)
+        self.learner.policy_opt = torch.optim.Adam(policy.parameters(), lr=self.cfg.rl_lr)
+        return {"phase": "sl", "train_return": agree}
+
+    def step(self) -> dict[str, object]:
+        if not self.warmed:
+            self.warmed = True
+            return self._warm_up()
+        spec, cfg = self.spec, self.cfg
+        if self.collector is None:
+            env = Dl2BatchedEnv(
+                spec.num_envs, shape=self.shape, seed=cfg.seed, device=spec.device,
+                **spec.workload_options,
+            )  # fmt: skip
+            self.collector = Collector(env, self.learner, self.replay, cfg.seed)
+        collector, replay = self.collector, self.replay
+        sums = dict.fromkeys(STATS, 0.0)
+        done = due = 0
+        while done < spec.eval_every:
+            due += collector.step()
+            if replay.size < replay.capacity:
+                due = 0
+            while due > 0 and done < spec.eval_every:
+                batch = replay.sample(cfg.batch_size, self.rng, self.device)
+                stats = rl_update(self.learner, batch, self.updates < spec.critic_warmup)
+                for k in STATS:
+                    sums[k] += stats.get(k, float("nan"))
+                due, done, self.updates = due - 1, done + 1, self.updates + 1
+        returns = collector.returns[-2 * spec.num_envs :]
+        row: dict[str, object] = {k: v / done for k, v in sums.items()}
+        row.update(
+            phase="rl", updates=self.updates, slots=collector.slots, episodes=collector.episodes,
+            train_return=float(np.mean(returns)) if returns else float("nan"),
+        )  # fmt: skip
+        return row
+
+    def validate(self) -> Validation:
+        policy = self.learner.policy.cpu()
+        self.val_jct = evaluate(policy, self.cfg, self.spec.val_seeds, **self.spec.workload_options)
+        policy.to(self.device)
+        return Validation((self.val_jct,), {"val_avg_jct_s": self.val_jct})
+
+    def policy_files(self) -> tuple[dict[str, torch.Tensor], PolicyCard]:
+        spec, cfg = self.spec, self.cfg
+        slots = self.collector.slots if self.collector is not None else 0
+        card = PolicyCard(
+            algorithm=ALGORITHM,
+            workload="dl2",
+            workload_params=dict(spec.workload_options),
+            shapes=self.shape.fields(),
+            seeds={"validation": list(spec.val_seeds), "run": [cfg.seed]},
+            steps={"sl": spec.sl_steps, "rl": self.updates, "slots": slots},
+            validation={"avg_jct_s": self.val_jct},
+            hyperparams=cfg.to_dict() | {"method": "paper"},
+            notes=_notes(spec, self.updates, slots),
+        )
+        state = {k: v.detach().cpu() for k, v in self.learner.policy.state_dict().items()}
+        return state, card
+
+    def state_dict(self) -> dict[str, Any]:
+        lr = self.learner
+        return {
+            "policy": lr.policy.state_dict(),
+            "value": lr.value.state_dict(),
+            "policy_opt": lr.policy_opt.state_dict(),
+            "value_opt": lr.value_opt.state_dict(),
+            "updates": self.updates,
+            "warmed": self.warmed,
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        lr = self.learner
+        lr.policy.load_state_dict(state["policy"])
+        lr.value.load_state_dict(state["value"])
+        lr.policy_opt.load_state_dict(state["policy_opt"])
+        lr.value_opt.load_state_dict(state["value_opt"])
+        self.updates, self.warmed = int(state["updates"]), bool(state["warmed"])
+
+
+def train_paper(spec: PaperSpec, run: RunOptions | None = None) -> RunResult:
+    """Supervised warm-up, then DL2's online actor-critic (module docstring), through the
+    shared loop `dlsched.rl.training.train`: validation after every step, the best policy in
+    ``OUT``, ``OUT/train_log.csv``, ``OUT/last`` for ``resume``."""
+    minutes = None if spec.max_wall_s is None else spec.max_wall_s / 60.0
+    run = run or RunOptions(out=spec.out, max_minutes=minutes)
+    steps = 1 + -(-spec.rl_updates // spec.eval_every)
+    settings = run.settings(steps, name="dl2 --paper")
+    return train(lambda budget: PaperLearner(spec), settings)

@@ -11,6 +11,7 @@ from rich.table import Table
 from dlsched.commands.common import out
 from dlsched.papers.dl2.paper import PaperSpec, paper_config, train_paper
 from dlsched.rl.checkpoint import read_card
+from dlsched.rl.training import RunOptions
 
 
 def run_paper(
@@ -30,6 +31,7 @@ def run_paper(
     num_envs: int,
     max_minutes: float | None,
     init: Path | None,
+    resume: bool,
 ) -> None:
     """Train with the paper preset and print where the policy is."""
     spec = PaperSpec(
@@ -47,7 +49,8 @@ def run_paper(
         max_wall_s=None if max_minutes is None else 60.0 * max_minutes,
         init=init,
     )
-    best = train_paper(spec)
+    result = train_paper(spec, RunOptions(out=out_dir, max_minutes=max_minutes, resume=resume))
+    best = result.out
     card = read_card(best)
     table = Table(title=f"DL2 (paper method) policy in {best}")
     table.add_column("field")
@@ -60,6 +63,6 @@ def run_paper(
         "steps (SL, RL, slots)",
         f"{steps.get('sl', 0)}, {steps.get('rl', 0)}, {steps.get('slots', 0)}",
     )
-    table.add_row("logs", f"{best / 'train_log.csv'}, {best / 'rl_stats.csv'}")
+    table.add_row("log", str(best / "train_log.csv"))
     out.print(table)
     out.print(f"use it with: --scheduler dl2:{best}")

@@ -2,12 +2,14 @@
 
 ``dl2`` loads the policy shipped in the package (``dlsched/papers/dl2/policies/dl2/``, trained on
 the ``dl2`` workload; its ``card.json`` says how); ``dl2:PATH`` loads another checkpoint directory
-made by ``dlsched train dl2``. ``offline-rl`` (DL2 §6.1's OfflineRL baseline) is the same
-network trained only in a simulator of fitted Optimus speeds (``dlsched train dl2 --speed-model
-optimus``), shipped in ``dlsched/papers/dl2/policies/offline_rl/``; ``offline-rl:PATH`` loads
-another. The checkpoint must have been made for the same state shape (J job rows, L job types) or
-loading fails with a one-line ValueError. torch is imported only when the scheduler is built, so
-listing schedulers stays fast.
+made by ``dlsched train dl2``; ``dl2:paper`` loads ``policies/dl2_paper/``, the policy trained by
+DL2's own method (``train dl2 --paper``; a folder named ``paper`` is ``dl2:./paper``).
+``offline-rl`` (DL2 §6.1's OfflineRL baseline) is the same network trained only in a simulator of
+fitted Optimus speeds (``dlsched train dl2 --speed-model optimus``), shipped in
+``dlsched/papers/dl2/policies/offline_rl/``; ``offline-rl:PATH`` loads another. The checkpoint
+must have been made for the same state shape (J job rows, L job types) or loading fails with a
+one-line ValueError. torch is imported only when the scheduler is built, so listing schedulers
+stays fast.
 """
 
 from __future__ import annotations
@@ -22,6 +24,22 @@ SHIPPED = Path(__file__).resolve().parent / "policies" / "dl2"
 """Directory of the policy shipped with the package."""
 SHIPPED_OFFLINE_RL = SHIPPED.parent / "offline_rl"
 """Directory of the shipped OfflineRL policy (trained on fitted Optimus speeds only)."""
+SHIPPED_PAPER = SHIPPED.parent / "dl2_paper"
+"""Directory of ``dl2:paper``: the policy trained by DL2's own method (``train dl2 --paper``)."""
+PAPER_ARG = "paper"
+PAPER_METHOD = "dl2:paper"
+"""The spec of the policy trained by the paper's own method (``reproduce dl2`` prints the
+paper's −44.1 % only beside it)."""
+
+
+def policy_dir(spec: str) -> Path:
+    """The checkpoint folder a ``dl2`` / ``dl2:paper`` / ``dl2:PATH`` / ``offline-rl[:PATH]``
+    spec names."""
+    name, _, arg = spec.partition(":")
+    default = SHIPPED_OFFLINE_RL if name == "offline-rl" else SHIPPED
+    if not arg:
+        return default
+    return SHIPPED_PAPER if name == "dl2" and arg == PAPER_ARG else Path(arg)
 
 
 def load_dl2(
@@ -38,15 +56,39 @@ def load_dl2(
     return scheduler
 
 
+def how_trained(name: str) -> str:
+    """How the policy behind a Fig. 9 row was made, from its card ('' for a rule)."""
+    from dlsched.rl.checkpoint import read_card
+
+    if name.split(":")[0] not in ("dl2", "offline-rl"):
+        return ""
+    card = read_card(policy_dir(name))
+    if card.hyperparams.get("method") == "paper":
+        updates = card.steps.get("rl", 0)
+        return f"paper's method: SL from DRF, then actor-critic ({updates:,} updates)"
+    if name.startswith("offline-rl"):
+        return "OfflineRL baseline: RL on fitted Optimus speeds only"
+    notes = card.notes
+    teacher = notes.split("teacher=", 1)[-1].split(";", 1)[0] if "teacher=" in notes else "?"
+    rl = "evolution strategies" if "evolution strategies" in notes else "actor-critic"
+    return f"ours, not the paper's method: imitation of {teacher}, then {rl}"
+
+
+def _paper_or_path(name: str, arg: str) -> None:
+    """``dl2:paper`` (the shipped paper-method policy) or ``dl2:PATH`` (an existing folder)."""
+    checkpoint_path(name, str(policy_dir(f"{name}:{arg}")))
+
+
 @register(
     "dl2",
     setting="elastic PS (dl2)",
     source="DL2 (Peng et al. 2019), trained here",
-    description="policy network (shipped: see its card.json); dl2:PATH loads another",
-    argument=("PATH", checkpoint_path),
+    description="policy network (shipped: see its card.json); dl2:paper is the one trained by "
+    "the paper's own method; dl2:PATH loads another",
+    argument=("paper|PATH", _paper_or_path),
 )
 def _make(arg: str | None) -> Scheduler:
-    return load_dl2(arg)
+    return load_dl2(policy_dir(f"dl2:{arg}") if arg else None)
 
 
 @register(

@@ -1,7 +1,10 @@
-"""Fault injection for the live chaos tests and `benchmarks/chaos.py`: small seeded streams, a
-`FaultPlan` that signals the run's own processes once a job reached a step, and the checks
-every chaos run ends with (every job finished, parameters of an uninterrupted run, nothing
-left running)."""
+"""Fault injection into live runs, for the chaos tests and ``benchmarks/chaos.py``: small
+seeded streams (`stream`), a `FaultPlan` that signals the run's own processes once a job
+reached a step, and what every chaos run is checked with (`max_param_diff` against an
+uninterrupted run, `alive`, `descendants`).
+
+Signals go only to processes of the run itself (the pids its jobs report).
+"""
 
 from __future__ import annotations
 
@@ -10,7 +13,6 @@ import dataclasses
 import os
 import signal
 import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -69,6 +71,7 @@ class Fault:
     count: int = 1
     stop_s: float = 3.0
     done_at: float | None = None
+    """Seconds into the run it was injected at (None: not yet)."""
     pids: list[int] = field(default_factory=list)
 
 
@@ -94,7 +97,7 @@ class FaultPlan:
             pids = live.job.member_pids()[fault.role][: fault.count]
             if not pids:
                 continue
-            fault.pids, fault.done_at = pids, time.monotonic()
+            fault.pids, fault.done_at = pids, snap.now_s
             for pid in pids:
                 os.kill(pid, signal.SIGKILL if fault.kind == "kill" else signal.SIGSTOP)
             if fault.kind == "stop":
@@ -143,7 +146,8 @@ def run_with_faults(
     finally:
         plan.finish()
     missed = [f for f in faults if f.done_at is None]
-    assert not missed, f"faults never injected: {missed}"
+    if missed:
+        raise RuntimeError(f"faults never injected (the jobs ended first?): {missed}")
     return cluster, result
 
 
