@@ -2,7 +2,9 @@
 run into a folder holding another run is refused (``--force`` replaces it), so an old policy is
 never reported as new and ``--max-minutes 0`` deletes nothing; ``--resume`` repairs a log whose
 last row lost its newline and continues ``wall_s``; a damaged ``train_state.pt`` is one line
-naming the file; ``train dl2``'s budget covers the teacher's data collection.
+naming the file. (The budget over teacher data collection has no case here that failed on
+cc0e25e with an elastic workload; the issue's case, ``--workload sched2``, is refused up front:
+`tests/cli/test_one_line.py`.)
 
 Each run is a few seconds (tiny workloads, one or two updates), in this process.
 """
@@ -10,9 +12,7 @@ Each run is a few seconds (tiny workloads, one or two updates), in this process.
 from __future__ import annotations
 
 import csv
-import os
-import subprocess
-import sys
+import shutil
 from pathlib import Path
 
 import pytest
@@ -21,7 +21,6 @@ from typer.testing import CliRunner, Result
 from dlsched.cli import app
 
 runner = CliRunner()
-ROOT = Path(__file__).resolve().parents[2]
 
 FAST: dict[str, list[str]] = {
     "deeprm": [
@@ -62,6 +61,24 @@ def _one_error_line(result: Result, *needles: str) -> str:
     return lines[0]
 
 
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """One finished FAST run per command, copied by the tests that change it."""
+    runs: dict[str, Path] = {}
+    for command in FAST:
+        out = tmp_path_factory.mktemp(command) / "run"
+        result = _train(command, out)
+        assert result.exit_code == 0, result.output[-600:]
+        runs[command] = out
+    return runs
+
+
+def _copy(trained: dict[str, Path], command: str, tmp_path: Path) -> Path:
+    out = tmp_path / "run"
+    shutil.copytree(trained[command], out)
+    return out
+
+
 def _snapshot(out: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
 
@@ -78,11 +95,9 @@ def _rows(log: Path) -> list[dict[str, str]]:
 @pytest.mark.parametrize("budget", [False, True], ids=["plain", "max-minutes-0"])
 @pytest.mark.parametrize("command", sorted(FAST))
 def test_a_fresh_run_into_an_old_out_is_refused_and_force_replaces_it(
-    tmp_path: Path, command: str, budget: bool
+    tmp_path: Path, trained: dict[str, Path], command: str, budget: bool
 ) -> None:
-    out = tmp_path / "run"
-    first = _train(command, out)
-    assert first.exit_code == 0, first.output[-600:]
+    out = _copy(trained, command, tmp_path)
     before = _snapshot(out)
     assert {"policy.pt", "card.json", "train_log.csv"} <= set(before)
     extra = ["--max-minutes", ZERO_BUDGET[command]] if budget else []
@@ -96,10 +111,9 @@ def test_a_fresh_run_into_an_old_out_is_refused_and_force_replaces_it(
 
 @pytest.mark.parametrize("command", sorted(FAST))
 def test_resume_repairs_a_log_row_without_its_newline_and_continues_wall_s(
-    tmp_path: Path, command: str
+    tmp_path: Path, trained: dict[str, Path], command: str
 ) -> None:
-    out = tmp_path / "run"
-    assert _train(command, out).exit_code == 0
+    out = _copy(trained, command, tmp_path)
     log = out / "train_log.csv"
     first = _rows(log)
     log.write_bytes(log.read_bytes().rstrip(b"\r\n"))  # the last row lost its newline
@@ -123,27 +137,10 @@ DAMAGE: dict[str, bytes] = {
 @pytest.mark.parametrize("damage", sorted(DAMAGE))
 @pytest.mark.parametrize("command", sorted(FAST))
 def test_resume_onto_a_damaged_state_is_one_line_naming_the_file(
-    tmp_path: Path, command: str, damage: str
+    tmp_path: Path, trained: dict[str, Path], command: str, damage: str
 ) -> None:
-    out = tmp_path / "run"
-    assert _train(command, out).exit_code == 0
+    out = _copy(trained, command, tmp_path)
     state = out / "last" / "train_state.pt"
     state.parent.mkdir(exist_ok=True)
     state.write_bytes(DAMAGE[damage])
     _one_error_line(_train(command, out, *MORE[command], "--resume"), "train_state.pt")
-
-
-def test_train_dl2_budget_covers_the_teachers_data_collection(tmp_path: Path) -> None:
-    """1,000 teacher episodes take many minutes; a 3-second budget must stop them (it did
-    not: ``--max-minutes 0.5`` ran 243 s). Run as a user would, killed at 90 s."""
-    args = ["--servers", "4", "--sl-episodes", "1000", "--sl-steps", "2", "--rl-steps", "2"]
-    args += ["--val-seeds", "201", "--J", "4", "--stall-probes", "0", "--max-minutes", "0.05"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    command = [sys.executable, "-m", "dlsched", "train", "dl2", "--out", str(tmp_path / "run")]
-    try:
-        done = subprocess.run(
-            [*command, *args], capture_output=True, text=True, env=env, timeout=90, check=False
-        )
-    except subprocess.TimeoutExpired:
-        pytest.fail("train dl2 --max-minutes 0.05 still ran after 90 s")
-    assert done.returncode in (0, 2), done.stderr[-600:]
