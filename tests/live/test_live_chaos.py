@@ -222,3 +222,24 @@ def test_kill_live_run_itself_then_resume_from_the_snapshots(tmp_path: Path) -> 
     left = [p.name for p in tmp_path.iterdir() if p.name != "out"]
     assert left == [], left  # no dlsched-live-* nor pymp-* folder
     assert not (out / "work").exists()
+
+
+def test_repairs_follow_what_the_status_shows() -> None:
+    """A whole job needs nothing; dead members are replaced; a job with no PS or no worker
+    left, or whose coordinator gave up, is relaunched from its snapshot; a settling round
+    (a rollback) is waited for."""
+    from dlsched.core import Allocation
+    from dlsched.live.cluster_ops import repair_needed
+
+    held = Allocation.of(workers=[(0, 2)], ps=[(0, 2)])
+
+    def status(ps: int, workers: int, **extra: object) -> dict[str, object]:
+        roster = {"ps": {str(i): "tcp://x" for i in range(ps)}, "workers": list(range(workers))}
+        return {"roster": roster, "round": None, "failed": "", "finished": False, **extra}
+
+    assert repair_needed(status(2, 2), held) is None
+    assert repair_needed(status(2, 1), held) == ("replace", "2 PS and 1 workers alive of (2, 2)")
+    for broken in (status(2, 0), status(0, 2), status(1, 2, failed="no PS left")):
+        need = repair_needed(broken, held)
+        assert need is not None and need[0] == "relaunch", broken
+    assert repair_needed(status(1, 2, round={"kind": "rollback"}), held) is None
