@@ -18,12 +18,14 @@ LONG_FILE_MARK = "500 lines"
 REGISTRIES = ("dlsched.plugins", "dlsched.schedulers.registry", "dlsched.workloads.registry")
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    # leaves: parsing helpers, the import hook, the CSV writer, the plugin table (only strings)
+    # leaves: parsing helpers, the import hook, the CSV writer, option fields' markers, the
+    # plugin table (only strings)
     (
         "dlsched.when_imported",
         "dlsched.cli_args",
         "dlsched.cli_errors",
         "dlsched.csv_rows",
+        "dlsched.option_fields",
         "dlsched.plugins",
     ),
     ("dlsched.core",),  # jobs, cluster, views, decisions

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import csv
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
@@ -26,13 +26,12 @@ def write_csv(
     """Write ``rows`` as a CSV table with a header and return ``path``.
 
     Args:
-        path: the file (its folder is created; an existing file is replaced).
+        path: the file (its folder must exist; an existing file is replaced).
         rows: one mapping per row.
         columns: the header, in order (None: the first row's keys; no rows: an empty file).
             Keys of a row outside ``columns`` raise ``ValueError``; missing ones are empty.
     """
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
     header = list(columns) if columns is not None else (list(rows[0]) if rows else [])
     with target.open("w", newline="") as fh:
         if header:
@@ -111,11 +110,6 @@ class CsvLog:
         self._fh.flush()
         if self.sync:
             os.fsync(self._fh.fileno())
-
-    def write_all(self, rows: Iterable[Mapping[str, Any]]) -> None:
-        """Append several rows."""
-        for row in rows:
-            self.write(row)
 
     def close(self) -> None:
         self._fh.close()

@@ -23,6 +23,7 @@ from dlsched.papers.dl2.network import (
 )
 from dlsched.papers.dl2.train import TrainSpec, train_dl2
 from dlsched.rl.checkpoint import read_card
+from dlsched.rl.run_options import RunOptions
 
 torch.set_num_threads(1)
 
@@ -86,7 +87,6 @@ def test_es_trains_on_training_traces_with_the_non_oracle_scheduler(monkeypatch:
 
 def test_train_dl2_with_es_logs_rl_validations_and_says_so_in_the_card(tmp_path: Path) -> None:
     spec = TrainSpec(
-        out=tmp_path,
         workload_options=dict(SMALL),
         teacher="drf",
         sl_episodes=1,
@@ -99,7 +99,7 @@ def test_train_dl2_with_es_logs_rl_validations_and_says_so_in_the_card(tmp_path:
         rl_method="es",
         es=EsConfig(pairs=2),
     )
-    train_dl2(spec)
+    train_dl2(spec, RunOptions(tmp_path))
     rows = (tmp_path / "train_log.csv").read_text().splitlines()
     assert [r.split(",")[:2] for r in rows[1:]] == [["sl", "5"], ["rl", "1"], ["rl", "2"]]
     card = read_card(tmp_path)

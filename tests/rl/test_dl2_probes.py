@@ -22,8 +22,9 @@ from dlsched.papers.dl2.probes import (
     training_probes,
     validation_probes,
 )
-from dlsched.papers.dl2.train import TrainSpec, _Run, train_dl2
+from dlsched.papers.dl2.train import Dl2Learner, TrainSpec, train_dl2
 from dlsched.rl.checkpoint import read_card
+from dlsched.rl.training import Budget, RunOptions, RunSettings, train
 
 torch.set_num_threads(1)
 
@@ -68,16 +69,17 @@ def test_validation_never_prefers_a_checkpoint_that_stalls_a_probe(
     jcts = iter([9000.0, 5000.0])
     monkeypatch.setattr(train_module, "evaluate", lambda *a, **k: next(jcts))
     spec = TrainSpec(
-        out=tmp_path,
-        workload_options={"servers": 2, "num_jobs": 8},
-        config=CFG,
-        stall_probes=probes,
+        workload_options={"servers": 2, "num_jobs": 8}, config=CFG, stall_probes=probes
     )
-    run = _Run(spec, None)
-    run.learner.policy.load_state_dict(_policy(False).state_dict())
-    run.validate("sl", 1, 0.0)
-    run.learner.policy.load_state_dict(_policy(hoard=True).state_dict())
-    run.validate("sl", 2, 0.0)
+    learner = Dl2Learner(spec, RunOptions(tmp_path), Budget(None))
+    candidates = iter([_policy(False), _policy(hoard=True)])
+
+    def step() -> dict[str, object]:  # each "chunk of updates" brings the next candidate
+        learner.learner.policy.load_state_dict(next(candidates).state_dict())
+        return {"phase": "sl", "step": 1, "stat": "0.0"}
+
+    monkeypatch.setattr(learner, "step", step)
+    train(lambda budget: learner, RunSettings(tmp_path, steps=2))
     card = read_card(tmp_path)
     rows = (tmp_path / "train_log.csv").read_text().splitlines()
     if probes:
@@ -122,7 +124,6 @@ def test_centred_ranks_give_every_stalled_candidate_the_same_rank() -> None:
 
 def test_a_spent_wall_time_budget_stops_training_and_says_so(tmp_path: Path) -> None:
     spec = TrainSpec(
-        out=tmp_path,
         workload_options={"servers": 2, "num_jobs": 8, "load": 0.5},
         teacher="drf",
         sl_episodes=1,
@@ -132,9 +133,8 @@ def test_a_spent_wall_time_budget_stops_training_and_says_so(tmp_path: Path) -> 
         val_seeds=(201,),
         config=CFG,
         rl_method="es",
-        max_wall_s=0.0,
     )
-    train_dl2(spec)
+    train_dl2(spec, RunOptions(tmp_path, max_minutes=0.0))
     card = read_card(tmp_path)
     assert card.steps["sl"] == 0 and card.steps["rl"] == 0
     assert "stopped by the wall-time budget of 0 s" in card.notes

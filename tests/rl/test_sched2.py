@@ -162,7 +162,7 @@ def test_prioritized_replay_alpha_zero_is_uniform_and_weights_normalised():
 
 
 def test_short_training_improves_average_effectiveness_on_a_tiny_setting():
-    from dlsched.papers.sched2.algorithm import train
+    from dlsched.papers.sched2.algorithm import DQN
     from dlsched.papers.sched2.policy import evaluate
 
     options = {"servers": 1, "num_jobs": 30, "load": 3.0}
@@ -180,9 +180,10 @@ def test_short_training_improves_average_effectiveness_on_a_tiny_setting():
     )
     torch.manual_seed(config.seed)
     before = evaluate(make_net(env.shape, config), validation)["avg_effectiveness"]
-    net, log, _ = train(env, config)
-    after = evaluate(net, validation)["avg_effectiveness"]
-    assert len(log) == 12
+    dqn = DQN(env, config)
+    log = [dqn.episode() for _ in range(config.episodes)]
+    after = evaluate(dqn.net, validation)["avg_effectiveness"]
+    assert len(log) == 12 and log[-1].steps == dqn.steps
     assert after > before + 0.02, (before, after)
 
 

@@ -13,11 +13,18 @@ from dlsched.papers.sched2.lookahead import LookaheadParams, LookaheadScheduler
 from dlsched.papers.sched2.lookahead_train import (
     INIT_MEAN,
     CemConfig,
+    CrossEntropySearch,
+    LookaheadLearner,
     evaluate,
     references,
-    train_lookahead,
 )
-from dlsched.papers.sched2.policy import load_lookahead, load_scheduler, save_lookahead
+from dlsched.papers.sched2.policy import (
+    load_lookahead,
+    load_scheduler,
+    lookahead_files,
+    save_lookahead,
+)
+from dlsched.rl.training import RunSettings, train
 from dlsched.workloads.registry import make_workload
 from tests.schedulers.helpers import checked_run
 
@@ -98,7 +105,7 @@ def test_checkpoint_round_trip(tmp_path):
     assert isinstance(scheduler, LookaheadScheduler) and scheduler.params == params
 
 
-def test_short_search_improves_the_validation_objective():
+def test_short_search_improves_the_validation_objective(tmp_path):
     options = {"servers": 2, "num_jobs": 60, "load": 2.5}
 
     def traces(seed: int):
@@ -108,7 +115,23 @@ def test_short_search_improves_the_validation_objective():
     config = CemConfig(seed=0, iterations=3, population=8, elite=2, traces_per_iter=2)
     start = LookaheadParams.from_vector(list(INIT_MEAN))
     before, _ = evaluate(start, [(w, references(w)) for w in validation], config.frag_weight)
-    params, metrics, log = train_lookahead(traces, validation, config)
-    assert len(log) == 3
-    assert metrics["objective"] < before - 0.02, (before, metrics["objective"])
+
+    def files(params, metrics, iterations):
+        return lookahead_files(
+            params,
+            gpus_per_server=8,
+            workload="sched2",
+            workload_params=options,
+            seeds={},
+            steps=iterations,
+            validation=metrics,
+            hyperparams={},
+        )
+
+    learner = LookaheadLearner(CrossEntropySearch(traces, config), validation, files)
+    settings = RunSettings(tmp_path, steps=config.iterations, validate_first=True)
+    result = train(lambda budget: learner, settings)
+    params, _, card = load_lookahead(tmp_path)
+    assert result.steps == 3 and learner.search.iterations == 3
+    assert card.validation["objective"] < before - 0.02, (before, card.validation)
     assert params != start

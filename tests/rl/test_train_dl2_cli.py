@@ -49,8 +49,8 @@ def test_train_dl2_log_is_one_runs_and_resume_checks_its_columns(tmp_path: Path)
     out = tmp_path / "run"
     args = ["train", "dl2", "--out", str(out), *TINY, "--sl-episodes", "1", "--sl-steps", "2"]
     args += ["--rl-steps", "0", "--eval-every", "2", "--val-seeds", "201"]
-    for _ in range(2):  # a second fresh run into the same OUT starts its own log
-        result = runner.invoke(app, args)
+    for extra in ([], ["--force"]):  # a second fresh run into the same OUT starts its own log
+        result = runner.invoke(app, [*args, *extra])
         assert result.exit_code == 0, result.output
         with (out / "train_log.csv").open() as fh:
             assert [r["step"] for r in csv.DictReader(fh)] == ["2"]

@@ -58,8 +58,22 @@ import torch
 
 from dlsched.csv_rows import CsvLog
 from dlsched.rl.checkpoint import PolicyCard, save_checkpoint
-from dlsched.rl.files import CARD_FILE, ELAPSED_COLUMN, LOG_FILE, POLICY_FILE
+from dlsched.rl.files import CARD_FILE, ELAPSED_COLUMN, POLICY_FILE
+from dlsched.rl.run_options import RunOptions, RunSettings, every
 from dlsched.rl.tensorboard import CurveMirror, open_mirror
+
+__all__ = [
+    "Budget",
+    "Learner",
+    "Progress",
+    "ResumeError",
+    "RunOptions",
+    "RunResult",
+    "RunSettings",
+    "Validation",
+    "every",
+    "train",
+]
 
 log = logging.getLogger(__name__)
 
@@ -127,78 +141,6 @@ class Budget:
     def spent(self) -> bool:
         """Whether the budget is spent."""
         return self.seconds is not None and self.elapsed_s() >= self.seconds
-
-
-def every(n: int) -> Callable[[int], bool]:
-    """A `RunSettings.validate_when` validating after every ``n``-th step."""
-    return lambda step: step % n == 0
-
-
-@dataclass
-class RunOptions:
-    """The options every ``dlsched train`` command shares (the CLI is generated from these
-    fields, `dlsched.commands.train_options`)."""
-
-    out: Path = Path("runs/policy")
-    """Output folder: policy.pt + card.json (the best by validation), train_log.csv, last/."""
-    max_minutes: float | None = None
-    """Stop after this many minutes of wall time, every phase counted (default: no limit)."""
-    tensorboard: Path | None = None
-    """Also write the log's rows as TensorBoard scalars here (extra: tensorboard)."""
-    resume: bool = False
-    """Continue from OUT/last/train_state.pt if it exists."""
-    force: bool = False
-    """Replace another run's policy, card, log and last/ in OUT (else such an OUT is refused)."""
-
-    def settings(self, steps: int, **schedule: Any) -> RunSettings:
-        """`RunSettings` for a run of ``steps`` learner steps (``schedule``: its other fields)."""
-        return RunSettings(
-            out=Path(self.out),
-            steps=steps,
-            max_seconds=None if self.max_minutes is None else 60.0 * self.max_minutes,
-            resume=self.resume,
-            force=self.force,
-            tensorboard=self.tensorboard,
-            **schedule,
-        )
-
-
-@dataclass
-class RunSettings:
-    """How one training run goes (module docstring).
-
-    Attributes:
-        out: the output folder (created).
-        steps: learner steps in all (a resumed run counts those done before).
-        max_seconds: wall-time budget of this call in seconds (None: no limit).
-        validate_when: validate after the step with this 1-based number (besides the last
-            step and the one spending the budget).
-        validate_first: also validate the learner as built, before its first step (a
-            candidate for the best; no log row).
-        resume: continue from ``OUT/last/train_state.pt`` if there is one.
-        force: a fresh run into an ``OUT`` holding another run removes that run's files.
-        tensorboard: also write the log rows as TensorBoard scalars here (None: no).
-        log_path: the CSV log (None: ``OUT/train_log.csv``).
-        step_column: the log column holding each row's TensorBoard step (None: the run's step
-            count).
-        name: names the run in log lines (``"deeprm"``).
-    """
-
-    out: Path
-    steps: int
-    max_seconds: float | None = None
-    validate_when: Callable[[int], bool] = field(default=every(1))
-    validate_first: bool = False
-    resume: bool = False
-    force: bool = False
-    tensorboard: Path | None = None
-    log_path: Path | None = None
-    step_column: str | None = None
-    name: str = "training"
-
-    @property
-    def log_file(self) -> Path:
-        return self.log_path if self.log_path is not None else self.out / LOG_FILE
 
 
 @dataclass
@@ -299,26 +241,27 @@ class _Run:
     def loop(self, csv_log: CsvLog, mirror: CurveMirror | None, progress: Progress | None) -> None:
         settings = self.settings
         if settings.validate_first and self.steps_done == 0:
-            self._validate({}, last=False)
+            self._validate({}, logged=False)  # the starting point: a candidate, no log row
         validated = self.best is not None
         while self.steps_done < settings.steps:
             if self.budget.spent():
                 self._stop_for_time()
                 break
             row = dict(self.learner.step())
+            row.pop(ELAPSED_COLUMN, None)  # the run's clock, not the learner's
             self.steps_done += 1
             over = self.budget.spent()
             if over or self.steps_done == settings.steps or settings.validate_when(self.steps_done):
                 if over:
                     self._stop_for_time()
-                self._validate(row, last=over or self.steps_done == settings.steps)
+                self._validate(row)
                 validated = True
             self._write(row, csv_log, mirror, progress)
             if over:
                 break
         if not validated:  # nothing validated yet: OUT must still hold this run's policy
             row = {}
-            self._validate(row, last=True)
+            self._validate(row)
             self._write(row, csv_log, mirror, progress)
 
     def _stop_for_time(self) -> None:
@@ -330,18 +273,23 @@ class _Run:
             )
         self.out_of_time = True
 
-    def _validate(self, row: dict[str, object], *, last: bool) -> None:
-        """Validate, keep the policy if best, write ``OUT/last``; adds the entries to ``row``."""
+    def _validate(self, row: dict[str, object], *, logged: bool = True) -> None:
+        """Validate, keep the policy if best, write ``OUT/last``; adds the entries to ``row``
+        (``logged``: the row goes to the log)."""
         validation = self.learner.validate()
         row.update(validation.row)
         state, card = self.learner.policy_files()
+        if self.settings.max_seconds is not None:  # how it was made: under which budget
+            card.hyperparams.setdefault("max_minutes", self.settings.max_seconds / 60.0)
         if self.out_of_time:
             card.notes += f"; stopped by the wall-time budget of {self.settings.max_seconds:.0f} s"
         improved = self.best is None or validation.rank < self.best.rank
         if improved:
             self.best, self.best_step = validation, self.steps_done
             save_checkpoint(self.settings.out, state, card)
-        self._checkpoint_last(state, card, rows=self.rows + 1)
+        wall_s = round(self.wall_s(), 3)
+        row[ELAPSED_COLUMN] = wall_s  # the row and the resumable state agree on it
+        self._checkpoint_last(state, card, rows=self.rows + int(logged), wall_s=wall_s)
         log.info(
             "%s step %d/%d: validation %s%s, %.0f s",
             self.settings.name,
@@ -353,7 +301,7 @@ class _Run:
         )
 
     def _checkpoint_last(
-        self, policy: Mapping[str, torch.Tensor], card: PolicyCard, rows: int
+        self, policy: Mapping[str, torch.Tensor], card: PolicyCard, rows: int, wall_s: float
     ) -> None:
         last = self.settings.out / LAST_DIR
         save_checkpoint(last, policy, card)
@@ -363,7 +311,7 @@ class _Run:
             "run": {
                 "steps": self.steps_done,
                 "rows": rows,
-                "wall_s": self.wall_s(),
+                "wall_s": wall_s,
                 "best_rank": None if best is None else [float(x) for x in best.rank],
                 "best_step": self.best_step,
             },
@@ -380,7 +328,7 @@ class _Run:
         mirror: CurveMirror | None,
         progress: Progress | None,
     ) -> None:
-        row[ELAPSED_COLUMN] = round(self.wall_s(), 3)
+        row.setdefault(ELAPSED_COLUMN, round(self.wall_s(), 3))
         csv_log.write(row)
         self.rows += 1
         if mirror is not None:

@@ -9,11 +9,11 @@ live runtime its ``jobs.csv``.
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from dlsched.csv_rows import write_csv
 from dlsched.sim.result import Result
 
 JOB_COLUMNS = (
@@ -125,7 +125,4 @@ def _write(rows: list[dict[str, Any]], path: Path) -> None:
         columns = {name: [row[name] for row in rows] for name in JOB_COLUMNS}
         pq.write_table(pa.table(columns, schema=schema), path)
         return
-    with path.open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=JOB_COLUMNS)
-        writer.writeheader()
-        writer.writerows(rows)
+    write_csv(path, rows, JOB_COLUMNS)

@@ -22,10 +22,6 @@ lets time advance).
 ``pretrain_epochs > 0`` first fits the network to a teacher's choices on the training jobsets by
 cross-entropy, as DeepRM's code offers (``pg_su.py``): SJF (shortest slot job that fits now,
 else ∅) or `withholding_actions` (SJF that keeps room for short jobs when busy).
-
-This file is over 500 lines on purpose (about 580): one iteration of REINFORCE (rollouts, the
-per-timestep baseline, the update, its validation) reads top to bottom in one place, CleanRL
-style; splitting it would scatter one algorithm over files.
 """
 
 from __future__ import annotations
@@ -34,7 +30,7 @@ import logging
 import multiprocessing as mp
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -42,117 +38,19 @@ import numpy.typing as npt
 import torch
 import torch.nn.functional as F
 
+from dlsched.papers.deeprm.config import TRAIN_SEED_BASE as TRAIN_SEED_BASE  # re-exported
+from dlsched.papers.deeprm.config import ReinforceConfig as ReinforceConfig  # re-exported
+from dlsched.papers.deeprm.config import make_jobsets as make_jobsets  # re-exported
 from dlsched.papers.deeprm.net import DeepRMPolicyNet
 from dlsched.papers.deeprm.state import DeepRMBatch, DeepRMShape, Jobset, Objective
 from dlsched.papers.deeprm.teachers import TEACHERS, Chooser
 from dlsched.papers.deeprm.teachers import sjf_actions as sjf_actions  # re-exported
 from dlsched.papers.deeprm.teachers import withholding_actions as withholding_actions
-from dlsched.workloads.deeprm import make_deeprm
 
 log = logging.getLogger(__name__)
 
-TRAIN_SEED_BASE = 100_000
-"""Training jobset ``i`` of a run seeded ``s``: ``deeprm`` seed ``TRAIN_SEED_BASE + 1000 s + i``."""
 HELD_OUT_SEED_BASE = 900_000
 """Held-out (validation/test) jobsets use seeds from here on, never used for training."""
-
-
-@dataclass
-class ReinforceConfig:
-    """Hyper-parameters (defaults: DeepRM §4.1 and its code's ``parameters.py``)."""
-
-    load: float = 0.7
-    """Offered load of the training jobsets (fraction of capacity)."""
-    objective: Objective = "slowdown"
-    """``"slowdown"`` (reward ``−Σ 1/T_j``) or ``"completion"`` (``−|J|``)."""
-    jobsets: int = 100
-    """Training jobsets (paper: 100)."""
-    episodes: int = 20
-    """Episodes per jobset per iteration, N (paper: 20)."""
-    iterations: int = 1000
-    """Training iterations (paper: 1000)."""
-    horizon_steps: int = 50
-    """Time steps of arrivals per jobset (paper: 50)."""
-    loads: tuple[float, ...] = ()
-    """Several training loads, dealt round-robin over the jobsets (empty: ``load`` only)."""
-    long_jobs: int = 0
-    """If > 0, every other training jobset holds this many jobs (a long jobset, the CLI's
-    ``num_jobs`` setting) instead of ``horizon_steps`` steps of arrivals (0: the paper's only)."""
-    lr: float = 1e-3
-    """RMSProp learning rate (paper: 0.001)."""
-    rms_alpha: float = 0.9
-    """RMSProp smoothing ρ (code: 0.9)."""
-    rms_eps: float = 1e-9
-    """RMSProp ε (code: 1e-9)."""
-    gamma: float = 1.0
-    """Discount factor (γ = 1 makes the return −Σ slowdowns)."""
-    hidden: tuple[int, ...] = (20,)
-    """Hidden layer sizes (paper: one layer of 20)."""
-    mask_invalid: bool = True
-    """Sample among valid actions only (False: the paper's unmasked policy)."""
-    max_steps: int = 400
-    """Truncate episodes after this many time steps."""
-    workers: int = 2
-    """Rollout processes (1: in this process)."""
-    seed: int = 0
-    """Seeds torch, the action sampling and the choice of training jobsets."""
-    pretrain_epochs: int = 0
-    """Supervised epochs on SJF decisions before RL (0: none)."""
-    pretrain_lr: float = 1e-3
-    """Adam learning rate of the supervised pre-training."""
-    teacher: str = "sjf"
-    """Pre-training teacher, a name in `TEACHERS` (``"sjf"``: the code's ``pg_su.py``)."""
-    pretrain_temperature: float = 1.0
-    """After pre-training, divide the output layer by this (> 1: the arg-max is unchanged, the
-    softmax flatter, so REINFORCE's sampled episodes explore beyond the teacher)."""
-    shape: DeepRMShape = field(default_factory=DeepRMShape)
-    """State sizes (T, M, backlog, slots per resource)."""
-
-    def train_seeds(self) -> list[int]:
-        """The ``deeprm`` workload seeds of the training jobsets."""
-        return [TRAIN_SEED_BASE + 1000 * self.seed + i for i in range(self.jobsets)]
-
-    def points(self) -> list[tuple[float, int | None]]:
-        """The ``(load, horizon_steps)`` settings trained on, in round-robin order; a
-        ``horizon_steps`` of None is a `long_jobs`-job jobset."""
-        loads = self.loads or (self.load,)
-        kinds: list[int | None] = (
-            [self.horizon_steps, None] if self.long_jobs else [self.horizon_steps]
-        )
-        return [(load, kind) for kind in kinds for load in loads]
-
-    def jobset_setting(self, i: int) -> tuple[int, float, int | None]:
-        """``(seed, load, horizon_steps)`` of training jobset ``i`` (horizon None: long)."""
-        load, kind = self.points()[i % len(self.points())]
-        return self.train_seeds()[i], load, kind
-
-    def training_jobsets(self, ids: Sequence[int]) -> list[Jobset]:
-        """The training jobsets ``ids`` (indices into `train_seeds`)."""
-        out = []
-        for i in ids:
-            seed, load, kind = self.jobset_setting(i)
-            out += make_jobsets([seed], load, kind, self.long_jobs)
-        return out
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready hyper-parameters."""
-        data = asdict(self)
-        data["hidden"] = list(self.hidden)
-        data["loads"] = list(self.loads)
-        return data
-
-
-def make_jobsets(
-    seeds: Sequence[int], load: float, horizon_steps: int | None = 50, num_jobs: int = 200
-) -> list[Jobset]:
-    """``deeprm`` jobsets for ``seeds``: ``horizon_steps`` steps of arrivals at ``load``, or
-    ``num_jobs`` jobs when ``horizon_steps`` is None."""
-    return [
-        Jobset.from_workload(
-            make_deeprm(s, load=load, horizon_steps=horizon_steps, num_jobs=num_jobs)
-        )
-        for s in seeds
-    ]
 
 
 def per_step_baseline(returns: Sequence[npt.NDArray[np.float64]]) -> npt.NDArray[np.float64]:

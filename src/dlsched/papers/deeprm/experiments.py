@@ -137,7 +137,7 @@ def train_completion_policy(out: Path, size: Size) -> Path:
     """Train DeepRM for average completion time (reward −|J|) at load 1.3; its checkpoint."""
     from dlsched.papers.deeprm.algorithm import ReinforceConfig
     from dlsched.papers.deeprm.train import train_deeprm
-    from dlsched.rl.training import RunOptions
+    from dlsched.rl.run_options import RunOptions
 
     config = ReinforceConfig(
         load=1.3,

@@ -90,6 +90,7 @@ def collect_teacher(
     learner: nn.Module | None = None,
     dagger: float = 0.0,
     seed: int = 0,
+    stop: Callable[[], bool] | None = None,
 ) -> TeacherData:
     """Run ``teacher`` in ``env`` and record (state, mask, teacher action) for every step.
 
@@ -101,6 +102,8 @@ def collect_teacher(
             teacher's).
         dagger: fraction of slots in which ``learner`` acts.
         seed: seeds the environment resets and the DAgger coin.
+        stop: asked at every scheduling point; True ends the collection there (a spent
+            wall-time budget), keeping what was recorded.
     """
     rng = np.random.default_rng(seed)
     data = TeacherData()
@@ -110,6 +113,9 @@ def collect_teacher(
         obs, info = env.reset(seed=seed * 100_003 + episode)
         done = False
         while not done:
+            if stop is not None and stop():
+                log.warning("teacher data: stopped after %d samples (budget spent)", len(data))
+                return data
             view = env.view()
             if scheduler.is_oracle and env.workload is not None:
                 # a privileged teacher in simulation labels; the learner never sees the oracle

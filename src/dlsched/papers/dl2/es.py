@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -38,37 +37,12 @@ import numpy.typing as npt
 import torch
 from torch import nn
 
+from dlsched.papers.dl2.config import EsConfig as EsConfig  # re-exported
 from dlsched.papers.dl2.env import TRAIN_SEED_MIN
 from dlsched.papers.dl2.network import Dl2Config, evaluate
 from dlsched.papers.dl2.probes import Probe, count_stalls, training_probes
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class EsConfig:
-    """Hyper-parameters of `evolve` (ours)."""
-
-    pairs: int = 6
-    """Antithetic pairs of perturbations per iteration (2 × pairs candidates)."""
-    traces_per_iter: int = 1
-    """Training traces every candidate of an iteration runs."""
-    sigma: float = 0.02
-    """Standard deviation of the weight perturbations."""
-    lr: float = 0.005
-    """Adam step size on the weights."""
-    weight_decay: float = 0.0
-    """L2 pull of the weights towards zero (as OpenAI's ES)."""
-    workload: str = "dl2"
-    """Workload the training traces come from."""
-    workload_options: dict[str, Any] = field(default_factory=dict)
-    """Generator options of the training traces."""
-    vary: dict[str, tuple[Any, ...]] = field(default_factory=dict)
-    """Generator options drawn per iteration from the listed values (one setting per iteration,
-    shared by its candidates)."""
-    probes: int = 0
-    """Small-cluster training traces (`dlsched.papers.dl2.probes`) every candidate of an
-    iteration must finish without stalling, or it scores ``inf`` (0: none)."""
 
 
 def centred_ranks(x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:

@@ -264,6 +264,8 @@ def _fresh(cfg: Dl2Config) -> nn.Module:
 
 def run_training(size: TrainSize) -> TrainingResults:
     """Train every policy of Fig. 10, Table 2, Fig. 15 and Fig. 16; return their rows."""
+    # Over 80 lines on purpose: one block per figure, in the paper's order, each reusing the
+    # teacher data and policies of the blocks before it (split, they would pass them around).
     torch.set_num_threads(1)
     cfg = make_config(size)
     drf_val = float(

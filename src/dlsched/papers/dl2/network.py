@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ import torch
 from torch import nn
 
 from dlsched.papers.dl2 import net_kernels as nk
+from dlsched.papers.dl2.config import Dl2Config as Dl2Config  # re-exported
 from dlsched.papers.dl2.env import Dl2Env
 from dlsched.papers.dl2.state import GLOBAL, Dl2Encoder, Dl2Shape
 from dlsched.rl.checkpoint import PolicyCard, load_checkpoint, save_checkpoint
@@ -30,63 +30,6 @@ from dlsched.workloads.dl2 import JOB_TYPES
 log = logging.getLogger(__name__)
 
 ALGORITHM = "dl2"
-
-
-@dataclass
-class Dl2Config:
-    """Hyper-parameters of DL2 (defaults: DL2 §6.2 unless said otherwise)."""
-
-    J: int = 40
-    """Job rows of the state (jobs decided per batch)."""
-    job_types: tuple[str, ...] = JOB_TYPES
-    """The L job types of the one-hot."""
-    hidden: tuple[int, ...] = (256, 256)
-    """Hidden layer sizes of the policy and value networks (§6.2: two of 256)."""
-    arch: str = "rows"
-    """``"mlp"``: DL2's flat MLP over the whole state; ``"rows"`` (ours, default): the same
-    layers applied to every job row with the rows' mean as context (`RowNet`), so ranking jobs
-    is learnt once for all rows instead of per row position."""
-    sl_lr: float = 0.005
-    """Adam learning rate of supervised learning (§6.2)."""
-    rl_lr: float = 1e-4
-    """Adam learning rate of RL, policy and value (§6.2)."""
-    batch_size: int = 256
-    """Mini-batch size, samples (§6.2)."""
-    gamma: float = 0.9
-    """Discount per time slot (§6.2)."""
-    epsilon: float = 0.4
-    """Probability of the job-aware exploration override in a poor state (§6.2)."""
-    entropy_beta: float = 0.1
-    """Entropy regularisation weight β (§6.2)."""
-    replay_size: int = 8192
-    """Experience replay capacity, samples (§6.2)."""
-    slots_per_update: int = 8
-    """Time slots simulated between two RL updates (ours)."""
-    value_net: bool = True
-    """Ablation: False replaces the value network by a moving-average baseline."""
-    exploration: bool = True
-    """Ablation: False disables job-aware exploration."""
-    replay: bool = True
-    """Ablation: False trains on the latest rollout only."""
-    baseline_decay: float = 0.95
-    """Moving-average factor of the baseline when ``value_net`` is False (ours)."""
-    dagger: float = 0.0
-    """Fraction of supervised-data slots driven by the learner, labelled by the teacher (ours)."""
-    normalize_advantage: bool = True
-    """Standardise advantages per mini-batch (ours; CleanRL's ``norm_adv``)."""
-    grad_clip: float = 10.0
-    """Global gradient-norm clip (ours)."""
-    seed: int = 0
-    """Seeds torch, NumPy and Python's random, and the environment."""
-
-    def shape(self) -> Dl2Shape:
-        return Dl2Shape(J=self.J, job_types=tuple(self.job_types))
-
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["hidden"] = list(self.hidden)
-        data["job_types"] = list(self.job_types)
-        return data
 
 
 def seed_everything(seed: int) -> None:
@@ -406,7 +349,30 @@ def save(
     notes: str = "",
 ) -> Path:
     """Save the policy network with its card (see `dlsched.rl.checkpoint`)."""
-    card = PolicyCard(
+    card = policy_card(
+        cfg,
+        workload=workload,
+        workload_params=workload_params,
+        seeds=seeds,
+        steps=steps,
+        validation=validation,
+        notes=notes,
+    )
+    return save_checkpoint(directory, policy.state_dict(), card)
+
+
+def policy_card(
+    cfg: Dl2Config,
+    *,
+    workload: str,
+    workload_params: dict[str, Any],
+    seeds: dict[str, list[int]],
+    steps: dict[str, int],
+    validation: dict[str, float],
+    notes: str = "",
+) -> PolicyCard:
+    """The card of a DL2 policy made with ``cfg`` (shapes and hyper-parameters from it)."""
+    return PolicyCard(
         algorithm=ALGORITHM,
         workload=workload,
         workload_params=workload_params,
@@ -417,7 +383,6 @@ def save(
         hyperparams=cfg.to_dict(),
         notes=notes,
     )
-    return save_checkpoint(directory, policy.state_dict(), card)
 
 
 def load(path: str | Path, shape: Dl2Shape | None = None) -> tuple[nn.Module, Dl2Config]:

@@ -32,8 +32,8 @@ import numpy as np
 
 from dlsched.core import Allocation, Arch, JobSpec
 from dlsched.models.measured_ps import MeasuredPS, batch_sizes, load_measurements
-from dlsched.models.noise import DL2_LEVEL
 from dlsched.models.optimus_fit import OptimusFit
+from dlsched.papers.dl2.config import FitSpec as FitSpec  # re-exported
 from dlsched.workloads.base import Workload
 from dlsched.workloads.dl2 import JOB_TYPES, MAX_TASKS
 
@@ -41,21 +41,6 @@ log = logging.getLogger(__name__)
 
 SPEED_MODELS = ("measured", "optimus")
 """Speed models a DL2 training simulator can use: the measured table, or a fitted Optimus."""
-
-
-@dataclasses.dataclass(frozen=True)
-class FitSpec:
-    """How Optimus' model is fitted for OfflineRL's simulator.
-
-    Attributes:
-        samples: observed ``(p, w)`` configurations per job type (≥ 5 to fit all five θ).
-        noise: relative std of the interference noise on each observed speed.
-        seed: seeds which configurations are observed and their noise.
-    """
-
-    samples: int = 10
-    noise: float = DL2_LEVEL
-    seed: int = 0
 
 
 class FittedPS:

@@ -1,12 +1,13 @@
 """DL2's training run: supervised warm-up, then RL, with validation, a CSV log and checkpoints.
 
-`train_dl2` is what ``dlsched train dl2`` calls. Output directory layout:
+`train_dl2` is what ``dlsched train dl2`` calls: `Dl2Learner` (DL2's learning step) in the
+shared training run (`dlsched.rl.training`: budget, keep-best, log, resume). Output layout:
 
 * ``policy.pt`` + ``card.json`` — the best policy by validation average JCT (fewest stalled
   probes first, see below; the one to use:
   ``--scheduler dl2:OUT``), with its card (teacher, steps, seeds, validation JCT, date).
 * ``last/`` — the latest policy plus ``train_state.pt`` (value network, optimisers, step
-  counters; tensors and plain containers only), which ``resume=True`` continues from.
+  counters; tensors and plain containers only), which ``run.resume`` continues from.
 * ``train_log.csv`` — one row every ``eval_every`` updates: phase, step, wall seconds,
   validation average JCT (s), the phase's training statistic and how many stall probes the
   policy stalled (empty without probes).
@@ -21,254 +22,210 @@ so validation seeds below it are never trained on.
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import logging
-import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from dlsched.papers.dl2.algorithm import Learner, Rollout, actor_critic, collect_teacher, supervised
+from dlsched.papers.dl2.algorithm import (
+    Learner,
+    Rollout,
+    TeacherData,
+    actor_critic,
+    collect_teacher,
+    supervised,
+)
+from dlsched.papers.dl2.config import TrainSpec as TrainSpec  # re-exported
 from dlsched.papers.dl2.env import Dl2Env
-from dlsched.papers.dl2.es import Es, EsConfig, evolve
+from dlsched.papers.dl2.es import Es, evolve
 from dlsched.papers.dl2.federated import FederatedPool
-from dlsched.papers.dl2.network import Dl2Config, evaluate, load, make_policy, save, seed_everything
+from dlsched.papers.dl2.network import (
+    Dl2Config,
+    evaluate,
+    load,
+    make_policy,
+    policy_card,
+    seed_everything,
+)
 from dlsched.papers.dl2.offline_rl import (
     SPEED_MODELS,
-    FitSpec,
     FittedPS,
     fit_speed_model,
     fitted_transform,
 )
-from dlsched.papers.dl2.probes import count_stalls, validation_probes
-from dlsched.rl.checkpoint import read_card
-from dlsched.rl.files import start_log
-from dlsched.rl.tensorboard import open_mirror
+from dlsched.papers.dl2.probes import Probe, count_stalls, validation_probes
+from dlsched.rl.checkpoint import PolicyCard, read_card
+from dlsched.rl.files import CARD_FILE
+from dlsched.rl.training import Budget, Progress, RunOptions, Validation, train
 from dlsched.schedulers.registry import make_scheduler
 from dlsched.workloads.registry import make_workload
 
 log = logging.getLogger(__name__)
 
-TRAIN_STATE = "train_state.pt"
-LOG_FILE = "train_log.csv"
 LOG_COLUMNS = ["phase", "step", "wall_s", "val_avg_jct_s", "stat", "probe_stalls"]
 """The columns of ``train_log.csv``."""
 RL_METHOD_NAMES = {"es": "evolution strategies", "actor-critic": "actor-critic"}
 """How a card's notes name each ``rl_method``."""
 
 
-@dataclass
-class TrainSpec:
-    """What to train and how long.
+class Dl2Learner:
+    """DL2's learning step for `dlsched.rl.training.train`: one step is one chunk of updates
+    between two validations — supervised (``eval_every`` mini-batches; the first collects the
+    teacher's data) while ``sl_steps`` remain, then RL (``rl_eval_every`` actor-critic updates
+    or ES iterations). A validation ranks by (probes stalled, validation average JCT).
 
-    Attributes:
-        out: output directory.
-        workload: elastic workload name (``"dl2"``).
-        workload_options: generator options (``servers``, ``load``, ``num_jobs``).
-        teacher: heuristic imitated by supervised learning (None: no SL, RL from scratch).
-        sl_episodes: traces the teacher is replayed on to make the SL data set.
-        sl_steps: supervised mini-batch updates.
-        rl_steps: actor-critic updates.
-        eval_every: updates between validations (and CSV rows, and checkpoints).
-        val_seeds: trace seeds of validation (never trained on).
-        config: DL2 hyper-parameters.
-        resume: continue from ``out/last`` if it exists.
-        speed_model: ``"measured"`` (the workload's own speeds) or ``"optimus"``: train and
-            validate in a simulator whose speeds come from Optimus' model fitted to a few noisy
-            measured samples (the OfflineRL baseline, `dlsched.papers.dl2.offline_rl`).
-        fit: how the Optimus model is fitted when ``speed_model == "optimus"``.
-        vary: generator options drawn per training episode from the listed values
-            (``{"servers": (8, 13, 20)}``); validation uses ``workload_options``.
-        clusters: simulated clusters training one global policy in RL (> 1: federated,
-            `dlsched.papers.dl2.federated`, one process each; 1: the single-process path).
-        rl_method: ``"actor-critic"`` (DL2's, `dlsched.papers.dl2.algorithm`, continuing from
-            the last supervised step; ``rl_steps`` counts its updates) or ``"es"`` (evolution
-            strategies on the average JCT of whole training traces, `dlsched.papers.dl2.es`,
-            starting from the best supervised checkpoint; ``rl_steps`` counts its iterations).
-        es: ES's hyper-parameters (its workload, options and ``vary`` are this spec's).
-        rl_eval_every: RL updates (or ES iterations) between validations (None:
-            ``eval_every``).
-        init: start from this policy checkpoint instead of a fresh network (same J, L,
-            network arch and hidden sizes).
-        stall_probes: small-cluster validation traces (`dlsched.papers.dl2.probes`) a
-            checkpoint must finish without stalling to be preferred (0: none).
-        max_wall_s: wall-time budget (s) of this call: no SL chunk, RL chunk or ES chunk (the
-            updates between two validations) starts after it (None: no limit).
-        tensorboard: also write every log row as TensorBoard scalars here (tags
-            ``PHASE/column``; `dlsched.rl.tensorboard`), or None.
+    Args:
+        spec: what to train.
+        run: the run's options (``out``: ES starts from the best policy there).
+        budget: the run's budget (teacher data collection stops when it is spent).
     """
 
-    out: Path
-    workload: str = "dl2"
-    workload_options: dict[str, Any] = field(default_factory=dict)
-    teacher: str | None = "drf"
-    sl_episodes: int = 4
-    sl_steps: int = 2000
-    rl_steps: int = 500
-    eval_every: int = 100
-    val_seeds: Sequence[int] = (201, 202, 203)
-    config: Dl2Config = field(default_factory=Dl2Config)
-    resume: bool = False
-    speed_model: str = "measured"
-    fit: FitSpec = field(default_factory=FitSpec)
-    clusters: int = 1
-    vary: dict[str, tuple[Any, ...]] = field(default_factory=dict)
-    rl_method: str = "actor-critic"
-    es: EsConfig = field(default_factory=EsConfig)
-    rl_eval_every: int | None = None
-    init: Path | None = None
-    stall_probes: int = 0
-    max_wall_s: float | None = None
-    tensorboard: Path | None = None
+    columns = LOG_COLUMNS
 
-    def fitted_model(self) -> FittedPS | None:
-        """The fitted speed model of ``speed_model`` (None for the measured speeds)."""
-        if self.speed_model == "measured":
-            return None
-        if self.speed_model == "optimus":
-            return fit_speed_model(self.fit, tuple(self.config.job_types))
-        raise ValueError(
-            f"unknown speed model {self.speed_model!r}; choose {' or '.join(SPEED_MODELS)}"
-        )
-
-
-Progress = Callable[[str, int, int, float | None], None]
-"""``progress(phase, step, total, val_avg_jct_s)`` after every update."""
-
-
-class _Run:
-    """State of one training run: learner, counters, best-so-far, log file."""
-
-    def __init__(self, spec: TrainSpec, progress: Progress | None) -> None:
+    def __init__(self, spec: TrainSpec, run: RunOptions, budget: Budget) -> None:
         self.spec = spec
-        self.progress = progress
+        self.out = Path(run.out)
+        self.budget = budget
         self.cfg = spec.config
-        self.t0 = time.perf_counter()
+        seed_everything(self.cfg.seed)
+        self.probes = validation_probes(spec.stall_probes)
+        self.learner = Learner.create(self.cfg, _initial_policy(spec))
+        self.fitted = fitted_model(spec)
+        self.transform = fitted_transform(self.fitted) if self.fitted is not None else None
         self.sl_done = 0
         self.rl_done = 0
-        self.best = float("inf")
-        self.best_stalls = float("inf")
-        self.probes = validation_probes(spec.stall_probes)
-        self.out_of_time = False
-        self.learner = Learner.create(self.cfg, _initial_policy(spec))
-        self.fitted = spec.fitted_model()
-        self.transform = fitted_transform(self.fitted) if self.fitted is not None else None
-        spec.out.mkdir(parents=True, exist_ok=True)
-        self.log_path = spec.out / LOG_FILE
-        start_log(self.log_path, LOG_COLUMNS, spec.resume)
-        self.mirror = open_mirror(spec.tensorboard)
+        self.phase = "init"
+        self.val = (float("nan"), 0)
+        """(validation average JCT in s, probes stalled) of the last validation."""
+        self.env = Dl2Env(
+            spec.workload,
+            shape=self.cfg.shape(),
+            transform=self.transform,
+            vary=spec.vary,
+            **spec.workload_options,
+        )
+        self._reset_env = True
+        self._sl: tuple[TeacherData, torch.optim.Optimizer] | None = None
+        self._sl_rounds = 0
+        self._rollout: Rollout | None = None
+        self._pool: FederatedPool | None = None
+        self._es: Es | None = None
 
-    def has_time(self) -> bool:
-        """Whether the wall-time budget allows another chunk (logs once when it does not)."""
-        budget = self.spec.max_wall_s
-        if budget is None or time.perf_counter() - self.t0 < budget:
-            return True
-        if not self.out_of_time:
-            log.warning("wall-time budget of %.0f s spent: training stops here", budget)
-            self.out_of_time = True
-        return False
+    def step(self) -> dict[str, object]:
+        if self._reset_env:  # after a resume's load_state_dict, as the run before it did
+            self.env.reset(seed=self.cfg.seed)
+            self._reset_env = False
+        if self.spec.teacher is not None and self.sl_done < self.spec.sl_steps:
+            self.phase = "sl"
+            stat = self._sl_chunk()
+            return {"phase": "sl", "step": self.sl_done, "stat": f"{stat:.4f}"}
+        self.phase = "rl"
+        stat = self._es_chunk() if self.spec.rl_method == "es" else self._rl_chunk()
+        return {"phase": "rl", "step": self.rl_done, "stat": f"{stat:.4f}"}
 
-    # -- persistence -----------------------------------------------------------------------
-
-    def restore(self) -> bool:
-        last = self.spec.out / "last"
-        if not (last / TRAIN_STATE).exists():
-            return False
-        policy, _ = load(last, self.cfg.shape())
-        self.learner = Learner.create(self.cfg, policy)
-        state = torch.load(last / TRAIN_STATE, map_location="cpu", weights_only=True)
-        self.learner.value.load_state_dict(state["value"])
-        self.learner.policy_opt.load_state_dict(state["policy_opt"])
-        self.learner.value_opt.load_state_dict(state["value_opt"])
-        self.learner.baseline = float(state["baseline"])
-        self.learner.updates = int(state["updates"])
-        self.sl_done, self.rl_done = int(state["sl_done"]), int(state["rl_done"])
-        self.best = float(state["best"])
-        self.best_stalls = float(state.get("best_stalls", 0))
-        log.info("resumed %s at SL %d, RL %d", last, self.sl_done, self.rl_done)
-        return True
-
-    def _save(self, directory: Path, val: float, stalls: int) -> None:
-        spec = self.spec
-        params = dict(make_workload(spec.workload, seed=0, **spec.workload_options).params)
-        params.pop("seed", None)
-        if self.fitted is not None:
-            params.update(self.fitted.params())
-        every = f"{spec.eval_every} updates"
-        if spec.rl_steps and spec.rl_eval_every not in (None, spec.eval_every):
-            every = f"{spec.eval_every} SL and {spec.rl_eval_every} RL updates"
-        notes = f"teacher={spec.teacher}; best of validations every {every}"
-        if spec.init is not None:
-            notes += f"; started from the policy in {spec.init}"
-        if spec.rl_steps:
-            notes += f"; RL: {RL_METHOD_NAMES.get(spec.rl_method, spec.rl_method)}"
-            if spec.rl_method == "es":
-                es = spec.es
-                notes += (
-                    f" (es, pairs={es.pairs}, traces per iteration={es.traces_per_iter}, "
-                    f"sigma={es.sigma:g}, lr={es.lr:g}, stall probes per iteration={es.probes})"
-                )
-        if self.probes:
-            notes += (
-                f"; chosen among checkpoints that stall the fewest of {len(self.probes)} "
-                f"small-cluster validation probes (seeds {self.probes[0].seed}-"
-                f"{self.probes[-1].seed}), then by validation JCT"
+    def _sl_chunk(self) -> float:
+        """``eval_every`` supervised updates (DAgger data first after the first chunk); the
+        mean agreement with the teacher."""
+        spec, cfg = self.spec, self.cfg
+        assert spec.teacher is not None
+        if self._sl is None:
+            data = collect_teacher(
+                self.env, spec.teacher, spec.sl_episodes, seed=cfg.seed, stop=self.budget.spent
             )
-        if self.out_of_time:
-            notes += f"; stopped by the wall-time budget of {spec.max_wall_s:.0f} s"
-        if spec.speed_model != "measured":
-            notes += f"; trained and validated with {spec.speed_model} speeds (OfflineRL)"
-        if spec.clusters > 1:
-            notes += f"; RL federated over {spec.clusters} clusters"
-        if spec.vary:
-            varied = ", ".join(f"{k}={'|'.join(map(str, v))}" for k, v in spec.vary.items())
-            notes += f"; training traces drawn per episode with {varied}"
-        if spec.teacher is not None and make_scheduler(spec.teacher).is_oracle:
-            notes += (
-                "; the teacher is an ORACLE (true speeds), used only to label training states"
-                " in simulation; the policy itself observes only the scheduler's view"
+            log.info("SL data: %d samples from %s", len(data), spec.teacher)
+            self._sl = (data, torch.optim.Adam(self.learner.policy.parameters(), lr=cfg.sl_lr))
+            if self.budget.spent():  # the budget went on the data: no updates on it
+                return float("nan")
+        data, opt = self._sl
+        if cfg.dagger > 0 and self._sl_rounds > 0:  # DAgger: the learner drives, teacher labels
+            more = collect_teacher(
+                self.env,
+                spec.teacher,
+                1,
+                learner=self.learner.policy,
+                dagger=cfg.dagger,
+                seed=cfg.seed + 7919 * self._sl_rounds,
             )
-        save(
-            directory,
+            data.obs += more.obs
+            data.masks += more.masks
+            data.actions += more.actions
+        self._sl_rounds += 1
+        chunk = min(spec.eval_every, spec.sl_steps - self.sl_done)
+        agreements: list[float] = []
+        supervised(
             self.learner.policy,
-            self.cfg,
-            workload=spec.workload,
-            workload_params=_jsonable(params),
-            seeds={"validation": list(spec.val_seeds), "run": [self.cfg.seed]},
-            steps={"sl": self.sl_done, "rl": self.rl_done, "sl_episodes": spec.sl_episodes},
-            validation=(
-                {"avg_jct_s": val, "probe_stalls": stalls, "probes": len(self.probes)}
-                if self.probes
-                else {"avg_jct_s": val}
-            ),
-            notes=notes,
+            data,
+            cfg,
+            chunk,
+            optimizer=opt,
+            on_step=lambda step, loss, agree: agreements.append(agree),
         )
+        self.sl_done += chunk
+        return sum(agreements) / max(1, len(agreements))
 
-    def checkpoint(self, val: float, stalls: int) -> None:
-        last = self.spec.out / "last"
-        self._save(last, val, stalls)
-        torch.save(
-            {
-                "value": self.learner.value.state_dict(),
-                "policy_opt": self.learner.policy_opt.state_dict(),
-                "value_opt": self.learner.value_opt.state_dict(),
-                "baseline": torch.tensor(self.learner.baseline),
-                "updates": torch.tensor(self.learner.updates),
-                "sl_done": torch.tensor(self.sl_done),
-                "rl_done": torch.tensor(self.rl_done),
-                "best": torch.tensor(self.best),
-                "best_stalls": torch.tensor(self.best_stalls),
-            },
-            last / TRAIN_STATE,
+    def _rl_chunk(self) -> float:
+        """``rl_eval_every`` actor-critic updates (federated over ``clusters`` if > 1); the
+        mean policy entropy."""
+        spec, cfg = self.spec, self.cfg
+        if self._pool is None and self._rollout is None:
+            if spec.clusters > 1:
+                self._pool = FederatedPool(
+                    cfg,
+                    spec.clusters,
+                    spec.workload,
+                    spec.workload_options,
+                    transform=self.transform,
+                    seed=cfg.seed + self.rl_done,
+                )
+            else:
+                self._rollout = Rollout(self.env, self.learner, seed=cfg.seed + self.rl_done)
+        chunk = min(spec.rl_eval_every or spec.eval_every, spec.rl_steps - self.rl_done)
+        entropies: list[float] = []
+
+        def on_rl(step: int, stats: dict[str, float]) -> None:
+            entropies.append(stats["entropy"])
+
+        if self._pool is not None:
+            self._pool.train(self.learner, chunk, on_step=on_rl)
+        else:
+            assert self._rollout is not None
+            actor_critic(self.learner, self._rollout, chunk, on_step=on_rl)
+        self.rl_done += chunk
+        return sum(entropies) / max(1, len(entropies))
+
+    def _es_chunk(self) -> float:
+        """``rl_eval_every`` ES iterations (`dlsched.papers.dl2.es`), from the best policy so
+        far (the best supervised checkpoint when SL ran, as ``--init OUT`` would start); the
+        mean training JCT."""
+        spec, cfg = self.spec, self.cfg
+        if self._es is None:
+            if self.rl_done == 0 and (self.out / CARD_FILE).exists():
+                best, _ = load(self.out, cfg.shape())
+                self.learner.policy.load_state_dict(best.state_dict())
+            es_cfg = dataclasses.replace(
+                spec.es,
+                workload=spec.workload,
+                workload_options=dict(spec.workload_options),
+                vary=dict(spec.vary),
+            )
+            self._es = Es(
+                self.learner.policy, cfg, es_cfg, seed=cfg.seed * 1_000_003 + self.rl_done
+            )
+        chunk = min(spec.rl_eval_every or spec.eval_every, spec.rl_steps - self.rl_done)
+        train_jct: list[float] = []
+        evolve(
+            self._es,
+            chunk,
+            on_iteration=lambda i, stats: train_jct.append(stats["train_avg_jct_s"]),
         )
+        self.rl_done += chunk
+        return sum(train_jct) / max(1, len(train_jct))
 
-    def validate(self, phase: str, step: int, stat: float) -> float:
-        """Validate the learner's policy, keep it if it is the best so far, log and checkpoint;
-        returns its validation average JCT (s)."""
+    def validate(self) -> Validation:
+        """Validation average JCT (and stalls on the probes, if any) of the current policy."""
         spec = self.spec
         stalls = 0
         if self.probes:
@@ -288,30 +245,121 @@ class _Run:
             transform=self.transform,
             **spec.workload_options,
         )
-        if (stalls, val) < (self.best_stalls, self.best):
-            self.best, self.best_stalls = val, stalls
-            self._save(spec.out, val, stalls)
-        self.checkpoint(val, stalls)
-        new = not self.log_path.exists()
-        with self.log_path.open("a", newline="") as fh:
-            writer = csv.writer(fh)
-            if new:
-                writer.writerow(LOG_COLUMNS)
-            wall = time.perf_counter() - self.t0
-            shown = str(stalls) if self.probes else ""
-            writer.writerow([phase, step, f"{wall:.1f}", f"{val:.1f}", f"{stat:.4f}", shown])
-        if self.mirror is not None:
-            row = {"wall_s": wall, "val_avg_jct_s": val, "stat": stat}
-            self.mirror.add(row | ({"probe_stalls": stalls} if self.probes else {}), step, phase)
-        log.info(
-            "%s step %d: validation avg JCT %.0f s, %d of %d probes stalled",
-            phase,
-            step,
-            val,
-            stalls,
-            len(self.probes),
+        self.val = (val, stalls)
+        row: dict[str, object] = {
+            "val_avg_jct_s": f"{val:.1f}",
+            "probe_stalls": str(stalls) if self.probes else "",
+        }
+        if self.phase == "init":  # validated before any step (a run out of time)
+            row.update(phase="init", step=0, stat="0.0000")
+        return Validation((float(stalls), val), row)
+
+    def policy_files(self) -> tuple[Mapping[str, torch.Tensor], PolicyCard]:
+        spec = self.spec
+        val, stalls = self.val
+        params = dict(make_workload(spec.workload, seed=0, **spec.workload_options).params)
+        params.pop("seed", None)
+        if self.fitted is not None:
+            params.update(self.fitted.params())
+        card = policy_card(
+            self.cfg,
+            workload=spec.workload,
+            workload_params=_jsonable(params),
+            seeds={"validation": list(spec.val_seeds), "run": [self.cfg.seed]},
+            steps={"sl": self.sl_done, "rl": self.rl_done, "sl_episodes": spec.sl_episodes},
+            validation=(
+                {"avg_jct_s": val, "probe_stalls": stalls, "probes": len(self.probes)}
+                if self.probes
+                else {"avg_jct_s": val}
+            ),
+            notes=_notes(spec, self.probes),
         )
-        return val
+        return self.learner.policy.state_dict(), card
+
+    def state_dict(self) -> dict[str, Any]:
+        learner = self.learner
+        return {
+            "policy": learner.policy.state_dict(),
+            "value": learner.value.state_dict(),
+            "policy_opt": learner.policy_opt.state_dict(),
+            "value_opt": learner.value_opt.state_dict(),
+            "baseline": learner.baseline,
+            "updates": learner.updates,
+            "sl_done": self.sl_done,
+            "rl_done": self.rl_done,
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        learner = self.learner
+        learner.policy.load_state_dict(state["policy"])
+        learner.value.load_state_dict(state["value"])
+        learner.policy_opt.load_state_dict(state["policy_opt"])
+        learner.value_opt.load_state_dict(state["value_opt"])
+        learner.baseline = float(state["baseline"])
+        learner.updates = int(state["updates"])
+        self.sl_done, self.rl_done = int(state["sl_done"]), int(state["rl_done"])
+
+    def close(self) -> None:
+        """Stop the federated clusters' processes, if any."""
+        if self._pool is not None:
+            log.info("federated updates per cluster: %s", self._pool.contributions)
+            self._pool.close()
+            self._pool = None
+
+
+def fitted_model(spec: TrainSpec) -> FittedPS | None:
+    """The fitted speed model of ``spec.speed_model`` (None for the measured speeds)."""
+    if spec.speed_model == "measured":
+        return None
+    if spec.speed_model == "optimus":
+        return fit_speed_model(spec.fit, tuple(spec.config.job_types))
+    raise ValueError(
+        f"unknown speed model {spec.speed_model!r}; choose {' or '.join(SPEED_MODELS)}"
+    )
+
+
+def _chunks(spec: TrainSpec) -> int:
+    """Steps of `Dl2Learner` in the whole run: SL chunks, then RL chunks."""
+    sl = spec.sl_steps if spec.teacher is not None else 0
+    every = spec.rl_eval_every or spec.eval_every
+    return -(-sl // spec.eval_every) + -(-spec.rl_steps // every)
+
+
+def _notes(spec: TrainSpec, probes: Sequence[Probe]) -> str:
+    """The card's notes: how the policy was made."""
+    every = f"{spec.eval_every} updates"
+    if spec.rl_steps and spec.rl_eval_every not in (None, spec.eval_every):
+        every = f"{spec.eval_every} SL and {spec.rl_eval_every} RL updates"
+    notes = f"teacher={spec.teacher}; best of validations every {every}"
+    if spec.init is not None:
+        notes += f"; started from the policy in {spec.init}"
+    if spec.rl_steps:
+        notes += f"; RL: {RL_METHOD_NAMES.get(spec.rl_method, spec.rl_method)}"
+        if spec.rl_method == "es":
+            es = spec.es
+            notes += (
+                f" (es, pairs={es.pairs}, traces per iteration={es.traces_per_iter}, "
+                f"sigma={es.sigma:g}, lr={es.lr:g}, stall probes per iteration={es.probes})"
+            )
+    if probes:
+        notes += (
+            f"; chosen among checkpoints that stall the fewest of {len(probes)} "
+            f"small-cluster validation probes (seeds {probes[0].seed}-"
+            f"{probes[-1].seed}), then by validation JCT"
+        )
+    if spec.speed_model != "measured":
+        notes += f"; trained and validated with {spec.speed_model} speeds (OfflineRL)"
+    if spec.clusters > 1:
+        notes += f"; RL federated over {spec.clusters} clusters"
+    if spec.vary:
+        varied = ", ".join(f"{k}={'|'.join(map(str, v))}" for k, v in spec.vary.items())
+        notes += f"; training traces drawn per episode with {varied}"
+    if spec.teacher is not None and make_scheduler(spec.teacher).is_oracle:
+        notes += (
+            "; the teacher is an ORACLE (true speeds), used only to label training states"
+            " in simulation; the policy itself observes only the scheduler's view"
+        )
+    return notes
 
 
 def _jsonable(value: Any) -> Any:
@@ -324,153 +372,29 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
-def train_dl2(spec: TrainSpec, progress: Progress | None = None) -> Path:
-    """Train (or resume) a DL2 policy; returns the directory of the best policy.
+def train_dl2(spec: TrainSpec, run: RunOptions, progress: Progress | None = None) -> Path:
+    """Train (or resume) a DL2 policy in the shared training run (`dlsched.rl.training`);
+    returns the directory of the best policy.
 
     Raises:
-        ValueError: a resumed checkpoint was made for another J or L.
+        ValueError: OUT holds another run (without ``run.force``), or a resumed checkpoint was
+            made for another J or L.
     """
-    cfg = spec.config
-    seed_everything(cfg.seed)
-    run = _Run(spec, progress)
-    if spec.resume:
-        run.restore()
-    env = Dl2Env(
-        spec.workload,
-        shape=cfg.shape(),
-        transform=run.transform,
-        vary=spec.vary,
-        **spec.workload_options,
-    )
-    env.reset(seed=cfg.seed)
+    learners: list[Dl2Learner] = []
 
-    # -- supervised warm-up ------------------------------------------------------------------
-    if spec.teacher is not None and run.sl_done < spec.sl_steps and run.has_time():
-        data = collect_teacher(env, spec.teacher, spec.sl_episodes, seed=cfg.seed)
-        log.info("SL data: %d samples from %s", len(data), spec.teacher)
-        opt = torch.optim.Adam(run.learner.policy.parameters(), lr=cfg.sl_lr)
-        stat = 0.0
-        rounds = 0
-        while run.sl_done < spec.sl_steps and run.has_time():
-            if cfg.dagger > 0 and rounds > 0:  # DAgger: the learner drives, the teacher labels
-                more = collect_teacher(
-                    env,
-                    spec.teacher,
-                    1,
-                    learner=run.learner.policy,
-                    dagger=cfg.dagger,
-                    seed=cfg.seed + 7919 * rounds,
-                )
-                data.obs += more.obs
-                data.masks += more.masks
-                data.actions += more.actions
-            rounds += 1
-            chunk = min(spec.eval_every, spec.sl_steps - run.sl_done)
-            agreements: list[float] = []
+    def make(budget: Budget) -> Dl2Learner:
+        learners.append(Dl2Learner(spec, run, budget))
+        return learners[-1]
 
-            def on_sl(
-                step: int,
-                loss: float,
-                agree: float,
-                base: int = run.sl_done,
-                agreements: list[float] = agreements,
-            ) -> None:
-                agreements.append(agree)
-                if progress is not None:
-                    progress("sl", base + step, spec.sl_steps, None)
-
-            supervised(run.learner.policy, data, cfg, chunk, optimizer=opt, on_step=on_sl)
-            run.sl_done += chunk
-            stat = sum(agreements) / max(1, len(agreements))
-            val = run.validate("sl", run.sl_done, stat)
-            if progress is not None:
-                progress("sl", run.sl_done, spec.sl_steps, val)
-
-    # -- online RL ----------------------------------------------------------------------------
-    if spec.rl_method == "es":
-        _train_es(run, progress)
-    elif run.rl_done < spec.rl_steps:
-        pool: FederatedPool | None = None
-        if spec.clusters > 1:
-            pool = FederatedPool(
-                cfg,
-                spec.clusters,
-                spec.workload,
-                spec.workload_options,
-                transform=run.transform,
-                seed=cfg.seed + run.rl_done,
-            )
-        else:
-            rollout = Rollout(env, run.learner, seed=cfg.seed + run.rl_done)
-        while run.rl_done < spec.rl_steps and run.has_time():
-            chunk = min(spec.rl_eval_every or spec.eval_every, spec.rl_steps - run.rl_done)
-            entropies: list[float] = []
-
-            def on_rl(
-                step: int,
-                stats: dict[str, float],
-                base: int = run.rl_done,
-                entropies: list[float] = entropies,
-            ) -> None:
-                entropies.append(stats["entropy"])
-                if progress is not None:
-                    progress("rl", base + len(entropies), spec.rl_steps, None)
-
-            if pool is not None:
-                try:
-                    pool.train(run.learner, chunk, on_step=on_rl)
-                except BaseException:
-                    pool.close()
-                    raise
-            else:
-                actor_critic(run.learner, rollout, chunk, on_step=on_rl)
-            run.rl_done += chunk
-            val = run.validate("rl", run.rl_done, sum(entropies) / max(1, len(entropies)))
-            if progress is not None:
-                progress("rl", run.rl_done, spec.rl_steps, val)
-        if pool is not None:
-            log.info("federated updates per cluster: %s", pool.contributions)
-            pool.close()
-    if not (spec.out / "card.json").exists():  # nothing trained: still leave a usable card
-        run.validate("init", 0, 0.0)
-    if run.mirror is not None:
-        run.mirror.close()
-    card = read_card(spec.out)
+    settings = run.settings(_chunks(spec), step_column="step", name="dl2")
+    try:
+        result = train(make, settings, progress)
+    finally:
+        for learner in learners:
+            learner.close()
+    card = read_card(result.out)
     log.info("best validation avg JCT %.0f s", card.validation.get("avg_jct_s", float("nan")))
-    return spec.out
-
-
-def _train_es(run: _Run, progress: Progress | None) -> None:
-    """The RL phase with evolution strategies (`dlsched.papers.dl2.es`), from the best policy
-    so far (the best supervised checkpoint when SL ran, as ``--init OUT`` would start)."""
-    spec = run.spec
-    if run.rl_done == 0 < spec.rl_steps and (spec.out / "card.json").exists():
-        best, _ = load(spec.out, run.cfg.shape())
-        run.learner.policy.load_state_dict(best.state_dict())
-    es_cfg = dataclasses.replace(
-        spec.es,
-        workload=spec.workload,
-        workload_options=dict(spec.workload_options),
-        vary=dict(spec.vary),
-    )
-    learner = Es(run.learner.policy, run.cfg, es_cfg, seed=run.cfg.seed * 1_000_003 + run.rl_done)
-    every = spec.rl_eval_every or spec.eval_every
-    while run.rl_done < spec.rl_steps and run.has_time():
-        chunk = min(every, spec.rl_steps - run.rl_done)
-        train_jct: list[float] = []
-
-        def on_iteration(
-            i: int, stats: dict[str, float], base: int = run.rl_done, seen: list[float] = train_jct
-        ) -> None:
-            seen.append(stats["train_avg_jct_s"])
-            if progress is not None:
-                progress("rl", base + len(seen), spec.rl_steps, None)
-
-        evolve(learner, chunk, on_iteration=on_iteration)
-        run.rl_done += chunk
-        val = run.validate("rl", run.rl_done, sum(train_jct) / max(1, len(train_jct)))
-        if progress is not None:
-            progress("rl", run.rl_done, spec.rl_steps, val)
+    return result.out
 
 
 def _initial_policy(spec: TrainSpec) -> torch.nn.Module | None:

@@ -2,9 +2,10 @@
 
 One readable file, CleanRL style: `DQNConfig` holds every hyper-parameter, `Sched2QNet` is the
 network of SCED² Eq. 3–5, `PrioritizedReplay` the proportional prioritized replay of Schaul
-et al. (SCED² ref. [12]), and `train` the episodic loop (one episode = one trace of 1,000 jobs
+et al. (SCED² ref. [12]), and `DQN` the learning step: one episode (one trace of 1,000 jobs
 drawn from the workload's distributions, SCED² §IV-A) with ε-greedy exploration over legal
-actions and a periodically copied target network.
+actions and a periodically copied target network. Validation, keeping the best, the log and
+the budget are the shared training run's (`dlsched.rl.training`).
 
 Network (Eq. 3–5)::
 
@@ -15,22 +16,15 @@ Network (Eq. 3–5)::
 
 Targets use double DQN (the online network picks the next action, the target network values it)
 when ``double`` is set; illegal next actions are masked out of the max.
-
-This file is a little over 500 lines on purpose: the Q-network, the prioritized replay and the
-DQN loop read top to bottom in one place, CleanRL style; splitting it would scatter one
-algorithm over files.
 """
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import csv
+import json
 import logging
-import time
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
 import numpy as np
@@ -38,76 +32,10 @@ import numpy.typing as npt
 import torch
 from torch import nn
 
+from dlsched.papers.sched2.config import DQNConfig as DQNConfig  # re-exported
 from dlsched.papers.sched2.state import Sched2Shape
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class DQNConfig:
-    """Hyper-parameters of SCED²'s DQN (every field has a unit or a range)."""
-
-    seed: int = 0
-    """Seeds torch, NumPy and the episodes' trace draws."""
-    episodes: int = 100
-    """Training episodes (traces); SCED² trained 2,400."""
-    time_budget_s: float | None = None
-    """Stop after this many wall-clock seconds (None: run every episode)."""
-    gamma: float = 0.99
-    """Discount per action."""
-    lr: float = 2.5e-4
-    """Adam learning rate."""
-    batch_size: int = 64
-    """Transitions per gradient step."""
-    buffer_size: int = 100_000
-    """Replay capacity, transitions."""
-    learning_starts: int = 2_000
-    """Steps of experience before the first gradient step."""
-    train_freq: int = 4
-    """Environment steps per gradient step."""
-    target_update: int = 1_000
-    """Environment steps between copies of the online network into the target network."""
-    eps_start: float = 1.0
-    """Initial ε of ε-greedy."""
-    eps_end: float = 0.05
-    """Final ε."""
-    eps_decay_steps: int = 50_000
-    """Steps over which ε decays linearly."""
-    alpha: float = 0.6
-    """Prioritization exponent (0 = uniform replay)."""
-    beta_start: float = 0.4
-    """Initial importance-sampling exponent; annealed linearly to 1 over training."""
-    prio_eps: float = 1e-3
-    """Added to |TD error| so every transition keeps a chance."""
-    grad_clip: float = 10.0
-    """Max gradient norm."""
-    double: bool = True
-    """Double-DQN targets."""
-    server_hidden: int = 32
-    """Width of the shared per-server encoder's hidden layer."""
-    server_out: int = 16
-    """Features per server (F_i)."""
-    job_hidden: int = 128
-    """Features of the job/statistics encoder (G)."""
-    hidden: int = 256
-    """Width of the head's hidden layer (w_2)."""
-    demo_episodes: int = 0
-    """Episodes played by the teacher first; their transitions are flagged as demonstrations."""
-    pretrain_steps: int = 0
-    """Gradient steps on the demonstrations alone, after the demo episodes."""
-    margin: float = 0.8
-    """Large-margin value of DQfD's supervised loss (Q of other actions + margin ≤ Q of the
-    demonstrated one)."""
-    margin_weight: float = 1.0
-    """Weight of the large-margin loss on demonstration transitions (0 disables it)."""
-    teacher_explore: float = 0.5
-    """Share of ε-exploration actions taken from the teacher (the rest uniform over legal)."""
-    eval_every: int = 5
-    """Episodes between greedy evaluations on the validation traces (0: never)."""
-    threads: int = 1
-    """torch threads (the shared machine has 2 cores)."""
-    extra: dict[str, Any] = field(default_factory=dict)
-    """Free-form settings recorded with the run (workload options, …)."""
 
 
 # -- network -------------------------------------------------------------------------------
@@ -392,10 +320,6 @@ class EpisodeLog:
     wall_s: float
 
 
-EnvFactory = Callable[[], Any]
-Evaluate = Callable[[Sched2QNet], dict[str, float]]
-
-
 class Teacher(Protocol):
     """A demonstrator: ``act(builder)`` gives its action; ``reset()`` at each episode start."""
 
@@ -404,143 +328,139 @@ class Teacher(Protocol):
     def act(self, builder: Any) -> int: ...
 
 
-def train(
-    env: Any,
-    config: DQNConfig,
-    *,
-    evaluate: Evaluate | None = None,
-    log_csv: str | Path | None = None,
-    on_episode: Callable[[EpisodeLog], None] | None = None,
-    teacher: Teacher | None = None,
-    on_best: Callable[[Sched2QNet, dict[str, float]], None] | None = None,
-) -> tuple[Sched2QNet, list[EpisodeLog], dict[str, float]]:
-    """Train SCED²'s DQN on ``env`` (a `Sched2Env`) for ``config.episodes`` episodes.
+class DQN:
+    """SCED²'s DQN on ``env`` (a `Sched2Env`): `episode` plays one episode (one trace) with
+    ε-greedy actions, learning from prioritized replay as it goes; the shared training run
+    (`dlsched.rl.training`, via `dlsched.papers.sched2.train`) validates and keeps the best.
 
     Args:
         env: the environment; each ``reset`` draws a new trace.
         config: hyper-parameters.
-        evaluate: greedy evaluation of a network on held-out traces → metrics with
-            ``"avg_effectiveness"``; the best network by it is returned (None: the last).
-        log_csv: write one `EpisodeLog` row per episode here.
-        on_episode: called after every episode (progress bars).
         teacher: demonstrator for the first ``config.demo_episodes`` episodes and a share of
             the exploration (DQfD); None for plain DQN as SCED².
-        on_best: called with the network and its metrics whenever validation improves
-            (to checkpoint as training goes).
-
-    Returns:
-        ``(net, log, best_metrics)``: the best (or last) network, the per-episode log and the
-        evaluation metrics of the returned network (empty without ``evaluate``).
     """
-    torch.set_num_threads(config.threads)
-    torch.manual_seed(config.seed)
-    rng = np.random.default_rng(config.seed)
-    shape: Sched2Shape = env.shape
-    net = make_net(shape, config)
-    target = copy.deepcopy(net)
-    optimizer = torch.optim.Adam(net.parameters(), lr=config.lr)
-    buffer = PrioritizedReplay(
-        config.buffer_size, shape.obs_dim, shape.num_actions, config.alpha, config.seed
-    )
-    history: list[EpisodeLog] = []
-    best_state: dict[str, torch.Tensor] | None = None
-    best_metrics: dict[str, float] = {}
-    wall0 = time.perf_counter()
-    step = 0
-    writer = None
-    handle = None
-    with contextlib.ExitStack() as stack:
-        if log_csv is not None:
-            Path(log_csv).parent.mkdir(parents=True, exist_ok=True)
-            handle = stack.enter_context(Path(log_csv).open("w", newline=""))
-            writer = csv.DictWriter(handle, fieldnames=list(EpisodeLog.__dataclass_fields__))
-            writer.writeheader()
-        for episode in range(config.episodes):
-            obs, info = env.reset(seed=int(rng.integers(0, 2**31 - 1)))
-            if teacher is not None:
-                teacher.reset()
-            demo = teacher is not None and episode < config.demo_episodes
-            mask = info["action_mask"]
-            done = False
-            losses: list[float] = []
-            result: dict[str, Any] = {}
-            while not done:
-                eps = epsilon_at(config, step)
-                if demo and teacher is not None:
-                    action = teacher.act(env.builder)
-                elif rng.random() < eps:
-                    if teacher is not None and rng.random() < config.teacher_explore:
-                        action = teacher.act(env.builder)
-                    else:
-                        action = int(rng.choice(np.flatnonzero(mask)))
-                else:
-                    action = greedy_action(net, obs, mask)
-                next_obs, reward, terminated, truncated, info = env.step(action)
-                next_mask = info["action_mask"]
-                buffer.add(obs, action, reward, next_obs, next_mask, terminated, demo=demo)
-                obs, mask = next_obs, next_mask
-                done = terminated or truncated
-                if not demo:
-                    step += 1
-                if not demo and step >= config.learning_starts and step % config.train_freq == 0:
-                    progress = min(1.0, (episode + 1) / max(1, config.episodes))
-                    beta = config.beta_start + progress * (1.0 - config.beta_start)
-                    batch = buffer.sample(config.batch_size, beta)
-                    loss, prios = td_step(net, target, optimizer, batch, config)
-                    buffer.update_priorities(batch.indices, prios.tolist())
-                    losses.append(loss)
-                if not demo and step % config.target_update == 0:
-                    target.load_state_dict(net.state_dict())
-                if done:
-                    result = info.get("result", {})
-            pretrained = demo and episode == config.demo_episodes - 1
-            if pretrained:
-                for _ in range(config.pretrain_steps):
-                    batch = buffer.sample(config.batch_size, config.beta_start)
-                    loss, prios = td_step(net, target, optimizer, batch, config)
-                    buffer.update_priorities(batch.indices, prios.tolist())
-                    losses.append(loss)
-                target.load_state_dict(net.state_dict())
-            metrics: dict[str, float] = {}
-            last = episode == config.episodes - 1
-            out_of_time = (
-                config.time_budget_s is not None
-                and time.perf_counter() - wall0 > config.time_budget_s
-            )
-            if evaluate is not None and (
-                (config.eval_every and (episode + 1) % config.eval_every == 0)
-                or last
-                or out_of_time
-                or pretrained
-            ):
-                metrics = evaluate(net)
-                if not best_metrics or metrics["avg_effectiveness"] > best_metrics.get(
-                    "avg_effectiveness", -1.0
-                ):
-                    best_metrics = dict(metrics)
-                    best_state = copy.deepcopy(net.state_dict())
-                    if on_best is not None:
-                        on_best(net, best_metrics)
-            row = EpisodeLog(
-                episode=episode,
-                steps=step,
-                epsilon=epsilon_at(config, step),
-                train_effectiveness=float(info.get("avg_effectiveness", float("nan"))),
-                train_avg_jct_s=float(result.get("avg_jct_s", float("nan"))),
-                loss=float(np.mean(losses)) if losses else float("nan"),
-                eval_effectiveness=metrics.get("avg_effectiveness", float("nan")),
-                eval_avg_jct_s=metrics.get("avg_jct_s", float("nan")),
-                wall_s=time.perf_counter() - wall0,
-            )
-            history.append(row)
-            if writer is not None and handle is not None:
-                writer.writerow(asdict(row))
-                handle.flush()
-            if on_episode is not None:
-                on_episode(row)
-            if out_of_time:
-                log.info("sched2: time budget reached after %d episodes", episode + 1)
-                break
-    if best_state is not None:
-        net.load_state_dict(best_state)
-    return net, history, best_metrics
+
+    def __init__(self, env: Any, config: DQNConfig, teacher: Teacher | None = None) -> None:
+        torch.set_num_threads(config.threads)
+        torch.manual_seed(config.seed)
+        self.env = env
+        self.config = config
+        self.teacher = teacher
+        self.rng = np.random.default_rng(config.seed)
+        shape: Sched2Shape = env.shape
+        self.net = make_net(shape, config)
+        self.target = copy.deepcopy(self.net)
+        self.optimizer = torch.optim.Adam(self.net.parameters(), lr=config.lr)
+        self.buffer = PrioritizedReplay(
+            config.buffer_size, shape.obs_dim, shape.num_actions, config.alpha, config.seed
+        )
+        self.episodes = 0
+        """Episodes played."""
+        self.steps = 0
+        """Agent steps (demonstration steps not counted)."""
+
+    def pretrains_after(self, episodes: int) -> bool:
+        """Whether the episode numbered ``episodes`` (1-based) ends with DQfD pre-training."""
+        return self.teacher is not None and episodes == self.config.demo_episodes > 0
+
+    def episode(self) -> EpisodeLog:
+        """Play and learn from one episode; its log row (evaluation columns NaN, ``wall_s``
+        NaN: the training run fills them)."""
+        config, env, teacher = self.config, self.env, self.teacher
+        episode = self.episodes
+        obs, info = env.reset(seed=int(self.rng.integers(0, 2**31 - 1)))
+        if teacher is not None:
+            teacher.reset()
+        demo = teacher is not None and episode < config.demo_episodes
+        mask = info["action_mask"]
+        done = False
+        losses: list[float] = []
+        result: dict[str, Any] = {}
+        while not done:
+            action = self._act(obs, mask, demo)
+            next_obs, reward, terminated, truncated, info = env.step(action)
+            next_mask = info["action_mask"]
+            self.buffer.add(obs, action, reward, next_obs, next_mask, terminated, demo=demo)
+            obs, mask = next_obs, next_mask
+            done = terminated or truncated
+            if not demo:
+                self.steps += 1
+                losses += self._learn(episode)
+            if done:
+                result = info.get("result", {})
+        self.episodes += 1
+        if self.pretrains_after(self.episodes):
+            losses += self._pretrain()
+        return EpisodeLog(
+            episode=episode,
+            steps=self.steps,
+            epsilon=epsilon_at(config, self.steps),
+            train_effectiveness=float(info.get("avg_effectiveness", float("nan"))),
+            train_avg_jct_s=float(result.get("avg_jct_s", float("nan"))),
+            loss=float(np.mean(losses)) if losses else float("nan"),
+            eval_effectiveness=float("nan"),
+            eval_avg_jct_s=float("nan"),
+            wall_s=float("nan"),
+        )
+
+    def _act(self, obs: npt.NDArray[np.float32], mask: npt.NDArray[np.bool_], demo: bool) -> int:
+        """The teacher's action in a demonstration, else ε-greedy (exploring partly with the
+        teacher)."""
+        teacher, rng = self.teacher, self.rng
+        if demo and teacher is not None:
+            return teacher.act(self.env.builder)
+        if rng.random() < epsilon_at(self.config, self.steps):
+            if teacher is not None and rng.random() < self.config.teacher_explore:
+                return teacher.act(self.env.builder)
+            return int(rng.choice(np.flatnonzero(mask)))
+        return greedy_action(self.net, obs, mask)
+
+    def _learn(self, episode: int) -> list[float]:
+        """A gradient step and a target copy when the step counter says so; the loss."""
+        config, step = self.config, self.steps
+        losses = []
+        if step >= config.learning_starts and step % config.train_freq == 0:
+            progress = min(1.0, (episode + 1) / max(1, config.episodes))
+            beta = config.beta_start + progress * (1.0 - config.beta_start)
+            batch = self.buffer.sample(config.batch_size, beta)
+            loss, prios = td_step(self.net, self.target, self.optimizer, batch, config)
+            self.buffer.update_priorities(batch.indices, prios.tolist())
+            losses.append(loss)
+        if step % config.target_update == 0:
+            self.target.load_state_dict(self.net.state_dict())
+        return losses
+
+    def _pretrain(self) -> list[float]:
+        """DQfD: gradient steps on the demonstrations alone, then a target copy."""
+        config = self.config
+        losses = []
+        for _ in range(config.pretrain_steps):
+            batch = self.buffer.sample(config.batch_size, config.beta_start)
+            loss, prios = td_step(self.net, self.target, self.optimizer, batch, config)
+            self.buffer.update_priorities(batch.indices, prios.tolist())
+            losses.append(loss)
+        self.target.load_state_dict(self.net.state_dict())
+        return losses
+
+    def state_dict(self) -> dict[str, Any]:
+        """Networks, optimiser, counters and generators (not the replay buffer: a resumed run
+        refills it, as after ``learning_starts``)."""
+        return {
+            "net": self.net.state_dict(),
+            "target": self.target.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "episodes": self.episodes,
+            "steps": self.steps,
+            "rng": json.dumps(self.rng.bit_generator.state),
+            "torch_rng": torch.get_rng_state(),
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Continue from `state_dict`'s output."""
+        self.net.load_state_dict(state["net"])
+        self.target.load_state_dict(state["target"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.episodes = int(state["episodes"])
+        self.steps = int(state["steps"])
+        self.rng.bit_generator.state = json.loads(state["rng"])
+        torch.set_rng_state(state["torch_rng"])

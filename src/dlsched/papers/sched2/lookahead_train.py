@@ -17,18 +17,19 @@ better; 3.0 is parity with the best heuristic on every metric.
 
 from __future__ import annotations
 
-import contextlib
-import csv
+import json
 import logging
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
+from dlsched.papers.sched2.config import CemConfig as CemConfig  # re-exported
 from dlsched.papers.sched2.lookahead import LookaheadParams, LookaheadScheduler
+from dlsched.rl.checkpoint import PolicyCard
+from dlsched.rl.training import Validation
 from dlsched.workloads.base import Workload
 
 log = logging.getLogger(__name__)
@@ -41,28 +42,6 @@ METRICS = ("avg_jct_s", "makespan_s", "avg_fragmentation")
 INIT_MEAN = (0.2, 0.2, 0.3, 1.0, 2.0, 1.0, 0.5, 0.2, 6.0)
 """Start of the search, in `LookaheadParams.NAMES` order."""
 INIT_STD = (0.3, 0.3, 0.3, 1.0, 2.0, 0.5, 0.5, 0.3, 4.0)
-
-
-@dataclass
-class CemConfig:
-    """Cross-entropy search settings (every field has a unit)."""
-
-    seed: int = 0
-    """Seeds the sampling and the training trace draws."""
-    iterations: int = 12
-    """CEM iterations."""
-    population: int = 16
-    """Parameter vectors per iteration."""
-    elite: int = 4
-    """Best vectors kept per iteration."""
-    traces_per_iter: int = 3
-    """Fresh training traces per iteration (every vector runs on the same ones)."""
-    frag_weight: float = 1.0
-    """Weight of the fragmentation term in the objective."""
-    noise_floor: float = 0.05
-    """Added to each standard deviation after an update."""
-    time_budget_s: float | None = None
-    """Stop after this many wall-clock seconds (None: run every iteration)."""
 
 
 @dataclass
@@ -116,80 +95,113 @@ def evaluate(
     return float(np.mean(scores)), means
 
 
-def train_lookahead(
-    traces: Callable[[int], Workload],
-    validation: Sequence[Workload],
-    config: CemConfig,
-    *,
-    log_csv: str | Path | None = None,
-    on_iteration: Callable[[IterationLog], None] | None = None,
-) -> tuple[LookaheadParams, dict[str, float], list[IterationLog]]:
-    """Cross-entropy search (module docstring).
+class CrossEntropySearch:
+    """The search's learning step: `iteration` samples ``population`` vectors around the mean,
+    scores them on fresh training traces and moves the mean to the elite's (module docstring).
 
     Args:
         traces: seed → a training trace.
-        validation: the validation traces.
         config: search settings.
-        log_csv: per-iteration CSV log.
-        on_iteration: progress callback.
-
-    Returns:
-        (best parameters by validation, their validation metrics incl. ``"objective"``, log).
     """
-    rng = np.random.default_rng(config.seed)
-    mean = np.array(INIT_MEAN, dtype=np.float64)
-    std = np.array(INIT_STD, dtype=np.float64)
-    val = [(w, references(w)) for w in validation]
-    wall0 = time.perf_counter()
-    history: list[IterationLog] = []
-    best_params = LookaheadParams.from_vector(mean.tolist())
-    best_val, best_means = evaluate(best_params, val, config.frag_weight)
-    best_metrics = {"objective": best_val, **best_means}
-    with contextlib.ExitStack() as stack:
-        writer = None
-        if log_csv is not None:
-            Path(log_csv).parent.mkdir(parents=True, exist_ok=True)
-            handle = stack.enter_context(Path(log_csv).open("w", newline=""))
-            writer = csv.DictWriter(handle, fieldnames=list(IterationLog.__dataclass_fields__))
-            writer.writeheader()
-        for it in range(config.iterations):
-            seeds = rng.integers(0, 2**31 - 1, size=config.traces_per_iter)
-            train = [(w, references(w)) for w in (traces(int(s)) for s in seeds)]
-            samples = np.maximum(rng.normal(mean, std, size=(config.population, mean.size)), 0.0)
-            samples[0] = mean  # the current mean is always one of the candidates
-            scores = np.array(
-                [
-                    evaluate(LookaheadParams.from_vector(v.tolist()), train, config.frag_weight)[0]
-                    for v in samples
-                ]
-            )
-            order = np.argsort(scores)
-            elite = samples[order[: config.elite]]
-            mean = elite.mean(axis=0)
-            std = elite.std(axis=0) + config.noise_floor
-            params = LookaheadParams.from_vector(mean.tolist())
-            val_score, val_means = evaluate(params, val, config.frag_weight)
-            if val_score < best_val:
-                best_val, best_params = val_score, params
-                best_metrics = {"objective": val_score, **val_means}
-            row = IterationLog(
-                iteration=it,
-                train_best=float(scores[order[0]]),
-                train_mean_of_elite=float(scores[order[: config.elite]].mean()),
-                validation=val_score,
-                validation_avg_jct_s=val_means["avg_jct_s"],
-                validation_makespan_s=val_means["makespan_s"],
-                validation_avg_fragmentation=val_means["avg_fragmentation"],
-                params=" ".join(f"{x:.4f}" for x in mean),
-                wall_s=time.perf_counter() - wall0,
-            )
-            history.append(row)
-            if writer is not None:
-                writer.writerow(vars(row))
-                handle.flush()
-            if on_iteration is not None:
-                on_iteration(row)
-            if config.time_budget_s is not None and row.wall_s > config.time_budget_s:
-                log.info("sched2-L: time budget reached after %d iterations", it + 1)
-                break
-    return best_params, best_metrics, history
+
+    def __init__(self, traces: Callable[[int], Workload], config: CemConfig) -> None:
+        self.traces = traces
+        self.config = config
+        self.rng = np.random.default_rng(config.seed)
+        self.mean = np.array(INIT_MEAN, dtype=np.float64)
+        self.std = np.array(INIT_STD, dtype=np.float64)
+        self.iterations = 0
+
+    def params(self) -> LookaheadParams:
+        """The current mean as rule parameters (the candidate policy)."""
+        return LookaheadParams.from_vector(self.mean.tolist())
+
+    def iteration(self) -> dict[str, object]:
+        """One cross-entropy iteration; its log entries (the training objective's best and
+        elite mean, the new mean as ``params``)."""
+        config, rng = self.config, self.rng
+        seeds = rng.integers(0, 2**31 - 1, size=config.traces_per_iter)
+        train = [(w, references(w)) for w in (self.traces(int(s)) for s in seeds)]
+        samples = np.maximum(
+            rng.normal(self.mean, self.std, size=(config.population, self.mean.size)), 0.0
+        )
+        samples[0] = self.mean  # the current mean is always one of the candidates
+        scores = np.array(
+            [
+                evaluate(LookaheadParams.from_vector(v.tolist()), train, config.frag_weight)[0]
+                for v in samples
+            ]
+        )
+        order = np.argsort(scores)
+        elite = samples[order[: config.elite]]
+        self.mean = elite.mean(axis=0)
+        self.std = elite.std(axis=0) + config.noise_floor
+        self.iterations += 1
+        return {
+            "iteration": self.iterations - 1,
+            "train_best": float(scores[order[0]]),
+            "train_mean_of_elite": float(scores[order[: config.elite]].mean()),
+            "params": " ".join(f"{x:.4f}" for x in self.mean),
+        }
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "mean": torch.from_numpy(self.mean.copy()),
+            "std": torch.from_numpy(self.std.copy()),
+            "iterations": self.iterations,
+            "rng": json.dumps(self.rng.bit_generator.state),
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self.mean = state["mean"].numpy().astype(np.float64)
+        self.std = state["std"].numpy().astype(np.float64)
+        self.iterations = int(state["iterations"])
+        self.rng.bit_generator.state = json.loads(state["rng"])
+
+
+PolicyFiles = Callable[
+    [LookaheadParams, dict[str, float], int], tuple[Mapping[str, torch.Tensor], PolicyCard]
+]
+"""``files(params, validation metrics, iterations done)`` → the checkpoint's tensors and card."""
+
+
+class LookaheadLearner:
+    """`CrossEntropySearch` as a `dlsched.rl.training.Learner`: one step is one iteration; a
+    validation scores the mean on the validation traces (lower objective is better).
+
+    Args:
+        search: the search.
+        validation: the validation traces.
+        files: makes the checkpoint of the current mean (`PolicyFiles`).
+    """
+
+    columns = tuple(IterationLog.__dataclass_fields__)
+
+    def __init__(
+        self, search: CrossEntropySearch, validation: Sequence[Workload], files: PolicyFiles
+    ) -> None:
+        self.search = search
+        self.validation = [(w, references(w)) for w in validation]
+        self.files = files
+        self.metrics: dict[str, float] = {}
+
+    def step(self) -> dict[str, object]:
+        return self.search.iteration()
+
+    def validate(self) -> Validation:
+        objective, means = evaluate(
+            self.search.params(), self.validation, self.search.config.frag_weight
+        )
+        self.metrics = {"objective": objective, **means}
+        row: dict[str, object] = {"validation": objective}
+        row.update({f"validation_{m}": means[m] for m in METRICS})
+        return Validation((objective,), row)
+
+    def policy_files(self) -> tuple[Mapping[str, torch.Tensor], PolicyCard]:
+        return self.files(self.search.params(), self.metrics, self.search.iterations)
+
+    def state_dict(self) -> dict[str, Any]:
+        return self.search.state_dict()
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self.search.load_state_dict(state)

@@ -89,8 +89,7 @@ def load_policy(path: str | Path | None = None) -> tuple[Sched2QNet, Sched2Shape
 _NET_FIELDS = ("server_hidden", "server_out", "job_hidden", "hidden")
 
 
-def save_policy(
-    directory: str | Path,
+def dqn_files(
     net: Sched2QNet,
     config: DQNConfig,
     *,
@@ -100,8 +99,8 @@ def save_policy(
     steps: int,
     validation: dict[str, float],
     notes: str = "",
-) -> Path:
-    """Write ``net`` with a JSON card (`dlsched.rl.checkpoint`)."""
+) -> tuple[dict[str, Any], PolicyCard]:
+    """``net``'s checkpoint: its tensors and card (`dlsched.rl.checkpoint`)."""
     hyper = {k: v for k, v in vars(config).items() if k != "extra"}
     card = PolicyCard(
         algorithm="sched2",
@@ -114,7 +113,12 @@ def save_policy(
         hyperparams=hyper,
         notes=notes,
     )
-    return save_checkpoint(directory, net.state_dict(), card)
+    return net.state_dict(), card
+
+
+def save_policy(directory: str | Path, net: Sched2QNet, config: DQNConfig, **card: Any) -> Path:
+    """Write ``net`` with a JSON card (`dqn_files`'s keyword arguments)."""
+    return save_checkpoint(directory, *dqn_files(net, config, **card))
 
 
 def evaluate(
@@ -131,8 +135,7 @@ def evaluate(
     return {k: float(np.mean([s[k] for s in summaries])) for k in keys}
 
 
-def save_lookahead(
-    directory: str | Path,
+def lookahead_files(
     params: LookaheadParams,
     *,
     gpus_per_server: int,
@@ -143,8 +146,8 @@ def save_lookahead(
     validation: dict[str, float],
     hyperparams: dict[str, Any],
     notes: str = "",
-) -> Path:
-    """Write a SCED²-L checkpoint: the parameter vector as a tensor, the card alongside.
+) -> tuple[dict[str, Any], PolicyCard]:
+    """A SCED²-L checkpoint: the parameter vector as a tensor, the card alongside.
 
     ``trained_setting`` is the workload and ``workload_params`` it was trained at.
     """
@@ -163,7 +166,12 @@ def save_lookahead(
         trained_setting={"workload": workload, "params": dict(workload_params)},
     )
     state = {PARAMS_KEY: torch.tensor(params.vector(), dtype=torch.float64)}
-    return save_checkpoint(directory, state, card)
+    return state, card
+
+
+def save_lookahead(directory: str | Path, params: LookaheadParams, **card: Any) -> Path:
+    """Write a SCED²-L checkpoint (`lookahead_files`'s keyword arguments)."""
+    return save_checkpoint(directory, *lookahead_files(params, **card))
 
 
 def load_lookahead(path: str | Path | None = None) -> tuple[LookaheadParams, int, PolicyCard]:

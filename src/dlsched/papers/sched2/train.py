@@ -10,15 +10,29 @@ seeded offset (`dlsched.papers.sched2.env.trace_window`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Mapping
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from dlsched.papers.sched2.algorithm import DQNConfig, EpisodeLog, Sched2QNet, train
+import torch
+
+from dlsched.papers.sched2.algorithm import DQN, DQNConfig, EpisodeLog
 from dlsched.papers.sched2.env import Sched2Env, workload_traces
-from dlsched.papers.sched2.policy import evaluate, save_policy
+from dlsched.papers.sched2.lookahead import LookaheadParams
+from dlsched.papers.sched2.lookahead_train import (
+    REFERENCES,
+    CemConfig,
+    CrossEntropySearch,
+    LookaheadLearner,
+)
+from dlsched.papers.sched2.lookahead_train import VALIDATION_SEEDS as LOOKAHEAD_VALIDATION
+from dlsched.papers.sched2.policy import dqn_files, evaluate, lookahead_files
 from dlsched.papers.sched2.teacher import DsifTeacher
+from dlsched.rl.checkpoint import PolicyCard, read_card
 from dlsched.rl.files import LOG_FILE
+from dlsched.rl.training import Budget, Progress, RunOptions, Validation, train
+from dlsched.workloads.base import Workload
 from dlsched.workloads.sched2 import DEFAULT_LOAD as SCHED2_DEFAULT_LOAD
 
 log = logging.getLogger(__name__)
@@ -56,8 +70,70 @@ def workload_options(
     return options
 
 
+class DQNLearner:
+    """SCED²'s `DQN` as a `dlsched.rl.training.Learner`: one step is one episode; a validation
+    runs the greedy policy on the validation traces (higher effectiveness is better).
+
+    Args:
+        dqn: the learning step.
+        validation: the validation traces.
+        card: the checkpoint's card fields (workload, seeds, …) but ``steps``,
+            ``validation`` and ``notes``.
+        method: how the card's notes name the method and the window.
+        num_jobs: jobs per episode.
+        budget: the run's budget (the notes record the seconds spent).
+    """
+
+    columns = tuple(EpisodeLog.__dataclass_fields__)
+
+    def __init__(
+        self,
+        dqn: DQN,
+        validation: list[Workload],
+        card: dict[str, Any],
+        method: str,
+        num_jobs: int,
+        budget: Budget,
+    ) -> None:
+        self.dqn = dqn
+        self.validation = validation
+        self.card = card
+        self.method = method
+        self.num_jobs = num_jobs
+        self.budget = budget
+        self.metrics: dict[str, float] = {}
+
+    def step(self) -> dict[str, object]:
+        return asdict(self.dqn.episode())
+
+    def validate(self) -> Validation:
+        self.metrics = evaluate(self.dqn.net, self.validation)
+        row: dict[str, object] = {
+            "eval_effectiveness": self.metrics["avg_effectiveness"],
+            "eval_avg_jct_s": self.metrics["avg_jct_s"],
+        }
+        return Validation((-self.metrics["avg_effectiveness"],), row)
+
+    def policy_files(self) -> tuple[Mapping[str, torch.Tensor], PolicyCard]:
+        dqn = self.dqn
+        notes = (
+            f"{self.method}; saved after {dqn.episodes} episodes of {self.num_jobs} jobs"
+            f" ({dqn.steps} agent steps, {self.budget.elapsed_s():.0f} s wall) as the best "
+            "greedy validation effectiveness so far"
+        )
+        return dqn_files(
+            dqn.net, dqn.config, steps=dqn.steps, validation=self.metrics, notes=notes, **self.card
+        )
+
+    def state_dict(self) -> dict[str, Any]:
+        return self.dqn.state_dict()
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self.dqn.load_state_dict(state)
+
+
 def train_sched2(
-    out_dir: str | Path,
+    run: RunOptions,
     *,
     workload: str = "sched2",
     config: DQNConfig | None = None,
@@ -68,12 +144,13 @@ def train_sched2(
     order: str = "arrival",
     teacher: str | None = None,
     log_csv: str | Path | None = None,
-    on_episode: Callable[[EpisodeLog], None] | None = None,
+    progress: Progress | None = None,
 ) -> tuple[Path, dict[str, float]]:
-    """Train on ``workload`` and write the best policy (by validation effectiveness).
+    """Train on ``workload`` in the shared training run (`dlsched.rl.training`) and write the
+    best policy by validation effectiveness into ``run.out``.
 
     Args:
-        out_dir: checkpoint directory (``policy.pt`` + ``card.json``).
+        run: output folder, budget, TensorBoard, resume and force.
         workload: ``sched2`` or a fixed trace (``philly:VC``, ``trace:PATH``).
         config: DQN hyper-parameters.
         num_jobs: jobs per episode (trace length or window).
@@ -83,68 +160,50 @@ def train_sched2(
         order: which waiting jobs fill the J slots, ``"arrival"`` (SCED²) or ``"shortest"``.
         teacher: ``"dsif"`` to start from DSIF demonstrations (`sched2_teacher`, DQfD) for
             ``config.demo_episodes`` episodes; None for plain DQN as SCED².
-        log_csv: per-episode CSV log (default ``out_dir/train_log.csv``).
-        on_episode: progress callback.
+        log_csv: per-episode CSV log (default ``run.out/train_log.csv``).
+        progress: ``progress(episodes_done, row)`` after each episode.
 
     Returns:
         (checkpoint directory, validation metrics of the saved policy).
     """
     config = config or DQNConfig()
+    if teacher not in (None, "dsif"):
+        raise ValueError(f"unknown sched2 teacher {teacher!r}; choose dsif or none")
     options = workload_options(
         workload, num_jobs=num_jobs, load=load, one_gpu_frac=one_gpu_frac, servers=servers
     )
-    traces = workload_traces(workload, **options)
-    env = Sched2Env(traces, order=order)
-    validation = [traces(s) for s in VALIDATION_SEEDS]
-    if teacher not in (None, "dsif"):
-        raise ValueError(f"unknown sched2 teacher {teacher!r}; choose dsif or none")
-    out = Path(out_dir)
-    log_path = Path(log_csv) if log_csv is not None else out / LOG_FILE
     params = {k: v for k, v in options.items() if v is not None}
-    history: list[EpisodeLog] = []
+    card = {
+        "workload": workload,
+        "workload_params": {**params, "window_order": order, "teacher": teacher or "none"},
+        "seeds": {"train": [config.seed], "validation": list(VALIDATION_SEEDS)},
+    }
     method = (
         f"DQfD: {config.demo_episodes} DSIF-teacher episodes, {config.pretrain_steps} "
         "pre-training steps, then DQN"
         if teacher
         else "DQN"
+    ) + f"; {order}-order window"
+
+    def make(budget: Budget) -> DQNLearner:
+        traces = workload_traces(workload, **options)
+        env = Sched2Env(traces, order=order)
+        validation = [traces(s) for s in VALIDATION_SEEDS]
+        dqn = DQN(env, config, DsifTeacher() if teacher else None)
+        return DQNLearner(dqn, validation, card, method, num_jobs, budget)
+
+    demo = config.demo_episodes if teacher else 0
+    settings = run.settings(
+        config.episodes,
+        validate_when=lambda n: bool(config.eval_every and n % config.eval_every == 0) or n == demo,
+        log_path=None if log_csv is None else Path(log_csv),
+        step_column="episode",
+        name="sched2",
     )
-
-    def save(net: Sched2QNet, metrics: dict[str, float]) -> None:
-        steps = history[-1].steps if history else 0
-        save_policy(
-            out,
-            net,
-            config,
-            workload=workload,
-            workload_params={**params, "window_order": order, "teacher": teacher or "none"},
-            seeds={"train": [config.seed], "validation": list(VALIDATION_SEEDS)},
-            steps=steps,
-            validation=metrics,
-            notes=(
-                f"{method}; {order}-order window; saved after {len(history)} episodes of "
-                f"{num_jobs} jobs ({steps} agent steps, "
-                f"{history[-1].wall_s if history else 0:.0f} s wall) as the best greedy "
-                "validation effectiveness so far"
-            ),
-        )
-
-    def record(row: EpisodeLog) -> None:
-        history.append(row)
-        if on_episode is not None:
-            on_episode(row)
-
-    net, _, best = train(
-        env,
-        config,
-        evaluate=lambda n: evaluate(n, validation),
-        log_csv=log_path,
-        on_episode=record,
-        teacher=DsifTeacher() if teacher == "dsif" else None,
-        on_best=save,
-    )
-    save(net, best)
-    log.info("sched2 policy written to %s (validation %s)", out, best)
-    return out, best
+    result = train(make, settings, progress)
+    best = read_card(result.out).validation
+    log.info("sched2 policy written to %s (validation %s)", result.out, best)
+    return result.out, best
 
 
 LOOKAHEAD_REASONS = (
@@ -162,76 +221,76 @@ LOOKAHEAD_REASONS = (
 
 
 def train_sched2_lookahead(
-    out_dir: str | Path,
+    run: RunOptions,
     *,
     workload: str = "sched2",
-    config: Any = None,
+    config: CemConfig | None = None,
     num_jobs: int = 1000,
     load: float | None = None,
     one_gpu_frac: float | None = None,
     servers: int | None = None,
     log_csv: str | Path | None = None,
-    on_iteration: Callable[[Any], None] | None = None,
+    progress: Progress | None = None,
     command: str = "",
 ) -> tuple[Path, dict[str, float]]:
-    """Train SCED²-L by the cross-entropy method (`dlsched.papers.sched2.lookahead_train`) and
-    write the best parameters by validation as a checkpoint.
+    """Train SCED²-L by the cross-entropy method (`dlsched.papers.sched2.lookahead_train`) in
+    the shared training run and write the best parameters by validation as a checkpoint.
 
     Args as `train_sched2`; ``config`` is a `CemConfig`; ``command`` (the command line that ran
     this) goes into the card's notes. The per-iteration log (the validation curve) is written to
-    ``log_csv`` (default ``out_dir/train_log.csv``), next to the card.
+    ``log_csv`` (default ``run.out/train_log.csv``), next to the card.
 
     Returns:
         (checkpoint directory, validation metrics of the saved policy).
     """
-    import time
-
-    from dlsched.papers.sched2.lookahead_train import (
-        REFERENCES,
-        CemConfig,
-        train_lookahead,
-    )
-    from dlsched.papers.sched2.lookahead_train import (
-        VALIDATION_SEEDS as LOOKAHEAD_VALIDATION,
-    )
-    from dlsched.papers.sched2.policy import save_lookahead
-
     cem = config or CemConfig()
     options = workload_options(
         workload, num_jobs=num_jobs, load=load, one_gpu_frac=one_gpu_frac, servers=servers
     )
-    traces = workload_traces(workload, **options)
-    validation = [traces(s) for s in LOOKAHEAD_VALIDATION]
-    gpus = int(validation[0].servers[0].gpu)
-    out = Path(out_dir)
-    log_path = Path(log_csv) if log_csv is not None else out / LOG_FILE
-    t0 = time.perf_counter()
-    params, metrics, history = train_lookahead(
-        traces, validation, cem, log_csv=log_path, on_iteration=on_iteration
-    )
-    wall = time.perf_counter() - t0
-    simulations = len(history) * cem.traces_per_iter * (cem.population + len(REFERENCES)) + (
-        len(history) + 1
-    ) * len(validation) * (1 + len(REFERENCES))
     workload_params = {k: v for k, v in options.items() if v is not None}
-    save_lookahead(
-        out,
-        params,
-        gpus_per_server=gpus,
-        workload=workload,
-        workload_params=workload_params,
-        seeds={"train": [cem.seed], "validation": list(LOOKAHEAD_VALIDATION)},
-        steps=simulations,
-        validation=metrics,
-        hyperparams={k: v for k, v in vars(cem).items() if v is not None},
-        notes=(
-            f"SCED²-L: cross-entropy search over the rule's {len(params.vector())} parameters, "
-            f"{len(history)} iterations x {cem.population} vectors x {cem.traces_per_iter} "
-            f"fresh training traces of {num_jobs} jobs, {wall:.0f} s wall; kept the iteration "
-            "mean with the best validation objective (JCT, makespan and fragmentation each "
-            f"relative to the best of {', '.join(REFERENCES)} per trace), validation curve in "
-            f"{log_path.name}. {LOOKAHEAD_REASONS}" + (f" Command: {command}" if command else "")
-        ),
+    log_name = Path(log_csv).name if log_csv is not None else LOG_FILE
+
+    def make(budget: Budget) -> LookaheadLearner:
+        traces = workload_traces(workload, **options)
+        validation = [traces(s) for s in LOOKAHEAD_VALIDATION]
+        gpus = int(validation[0].servers[0].gpu)
+
+        def files(
+            params: LookaheadParams, metrics: dict[str, float], iterations: int
+        ) -> tuple[Mapping[str, torch.Tensor], PolicyCard]:
+            simulations = iterations * cem.traces_per_iter * (cem.population + len(REFERENCES))
+            simulations += (iterations + 1) * len(validation) * (1 + len(REFERENCES))
+            notes = (
+                f"SCED²-L: cross-entropy search over the rule's {len(params.vector())} "
+                f"parameters, {iterations} iterations x {cem.population} vectors x "
+                f"{cem.traces_per_iter} fresh training traces of {num_jobs} jobs, "
+                f"{budget.elapsed_s():.0f} s wall; kept the iteration mean with the best "
+                "validation objective (JCT, makespan and fragmentation each relative to the "
+                f"best of {', '.join(REFERENCES)} per trace), validation curve in {log_name}. "
+                f"{LOOKAHEAD_REASONS}" + (f" Command: {command}" if command else "")
+            )
+            return lookahead_files(
+                params,
+                gpus_per_server=gpus,
+                workload=workload,
+                workload_params=workload_params,
+                seeds={"train": [cem.seed], "validation": list(LOOKAHEAD_VALIDATION)},
+                steps=simulations,
+                validation=metrics,
+                hyperparams={k: v for k, v in vars(cem).items() if v is not None},
+                notes=notes,
+            )
+
+        return LookaheadLearner(CrossEntropySearch(traces, cem), validation, files)
+
+    settings = run.settings(
+        cem.iterations,
+        validate_first=True,  # the starting mean is a candidate too
+        log_path=None if log_csv is None else Path(log_csv),
+        step_column="iteration",
+        name="sched2-L",
     )
-    log.info("sched2-L policy written to %s (validation %s)", out, metrics)
-    return out, metrics
+    result = train(make, settings, progress)
+    metrics = read_card(result.out).validation
+    log.info("sched2-L policy written to %s (validation %s)", result.out, metrics)
+    return result.out, metrics
