@@ -30,15 +30,6 @@ from dlsched.live.chaos import (
 )
 from dlsched.live.cluster import LiveCluster
 from dlsched.live.stream import LiveJobRequest
-from tests.live.chaos_helpers import (
-    ATOL,
-    Fault,
-    alive,
-    descendants,
-    max_param_diff,
-    run_with_faults,
-    stream,
-)
 
 
 def _check(cluster: LiveCluster, requests: list[LiveJobRequest], params: Path) -> None:
