@@ -6,11 +6,11 @@ where they fit; cross-entropy search tunes the three weights for average slowdow
 ``deeprm`` jobsets through the shared training run (`dlsched.rl.training`).
 
 Files: `policy` (the features, the scheduler, its checkpoints), `scheduler` (registers
-``example``), `train` (the hyper-parameters and the learning step), `command` (``dlsched train
-example``), `card_check` (limits on its cards), `test_example` (its tests, collected by pytest
-from here), ``policies/example`` (the shipped checkpoint and its card). This file is the plugin
-manifest (no imports beyond `dlsched.plugins`); the one line ``"dlsched.papers.example:PLUGIN"``
-in `dlsched.plugins.PLUGINS` adds it.
+``example``), `config` (the hyper-parameters), `train` (the learning step), `command` (``dlsched
+train example``), `card_check` (limits on its cards), `test_example` (its tests, collected by
+pytest from here), ``policies/example`` (the shipped checkpoint and its card). This file is the
+plugin manifest (no imports beyond `dlsched.plugins`); the one line
+``"dlsched.papers.example:PLUGIN"`` in `dlsched.plugins.PLUGINS` adds it.
 """
 
 from dlsched.plugins import CardCheck, Plugin, TrainCommand

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from dlsched.papers.example.train import ExampleConfig, train_example
+from dlsched.papers.example.config import ExampleConfig
+from dlsched.papers.example.train import train_example
 from dlsched.rl.checkpoint import read_card
-from dlsched.rl.training import RunOptions
+from dlsched.rl.run_options import RunOptions
 from dlsched.runner import simulate
 
 SMALL = ExampleConfig(iterations=2, population=8, elite=2, train_seeds=2, validation_seeds=3)

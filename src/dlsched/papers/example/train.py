@@ -11,47 +11,20 @@ validation on held-out seeds, keeping the best policy, ``OUT/policy.pt`` + ``car
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
 import torch
 
+from dlsched.papers.example.config import VALIDATION_SEED0, ExampleConfig
 from dlsched.papers.example.policy import ALGORITHM, FEATURES, LinearOrder, weights_state
 from dlsched.rl.checkpoint import PolicyCard
-from dlsched.rl.training import Budget, RunOptions, RunResult, Validation, every, train
+from dlsched.rl.run_options import RunOptions, every
+from dlsched.rl.training import Budget, RunResult, Validation, train
 from dlsched.runner import simulate
 from dlsched.schedulers.base import Scheduler
 from dlsched.schedulers.registry import make_scheduler
-
-VALIDATION_SEED0 = 10_001
-"""Validation workloads use seeds from here on; training seeds are drawn below it."""
-
-
-@dataclass
-class ExampleConfig:
-    """Hyper-parameters of ``dlsched train example`` (each field is one option)."""
-
-    iterations: int = 12
-    """Cross-entropy iterations (learning steps)."""
-    population: int = 16
-    """Weight vectors tried per iteration."""
-    elite: int = 4
-    """Best vectors the Gaussian is refitted to."""
-    init_std: float = 1.0
-    """Initial standard deviation of every weight (the mean starts at 0: arrival order)."""
-    min_std: float = 0.05
-    """Added to the refitted deviation so that the search keeps exploring."""
-    train_seeds: int = 4
-    """Fresh training workloads per iteration."""
-    validation_seeds: int = 4
-    """Held-out workloads scoring the mean weights."""
-    workload: str = "deeprm"
-    """Registered workload to train on (its default jobsets: DeepRM's 50-step ones)."""
-    load: float = 1.3
-    """Load of the training and validation workloads (DeepRM Fig. 5's 130 %)."""
-    seed: int = 0
-    """Seed of the search (the samples and the training workloads)."""
 
 
 class CemLearner:
