@@ -66,7 +66,8 @@ PAPER_DEVIATIONS: tuple[tuple[str, str], ...] = (
     ),
     (
         "episodes truncated after max_steps time steps (paper: run until every job finished)",
-        "bounds a lock-step batch; no training episode reached it (log column 'truncated')",
+        "bounds a lock-step batch; the log's 'truncated' column counts them (up to 15 % of an "
+        "iteration's episodes early in training, at the high loads)",
     ),
 )
 """(what differs from DeepRM HotNets 2016, why) for ``train deeprm --paper``."""
