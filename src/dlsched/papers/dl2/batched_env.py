@@ -321,7 +321,3 @@ class Dl2BatchedEnv:
     def row_counts(self) -> npt.NDArray[np.int64]:
         """``(B, J, 2)`` workers and PS given so far this slot to each row of the batch."""
         return self.rows[:, :, sk.W : sk.P + 1]
-
-    def slots(self) -> npt.NDArray[np.int64]:
-        """Slots decided so far in each environment's episode."""
-        return self.ints[:, bk.I_SLOTS]

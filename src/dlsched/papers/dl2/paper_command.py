@@ -33,7 +33,6 @@ def run_paper(
     init: Path | None,
     resume: bool,
     critic_warmup: int = 0,
-    normalize_advantage: bool = False,
 ) -> None:
     """Train with the paper preset and print where the policy is."""
     spec = PaperSpec(
@@ -44,7 +43,6 @@ def run_paper(
             value_net=value_net,
             exploration=exploration,
             replay=replay,
-            normalize_advantage=normalize_advantage,
         ),
         critic_warmup=critic_warmup,
         teacher=teacher,
