@@ -9,7 +9,9 @@ same random legal actions, side by side with its scalar `Sched2Env` in the same 
 ``--only sched2`` runs just those rows. DL2 rows (issue 29; ``--only dl2``): time slots per
 CPU-second of the scalar `Dl2Env` (before) and of `Dl2BatchedEnv` (after), under random legal
 actions, then with the paper's MLP sampling every action as a trainer collects experience
-(today's `Rollout` before, `paper.Collector` after).
+(today's `Rollout` before, `paper.Collector` after). DeepRM rows (issue 29; ``--only deeprm``):
+the scalar ``DeepRM-v0`` (before) and `BatchedDeepRMEnv` (after, ``--deeprm-batch`` episodes a
+call) with image and with index observations, on NumPy and, when a GPU is visible, on CUDA.
 """
 
 from __future__ import annotations
@@ -164,10 +166,71 @@ def dl2_rows(envs: int, seconds: float) -> None:
         print(f"{label:<20} {slots:>8,} slots  {slots / cpu:>8,.1f} slots/CPU-s  (policy acting)")
 
 
+def deeprm_batched_steps(
+    batch_size: int, device: str, observation: str, seconds: float
+) -> tuple[int, float, float]:
+    """Like `steps_per_second` for ``batch_size`` DeepRM episodes stepped at once (load 1.3);
+    a new batch starts when every episode has ended."""
+    import torch
+
+    from dlsched.papers.deeprm.batched_env import BatchedDeepRMEnv
+
+    env = BatchedDeepRMEnv(batch_size, 1.3, device=device)  # type: ignore[arg-type]
+    seed = 1
+    env.reset(seed=seed)
+    gen = torch.Generator(device=env.device).manual_seed(0)
+    steps = 0
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    while time.perf_counter() - wall0 < seconds:
+        batch = env.batch
+        assert batch is not None
+        mask = torch.as_tensor(batch.action_masks(), device=env.device).float()
+        actions = torch.multinomial(mask, 1, generator=gen)[:, 0]
+        active = int(torch.as_tensor(batch.active).sum())
+        if observation == "image":
+            env.step(actions if env.backend == "torch" else actions.cpu().numpy())
+        else:
+            batch.step(actions if env.backend == "torch" else actions.cpu().numpy())
+            batch.index()
+        steps += active
+        if not bool(torch.as_tensor(batch.active).any()):
+            seed += batch_size
+            env.reset(seed=seed)
+    if device == "cuda":
+        torch.cuda.synchronize()
+    wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+    return steps, steps / wall, steps / cpu
+
+
+def deeprm_rows(batch_size: int, seconds: float) -> None:
+    """DeepRM before/after (issue 29): the scalar ``DeepRM-v0`` and `BatchedDeepRMEnv` with
+    ``batch_size`` episodes a call, image observations (as ``DeepRM-v0`` gives) and the index
+    observations the trainer reads, on NumPy and, when a GPU is visible, on CUDA."""
+    import torch
+
+    steps, per_wall, per_cpu = steps_per_second(
+        "dlsched/DeepRM-v0", {"load": 1.3, "horizon_steps": 50}, seconds
+    )
+    _row("DeepRM scalar DeepRM-v0", steps, per_wall, per_cpu)
+    for device in ["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"]:
+        for observation in ("image", "index"):
+            steps, per_wall, per_cpu = deeprm_batched_steps(
+                batch_size, device, observation, seconds
+            )
+            _row(f"DeepRM batched {device} B={batch_size} {observation}", steps, per_wall, per_cpu)
+
+
+def _row(label: str, steps: int, per_wall: float, per_cpu: float) -> None:
+    print(f"{label:<36} {steps:>10,} steps {per_wall:>10,.0f} /wall-s {per_cpu:>10,.0f} /CPU-s")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=20.0, help="wall time per environment")
-    parser.add_argument("--only", choices=("all", "sched2", "dl2"), default="all")
+    parser.add_argument("--only", choices=("all", "sched2", "dl2", "deeprm"), default="all")
+    parser.add_argument(
+        "--deeprm-batch", type=int, default=2000, help="episodes of the batched DeepRM rows"
+    )
     parser.add_argument(
         "--dl2-batch", type=int, default=64, help="episodes of the batched DL2 environment"
     )
@@ -175,6 +238,10 @@ def main() -> None:
         "--sched2-envs", default="16,64,128", help="batch sizes of the batched SCED² rows"
     )
     args = parser.parse_args()
+    if args.only in ("all", "deeprm"):
+        deeprm_rows(args.deeprm_batch, args.seconds)
+    if args.only == "deeprm":
+        return
     if args.only in ("all", "dl2"):
         dl2_rows(args.dl2_batch, args.seconds)
     if args.only == "dl2":

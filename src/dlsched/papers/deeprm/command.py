@@ -31,6 +31,8 @@ def train_deeprm_command(run: RunOptions, config: ReinforceConfig, args: DeepRMR
     from dlsched.papers.deeprm.train import train_deeprm
 
     torch.set_num_threads(1)
+    with one_line_errors():
+        config = _paper_config(config, args) if args.paper else config
     if config.loads:  # the first of several loads is the card's nominal one
         config = dataclasses.replace(config, load=config.loads[0])
     config.shape = DeepRMShape(ranked=args.ranked)
@@ -62,3 +64,19 @@ def train_deeprm_command(run: RunOptions, config: ReinforceConfig, args: DeepRMR
     table.add_row("wall time", f"{outcome.wall_s:.0f} s")
     table.add_row("policy", str(outcome.best_dir))
     out.print(table)
+
+
+def _paper_config(config: ReinforceConfig, args: DeepRMRunArgs) -> ReinforceConfig:
+    """``--paper``: `PaperConfig` with the options given, every action offered and the paper's
+    loads unless ``--loads``; ValueError for an option outside DeepRM's method."""
+    from dlsched.papers.deeprm.batched_env import resolve_device
+    from dlsched.papers.deeprm.paper import PAPER_LOADS, PaperConfig
+
+    outside = {"--ranked": args.ranked, "--pretrain-epochs": config.pretrain_epochs > 0}
+    outside["--long-jobs"] = config.long_jobs > 0
+    for name, given in outside.items():
+        if given:
+            raise ValueError(f"{name}: not part of DeepRM's method (--paper)")
+    fields = {f.name: getattr(config, f.name) for f in dataclasses.fields(ReinforceConfig)}
+    fields.update(mask_invalid=False, workers=1, loads=config.loads or PAPER_LOADS)
+    return PaperConfig(**fields, device=resolve_device(args.device), baseline=args.baseline)

@@ -117,6 +117,15 @@ class DeepRMRunArgs:
     """Validation jobsets per training setting."""
     ranked: Annotated[bool, Opt(flags=("--ranked",))] = False
     """Slots show the M shortest waiting jobs (not the paper's)."""
+    paper: Annotated[bool, Opt(flags=("--paper",))] = False
+    """DeepRM's own method: paper state, every action offered, REINFORCE from a random network,
+    loads 1.1-1.9 unless --loads (README: what still differs)."""
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    """--paper: where episodes and network run: cpu (NumPy environment), cuda (all on the GPU)
+    or auto."""
+    baseline: Literal["step", "decision"] = "step"
+    """--paper: REINFORCE baseline per time step (the paper's text) or per decision index
+    (the authors' code)."""
 
 
 def make_jobsets(

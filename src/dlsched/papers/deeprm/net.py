@@ -84,7 +84,10 @@ class DeepRMPolicyNet(nn.Module):
             table: `prefix_table` computed beforehand (reuse it while weights do not change).
         """
         table = self.prefix_table() if table is None else table
-        pre = IndexSum.apply(index, table) + self.first.bias
+        if index.is_cuda:  # IndexSum's backward runs on the CPU (SciPy)
+            pre = F.embedding_bag(index, table, mode="sum") + self.first.bias
+        else:
+            pre = IndexSum.apply(index, table) + self.first.bias
         return self.rest(F.relu(pre))
 
 

@@ -56,6 +56,9 @@ POLICY_DIR = Path(__file__).resolve().parent / "policies"
 DEFAULT_POLICY = POLICY_DIR / "ranked"
 """``deeprm``'s policy: the ranked view (`DeepRMShape.ranked`), trained over loads 0.3–1.9 on
 50-step and 200-job jobsets (its ``card.json`` says how)."""
+PAPER_POLICY = POLICY_DIR / "paper"
+"""``deeprm:paper``'s policy: DeepRM's own method (``train deeprm --paper``: REINFORCE from a
+random network on the paper's state, no imitation; its ``card.json`` says on what budget)."""
 
 
 @dataclass
@@ -361,10 +364,14 @@ def shipped_policies() -> list[Path]:
 
 
 def make_deeprm_scheduler(arg: str | None) -> DeepRMScheduler:
-    """``deeprm`` (`DEFAULT_POLICY`), ``deeprm:LOAD`` (the paper-state policy trained nearest
-    ``LOAD``) or ``deeprm:PATH``."""
+    """``deeprm`` (`DEFAULT_POLICY`), ``deeprm:paper`` (`PAPER_POLICY`, DeepRM's own method),
+    ``deeprm:LOAD`` (the paper-state policy trained nearest ``LOAD``) or ``deeprm:PATH``."""
     torch.set_num_threads(1)
-    if arg is not None and Path(arg).expanduser().exists():
+    if arg == "paper":
+        if not (PAPER_POLICY / "card.json").is_file():
+            raise ValueError(f"deeprm:paper: no policy in {PAPER_POLICY}")
+        path = PAPER_POLICY
+    elif arg is not None and Path(arg).expanduser().exists():
         path = Path(arg).expanduser()
     elif arg is None:
         if not (DEFAULT_POLICY / "card.json").is_file():
@@ -375,7 +382,7 @@ def make_deeprm_scheduler(arg: str | None) -> DeepRMScheduler:
             want = float(arg)
         except ValueError:
             raise ValueError(f"deeprm:{arg}: neither a checkpoint path nor a load") from None
-        paper = [p for p in shipped_policies() if p != DEFAULT_POLICY]
+        paper = [p for p in shipped_policies() if p not in (DEFAULT_POLICY, PAPER_POLICY)]
         if not paper:
             raise ValueError(f"deeprm: no paper-state policy in {POLICY_DIR}; use deeprm:PATH")
         path = min(paper, key=lambda p: abs(load_policy(p)[0] - want))

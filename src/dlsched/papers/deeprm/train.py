@@ -25,6 +25,7 @@ benchmarks) use `dlsched.papers.deeprm.algorithm.HELD_OUT_SEED_BASE` + i; traini
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 from collections.abc import Mapping
@@ -169,9 +170,24 @@ def _card(config: ReinforceConfig, mode: str, validation: dict[str, float], it: 
         steps={"iterations": it, "pretrain_epochs": config.pretrain_epochs},
         validation=validation,
         hyperparams=hyper,
-        notes=f"objective {config.objective}; best validation score over training",
+        notes=_notes(config),
         trained_setting={"workload": "deeprm", "params": params},
     )
+
+
+def _notes(config: ReinforceConfig) -> str:
+    from dlsched.papers.deeprm.paper import PaperConfig, card_notes
+
+    if isinstance(config, PaperConfig):
+        return card_notes(config)
+    return f"objective {config.objective}; best validation score over training"
+
+
+def _on_cpu(net: DeepRMPolicyNet) -> DeepRMPolicyNet:
+    """``net`` itself on the CPU, else a CPU copy (validation and checkpoints run there)."""
+    if next(net.parameters()).device.type == "cpu":
+        return net
+    return copy.deepcopy(net).cpu()
 
 
 class DeepRMLearner:
@@ -191,7 +207,14 @@ class DeepRMLearner:
         self.budget = budget
         self.val = ValidationSet.build(config, validation_jobsets)
         self.sjf_slowdown = float(np.mean(self.val.sjf))
-        self.trainer = Reinforce(config)
+        from dlsched.papers.deeprm.paper import PaperConfig, PaperReinforce
+
+        # train deeprm --paper: DeepRM's own REINFORCE on the batched environment, more columns
+        self.trainer: Reinforce | PaperReinforce = (
+            PaperReinforce(config) if isinstance(config, PaperConfig) else Reinforce(config)
+        )
+        if isinstance(config, PaperConfig):
+            self.columns = [*PaperReinforce.stats_type.__dataclass_fields__, *CSV_FIELDS[-3:]]
         self.pretrained = config.pretrain_epochs <= 0
         self.mode = "sample"
         self.validation: dict[str, float] = {"slowdown": float("nan")}
@@ -205,7 +228,7 @@ class DeepRMLearner:
 
     def validate(self) -> Validation:
         """Score sampled and arg-max actions on the validation jobsets; the better one counts."""
-        runs = _validate_runs(self.trainer.net, self.val.jobsets, self.config)
+        runs = _validate_runs(_on_cpu(self.trainer.net), self.val.jobsets, self.config)
         scored = [(*self.val.score(runs[0]), "sample"), (*self.val.score(runs[1]), "greedy")]
         score, means, self.mode = min(scored, key=lambda x: x[0])
         self.validation = {
@@ -226,7 +249,7 @@ class DeepRMLearner:
 
     def policy_files(self) -> tuple[dict[str, torch.Tensor], PolicyCard]:
         card = _card(self.config, self.mode, self.validation, self.trainer.iteration)
-        return self.trainer.net.state_dict(), card
+        return _on_cpu(self.trainer.net).state_dict(), card
 
     def state_dict(self) -> dict[str, Any]:
         return {

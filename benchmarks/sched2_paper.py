@@ -1,0 +1,164 @@
+"""SCED²'s own method (``sched2:paper``) against the heuristics: issue 29's result targets.
+
+Runs, on the same held-out test traces (`dlsched.papers.sched2.train.TEST_SEEDS`; ``sched2``
+workload, 68 % one-GPU jobs, 15 × 8 GPUs, 1,000 jobs, load 1.8):
+
+* the paper-method Q-network (``--policy``, default the shipped ``policies/sched2_paper``),
+  greedy, on `BatchedSched2Env` — per seed the same trajectory as ``dlsched simulate`` with
+  ``sched2:paper`` (tests/rl/test_sched2_batched.py), all traces at once;
+* two rules restricted to the paper's window (the first 10 waiting jobs in arrival order, the
+  same packing placement; they never hold): ``window-first`` (the first fitting slot) and
+  ``window-shortest`` (the fitting slot with the shortest ideal time) — what a policy that only
+  reorders inside the window reaches without holds;
+* the shipped SCED²-L (``sched2``) and the non-oracle heuristics SIF, DSIF, SPF, LRF, FIFO and
+  Tiresias through ``dlsched.simulate``.
+
+Prints means with 95 % t-intervals over traces, the ratios the targets name (paired bootstrap
+95 % intervals) and the verdicts: average JCT ≤ 0.85 × DSIF's and makespan ≤ 0.90 × the best
+heuristic's (lowest mean makespan among the heuristics).
+
+Usage::
+
+    PYTHONPATH=src .venv/bin/python benchmarks/sched2_paper.py --traces 30
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from dlsched.api import simulate
+from dlsched.papers.sched2.batched_env import BatchedSched2Env
+from dlsched.papers.sched2.policy import PAPER_POLICY_DIR, load_policy
+from dlsched.papers.sched2.train import TEST_SEEDS
+from dlsched.schedulers.registry import make_scheduler
+from dlsched.workloads.registry import make_workload
+
+HEURISTICS = ("sif", "dsif", "spf", "lrf", "fifo", "tiresias")
+METRICS = ("avg_jct_s", "makespan_s", "avg_effectiveness")
+LOAD = 1.8
+JCT_TARGET, MAKESPAN_TARGET = 0.85, 0.90
+
+
+def batched_rows(seeds: list[int], choose: Any) -> list[dict[str, float]]:
+    """Per-trace metrics of ``choose(env, obs, masks) -> actions`` on all traces at once."""
+    env = BatchedSched2Env(len(seeds), num_jobs=1000, load=LOAD)
+    obs, masks = env.reset(seeds)
+    rows: dict[int, dict[str, float]] = {}
+    while len(rows) < len(seeds):
+        obs, _, _, masks, info = env.step(choose(env, obs, masks))
+        rows.update(info["episodes"])
+    return [rows[i] for i in range(len(seeds))]
+
+
+def dqn_chooser(policy: Path) -> Any:
+    import torch
+
+    net, _, _ = load_policy(policy)
+    net.eval()
+
+    def choose(env: BatchedSched2Env, obs: Any, masks: Any) -> Any:
+        with torch.no_grad():
+            q = net(torch.as_tensor(obs)).masked_fill(~torch.as_tensor(masks), float("-inf"))
+        return q.argmax(dim=1).numpy()
+
+    return choose
+
+
+def window_rule(shortest: bool) -> Any:
+    def choose(env: BatchedSched2Env, obs: Any, masks: Any) -> Any:
+        j = env.shape.slots
+        win = env.window()
+        legal = masks[:, :j]
+        if shortest:
+            score = -env.ops.take(env.work, np.maximum(win, 0))
+        else:
+            score = -np.arange(j, dtype=np.float64)[None, :].repeat(len(win), 0)
+        score = np.where(legal, score, -np.inf)
+        return np.where(legal.any(axis=1), score.argmax(axis=1), j)
+
+    return choose
+
+
+def interval(values: list[float]) -> tuple[float, float]:
+    """Mean and 95 % t half-width."""
+    a = np.asarray(values, dtype=np.float64)
+    half = float(stats.t.ppf(0.975, len(a) - 1) * a.std(ddof=1) / np.sqrt(len(a)))
+    return float(a.mean()), half
+
+
+def ratio_interval(num: list[float], den: list[float], seed: int = 0) -> tuple[float, float, float]:
+    """Ratio of means and its paired-bootstrap 95 % interval."""
+    n, d = np.asarray(num), np.asarray(den)
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(n), size=(5000, len(n)))
+    boot = n[idx].mean(axis=1) / d[idx].mean(axis=1)
+    return (
+        float(n.mean() / d.mean()),
+        float(np.quantile(boot, 0.025)),
+        float(np.quantile(boot, 0.975)),
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--traces", type=int, default=30, help="test traces (<= 30)")
+    parser.add_argument("--policy", type=Path, default=PAPER_POLICY_DIR)
+    parser.add_argument("--no-lookahead", action="store_true", help="skip SCED²-L")
+    parser.add_argument("--json", type=Path, default=None, help="also write the rows here")
+    args = parser.parse_args()
+    import torch
+
+    torch.set_num_threads(1)  # a 2-core box shared by many processes
+    seeds = list(TEST_SEEDS[: args.traces])
+    results: dict[str, list[dict[str, float]]] = {}
+    wall: dict[str, float] = {}
+    t0 = time.perf_counter()
+    results["sched2:paper (DQN, paper method)"] = batched_rows(seeds, dqn_chooser(args.policy))
+    wall["sched2:paper (DQN, paper method)"] = time.perf_counter() - t0
+    for name, shortest in (("window-first", False), ("window-shortest", True)):
+        t0 = time.perf_counter()
+        results[name] = batched_rows(seeds, window_rule(shortest))
+        wall[name] = time.perf_counter() - t0
+    names = (() if args.no_lookahead else ("sched2",)) + HEURISTICS
+    for name in names:
+        t0 = time.perf_counter()
+        results[name] = [
+            simulate(make_workload("sched2", seed=s, load=LOAD), make_scheduler(name)).summary()
+            for s in seeds
+        ]
+        wall[name] = time.perf_counter() - t0
+    print(f"test seeds {seeds[0]}-{seeds[-1]} ({len(seeds)} traces), load {LOAD}; mean ± 95 % CI")
+    print(f"{'scheduler':<34} {'avg JCT (s)':>18} {'makespan (s)':>20} {'avg eff.':>14} wall s")
+    for name, rows in results.items():
+        cells = [interval([r[m] for r in rows]) for m in METRICS]
+        print(
+            f"{name:<34} {cells[0][0]:>10,.0f} ± {cells[0][1]:>5,.0f} "
+            f"{cells[1][0]:>11,.0f} ± {cells[1][1]:>6,.0f} {cells[2][0]:>7.3f} ± "
+            f"{cells[2][1]:.3f} {wall[name]:>6.0f}"
+        )
+    dqn = results["sched2:paper (DQN, paper method)"]
+    best = min(HEURISTICS, key=lambda h: np.mean([r["makespan_s"] for r in results[h]]))
+    jct = ratio_interval([r["avg_jct_s"] for r in dqn], [r["avg_jct_s"] for r in results["dsif"]])
+    mk = ratio_interval([r["makespan_s"] for r in dqn], [r["makespan_s"] for r in results[best]])
+    ok_j, ok_m = jct[0] <= JCT_TARGET, mk[0] <= MAKESPAN_TARGET
+    print(
+        f"DQN avg JCT / DSIF = {jct[0]:.3f} [{jct[1]:.3f}, {jct[2]:.3f}] (target <= "
+        f"{JCT_TARGET}): {'met' if ok_j else 'NOT met'}"
+    )
+    print(
+        f"DQN makespan / best heuristic ({best}) = {mk[0]:.3f} [{mk[1]:.3f}, {mk[2]:.3f}] "
+        f"(target <= {MAKESPAN_TARGET}): {'met' if ok_m else 'NOT met'}"
+    )
+    if args.json is not None:
+        args.json.write_text(json.dumps({"seeds": seeds, "rows": results}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
