@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install install-rl demo test lint clean
+.PHONY: install install-rl demo test test-fast lint clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,11 @@ lint: $(STAMP)
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest
 	$(MAKE) lint
+
+# The unit tier: every test but those marked slow and the integration tests (tests/live,
+# tests/k8s: real processes and servers, marked by tests/conftest.py); a couple of minutes.
+test-fast: $(STAMP)
+	$(VENV)/bin/python -m pytest -q -m "not slow and not integration"
 
 clean:
 	rm -rf $(VENV) out runs .pytest_cache .mypy_cache .ruff_cache

@@ -355,3 +355,19 @@ def test_only_the_plugin_table_and_the_papers_name_a_paper() -> None:
         if text.startswith("dlsched.papers.")
     ]
     assert naming == []
+
+
+def test_no_virtual_environment_is_tracked() -> None:
+    """A worktree's ``.venv`` (often a link to a shared environment) must never be committed:
+    checking such a commit out where the environment itself lives replaces it by the link."""
+    root = SRC.parent
+    if not (root / ".git").exists():
+        return  # not a git checkout (an sdist): nothing can be tracked
+    tracked = subprocess.run(
+        ["git", "ls-files", "--", ".venv", ".venv-*"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert tracked == []

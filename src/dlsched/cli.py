@@ -260,6 +260,7 @@ def compare(
     """Compare schedulers over seeds: means with 95 % confidence intervals."""
     from dlsched.cli_args import parse_seed_list
     from dlsched.experiments.compare import METRICS, run_grid, summarise
+    from dlsched.schedulers.registry import make_scheduler
     from dlsched.sim.jobs_table import check_jobs_path, write_jobs
 
     with _one_line_errors(hold_warnings=True):
@@ -268,24 +269,12 @@ def compare(
             check_jobs_path(jobs_out, "--jobs-out")
         if dask is not None and workers > 1:
             raise ValueError("give --workers or --dask, not both")
-        names = [s.strip() for s in schedulers.split(",") if s.strip()]
-        if not names:
-            raise ValueError("--schedulers: give at least one name")
-        repeated = [name for name, n in Counter(names).items() if n > 1]
-        if repeated:
-            raise ValueError(f"--schedulers: {repeated[0]!r} given twice")
+        names = _scheduler_names(schedulers)
         seed_list = parse_seed_list(seeds)
-        from dlsched.schedulers.registry import make_scheduler
-
         for name in names:
             make_scheduler(name)  # fail fast on unknown names, before any run
-        options = dict(
-            servers=servers,
-            load=load,
-            placement=placement,
-            noise=noise,
-            **_workload_options(option, on_bad_row),
-        )
+        options: dict[str, Any] = dict(servers=servers, load=load, placement=placement, noise=noise)
+        options.update(_workload_options(option, on_bad_row))
         with progress_bar(transient=True) as progress:
             task = progress.add_task(escape(workload), total=len(names) * len(seed_list))
             results = run_grid(
@@ -310,6 +299,17 @@ def compare(
     out.print(_comparison_table(rows, METRICS, f"{workload} · seeds {seeds}"))
     if plot is not None:
         err.print(f"wrote {plot}", markup=False, emoji=False, highlight=False)
+
+
+def _scheduler_names(text: str) -> list[str]:
+    """``--schedulers``' names, each once; ValueError for none or a repeated one."""
+    names = [s.strip() for s in text.split(",") if s.strip()]
+    if not names:
+        raise ValueError("--schedulers: give at least one name")
+    repeated = [name for name, n in Counter(names).items() if n > 1]
+    if repeated:
+        raise ValueError(f"--schedulers: {repeated[0]!r} given twice")
+    return names
 
 
 _HEADERS = {

@@ -24,6 +24,9 @@ Every write bumps one global resource version. An update that names a
 optimistic concurrency. Faults are injected with `FakeApiServer.fail_next` (any status on the
 next matching requests) and `FakeApiServer.expire_watches` (watches and lists from an old
 resource version get 410 Gone). Errors are ``kind: Status`` bodies, as the real server's.
+Subclasses (``chaos_server.py``) see every request first (`FakeApiServer.before`: it may
+sleep, raise an `ApiError`, or a `RawReply` sent as is) and every change of the store
+(`FakeApiServer.changed`), and `FakeApiServer.drop_watches` cuts open watch streams.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+import socket
 import threading
 import time
 import uuid
@@ -82,6 +86,18 @@ _PATH = re.compile(
 )
 HISTORY = 10_000
 """Watch events kept; a watch from before the oldest kept one gets 410 Gone."""
+
+
+class RawReply(Exception):
+    """An answer sent as it is (an HTML page from a proxy, a JSON list, ...)."""
+
+    def __init__(self, code: int, content_type: str, data: bytes) -> None:
+        super().__init__(f"raw {code} {content_type}")
+        self.code, self.content_type, self.data = code, content_type, data
+
+
+class DroppedWatch(Exception):
+    """A watch stream cut by `FakeApiServer.drop_watches`."""
 
 
 class ApiError(Exception):
@@ -146,6 +162,7 @@ class FakeApiServer:
         self._oldest_rv = 0
         self._faults: list[_Fault] = []
         self._stopping = False
+        self._watch_epoch = 0
         self.requests: list[tuple[str, str]] = []
         self._http = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._http.daemon_threads = True
@@ -190,6 +207,20 @@ class FakeApiServer:
         """Answer the next ``times`` requests of ``method`` whose path matches with ``code``."""
         with self._lock:
             self._faults.append(_Fault(method.upper(), re.compile(path_regex), code, times))
+
+    def drop_watches(self) -> None:
+        """Cut every open watch stream mid-way (no end chunk: the client sees a broken
+        connection, as when a load balancer drops it)."""
+        with self._lock:
+            self._watch_epoch += 1
+            self._lock.notify_all()
+
+    def before(self, method: str, path: str, agent: str) -> None:
+        """Called for every request before it is served (without the lock): subclasses inject
+        faults here."""
+
+    def changed(self, plural: str, old: Obj | None, new: Obj | None) -> None:
+        """Called under the lock after every change of the store (None: created/deleted)."""
 
     def expire_watches(self) -> None:
         """Forget the event history: open watches end with 410 Gone, as do new watches and
@@ -259,7 +290,9 @@ class FakeApiServer:
         return obj
 
     def _store(self, key: tuple[str, str, str], kind: str, obj: Obj) -> None:
+        old = self._objects.get(key)
         self._objects[key] = obj
+        self.changed(key[0], old, obj)
         self._record(key[0], key[1], kind, obj)
         if key[0] == "customresourcedefinitions":
             self._serve_crd(obj)
@@ -287,6 +320,7 @@ class FakeApiServer:
         self._rv += 1
         obj["metadata"]["resourceVersion"] = str(self._rv)
         self._record(key[0], key[1], "DELETED", obj)
+        self.changed(key[0], obj, None)
         return obj
 
     def _record(self, plural: str, ns: str, kind: str, obj: Obj) -> None:
@@ -298,9 +332,14 @@ class FakeApiServer:
 
     # ------------------------------------------------------------------ request handling
 
-    def handle(self, method: str, raw_path: str, body: Obj | None) -> tuple[int, Obj]:
+    def handle(
+        self, method: str, raw_path: str, body: Obj | None, agent: str = ""
+    ) -> tuple[int, Obj]:
         """One request's status code and JSON answer (watches are served by `watch`)."""
         path = urlparse(raw_path).path
+        self.before(method, path, agent)
+        if path == "/version":
+            return 200, {"major": "1", "minor": "30", "gitVersion": "v1.30.0-fake"}
         with self._lock:
             self.requests.append((method, path))
             for fault in self._faults:
@@ -473,8 +512,11 @@ class FakeApiServer:
         selector = _selector(query.get("labelSelector", ""))
         deadline = time.monotonic() + float(query.get("timeoutSeconds") or 30)
         expired_at = self._oldest_rv
+        epoch = self._watch_epoch
         while True:
             with self._lock:
+                if self._watch_epoch != epoch:
+                    raise DroppedWatch(plural)
                 if since < self._oldest_rv or self._oldest_rv != expired_at:
                     yield {
                         "type": "ERROR",
@@ -570,7 +612,15 @@ def _handler(server: FakeApiServer) -> type[BaseHTTPRequestHandler]:
                 if method == "GET" and query.get("watch") in ("true", "1"):
                     self._watch(parsed.path, query)
                     return
-                code, answer = server.handle(method, self.path, body)
+                agent = self.headers.get("User-Agent") or ""
+                code, answer = server.handle(method, self.path, body, agent)
+            except RawReply as raw:
+                self.send_response(raw.code)
+                self.send_header("Content-Type", raw.content_type)
+                self.send_header("Content-Length", str(len(raw.data)))
+                self.end_headers()
+                self.wfile.write(raw.data)
+                return
             except ApiError as exc:
                 code, answer = exc.code, exc.status()
             except json.JSONDecodeError as exc:
@@ -597,7 +647,10 @@ def _handler(server: FakeApiServer) -> type[BaseHTTPRequestHandler]:
                     self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
                     self.wfile.flush()
                 self.wfile.write(b"0\r\n\r\n")
-            except (BrokenPipeError, ConnectionResetError):
+            except DroppedWatch:
+                self.wfile.flush()
+                self.connection.shutdown(socket.SHUT_RDWR)
+            except (BrokenPipeError, ConnectionResetError, OSError):
                 return
 
         def do_GET(self) -> None:

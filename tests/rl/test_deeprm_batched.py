@@ -171,4 +171,3 @@ def test_train_paper_refuses_options_outside_the_method(
 
     assert_refused(["train", "deeprm", "--paper", *extra, "--out", str(tmp_path / "o")], option)
     assert not (tmp_path / "o").exists()
-

@@ -3,17 +3,58 @@
 from __future__ import annotations
 
 import logging
+import os
+import re
 import signal
+import sys
 import threading
+import time
 from importlib import resources
 from pathlib import Path
 from types import FrameType
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from dlsched.commands.common import one_line_errors
 from dlsched.schedulers.registry import make_scheduler
+
+LOG_LEVELS = ("debug", "info", "warning", "error")
+NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+"""A namespace name: an RFC 1123 label (at most 63 characters)."""
+EXIT_GRACE_S = 2.0
+"""Seconds a stopping controller waits for its round to end and its lease to be released
+before it exits anyway (a Deployment's default grace period is 30 s; the bar here is 5 s, on a
+loaded machine)."""
+
+
+class OneLineFormatter(logging.Formatter):
+    """``TIME LEVEL LOGGER: MESSAGE`` with ISO-8601 UTC times, every record on one line
+    (newlines of messages and tracebacks shown as `` | ``)."""
+
+    converter = time.gmtime  # type: ignore[assignment]
+
+    def __init__(self) -> None:
+        super().__init__(
+            "%(asctime)s.%(msecs)03dZ %(levelname)s %(name)s: %(message)s", "%Y-%m-%dT%H:%M:%S"
+        )
+
+    def format(self, record: logging.LogRecord) -> str:
+        return " | ".join(line for line in super().format(record).splitlines() if line.strip())
+
+
+def setup_logging(level: str) -> None:
+    """Send every log record to stderr as one timestamped line, from ``level`` up."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(OneLineFormatter())
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(level.upper())
+    logging.getLogger("urllib3").setLevel(max(root.level, logging.ERROR))  # our retries log
+    logging.getLogger("kubernetes").setLevel(max(root.level, logging.WARNING))
+
 
 MANIFESTS = ("crd.yaml", "rbac.yaml", "deployment.yaml", "example-dljob.yaml")
 """The files of ``deploy/`` in the order to apply them (not ``example-pytorchjob.yaml``: it
@@ -31,7 +72,7 @@ def k8s_manifests() -> None:
     print(manifests_text(), end="")
 
 
-def k8s_run(
+def k8s_run(  # over 80 lines: half of them are the Typer options of its signature
     scheduler: Annotated[str, typer.Option("--scheduler", "-s", help="Scheduler name.")] = "drf",
     namespace: Annotated[str, typer.Option(help="Namespace of the jobs.")] = "default",
     kinds: Annotated[
@@ -63,20 +104,43 @@ def k8s_run(
     max_events: Annotated[
         int, typer.Option(min=0, help="Kubernetes Events recorded per round (one per change).")
     ] = 100,
+    lease_duration: Annotated[
+        float,
+        typer.Option(min=3.0, max=3600.0, help="Seconds the leader lease lasts without renewal."),
+    ] = 15.0,
+    identity: Annotated[
+        str | None,
+        typer.Option(help="This controller's name in the lease (default: host name and pid)."),
+    ] = None,
+    log_level: Annotated[
+        str,
+        typer.Option(help="Log from this level up: debug, info, warning, error (one line each)."),
+    ] = "info",
     once: Annotated[bool, typer.Option("--once", help="Run one round and exit.")] = False,
 ) -> None:
     """Schedule the namespace's training jobs with a dlsched scheduler until stopped (SIGTERM,
-    Ctrl-C)."""
-    from kubernetes import client, config
-
-    from dlsched.k8s.controller import Controller
-    from dlsched.k8s.kinds import KINDS
-    from dlsched.k8s.metrics import Metrics, serve
-
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    Ctrl-C: the round in progress stops writing, the lease is released, exit within 5 s)."""
     with one_line_errors():
+        if log_level.lower() not in LOG_LEVELS:
+            raise ValueError(
+                f"--log-level: must be one of {', '.join(LOG_LEVELS)}, got {log_level!r}"
+            )
+        setup_logging(log_level)
+        if len(namespace) > 63 or not NAMESPACE.match(namespace):
+            raise ValueError(
+                f"--namespace: {namespace!r} is not a namespace name (lower-case letters, digits "
+                "and '-', at most 63, starting and ending with a letter or digit)"
+            )
+        try:
+            from kubernetes import client
+
+            from dlsched.k8s.controller import Controller
+            from dlsched.k8s.kinds import KINDS
+            from dlsched.k8s.metrics import Metrics, serve
+        except ImportError as exc:
+            raise ValueError(
+                f"k8s run needs the k8s extra (pip install 'dlsched[k8s]'): {exc}"
+            ) from None
         policy = make_scheduler(scheduler)
         wanted = [k.strip().lower() for k in kinds.split(",") if k.strip()]
         unknown = [k for k in wanted if k not in KINDS]
@@ -85,21 +149,11 @@ def k8s_run(
                 f"--kinds: unknown {', '.join(unknown) or '(none given)'} "
                 f"(known: {', '.join(KINDS)})"
             )
-        if kubeconfig is not None:
-            if not kubeconfig.is_file():
-                raise ValueError(f"--kubeconfig: no file {kubeconfig}")
-            config.load_kube_config(str(kubeconfig))
-        else:
-            try:
-                config.load_incluster_config()
-            except config.ConfigException:
-                try:
-                    config.load_kube_config()
-                except (config.ConfigException, OSError) as exc:
-                    raise ValueError(f"no cluster to talk to: {exc}") from None
+        api = client.ApiClient(_configuration(kubeconfig))
+        _check_reachable(api)
         metrics = Metrics()
         controller = Controller(
-            client.ApiClient(),
+            api,
             policy,
             namespace=namespace,
             kinds=wanted,
@@ -107,20 +161,98 @@ def k8s_run(
             dry_run=dry_run,
             bind=bind,
             placement=placement,
+            identity=identity,
+            lease_duration_s=lease_duration,
             metrics=metrics,
             max_events=max_events,
         )
         if metrics_port:
             serve(metrics, metrics_port)
         if once:
-            report = controller.reconcile()
+            try:
+                report = controller.reconcile()
+            finally:
+                controller.lease.release()
             print(report.skipped or f"reclaimed {report.reclaimed}, refused {len(report.refused)}")
             return
-        stop = threading.Event()
+    _run_until_signalled(controller)
 
-        def handler(_signum: int, _frame: FrameType | None) -> None:
-            stop.set()
 
-        signal.signal(signal.SIGTERM, handler)
-        signal.signal(signal.SIGINT, handler)
-        controller.run(stop)
+def _configuration(kubeconfig: Path | None) -> Any:
+    """The client configuration: ``kubeconfig``, else in-cluster, else ~/.kube/config;
+    `ValueError` (one line) for a file that is not a usable kubeconfig."""
+    from kubernetes import client, config
+
+    configuration = client.Configuration()
+    if kubeconfig is None:
+        try:
+            config.load_incluster_config(client_configuration=configuration)
+            return configuration
+        except config.ConfigException:
+            pass
+    where = str(kubeconfig) if kubeconfig is not None else "~/.kube/config"
+    if kubeconfig is not None and not kubeconfig.is_file():
+        raise ValueError(f"--kubeconfig: no file {kubeconfig}")
+    try:
+        config.load_kube_config(
+            None if kubeconfig is None else str(kubeconfig), client_configuration=configuration
+        )
+    except (config.ConfigException, OSError) as exc:
+        if kubeconfig is None:
+            raise ValueError(f"no cluster to talk to: {' '.join(str(exc).split())}") from None
+        raise ValueError(f"--kubeconfig {where}: {' '.join(str(exc).split())}") from None
+    except Exception as exc:  # the loader's TypeError/AttributeError on a file that is no YAML map
+        raise ValueError(
+            f"--kubeconfig {where}: not a kubeconfig ({type(exc).__name__}: "
+            f"{' '.join(str(exc).split())})"
+        ) from None
+    return configuration
+
+
+def _check_reachable(api: Any) -> None:
+    """`ValueError` (one line) if the API server does not answer ``GET /version`` within
+    about 5 s."""
+    from dlsched.k8s.rest import BadReply, JsonApi
+
+    host = api.configuration.host
+    rest = JsonApi(api)
+    deadline = time.monotonic() + 5.0
+    while True:
+        try:
+            rest.request("GET", "/version", timeout=2.0)
+            return
+        except BadReply as exc:
+            raise ValueError(f"{host} is not a Kubernetes API server: {exc}") from None
+        except Exception as exc:
+            status = getattr(exc, "status", None)
+            if status is not None and status not in (429, 500, 502, 503, 504):
+                return  # it answers (401/403/404 are for the rounds to report)
+            if time.monotonic() > deadline:
+                why = f"{status} {getattr(exc, 'reason', '')}" if status else type(exc).__name__
+                raise ValueError(f"cannot reach the Kubernetes API at {host} ({why})") from None
+            time.sleep(0.5)
+
+
+def _run_until_signalled(controller: Any) -> None:
+    """Run the loop in a thread until SIGTERM or SIGINT; then give the round
+    `EXIT_GRACE_S` to stop writing and release the lease (which the loop does), and exit."""
+    stop = threading.Event()
+
+    def handler(_signum: int, _frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
+    loop = threading.Thread(target=controller.run, args=(stop,), name="reconcile", daemon=True)
+    loop.start()
+    while loop.is_alive() and not stop.wait(0.2):
+        pass
+    loop.join(timeout=EXIT_GRACE_S)
+    if loop.is_alive():
+        logging.getLogger(__name__).warning(
+            "the round did not end within %.0f s (a request is hanging): exiting; the lease "
+            "expires by itself",
+            EXIT_GRACE_S,
+        )
+    logging.shutdown()
+    os._exit(0)  # the lease is released (or left to expire): no wait for module finalizers

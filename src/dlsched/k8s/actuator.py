@@ -22,30 +22,31 @@ controller's alone). Should that fail too, the job is left with counts and place
 disagreeing, and the next round treats it as stale and scales it to zero: the books never count
 a grant the cluster does not show (`dlsched.k8s.view`).
 
-On 409 Conflict the actuator reads the job (or its Scale) again and retries only if what it
-granted is unchanged (someone else wrote status or labels); otherwise it refuses and the
-executor gives the old allocation back. 5xx and 429 are retried with back-off. Each change
-also gets a Kubernetes Event, up to ``max_events`` per round (one more request per change: a
-round that starts 1,000 jobs would otherwise add 1,000 requests); further changes are only
-logged and counted (``dlsched_events_skipped``), as client-go's event recorder drops an event
-burst. With ``--bind`` a DLJob's pods follow (`dlsched.k8s.pods`). With ``--dry-run`` nothing
-is written: intended changes are logged.
+On 409 Conflict the actuator reads the job again and retries only if it is still active and
+what it granted is unchanged (someone else wrote status or labels); a job that finished
+meanwhile, or whose grant changed, is refused and the executor gives the old allocation back.
+A change that would put a new task on a cordoned node is refused too. 5xx and 429 are retried
+with back-off. Each change also gets a Kubernetes Event, up to ``max_events`` per round (one
+more request per change: a round that starts 1,000 jobs would otherwise add 1,000 requests);
+further changes are only logged and counted (``dlsched_events_skipped``), as client-go's event
+recorder drops an event burst. With ``--bind`` a DLJob's pods follow (`dlsched.k8s.pods`).
+With ``--dry-run`` nothing is written: intended changes are logged.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from datetime import UTC, datetime
 from typing import Any
 
 from kubernetes import client
 from urllib3.exceptions import HTTPError
 
 from dlsched.core import Allocation, JobRun, Status
+from dlsched.k8s import events
 from dlsched.k8s.kinds import ServedKind
 from dlsched.k8s.metrics import Metrics
-from dlsched.k8s.objects import KIND, PLACEMENT_ANNOTATION, ObjectError, TrainingJob
+from dlsched.k8s.objects import KIND, PLACEMENT_ANNOTATION, TrainingJob
 from dlsched.k8s.pods import PodBinder, check_template
 from dlsched.k8s.rest import MERGE_PATCH, JsonApi
 from dlsched.k8s.retry import with_retries
@@ -53,7 +54,6 @@ from dlsched.k8s.view import ClusterState, allocation_to_placement
 
 log = logging.getLogger(__name__)
 
-COMPONENT = "dlsched-controller"
 CONFLICT_RETRIES = 3
 """Re-reads after a 409 before the change is refused."""
 
@@ -113,6 +113,9 @@ class K8sActuator:
         before, after = f"{job.workers}w/{job.ps}ps", f"{new.num_workers}w/{new.num_ps}ps"
         what = f"{action} {job.kind} {job.key}: {before} -> {after}"
         binds = self.binder is not None and job.kind == KIND
+        added = _added_on(job.placement, placement, self.state.cordoned)
+        if added:
+            return Status.unschedulable(f"{job.kind} {job.key}: node {added} is cordoned")
         if binds and not new.is_empty:
             why = check_template(job)
             if why:
@@ -136,13 +139,9 @@ class K8sActuator:
         job.placement = placement
         if run is not None:
             run.allocation = new
-        if binds:
+        if binds:  # a failure ends the round: the next one's pass makes the pods first
             assert self.binder is not None
-            try:
-                self.binder.sync(job, placement)
-            except client.ApiException as exc:  # the next round's pass makes the pods again
-                self.metrics.errors.labels(f"pods_{exc.status}").inc()
-                log.warning("pods of DLJob %s: %s %s", job.key, exc.status, exc.reason)
+            self.binder.sync(job, placement)
         self.event(job, action.capitalize(), f"{what} on {_nodes(placement)}")
         return Status.success()
 
@@ -174,7 +173,7 @@ class K8sActuator:
         if not scale:
             return
         try:
-            self._scale(job, new.num_workers)
+            self._scale(job, new.num_workers, placement)
         except (client.ApiException, HTTPError, OSError):
             if patched:
                 self._undo(job, {"metadata": {"annotations": {PLACEMENT_ANNOTATION: old_note}}})
@@ -199,15 +198,26 @@ class K8sActuator:
                 if exc.status != 409 or attempt == CONFLICT_RETRIES:
                     raise
                 self.metrics.errors.labels("conflict").inc()
-                latest = self._latest(job)
-                if latest is None or (latest.workers, latest.ps, latest.placement) != granted:
-                    raise  # someone else changed the grant: the next round starts from it
-                rv = latest.resource_version
+                rv = self._unchanged(job, granted)
                 log.info("%s %s changed meanwhile (not its grant): retrying", job.kind, job.key)
 
-    def _scale(self, job: TrainingJob, workers: int) -> None:
+    def _unchanged(
+        self, job: TrainingJob, granted: tuple[int, int, dict[str, dict[str, int]] | None]
+    ) -> str:
+        """After a 409: the job's latest resourceVersion if it is still active with the grant
+        ``granted``; otherwise the 409 is raised again (the next round starts from it)."""
+        latest = self._latest(job)
+        if latest is None or latest.done:
+            log.info("%s %s finished or went away meanwhile: not changed", job.kind, job.key)
+            raise client.ApiException(409, f"{job.kind} {job.key} is finished or gone")
+        if (latest.workers, latest.ps, latest.placement) != granted:
+            raise client.ApiException(409, f"{job.kind} {job.key}: its grant changed meanwhile")
+        log.info("%s %s changed meanwhile (not its grant): retrying", job.kind, job.key)
+        return latest.resource_version
+
+    def _scale(self, job: TrainingJob, workers: int, placement: dict[str, dict[str, int]]) -> None:
         """Set the worker count through ``/scale`` (a Scale update naming the version read);
-        on 409 retry while the Scale still shows the count the round read."""
+        on 409 retry while the job is active and still holds the grant the round read."""
         path = self.kinds[job.kind].kind.path(job.namespace, job.name, "scale")
         rv = job.resource_version
         for attempt in range(CONFLICT_RETRIES + 1):
@@ -228,13 +238,7 @@ class K8sActuator:
                 if exc.status != 409 or attempt == CONFLICT_RETRIES:
                     raise
                 self.metrics.errors.labels("conflict").inc()
-                current = with_retries(
-                    lambda: self.rest.request("GET", path), f"get scale {job.key}"
-                )
-                if (current.get("spec") or {}).get("replicas", 0) != job.workers:
-                    raise  # resized by someone else: the next round starts from it
-                rv = current["metadata"]["resourceVersion"]
-                log.info("%s %s changed meanwhile (not its scale): retrying", job.kind, job.key)
+                rv = self._unchanged(job, (job.workers, job.ps, placement))
 
     def _undo(self, job: TrainingJob, body: dict[str, Any]) -> None:
         """Put the placement (and PS) back after a failed scale (best effort)."""
@@ -267,7 +271,7 @@ class K8sActuator:
             raise
         try:
             return kind.parse(obj)
-        except ObjectError:  # edited into something unreadable: not ours to overwrite
+        except Exception:  # edited into something unreadable: not ours to overwrite
             return None
 
     def event(self, job: TrainingJob, reason: str, message: str, kind: str = "Normal") -> None:
@@ -278,31 +282,15 @@ class K8sActuator:
             self.metrics.events_skipped.inc()
             return
         self.events_left -= 1
-        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         served = self.kinds[job.kind].kind
-        body: Any = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"generateName": f"{job.name}.", "namespace": job.namespace},
-            "involvedObject": {
-                "apiVersion": f"{served.group}/{served.version}",
-                "kind": job.kind,
-                "name": job.name,
-                "namespace": job.namespace,
-                "uid": job.uid,
-            },
-            "reason": reason,
-            "message": message,
-            "type": kind,
-            "source": {"component": COMPONENT},
-            "firstTimestamp": now,
-            "lastTimestamp": now,
-            "count": 1,
+        ref = {
+            "apiVersion": f"{served.group}/{served.version}",
+            "kind": job.kind,
+            "name": job.name,
+            "namespace": job.namespace,
+            "uid": job.uid,
         }
-        try:
-            self.rest.request("POST", f"/api/v1/namespaces/{job.namespace}/events", body)
-        except (client.ApiException, OSError) as exc:
-            log.warning("event on %s %s not recorded: %s", job.kind, job.key, exc)
+        events.record(self.rest, job.namespace, ref, reason, message, kind)
 
 
 def _note(placement: dict[str, dict[str, int]] | None) -> str | None:
@@ -310,6 +298,17 @@ def _note(placement: dict[str, dict[str, int]] | None) -> str | None:
     if placement is None or not any(n > 0 for c in placement.values() for n in c.values()):
         return None
     return json.dumps(placement, separators=(",", ":"))
+
+
+def _added_on(
+    old: dict[str, dict[str, int]] | None, new: dict[str, dict[str, int]], cordoned: frozenset[str]
+) -> str:
+    """A cordoned node on which ``new`` places more tasks of a role than ``old``, or ``""``."""
+    for role, counts in new.items():
+        for node, n in counts.items():
+            if node in cordoned and n > ((old or {}).get(role) or {}).get(node, 0):
+                return node
+    return ""
 
 
 def _put(target: dict[str, Any], path: tuple[str, ...], value: int) -> None:

@@ -8,7 +8,13 @@ decision through the one executor (`dlsched.sim.executor`) with `K8sActuator`. N
 that the cluster does not hold, so a restarted controller continues from the cluster as it is.
 Watches on nodes and on each job kind (`dlsched.k8s.watches`) wake a round early when jobs
 change or a node comes, goes or changes what it offers; rounds also run every ``interval_s``.
-A Lease makes one controller act at a time.
+
+One writer: a Lease makes one controller act at a time, and every write of a round first asks
+the lease's fence (`dlsched.k8s.lease`), which renews it during a long round and abandons the
+round (`NotLeading`) once it cannot be renewed in time, or when the controller is stopping.
+Nothing from outside stops the loop: an object the controller cannot read is skipped (logged
+once, a Warning Event ``Invalid`` on it, ``dlsched_errors{kind="invalid_object"}``), and a reply
+that is not what the API serves, like any other failure, fails the round, retried with back-off.
 """
 
 from __future__ import annotations
@@ -24,17 +30,17 @@ from typing import Any
 from urllib.parse import quote
 
 from kubernetes import client
-from urllib3.exceptions import HTTPError
 
 from dlsched.core import Allocation, JobRun, Status
+from dlsched.k8s import events
 from dlsched.k8s.actuator import K8sActuator
 from dlsched.k8s.kinds import KINDS, JobKind, ServedKind, discover
-from dlsched.k8s.lease import LeaderLease
+from dlsched.k8s.lease import LeaderLease, NotLeading
 from dlsched.k8s.metrics import Metrics
-from dlsched.k8s.objects import KIND, ObjectError, TrainingJob, parse_node
-from dlsched.k8s.pods import PodBinder
-from dlsched.k8s.rest import JsonApi
-from dlsched.k8s.retry import with_retries
+from dlsched.k8s.objects import KIND, NodeInfo, ObjectError, TrainingJob, parse_node
+from dlsched.k8s.pods import PodBinder, other_usage
+from dlsched.k8s.rest import JsonApi, items, list_version
+from dlsched.k8s.retry import short, with_retries
 from dlsched.k8s.view import ClusterState, build_state
 from dlsched.k8s.watches import NodeChanges, watch_loop
 from dlsched.placement import make_placement
@@ -125,11 +131,14 @@ class Controller:
         self.interval_s = interval_s
         self.dry_run = dry_run
         self.placement = make_placement(placement)
+        identity = identity or f"{socket.gethostname()}-{os.getpid()}"
+        api.user_agent = f"dlsched-controller/{identity}"
         self.api = api
-        self.rest = JsonApi(api)
+        self.stopping = threading.Event()
+        self.rest = JsonApi(api, guard=self._fence)
         self.core = client.CoreV1Api(api)
         self.custom = client.CustomObjectsApi(api)
-        self.binder = PodBinder(self.core, namespace) if bind else None
+        self.binder = PodBinder(self.rest, namespace) if bind else None
         self.metrics = metrics or Metrics()
         self.clock = clock
         self.watch_timeout_s = watch_timeout_s
@@ -138,16 +147,23 @@ class Controller:
             client.CoordinationV1Api(api),
             namespace,
             lease_name,
-            identity or f"{socket.gethostname()}-{os.getpid()}",
+            identity,
             max(lease_duration_s, 2 * interval_s),
             clock,
         )
         self.runs: dict[int, JobRun] = {}
+        self._unreadable: set[str] = set()
         self.last_status: dict[int, Status] = {}
         self._bad: set[tuple[str, str]] = set()
         self.scheduler.reset()
 
     # ------------------------------------------------------------------ one round
+
+    def _fence(self) -> None:
+        """Before every write: `NotLeading` when stopping or no longer safely leading."""
+        if self.stopping.is_set():
+            raise NotLeading("stopping")
+        self.lease.fence()
 
     def _list(self, call: Callable[..., Any], what: str, *args: Any) -> dict[str, Any]:
         data: dict[str, Any] = with_retries(lambda: call(*args), f"list {what}")
@@ -160,45 +176,68 @@ class Controller:
         return self._list(self.rest.request, kind.plural, "GET", path)
 
     def observe(self) -> ClusterState:
-        """Read which kinds are served, list nodes and jobs, and build this round's state (no
-        view if no node is usable)."""
+        """Read which kinds are served, list nodes, jobs and pods, and build this round's state
+        (no view if no node is Ready). Objects that cannot be read are skipped."""
         self.kinds = discover(self.api, self.wanted)
-        nodes = self._list(self.rest.request, "nodes", "GET", "/api/v1/nodes")["items"]
+        nodes = items(self._list(self.rest.request, "nodes", "GET", "/api/v1/nodes"), "nodes")
         jobs: list[TrainingJob] = []
+        unreadable: set[str] = set()
         for served in self.kinds.values():
-            for obj in self._list_kind(served.kind)["items"]:
-                try:
-                    jobs.append(served.kind.parse(obj))
-                except ObjectError as exc:
-                    self._report_bad(obj, str(exc))
-        parsed_nodes = []
-        for obj in nodes:
-            try:
-                parsed_nodes.append(parse_node(obj))
-            except ObjectError as exc:
-                self._report_bad(obj, str(exc))
+            for obj in items(self._list_kind(served.kind), served.kind.plural):
+                job = self._parse(served.kind.parse, obj)
+                if isinstance(job, TrainingJob):
+                    jobs.append(job)
+                elif served.kind.kind == KIND and isinstance(job, str):
+                    unreadable.add(job)
+        pods = items(self._list(self.rest.request, "pods", "GET", "/api/v1/pods"), "pods")
+        parsed_nodes = [self._parse(parse_node, obj) for obj in nodes]
+        active = {(j.kind, j.namespace, j.name): j.uid for j in jobs if not j.done}
+        if self.binder is not None:
+            self.binder.load(pods)
+            self._unreadable = unreadable
         return build_state(
-            parsed_nodes,
+            [n for n in parsed_nodes if isinstance(n, NodeInfo)],
             jobs,
             self.runs,
             now_s=self.clock(),
             interval_s=self.interval_s,
             last_status=self.last_status,
+            other=other_usage(pods, lambda pod: _owned_by(pod, active)),
         )
 
-    def _report_bad(self, obj: dict[str, Any], why: str) -> None:
-        """Log a malformed object once per version of it."""
-        meta = obj.get("metadata") or {}
+    def _parse(self, parse: Callable[[Any], Any], obj: Any) -> Any:
+        """``parse(obj)``, or, for an object that cannot be read, its name (``""`` if it has
+        none) after reporting it."""
+        try:
+            return parse(obj)
+        except Exception as exc:  # any object, any shape: skipped, never raised
+            why = str(exc) if isinstance(exc, ObjectError) else f"{type(exc).__name__}: {exc}"
+            ref = events.involved(obj, self.namespace)
+            self._report_bad(obj, ref, why)
+            return ref["name"] if ref else ""
+
+    def _report_bad(self, obj: Any, ref: dict[str, Any] | None, why: str) -> None:
+        """Count a malformed object; log it and record a Warning Event on it once per version."""
+        meta = obj.get("metadata") if isinstance(obj, dict) else None
+        meta = meta if isinstance(meta, dict) else {}
         key = (str(meta.get("uid")), str(meta.get("resourceVersion")))
         self.metrics.errors.labels("invalid_object").inc()
-        if key not in self._bad:
-            self._bad.add(key)
-            log.error("skipping %s", why)
+        if key in self._bad:
+            return
+        self._bad.add(key)
+        log.error("skipping %s", why)
+        if ref is not None and self.lease.leading and not self.dry_run:
+            namespace = ref.get("namespace", self.namespace)
+            events.record(self.rest, namespace, ref, "Invalid", why[:1000], "Warning")
 
     def reconcile(self) -> RoundReport:
         """One round: observe, reclaim stale grants, decide, enact (with no usable node, only
         reclaim: nothing can start)."""
         report = RoundReport()
+        if not self.dry_run and not self.lease.acquire():  # a dry run writes nothing
+            self.kinds = discover(self.api, self.wanted)
+            report.skipped = "another controller holds the lease"
+            return report
         state = self.observe()
         actuator = K8sActuator(
             self.rest,
@@ -218,7 +257,7 @@ class Controller:
                 return report
             report.reclaimed += 1
         if state.view is None:
-            report.skipped = "no node is Ready and schedulable"
+            report.skipped = "no node is Ready"
             log.warning("no decision: %s", report.skipped)
             return report
         if self.binder is not None and not self.dry_run:
@@ -251,23 +290,23 @@ class Controller:
         return report
 
     def _sync_pods(self, state: ClusterState) -> None:
-        """Make every active DLJob's pods match its grant (after a crash or a failed round)."""
+        """Delete the pods of finished and deleted DLJobs and make every active DLJob's pods
+        match its grant (after a crash or a failed round); a failure fails the round, so no
+        new pod is bound beside pods that should have gone."""
         assert self.binder is not None
-        self.binder.load()
+        active = {job.name: job.uid for job in state.jobs.values() if job.kind == KIND}
+        self.binder.collect(active, self._unreadable)
         for job in state.jobs.values():
-            if job.kind != KIND:
-                continue  # a PyTorchJob's pods are its training operator's
-            try:
+            if job.kind == KIND:  # a PyTorchJob's pods are its training operator's
                 self.binder.sync(job, job.placement or {})
-            except client.ApiException as exc:
-                self.metrics.errors.labels(f"pods_{exc.status}").inc()
-                log.warning("pods of DLJob %s: %s %s", job.key, exc.status, exc.reason)
 
     # ------------------------------------------------------------------ the loop
 
     def run(self, stop: threading.Event) -> None:
-        """Lead (or stand by) and reconcile until ``stop`` is set. Nodes are watched from the
-        start, each served job kind from the first round that finds it."""
+        """Lead (or stand by) and reconcile until ``stop`` is set, then give the lease up.
+        Nodes are watched from the start, each served job kind from the first round that finds
+        it. No failure ends the loop: a failed round is retried with back-off (0.5 s doubling
+        to 30 s)."""
         wake = threading.Event()
         watchers = {
             "Node": threading.Thread(
@@ -275,19 +314,21 @@ class Controller:
             )
         }
         watchers["Node"].start()
+        stopper = threading.Thread(target=self._stop_on, args=(stop,), daemon=True)
+        stopper.start()
         backoff = 0.0
         try:
             while not stop.is_set():
                 try:
-                    if self.lease.acquire():
-                        self.reconcile()
-                    else:
-                        self.kinds = discover(self.api, self.wanted)
+                    self.reconcile()
                     backoff = 0.0
-                except (client.ApiException, HTTPError, OSError) as exc:
+                except NotLeading as exc:
+                    self.metrics.errors.labels("not_leading").inc()
+                    log.warning("round abandoned, nothing more written: %s", exc)
+                except Exception as exc:  # whatever a round meets, the controller stays up
                     self.metrics.errors.labels("round").inc()
                     backoff = min(30.0, max(0.5, backoff * 2))
-                    log.error("round failed (%s); next in %.1f s", exc, backoff)
+                    log.error("round failed (%s); next in %.1f s", short(exc), backoff)
                     stop.wait(backoff)
                     continue
                 for name, served in self.kinds.items():
@@ -304,14 +345,19 @@ class Controller:
                 wake.clear()
         finally:
             stop.set()
-            for thread in watchers.values():
-                thread.join(timeout=self.watch_timeout_s + 5)
+            self.stopping.set()
+            self.lease.release()
+
+    def _stop_on(self, stop: threading.Event) -> None:
+        """Make writes of a round in progress stop as soon as ``stop`` is set."""
+        stop.wait()
+        self.stopping.set()
 
     def watch_jobs(self, kind: JobKind, stop: threading.Event, wake: threading.Event) -> None:
         """Wake rounds on every change of ``kind``'s jobs (`dlsched.k8s.watches`)."""
         watch_loop(
             kind.kind,
-            lambda: str(self._list_kind(kind)["metadata"]["resourceVersion"]),
+            lambda: list_version(self._list_kind(kind), kind.plural),
             self.custom.list_namespaced_custom_object,
             (kind.group, kind.version, self.namespace, kind.plural),
             {"label_selector": kind.label_selector} if kind.label_selector else {},
@@ -329,8 +375,8 @@ class Controller:
 
         def relist() -> str:
             nodes = self._list(self.rest.request, "nodes", "GET", "/api/v1/nodes")
-            changes.reset(nodes["items"])
-            return str(nodes["metadata"]["resourceVersion"])
+            changes.reset(items(nodes, "nodes"))
+            return list_version(nodes, "nodes")
 
         watch_loop(
             "Node",
@@ -344,3 +390,15 @@ class Controller:
             metrics=self.metrics,
             timeout_s=self.watch_timeout_s,
         )
+
+
+def _owned_by(pod: dict[str, Any], active: dict[tuple[str, str, str], str]) -> bool:
+    """Whether ``pod`` belongs to an active job (its grant is in the books), not leaving."""
+    meta = pod.get("metadata")
+    if not isinstance(meta, dict) or meta.get("deletionTimestamp"):
+        return False
+    for ref in meta.get("ownerReferences") or []:
+        if isinstance(ref, dict) and ref.get("controller"):
+            key = (str(ref.get("kind")), str(meta.get("namespace", "")), str(ref.get("name")))
+            return active.get(key) == ref.get("uid")
+    return False

@@ -1,14 +1,26 @@
-"""Leader election with a ``coordination.k8s.io/v1`` Lease: one controller acts at a time.
+"""Leader election with a ``coordination.k8s.io/v1`` Lease: one controller writes at a time.
 
-The holder renews the lease every round; another controller takes it over only once it has
-not been renewed for ``leaseDurationSeconds``. Every write names the resourceVersion it read, so
-two controllers racing for an expired lease cannot both win (the loser gets 409 Conflict).
+The holder renews the lease at the start of every round and again during a long round, before
+any write made when a third of the lease has passed since the last renewal. Another controller
+takes it over only once it has not been renewed for ``leaseDurationSeconds``. Every lease write
+names the resourceVersion it read, so two controllers racing for an expired lease cannot both
+win (the loser gets 409 Conflict).
+
+Fencing: the holder counts its lease from the moment it *sent* the renewal (a monotonic clock,
+which keeps running while the process is paused) and `fence` refuses any write once less than a
+third of the lease is left. A controller paused past its lease (SIGSTOP, a long GC, a stalled
+request) therefore wakes to `NotLeading` and writes nothing; the round is abandoned and the next
+one starts from what the cluster holds then. What remains is the gap between `fence` and the
+request reaching the server (microseconds, unless the process is paused in exactly that gap or
+the request is held for more than the margin on its way): the API has no fencing tokens, as
+client-go's leader election has none.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import math
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -16,10 +28,14 @@ from typing import Any
 
 from kubernetes import client
 
-from dlsched.k8s.objects import parse_time
+from dlsched.k8s.objects import ObjectError, parse_time
 from dlsched.k8s.retry import with_retries
 
 log = logging.getLogger(__name__)
+
+
+class NotLeading(Exception):
+    """This controller may not write now (its lease is lost, expiring, or it is stopping)."""
 
 
 def _micro_time(t: float) -> str:
@@ -31,7 +47,9 @@ class LeaderLease:
 
     Args:
         duration_s: seconds a holder's claim lasts without renewal.
-        clock: Unix seconds (tests pass a fake).
+        clock: Unix seconds, written as ``renewTime`` (tests pass a fake).
+        monotonic: seconds that never go back, for the holder's own count of its lease
+            (default: ``time.monotonic``, or ``clock`` when a fake clock is given).
     """
 
     def __init__(
@@ -42,6 +60,7 @@ class LeaderLease:
         identity: str,
         duration_s: float = 15.0,
         clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] | None = None,
     ) -> None:
         self.api = coordination
         self.namespace = namespace
@@ -49,7 +68,15 @@ class LeaderLease:
         self.identity = identity
         self.duration_s = duration_s
         self.clock = clock
+        self.monotonic = monotonic or (time.monotonic if clock is time.time else clock)
         self.leading = False
+        self.renewed_at = -math.inf
+        """`monotonic` time at which the last successful renewal was sent."""
+
+    @property
+    def margin_s(self) -> float:
+        """Lease left below which no write is made (a third of the lease)."""
+        return self.duration_s / 3
 
     def _spec(self, now: float, transitions: int, acquired: str | None) -> dict[str, Any]:
         return {
@@ -60,20 +87,33 @@ class LeaderLease:
             "leaseTransitions": transitions,
         }
 
-    def acquire(self) -> bool:
-        """Take or renew the lease; True while this controller leads."""
-        now = self.clock()
+    def _read(self, timeout_s: float = 10.0) -> Any:
+        """The stored lease (None if there is none); `ObjectError` if it is not an object."""
         try:
             raw: Any = with_retries(
                 lambda: self.api.read_namespaced_lease(
-                    self.name, self.namespace, _preload_content=False
+                    self.name, self.namespace, _preload_content=False, _request_timeout=timeout_s
                 ),
                 "read lease",
             )
-            lease = json.loads(raw.data)
         except client.ApiException as exc:
             if exc.status != 404:
                 raise
+            return None
+        try:
+            lease: Any = json.loads(raw.data)
+        except ValueError:
+            raise ObjectError(f"Lease {self.namespace}/{self.name}: reply is not JSON") from None
+        if not isinstance(lease, dict) or not isinstance(lease.get("spec") or {}, dict):
+            raise ObjectError(f"Lease {self.namespace}/{self.name}: not a Lease object")
+        return lease
+
+    def acquire(self) -> bool:
+        """Take or renew the lease; True while this controller leads."""
+        sent = self.monotonic()
+        now = self.clock()
+        lease = self._read()
+        if lease is None:
             body: Any = {
                 "apiVersion": "coordination.k8s.io/v1",
                 "kind": "Lease",
@@ -81,37 +121,105 @@ class LeaderLease:
                 "spec": self._spec(now, 0, None),
             }
             return self._won(
+                sent,
                 lambda: self.api.create_namespaced_lease(
-                    self.namespace, body, _preload_content=False
-                )
+                    self.namespace, body, _preload_content=False, _request_timeout=10
+                ),
             )
         spec = lease.get("spec") or {}
         holder = spec.get("holderIdentity") or ""
-        renewed = parse_time(spec.get("renewTime"), "Lease spec.renewTime") or 0.0
-        duration = float(spec.get("leaseDurationSeconds") or self.duration_s)
-        if holder and holder != self.identity and renewed + duration > now:
+        try:
+            renewed = parse_time(spec.get("renewTime"), "Lease spec.renewTime") or 0.0
+        except ObjectError:
+            renewed = 0.0  # unreadable: as if never renewed (expired)
+        duration = spec.get("leaseDurationSeconds")
+        if not isinstance(duration, int | float) or isinstance(duration, bool) or duration <= 0:
+            duration = self.duration_s
+        if holder and holder != self.identity and renewed + float(duration) > now:
             if self.leading:
                 log.warning("lost the lease %s/%s to %s", self.namespace, self.name, holder)
             self.leading = False
+            self.renewed_at = -math.inf
             return False
-        transitions = int(spec.get("leaseTransitions") or 0) + (holder != self.identity)
+        previous = spec.get("leaseTransitions")
+        transitions = (previous if isinstance(previous, int) else 0) + (holder != self.identity)
         acquired = spec.get("acquireTime") if holder == self.identity else None
         lease["spec"] = self._spec(now, transitions, acquired)
+        if holder and holder != self.identity:
+            log.info("lease %s/%s of %s expired: taking it", self.namespace, self.name, holder)
         return self._won(
+            sent,
             lambda: self.api.replace_namespaced_lease(
-                self.name, self.namespace, lease, _preload_content=False
-            )
+                self.name, self.namespace, lease, _preload_content=False, _request_timeout=10
+            ),
         )
 
-    def _won(self, write: Callable[[], object]) -> bool:
+    def _won(self, sent: float, write: Callable[[], object]) -> bool:
         try:
             with_retries(write, "write lease")
         except client.ApiException as exc:
-            if exc.status != 409:
+            if exc.status not in (409, 422):  # 409: another controller wrote it first
                 raise
+            if self.leading:
+                log.warning("lost the lease %s/%s (%s)", self.namespace, self.name, exc.status)
             self.leading = False
+            self.renewed_at = -math.inf
             return False
         if not self.leading:
             log.info("leading: holding lease %s/%s as %s", self.namespace, self.name, self.identity)
         self.leading = True
+        self.renewed_at = sent
+        return True
+
+    def left_s(self) -> float:
+        """Seconds of lease left by this controller's own count (negative: expired)."""
+        return self.renewed_at + self.duration_s - self.monotonic()
+
+    def fence(self) -> None:
+        """Call before every write: renews the lease when a third of it has passed; raises
+        `NotLeading` when less than `margin_s` is left or the renewal fails."""
+        left = self.left_s()
+        if not self.leading or left < self.margin_s:
+            if self.leading:
+                log.warning(
+                    "lease %s/%s: %.1f s left, under the %.1f s margin: writing nothing more",
+                    self.namespace,
+                    self.name,
+                    left,
+                    self.margin_s,
+                )
+                self.leading = False
+            raise NotLeading(f"lease {self.namespace}/{self.name} not held ({left:.1f} s left)")
+        if self.duration_s - left < self.margin_s:
+            return
+        try:
+            renewed = self.acquire()
+        except Exception as exc:  # any failure: the renewal did not happen
+            log.warning("lease %s/%s: renewal failed (%s)", self.namespace, self.name, exc)
+            renewed = False
+        if not renewed or self.left_s() < self.margin_s:
+            self.leading = False
+            raise NotLeading(f"lease {self.namespace}/{self.name} could not be renewed")
+
+    def release(self) -> bool:
+        """Give the lease up (holder cleared) so that another controller takes over at once;
+        True if it was released. Best effort: a failure leaves it to expire."""
+        if not self.leading or self.left_s() <= 0:
+            return False
+        self.leading = False
+        self.renewed_at = -math.inf
+        try:
+            lease = self._read(timeout_s=1.0)
+            if lease is None or (lease.get("spec") or {}).get("holderIdentity") != self.identity:
+                return False
+            lease["spec"]["holderIdentity"] = ""
+            lease["spec"]["leaseDurationSeconds"] = 1
+            lease["spec"]["renewTime"] = _micro_time(self.clock())
+            self.api.replace_namespaced_lease(
+                self.name, self.namespace, lease, _preload_content=False, _request_timeout=1
+            )
+        except Exception as exc:  # exiting anyway: the lease expires by itself
+            log.warning("lease %s/%s not released (%s)", self.namespace, self.name, exc)
+            return False
+        log.info("released lease %s/%s", self.namespace, self.name)
         return True

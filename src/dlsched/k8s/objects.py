@@ -6,12 +6,15 @@ the controller granted (``spec.workers``, ``spec.ps`` and the ``dlsched.io/place
 annotation, written together in one patch) and what the job reports (``status.progress``,
 ``status.speed``, ``status.progressTime``, ``status.phase``). Memory is read in GiB (dlsched's
 ``mem`` unit), CPU in cores, GPUs from ``nvidia.com/gpu``. A malformed object raises
-`ObjectError` naming the object and the field, as ``kubectl`` does.
+`ObjectError` naming the object and the field, as ``kubectl`` does: any object, within the CRD's
+schema or not (an annotation map that is a list, a status that is a string, a count of 1e999),
+is read or refused, never lets another exception through (`dlsched.k8s.controller` skips it).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -28,6 +31,9 @@ PLACEMENT_ANNOTATION = "dlsched.io/placement"
 GPU_RESOURCE = "nvidia.com/gpu"
 DONE_PHASES = ("Succeeded", "Failed")
 GIB = float(2**30)
+MAX_TASKS = 1024
+"""Most workers (and parameter servers) one job may ask for or be granted: the CRD's
+``maximum`` of ``maxWorkers``/``maxPS``/``request`` (and what the parser enforces)."""
 
 _QUANTITY = re.compile(
     r"^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?$"
@@ -58,17 +64,32 @@ class ObjectError(ValueError):
     """A Kubernetes object dlsched cannot read; the message names the object and the field."""
 
 
+def mapping(value: object, where: str) -> Obj:
+    """``value`` if it is an object (None: an empty one); `ObjectError` otherwise."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ObjectError(f"{where}: must be an object, got {type(value).__name__}")
+    return value
+
+
 def parse_quantity(value: object, where: str) -> float:
     """A Kubernetes quantity (``"500m"``, ``"16Gi"``, ``4``) as a float >= 0 in base units."""
     if isinstance(value, bool):
         raise ObjectError(f"{where}: not a quantity: {value!r}")
     if isinstance(value, int | float):
-        number = float(value)
+        try:
+            number = float(value)
+        except OverflowError:
+            raise ObjectError(f"{where}: must be a finite quantity >= 0, got {value!r}") from None
     else:
         match = _QUANTITY.match(str(value).strip())
         if match is None:
             raise ObjectError(f"{where}: not a quantity: {value!r}")
-        number = float(match[1]) * _SUFFIX[match[2]]
+        try:
+            number = float(match[1]) * _SUFFIX[match[2]]
+        except ValueError:  # "1.2.3"
+            raise ObjectError(f"{where}: not a quantity: {value!r}") from None
     if not number >= 0 or number == float("inf"):
         raise ObjectError(f"{where}: must be a finite quantity >= 0, got {value!r}")
     return number
@@ -80,7 +101,7 @@ def parse_time(value: object, where: str) -> float | None:
         return None
     try:
         return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
-    except ValueError:
+    except (ValueError, OverflowError, OSError):
         raise ObjectError(f"{where}: not an RFC 3339 time: {value!r}") from None
 
 
@@ -98,17 +119,24 @@ def task_resources(obj: object, where: str) -> Resources:
 
 
 def count_field(obj: Obj, key: str, default: int, where: str) -> int:
+    """A task count in ``0..MAX_TASKS``."""
     value = obj.get(key, default)
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise ObjectError(f"{where}.{key}: must be an integer >= 0, got {value!r}")
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_TASKS:
+        raise ObjectError(f"{where}.{key}: must be an integer in 0..{MAX_TASKS}, got {value!r}")
     return value
 
 
 def number_field(obj: Obj, key: str, default: float, where: str) -> float:
     value = obj.get(key, default)
-    if not isinstance(value, int | float) or isinstance(value, bool) or value != value:
+    if not isinstance(value, int | float) or isinstance(value, bool):
         raise ObjectError(f"{where}.{key}: must be a number, got {value!r}")
-    return float(value)
+    try:
+        number = float(value)
+    except OverflowError:
+        number = float("inf")
+    if not math.isfinite(number):
+        raise ObjectError(f"{where}.{key}: must be a finite number, got {value!r}")
+    return number
 
 
 def job_id_of(uid: str) -> int:
@@ -162,42 +190,59 @@ class TrainingJob:
 
 
 def read_placement(meta: Obj, where: str) -> dict[str, dict[str, int]] | None:
-    """The ``dlsched.io/placement`` annotation of ``meta`` (None if absent)."""
-    text = (meta.get("annotations") or {}).get(PLACEMENT_ANNOTATION)
+    """The ``dlsched.io/placement`` annotation of ``meta`` (None if absent): counts are
+    integers in ``0..MAX_TASKS``."""
+    text = mapping(meta.get("annotations"), f"{where}: metadata.annotations").get(
+        PLACEMENT_ANNOTATION
+    )
     if text is None:
         return None
+    bad = ObjectError(f"{where}: annotation {PLACEMENT_ANNOTATION} is not valid JSON placement")
     try:
-        data = json.loads(text)
-        result = {
-            role: {str(n): int(c) for n, c in data.get(role, {}).items()}
-            for role in ("workers", "ps")
-        }
-    except (ValueError, TypeError, AttributeError):
-        raise ObjectError(
-            f"{where}: annotation {PLACEMENT_ANNOTATION} is not valid JSON placement"
-        ) from None
+        data = json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        raise bad from None
+    if not isinstance(data, dict):
+        raise bad
+    result: dict[str, dict[str, int]] = {}
+    for role in ("workers", "ps"):
+        counts = data.get(role) or {}
+        if not isinstance(counts, dict):
+            raise bad
+        result[role] = {}
+        for node, count in counts.items():
+            if not isinstance(count, int) or isinstance(count, bool):
+                if not (isinstance(count, float) and count.is_integer()):
+                    raise bad  # 1.5, 1e999 (inf), nan, strings
+                count = int(count)
+            if not 0 <= count <= MAX_TASKS:
+                raise bad
+            result[role][str(node)] = count
     return result
 
 
 def parse_dljob(obj: Obj) -> TrainingJob:
     """A DLJob object (as the API returns it) read into a `DLJob`; `ObjectError` if malformed."""
-    meta = obj.get("metadata") or {}
+    if not isinstance(obj, dict):
+        raise ObjectError(f"DLJob: not an object: {type(obj).__name__}")
+    meta = mapping(obj.get("metadata"), "DLJob: metadata")
     where = f"DLJob {meta.get('namespace', '')}/{meta.get('name', '?')}"
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        raise ObjectError(f"{where}: metadata.name: Required value")
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         raise ObjectError(f"{where}: spec: Required value")
-    status = obj.get("status") or {}
+    status = mapping(obj.get("status"), f"{where}: status")
     s = f"{where}: spec"
     arch_name = spec.get("arch", "ps" if spec.get("parameterServer") else "replica")
     try:
         arch = Arch(arch_name)
-    except ValueError:
+    except (ValueError, TypeError):
         raise ObjectError(
             f"{s}.arch: must be one of ps, allreduce, replica, got {arch_name!r}"
         ) from None
-    request = spec.get("request") or {}
-    if not isinstance(request, dict):
-        raise ObjectError(f"{s}.request: must be an object with workers, ps")
+    request = mapping(spec.get("request"), f"{s}.request")
     num_workers = count_field(request, "workers", 1, f"{s}.request")
     num_ps = count_field(request, "ps", 1 if arch is Arch.PS else 0, f"{s}.request")
     min_workers = count_field(spec, "minWorkers", num_workers, s)
@@ -213,6 +258,9 @@ def parse_dljob(obj: Obj) -> TrainingJob:
     total_work = number_field(spec, "totalWork", 0.0, s)
     if not total_work > 0:
         raise ObjectError(f"{s}.totalWork: must be > 0, got {total_work!r}")
+    worker_demand = task_resources(spec.get("worker"), f"{s}.worker")
+    if not (worker_demand.gpu >= 1 or worker_demand.cpu >= 1):
+        raise ObjectError(f"{s}.worker: needs gpu >= 1 or cpu >= 1 (the CRD's minimum)")
     created = parse_time(meta.get("creationTimestamp"), f"{where}: metadata.creationTimestamp")
     uid = str(meta.get("uid") or "")
     job_spec = JobSpec(
@@ -221,7 +269,7 @@ def parse_dljob(obj: Obj) -> TrainingJob:
         model=str(spec.get("model", "unknown")),
         arch=arch,
         total_work=total_work,
-        worker_demand=task_resources(spec.get("worker"), f"{s}.worker"),
+        worker_demand=worker_demand,
         ps_demand=task_resources(spec.get("parameterServer"), f"{s}.parameterServer")
         if arch is Arch.PS
         else Resources(),
@@ -234,7 +282,7 @@ def parse_dljob(obj: Obj) -> TrainingJob:
     )
     st = f"{where}: status"
     return TrainingJob(
-        name=str(meta.get("name")),
+        name=name,
         namespace=str(meta.get("namespace", "")),
         uid=uid,
         resource_version=str(meta.get("resourceVersion", "")),
@@ -242,13 +290,21 @@ def parse_dljob(obj: Obj) -> TrainingJob:
         workers=count_field(spec, "workers", 0, s),
         ps=count_field(spec, "ps", 0, s),
         placement=read_placement(meta, where),
-        phase=str(status.get("phase", "")),
+        phase=_phase(status.get("phase"), f"{st}.phase"),
         progress=max(0.0, number_field(status, "progress", 0.0, st)),
         speed=max(0.0, number_field(status, "speed", 0.0, st)),
         progress_time_s=parse_time(status.get("progressTime"), f"{st}.progressTime"),
         start_time_s=parse_time(status.get("startTime"), f"{st}.startTime"),
         raw=obj,
     )
+
+
+def _phase(value: object, where: str) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ObjectError(f"{where}: must be a string, got {value!r}")
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,19 +323,23 @@ class NodeInfo:
 
 def parse_node(obj: Obj) -> NodeInfo:
     """A Node object read into a `NodeInfo` (allocatable, Ready condition, cordon)."""
-    meta = obj.get("metadata") or {}
-    name = str(meta.get("name", "?"))
+    if not isinstance(obj, dict):
+        raise ObjectError(f"Node: not an object: {type(obj).__name__}")
+    meta = mapping(obj.get("metadata"), "Node: metadata")
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        raise ObjectError("Node: metadata.name: Required value")
     where = f"Node {name}: status.allocatable"
-    status = obj.get("status") or {}
-    alloc = status.get("allocatable") or {}
+    status = mapping(obj.get("status"), f"Node {name}: status")
+    alloc = mapping(status.get("allocatable"), where)
     capacity = Resources(
         parse_quantity(alloc.get(GPU_RESOURCE, 0), f"{where}[{GPU_RESOURCE}]"),
         parse_quantity(alloc.get("cpu", 0), f"{where}.cpu"),
         parse_quantity(alloc.get("memory", 0), f"{where}.memory") / GIB,
     )
-    ready = any(
-        c.get("type") == "Ready" and c.get("status") == "True"
-        for c in status.get("conditions") or []
-    )
-    schedulable = not (obj.get("spec") or {}).get("unschedulable", False)
+    conditions = status.get("conditions") or []
+    if not isinstance(conditions, list) or not all(isinstance(c, dict) for c in conditions):
+        raise ObjectError(f"Node {name}: status.conditions: must be a list of objects")
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+    schedulable = mapping(obj.get("spec"), f"Node {name}: spec").get("unschedulable") is not True
     return NodeInfo(name, capacity, ready, schedulable)

@@ -33,6 +33,7 @@ from dlsched.k8s.objects import (
     TrainingJob,
     count_field,
     job_id_of,
+    mapping,
     parse_quantity,
     parse_time,
     read_placement,
@@ -89,17 +90,21 @@ def _phase(status: Obj) -> str:
     return true[-1] if true else ""
 
 
-def parse_pytorchjob(obj: Obj) -> TrainingJob:
+def parse_pytorchjob(obj: Obj) -> TrainingJob:  # over 80 lines: each field checked where read
     """An elastic PyTorchJob read into a `TrainingJob`; `ObjectError` naming the field if not."""
-    meta = obj.get("metadata") or {}
+    if not isinstance(obj, dict):
+        raise ObjectError(f"PyTorchJob: not an object: {type(obj).__name__}")
+    meta = mapping(obj.get("metadata"), "PyTorchJob: metadata")
     where = f"PyTorchJob {meta.get('namespace', '')}/{meta.get('name', '?')}"
+    if not isinstance(meta.get("name"), str) or not meta["name"]:
+        raise ObjectError(f"{where}: metadata.name: Required value")
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         raise ObjectError(f"{where}: spec: Required value")
     elastic = spec.get("elasticPolicy")
     if not isinstance(elastic, dict):
         raise ObjectError(f"{where}: spec.elasticPolicy: Required value (dlsched resizes it)")
-    replicas = spec.get("pytorchReplicaSpecs") or {}
+    replicas = mapping(spec.get("pytorchReplicaSpecs"), f"{where}: spec.pytorchReplicaSpecs")
     master = replicas.get("Master")
     if isinstance(master, dict) and master.get("replicas", 1):
         raise ObjectError(
@@ -112,7 +117,7 @@ def parse_pytorchjob(obj: Obj) -> TrainingJob:
         raise ObjectError(f"{w}: Required value")
     e = f"{where}: spec.elasticPolicy"
     min_workers = count_field(elastic, "minReplicas", 1, e)
-    notes = meta.get("annotations") or {}
+    notes = mapping(meta.get("annotations"), f"{where}: metadata.annotations")
     request = round(_annotation_number(notes, "request-workers", min_workers, where))
     max_workers = count_field(elastic, "maxReplicas", max(request, min_workers), e)
     if not 1 <= min_workers <= request <= max_workers:
@@ -123,6 +128,9 @@ def parse_pytorchjob(obj: Obj) -> TrainingJob:
     total_work = _annotation_number(notes, "total-work", None, where)
     if not total_work > 0:
         raise ObjectError(f"{where}: annotation dlsched.io/total-work: must be > 0")
+    demand = _worker_demand(worker, w)
+    if not (demand.gpu >= 1 or demand.cpu >= 1):
+        raise ObjectError(f"{w}: a worker needs nvidia.com/gpu >= 1 or cpu >= 1")
     created = parse_time(meta.get("creationTimestamp"), f"{where}: metadata.creationTimestamp")
     uid = str(meta.get("uid") or "")
     job_spec = JobSpec(
@@ -131,7 +139,7 @@ def parse_pytorchjob(obj: Obj) -> TrainingJob:
         model=str(notes.get("dlsched.io/model", "unknown")),
         arch=Arch.ALLREDUCE,
         total_work=total_work,
-        worker_demand=_worker_demand(worker, w),
+        worker_demand=demand,
         ps_demand=Resources(),
         num_workers=request,
         num_ps=0,
@@ -140,7 +148,10 @@ def parse_pytorchjob(obj: Obj) -> TrainingJob:
         max_ps=0,
         priority=_annotation_number(notes, "priority", 0.0, where),
     )
-    status = obj.get("status") or {}
+    status = mapping(obj.get("status"), f"{where}: status")
+    conditions = status.get("conditions") or []
+    if not isinstance(conditions, list) or not all(isinstance(c, dict) for c in conditions):
+        raise ObjectError(f"{where}: status.conditions: must be a list of objects")
     return TrainingJob(
         name=str(meta.get("name")),
         namespace=str(meta.get("namespace", "")),

@@ -43,12 +43,15 @@ def with_retries(
             if not transient(exc):
                 raise
             delay = min(max_s, base_s * 2**attempt)
-            log.warning("%s failed (%s); retry %d in %.2f s", what, _short(exc), attempt + 1, delay)
+            log.warning("%s failed (%s); retry %d in %.2f s", what, short(exc), attempt + 1, delay)
             sleep(delay)
     return call()
 
 
-def _short(exc: BaseException) -> str:
+def short(exc: BaseException) -> str:
+    """``exc`` in one line: an API error as its code and reason."""
     if isinstance(exc, ApiException):
-        return f"{exc.status} {exc.reason}"
-    return f"{type(exc).__name__}: {exc}"
+        text = f"{exc.status} {exc.reason}"
+    else:
+        text = f"{type(exc).__name__}: {exc}"
+    return " ".join(text.split())

@@ -1,11 +1,14 @@
 """The `ClusterView` a scheduler gets on Kubernetes: the simulator's, built from the API.
 
-Servers are the usable nodes (Ready, not cordoned), sorted by name, with their allocatable GPUs,
-cores and GiB. A job holds what the controller granted it (``spec.workers``/``spec.ps`` and the
-placement annotation) when that grant still fits the books: every node it names is usable and
-the `Cluster` accepts it. A job whose grant cannot be accounted for (a node lost or cordoned,
-allocatable shrunk, counts and annotation disagreeing, no annotation) is *stale*: the controller
-scales it to zero before deciding, so the books and the cluster agree. Progress and speed are
+Servers are the Ready nodes, sorted by name, with their allocatable GPUs, cores and GiB less
+what other pods bound there take (`dlsched.k8s.pods.other_usage`). A cordoned node keeps the
+jobs running on it (Kubernetes' meaning of cordon: no new pods) and offers exactly what they
+hold, so nothing new is placed there. A job holds what the controller granted it
+(``spec.workers``/``spec.ps`` and the placement annotation) when that grant still fits the
+books: every node it names is Ready and the `Cluster` accepts it. A job whose grant cannot be
+accounted for (a node lost or NotReady, allocatable shrunk, counts and annotation disagreeing,
+no annotation) is *stale*: the controller scales it to zero before deciding, so the books and
+the cluster agree. Progress and speed are
 what the job reports in its status, never estimated here.
 """
 
@@ -15,7 +18,7 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from dlsched.core import Allocation, Cluster, ClusterView, JobRun, Server, Status
+from dlsched.core import Allocation, Cluster, ClusterView, JobRun, Resources, Server, Status
 from dlsched.k8s.objects import NodeInfo, TrainingJob
 
 log = logging.getLogger(__name__)
@@ -29,6 +32,7 @@ class ClusterState:
         view: what the scheduler reads; None when no node is usable (nothing can be decided,
             stale grants are still reclaimed).
         nodes: server id → node.
+        cordoned: names of the nodes among them that take no new tasks.
         jobs: job id → job (DLJob or PyTorchJob), every active (not finished) job.
         stale: active jobs holding replicas the books cannot account for, with the reason.
     """
@@ -37,6 +41,7 @@ class ClusterState:
     nodes: list[NodeInfo]
     jobs: dict[int, TrainingJob]
     stale: list[tuple[TrainingJob, str]] = field(default_factory=list)
+    cordoned: frozenset[str] = frozenset()
 
     @property
     def cluster(self) -> Cluster:
@@ -59,7 +64,7 @@ def placement_to_allocation(
                 continue
             server = node_ids.get(node)
             if server is None:
-                return f"node {node} is gone, NotReady or cordoned"
+                return f"node {node} is gone or NotReady"
             pairs[role].append((server, n))
     return Allocation.of(pairs["workers"], pairs["ps"])
 
@@ -91,33 +96,48 @@ def build_state(
     now_s: float,
     interval_s: float | None,
     last_status: dict[int, Status],
+    other: dict[str, Resources] | None = None,
 ) -> ClusterState:
-    """This round's `ClusterState`; with no usable node it has no view, and every active job
-    holding replicas is stale (its nodes are all gone, NotReady or cordoned).
+    """This round's `ClusterState`; with no Ready node it has no view, and every active job
+    holding replicas is stale (its nodes are all gone or NotReady). ``other``: node name →
+    what pods outside the books take there.
 
     ``runs`` (job id → `JobRun`) keeps what the controller learned across rounds (observed
     speeds); it is updated in place: new jobs added, finished and deleted ones dropped.
     """
-    usable = sorted((n for n in nodes if n.usable), key=lambda n: n.name)
+    usable = sorted((n for n in nodes if n.ready), key=lambda n: n.name)
     active = sorted((j for j in jobs if not j.done), key=lambda j: (j.spec.submit_time_s, j.name))
     for gone in set(runs) - {j.spec.job_id for j in active}:
         del runs[gone]
     if not usable:
         state = ClusterState(None, [], {j.spec.job_id: j for j in active})
-        state.stale = [(j, "no node is Ready and schedulable") for j in active if j.workers or j.ps]
+        state.stale = [(j, "no node is Ready") for j in active if j.workers or j.ps]
         return state
-    cluster = Cluster([Server(i, n.capacity) for i, n in enumerate(usable)])
     node_ids = {n.name: i for i, n in enumerate(usable)}
+    capacity = [_less(n.capacity, (other or {}).get(n.name)) for n in usable]
+    cordoned = frozenset(n.name for n in usable if not n.schedulable)
+    if cordoned:  # what running jobs hold there is all a cordoned node offers
+        probe = Cluster([Server(i, c) for i, c in enumerate(capacity)])
+        for job in active:
+            _account(job, probe, node_ids)
+        free = probe.free_rows()
+        for i, n in enumerate(usable):
+            if n.name in cordoned:
+                capacity[i] = _less(capacity[i], Resources(*free[i]))
+    cluster = Cluster([Server(i, c) for i, c in enumerate(capacity)])
     state = ClusterState(
-        ClusterView(now_s, cluster, [], [], interval_s, dict(last_status)), usable, {}
+        ClusterView(now_s, cluster, [], [], interval_s, dict(last_status)),
+        usable,
+        {},
+        cordoned=cordoned,
     )
     pending: list[JobRun] = []
     running: list[JobRun] = []
     for job in active:
         job_id = job.spec.job_id
         if job_id in state.jobs:  # two UIDs sharing their first 48 bits: never seen, but cheap
-            other = state.jobs[job_id]
-            log.error("skipping %s %s: job id %d taken by %s", job.kind, job.key, job_id, other.key)
+            first = state.jobs[job_id]
+            log.error("skipping %s %s: job id %d taken by %s", job.kind, job.key, job_id, first.key)
             continue
         state.jobs[job_id] = job
         run = runs.get(job_id)
@@ -133,6 +153,14 @@ def build_state(
         (running if run.running else pending).append(run)
     state.view = ClusterView(now_s, cluster, pending, tuple(running), interval_s, dict(last_status))
     return state
+
+
+def _less(have: Resources, taken: Resources | None) -> Resources:
+    """``have`` less ``taken``, never below zero."""
+    if taken is None:
+        return have
+    pairs = zip(have.as_tuple(), taken.as_tuple(), strict=True)
+    return Resources(*(max(0.0, a - b) for a, b in pairs))
 
 
 def _account(job: TrainingJob, cluster: Cluster, node_ids: dict[str, int]) -> Allocation | str:

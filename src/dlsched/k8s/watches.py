@@ -1,9 +1,11 @@
 """Watches that wake the reconcile loop early: list, then watch from the list's resourceVersion.
 
 A watch whose resourceVersion the server no longer keeps ends with 410 Gone (etcd compaction):
-the loop lists again and watches from the new version. Other failures (network, 5xx) back off
-exponentially (0.5 s doubling to 30 s). Rounds list everything themselves, so a watch only
-decides *when* a round runs, never what it sees: a missed event costs latency, not correctness.
+the loop lists again and watches from the new version. Other failures (network, 5xx, a stream
+cut mid-way, an event that is not what the API sends) back off exponentially (0.5 s doubling to
+30 s): the watch thread never ends before ``stop``. Rounds list everything themselves, so a
+watch only decides *when* a round runs, never what it sees: a missed event costs latency, not
+correctness.
 """
 
 from __future__ import annotations
@@ -14,10 +16,10 @@ from collections.abc import Callable
 from typing import Any
 
 from kubernetes import client, watch
-from urllib3.exceptions import HTTPError
 
 from dlsched.k8s.metrics import Metrics
 from dlsched.k8s.objects import NodeInfo, ObjectError, parse_node
+from dlsched.k8s.retry import short
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +65,7 @@ def watch_loop(
                 version = None
                 continue
             backoff = _failed(what, exc, backoff, stop, metrics)
-        except (HTTPError, OSError, ValueError) as exc:
+        except Exception as exc:  # a cut stream, an odd event: the watch starts again
             backoff = _failed(what, exc, backoff, stop, metrics)
 
 
@@ -72,7 +74,7 @@ def _failed(
 ) -> float:
     metrics.errors.labels("watch").inc()
     backoff = min(30.0, max(0.5, backoff * 2))
-    log.warning("%s watch failed (%s); again in %.1f s", what, exc, backoff)
+    log.warning("%s watch failed (%s); again in %.1f s", what, short(exc), backoff)
     stop.wait(backoff)
     return backoff
 

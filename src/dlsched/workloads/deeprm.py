@@ -133,6 +133,52 @@ def _counts_until(rng: np.random.Generator, lam: float, num_jobs: int) -> npt.ND
     return counts
 
 
+def _check_arguments(
+    servers: int, load: float, num_jobs: int | None, horizon_steps: int | None
+) -> None:
+    """`make_deeprm`'s ValueErrors, before anything is drawn."""
+    if servers < 1:
+        raise ValueError(f"servers must be >= 1, got {servers}")
+    if not (load > 0 and math.isfinite(load)):
+        raise ValueError(f"load must be a finite number > 0, got {load}")
+    if horizon_steps is None and num_jobs is not None and num_jobs < 1:
+        raise ValueError(f"num_jobs must be >= 1, got {num_jobs}")
+    if horizon_steps is not None and horizon_steps < 1:
+        raise ValueError(f"horizon_steps must be >= 1, got {horizon_steps}")
+
+
+FIXED_PARAMS: dict[str, object] = {
+    "step_s": STEP_S,
+    "slots_per_r": SLOTS_PER_R,
+    "server_capacity": POOL.as_tuple(),
+    "short_frac": SHORT_FRAC,
+    "short_steps": SHORT_STEPS,
+    "long_steps": LONG_STEPS,
+    "dominant_slots": DOMINANT_SLOTS,
+    "other_slots": OTHER_SLOTS,
+}
+"""The generator's constants, in every workload's ``params``."""
+
+Ints = npt.NDArray[np.int64]
+
+
+def _jobs_drawn(rng: np.random.Generator, n: int) -> tuple[npt.NDArray[np.bool_], Ints, Ints, Ints]:
+    """(short?, duration in steps, CPU slots, memory slots) of ``n`` jobs, drawn in this order:
+    the workload of a seed depends on it."""
+    short = rng.random(n) < SHORT_FRAC
+    duration = np.where(
+        short,
+        rng.integers(SHORT_STEPS[0], SHORT_STEPS[1] + 1, n),
+        rng.integers(LONG_STEPS[0], LONG_STEPS[1] + 1, n),
+    )
+    dominant_is_cpu = rng.integers(0, 2, n) == 0
+    dominant = rng.integers(DOMINANT_SLOTS[0], DOMINANT_SLOTS[1] + 1, n)
+    other = rng.integers(OTHER_SLOTS[0], OTHER_SLOTS[1] + 1, n)
+    cpu = np.where(dominant_is_cpu, dominant, other)
+    mem = np.where(dominant_is_cpu, other, dominant)
+    return short, duration, cpu, mem
+
+
 def make_deeprm(
     seed: int,
     *,
@@ -163,14 +209,7 @@ def make_deeprm(
     """
     servers = DEFAULT_SERVERS if servers is None else servers
     load = DEFAULT_LOAD if load is None else load
-    if servers < 1:
-        raise ValueError(f"servers must be >= 1, got {servers}")
-    if not (load > 0 and math.isfinite(load)):
-        raise ValueError(f"load must be a finite number > 0, got {load}")
-    if horizon_steps is None and num_jobs is not None and num_jobs < 1:
-        raise ValueError(f"num_jobs must be >= 1, got {num_jobs}")
-    if horizon_steps is not None and horizon_steps < 1:
-        raise ValueError(f"horizon_steps must be >= 1, got {horizon_steps}")
+    _check_arguments(servers, load, num_jobs, horizon_steps)
     if horizon_steps is None and num_jobs is None:
         horizon_steps = DEFAULT_HORIZON_STEPS
 
@@ -184,17 +223,7 @@ def make_deeprm(
     steps = np.repeat(np.arange(len(counts)), counts)
     n = len(steps)
 
-    short = rng.random(n) < SHORT_FRAC
-    duration = np.where(
-        short,
-        rng.integers(SHORT_STEPS[0], SHORT_STEPS[1] + 1, n),
-        rng.integers(LONG_STEPS[0], LONG_STEPS[1] + 1, n),
-    )
-    dominant_is_cpu = rng.integers(0, 2, n) == 0
-    dominant = rng.integers(DOMINANT_SLOTS[0], DOMINANT_SLOTS[1] + 1, n)
-    other = rng.integers(OTHER_SLOTS[0], OTHER_SLOTS[1] + 1, n)
-    cpu = np.where(dominant_is_cpu, dominant, other)
-    mem = np.where(dominant_is_cpu, other, dominant)
+    short, duration, cpu, mem = _jobs_drawn(rng, n)
 
     jobs = tuple(
         JobSpec(
@@ -218,14 +247,7 @@ def make_deeprm(
         "num_jobs": n,
         "horizon_steps": len(counts),
         "arrivals_per_step": lam,
-        "step_s": STEP_S,
-        "slots_per_r": SLOTS_PER_R,
-        "server_capacity": POOL.as_tuple(),
-        "short_frac": SHORT_FRAC,
-        "short_steps": SHORT_STEPS,
-        "long_steps": LONG_STEPS,
-        "dominant_slots": DOMINANT_SLOTS,
-        "other_slots": OTHER_SLOTS,
+        **FIXED_PARAMS,
     }
     return Workload(
         name="deeprm",

@@ -179,6 +179,50 @@ def _durations_s(rng: np.random.Generator, n: int) -> npt.NDArray[np.float64]:
     return minutes * 60.0
 
 
+def _check_arguments(load: float, num_jobs: int, noise: float) -> None:
+    """`make_dl2`'s ValueErrors, before anything is drawn."""
+    if not (load > 0 and math.isfinite(load)):
+        raise ValueError(f"load must be a finite number > 0, got {load}")
+    if num_jobs < 1:
+        raise ValueError(f"num_jobs must be >= 1, got {num_jobs}")
+    if not (noise >= 0 and math.isfinite(noise)):
+        raise ValueError(f"noise must be a finite number >= 0, got {noise}")
+
+
+def _job_specs(
+    model: MeasuredPS,
+    slots: npt.NDArray[np.int64],
+    types: npt.NDArray[np.int64],
+    workers: npt.NDArray[np.int64],
+    durations: npt.NDArray[np.float64],
+) -> tuple[JobSpec, ...]:
+    """The jobs from their drawn arrival slots, types, worker counts and durations (s): each
+    asks for as many PS as workers, and its work is the epochs it would run in its duration at
+    the requested size."""
+    jobs = []
+    for job_id in range(len(types)):
+        name = JOB_TYPES[int(types[job_id])]
+        w = int(workers[job_id])
+        epochs = max(1.0, float(round(durations[job_id] * model.epochs_per_s(name, w, w))))
+        jobs.append(
+            JobSpec(
+                job_id=job_id,
+                submit_time_s=float(slots[job_id]) * SLOT_S,
+                model=name,
+                arch=Arch.PS,
+                total_work=epochs,
+                worker_demand=worker_demand(name),
+                ps_demand=PS_DEMAND,
+                num_workers=w,
+                num_ps=w,
+                min_workers=1,
+                max_workers=MAX_TASKS,
+                max_ps=MAX_TASKS,
+            )
+        )
+    return tuple(jobs)
+
+
 def make_dl2(
     seed: int,
     *,
@@ -209,12 +253,7 @@ def make_dl2(
     if servers < 1:
         raise ValueError(f"servers must be >= 1, got {servers}")
     num_jobs = default_num_jobs(servers) if num_jobs is None else num_jobs
-    if not (load > 0 and math.isfinite(load)):
-        raise ValueError(f"load must be a finite number > 0, got {load}")
-    if num_jobs < 1:
-        raise ValueError(f"num_jobs must be >= 1, got {num_jobs}")
-    if not (noise >= 0 and math.isfinite(noise)):
-        raise ValueError(f"noise must be a finite number >= 0, got {noise}")
+    _check_arguments(load, num_jobs, noise)
 
     rng = np.random.default_rng(seed)
     model = MeasuredPS()
@@ -227,27 +266,7 @@ def make_dl2(
     workers = rng.integers(REQUEST_WORKERS[0], REQUEST_WORKERS[1] + 1, num_jobs)
     durations = _durations_s(rng, num_jobs)
 
-    jobs = []
-    for job_id in range(num_jobs):
-        name = JOB_TYPES[int(types[job_id])]
-        w = int(workers[job_id])
-        epochs = max(1.0, float(round(durations[job_id] * model.epochs_per_s(name, w, w))))
-        jobs.append(
-            JobSpec(
-                job_id=job_id,
-                submit_time_s=float(slots[job_id]) * SLOT_S,
-                model=name,
-                arch=Arch.PS,
-                total_work=epochs,
-                worker_demand=worker_demand(name),
-                ps_demand=PS_DEMAND,
-                num_workers=w,
-                num_ps=w,
-                min_workers=1,
-                max_workers=MAX_TASKS,
-                max_ps=MAX_TASKS,
-            )
-        )
+    jobs = _job_specs(model, slots, types, workers, durations)
     log.debug("dl2 seed=%d: %d jobs over %d slots", seed, num_jobs, len(counts))
     params = {
         "seed": seed,
@@ -274,7 +293,7 @@ def make_dl2(
     }
     return Workload(
         name="dl2",
-        jobs=tuple(jobs),
+        jobs=jobs,
         servers=(TESTBED_SERVER,) * servers,
         model=model,
         interval_s=SLOT_S,

@@ -61,6 +61,7 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -131,6 +132,39 @@ def _gaps(rng: np.random.Generator, n: int, mean_s: float) -> npt.NDArray[np.flo
     return gaps
 
 
+def _check_arguments(servers: int, num_jobs: int, load: float, serial_fraction: float) -> None:
+    """`make_kubeflow`'s ValueErrors, before anything is drawn."""
+    if servers < 1:
+        raise ValueError(f"servers must be >= 1, got {servers}")
+    if num_jobs < 1:
+        raise ValueError(f"num_jobs must be >= 1, got {num_jobs}")
+    _positive("load", load)
+    if not (0.0 <= serial_fraction <= 1.0):
+        raise ValueError(f"serial_fraction must be in [0, 1], got {serial_fraction}")
+
+
+def _job_specs(*drawn: npt.NDArray[Any]) -> tuple[JobSpec, ...]:
+    """The jobs in submit order (ids by arrival) from their drawn submit times (s), durations
+    (s), CPU and memory per replica, requested, min and max replicas, and priorities."""
+    submit, duration, cpu, mem, requested, minimum, maximum, priority = drawn
+    order = np.argsort(submit, kind="stable")
+    return tuple(
+        JobSpec(
+            job_id=job_id,
+            submit_time_s=float(submit[i]),
+            model="tfjob",
+            arch=Arch.REPLICA,
+            total_work=float(duration[i]),
+            worker_demand=Resources(gpu=0.0, cpu=float(cpu[i]), mem=float(mem[i])),
+            num_workers=int(requested[i]),
+            min_workers=int(minimum[i]),
+            max_workers=int(maximum[i]),
+            priority=float(priority[i]),
+        )
+        for job_id, i in enumerate(order.tolist())
+    )
+
+
 def make_kubeflow(
     seed: int,
     *,
@@ -164,13 +198,7 @@ def make_kubeflow(
     spec = MIXES.get(mix)
     if spec is None:
         raise ValueError(f"mix must be one of {', '.join(MIXES)}; got {mix!r}")
-    if servers < 1:
-        raise ValueError(f"servers must be >= 1, got {servers}")
-    if num_jobs < 1:
-        raise ValueError(f"num_jobs must be >= 1, got {num_jobs}")
-    _positive("load", load)
-    if not (0.0 <= serial_fraction <= 1.0):
-        raise ValueError(f"serial_fraction must be in [0, 1], got {serial_fraction}")
+    _check_arguments(servers, num_jobs, load, serial_fraction)
     model = ReplicaScaling(serial_fraction)
 
     rng = np.random.default_rng(seed)
@@ -189,42 +217,9 @@ def make_kubeflow(
 
     total = NODE * servers
     share = requested * np.maximum(cpu / total.cpu, mem / total.mem)
-    if spec.burst:
-        num_burst = round(BURST_FRAC * n) if n > 1 else 0
-        is_burst = np.zeros(n, dtype=bool)
-        is_burst[rng.choice(n, size=num_burst, replace=False)] = True
-        background = ~is_burst
-        mean_gap = float(np.sum(share[background] * duration[background])) / (
-            int(background.sum()) * load
-        )
-        times_bg = np.cumsum(_gaps(rng, int(background.sum()), mean_gap))
-        start = float(times_bg[int(BURST_START * (len(times_bg) - 1))])
-        times_burst = start + np.cumsum(rng.exponential(mean_gap / BURST_RATE, num_burst))
-        submit = np.empty(n)
-        submit[background] = times_bg
-        submit[is_burst] = times_burst
-        priority = np.where(is_burst, PRIORITIES[-1], PRIORITIES[0])
-    else:
-        mean_gap = float(np.sum(share * duration)) / (n * load)
-        submit = np.cumsum(_gaps(rng, n, mean_gap))
-        priority = rng.choice(np.asarray(PRIORITIES), size=n)
+    submit, priority, mean_gap = _arrivals(rng, spec.burst, share * duration, load)
 
-    order = np.argsort(submit, kind="stable")
-    jobs = tuple(
-        JobSpec(
-            job_id=job_id,
-            submit_time_s=float(submit[i]),
-            model="tfjob",
-            arch=Arch.REPLICA,
-            total_work=float(duration[i]),
-            worker_demand=Resources(gpu=0.0, cpu=float(cpu[i]), mem=float(mem[i])),
-            num_workers=int(requested[i]),
-            min_workers=int(minimum[i]),
-            max_workers=int(maximum[i]),
-            priority=float(priority[i]),
-        )
-        for job_id, i in enumerate(order.tolist())
-    )
+    jobs = _job_specs(submit, duration, cpu, mem, requested, minimum, maximum, priority)
     log.debug("kubeflow seed=%d mix=%s: %d jobs, mean gap %.1f s", seed, mix, n, mean_gap)
     params = {
         "seed": seed,
@@ -234,14 +229,7 @@ def make_kubeflow(
         "mix": mix,
         "serial_fraction": serial_fraction,
         "mean_interarrival_s": mean_gap,
-        "node_capacity": NODE.as_tuple(),
-        "replica_cpu": spec.replica_cpu,
-        "mem_per_cpu_gb": spec.mem_per_cpu_gb,
-        "requested_replicas": spec.requested,
-        "median_duration_s": spec.median_duration_s,
-        "duration_sigma": DURATION_SIGMA,
-        "duration_range_s": DURATION_RANGE_S,
-        "burst_frac": BURST_FRAC if spec.burst else 0.0,
+        **_mix_params(spec),
     }
     return Workload(
         name="kubeflow",
@@ -253,3 +241,42 @@ def make_kubeflow(
         placement="gang",
         params=params,
     )
+
+
+def _arrivals(
+    rng: np.random.Generator, burst: bool, work: npt.NDArray[np.float64], load: float
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], float]:
+    """Submit times (s), priorities and the mean gap (s) of jobs whose ``work`` (share of the
+    cluster × duration) arrives at ``load``; with ``burst`` a `BURST_FRAC` of them arrive as a
+    high-priority burst on top of the background's load."""
+    n = len(work)
+    if not burst:
+        mean_gap = float(np.sum(work)) / (n * load)
+        submit = np.cumsum(_gaps(rng, n, mean_gap))
+        return submit, rng.choice(np.asarray(PRIORITIES), size=n), mean_gap
+    num_burst = round(BURST_FRAC * n) if n > 1 else 0
+    is_burst = np.zeros(n, dtype=bool)
+    is_burst[rng.choice(n, size=num_burst, replace=False)] = True
+    background = ~is_burst
+    mean_gap = float(np.sum(work[background])) / (int(background.sum()) * load)
+    times_bg = np.cumsum(_gaps(rng, int(background.sum()), mean_gap))
+    start = float(times_bg[int(BURST_START * (len(times_bg) - 1))])
+    times_burst = start + np.cumsum(rng.exponential(mean_gap / BURST_RATE, num_burst))
+    submit = np.empty(n)
+    submit[background] = times_bg
+    submit[is_burst] = times_burst
+    return submit, np.where(is_burst, PRIORITIES[-1], PRIORITIES[0]), mean_gap
+
+
+def _mix_params(spec: Mix) -> dict[str, object]:
+    """The generator parameters a mix fixes, for the workload's ``params``."""
+    return {
+        "node_capacity": NODE.as_tuple(),
+        "replica_cpu": spec.replica_cpu,
+        "mem_per_cpu_gb": spec.mem_per_cpu_gb,
+        "requested_replicas": spec.requested,
+        "median_duration_s": spec.median_duration_s,
+        "duration_sigma": DURATION_SIGMA,
+        "duration_range_s": DURATION_RANGE_S,
+        "burst_frac": BURST_FRAC if spec.burst else 0.0,
+    }

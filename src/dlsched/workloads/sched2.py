@@ -143,6 +143,38 @@ def _submit_times_s(
     return np.cumsum(gaps)
 
 
+def _check_sizes(servers: int, num_jobs: int) -> None:
+    """ValueError for fewer than one server or job."""
+    if servers < 1:
+        raise ValueError(f"servers must be >= 1, got {servers}")
+    if num_jobs < 1:
+        raise ValueError(f"num_jobs must be >= 1, got {num_jobs}")
+
+
+def _job_specs(
+    submit: npt.NDArray[np.float64],
+    models: list[str],
+    durations: npt.NDArray[np.float64],
+    gpus: npt.NDArray[np.int64],
+) -> tuple[JobSpec, ...]:
+    """The jobs from their drawn submit times (s), models, durations (s) and GPU counts: fixed
+    sizes, one GPU task per worker."""
+    return tuple(
+        JobSpec(
+            job_id=i,
+            submit_time_s=float(submit[i]),
+            model=models[i],
+            arch=Arch.ALLREDUCE,
+            total_work=float(durations[i]),
+            worker_demand=TASK,
+            num_workers=int(gpus[i]),
+            min_workers=int(gpus[i]),
+            max_workers=int(gpus[i]),
+        )
+        for i in range(len(submit))
+    )
+
+
 def make_sched2(
     seed: int,
     *,
@@ -175,10 +207,7 @@ def make_sched2(
     """
     servers = DEFAULT_SERVERS if servers is None else servers
     load = DEFAULT_LOAD if load is None else load
-    if servers < 1:
-        raise ValueError(f"servers must be >= 1, got {servers}")
-    if num_jobs < 1:
-        raise ValueError(f"num_jobs must be >= 1, got {num_jobs}")
+    _check_sizes(servers, num_jobs)
     _positive("load", load)
     _fraction("one_gpu_frac", one_gpu_frac)
     _positive("interval_scale", interval_scale)
@@ -193,20 +222,7 @@ def make_sched2(
     models = _models(rng, num_jobs)
     durations = _durations_s(rng, num_jobs)
 
-    jobs = tuple(
-        JobSpec(
-            job_id=i,
-            submit_time_s=float(submit[i]),
-            model=models[i],
-            arch=Arch.ALLREDUCE,
-            total_work=float(durations[i]),
-            worker_demand=TASK,
-            num_workers=int(gpus[i]),
-            min_workers=int(gpus[i]),
-            max_workers=int(gpus[i]),
-        )
-        for i in range(num_jobs)
-    )
+    jobs = _job_specs(submit, models, durations, gpus)
     log.debug("sched2 seed=%d: %d jobs, mean gap %.1f s", seed, num_jobs, mean_gap_s)
     params = {
         "seed": seed,

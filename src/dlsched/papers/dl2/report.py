@@ -62,6 +62,7 @@ def write_figures(
     out: Path, size: Size, f9: Rows, f13: Rows, f14: Rows, f17: Rows, trained: TrainingResults
 ) -> list[Path]:
     """One PNG per figure and table; returns the paths."""
+    # over 80 lines: one short block per figure, in the page's order
     paths = []
     # Fig. 9
     fig, ax = plt.subplots(figsize=(7, 4))
@@ -167,6 +168,7 @@ def write_markdown(
     trained: TrainingResults,
 ) -> Path:
     """Write ``dl2.md``: the size, and one table per figure."""
+    # over 80 lines: the page from top to bottom, one short block per table
     tr = size.train
     scale = (
         "**Full size** (the paper's training length; 10 held-out traces per point)."

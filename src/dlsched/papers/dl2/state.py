@@ -195,18 +195,7 @@ class Dl2Slot:
                     alloc.num_ps,
                 )
             )
-        needs: list[Need] = []
-        need_ids: dict[Need, int] = {}
-        pairs: list[tuple[int, int]] = []
-        for key in pair_ids:  # in insertion order: pair k is the k-th key
-            pair = []
-            for need in key:
-                m = need_ids.get(need)
-                if m is None:
-                    m = need_ids[need] = len(needs)
-                    needs.append(need)
-                pair.append(m)
-            pairs.append((pair[0], pair[1]))
+        needs, pairs = _need_table(pair_ids)
         table = self._rows
         table[:] = 0
         table[:, sk.SERVED] = -1
@@ -413,3 +402,23 @@ class Dl2Encoder:
         if len(self._statics) > _STATICS_KEPT:
             self._statics.clear()
         return Dl2Slot(view, self.shape, self._statics)
+
+
+def _need_table(
+    pair_ids: dict[tuple[Need, Need], int],
+) -> tuple[list[Need], list[tuple[int, int]]]:
+    """The distinct task needs, and each (worker, PS) pair as indices into them; pair k is the
+    k-th key of ``pair_ids`` (insertion order)."""
+    needs: list[Need] = []
+    need_ids: dict[Need, int] = {}
+    pairs: list[tuple[int, int]] = []
+    for key in pair_ids:
+        pair = []
+        for need in key:
+            m = need_ids.get(need)
+            if m is None:
+                m = need_ids[need] = len(needs)
+                needs.append(need)
+            pair.append(m)
+        pairs.append((pair[0], pair[1]))
+    return needs, pairs

@@ -117,6 +117,34 @@ def check_options(servers: int | None, gpus_per_server: int, load: float | None)
         raise ValueError(f"load must be a positive number, got {load}")
 
 
+def _job_specs(table: Table, submit: list[float]) -> list[JobSpec]:
+    """The trace's jobs, submitted at ``submit`` (s)."""
+    # One shared Resources per distinct (cpu, mem) request; positional JobSpec arguments in a
+    # comprehension keep 82,247 Philly jobs to a fraction of a second.
+    cache: dict[tuple[float, float], Resources] = {}
+    demands = [
+        cache.get(key) or cache.setdefault(key, Resources(1.0, key[0], key[1]))
+        for key in zip(table.cpu.tolist(), table.mem_gb.tolist(), strict=True)
+    ]
+    no_ps = Resources()
+    allreduce = Arch.ALLREDUCE
+    return [
+        JobSpec(jid, t, model, allreduce, work, demand, no_ps, g, 0, lo, hi, 0, prio)
+        for jid, t, model, work, demand, g, lo, hi, prio in zip(
+            table.job_id.tolist(),
+            submit,
+            table.model.tolist(),
+            table.duration_s.tolist(),
+            demands,
+            table.num_gpus.tolist(),
+            table.min_replicas.tolist(),
+            table.max_replicas.tolist(),
+            table.priority.tolist(),
+            strict=True,
+        )
+    ]
+
+
 def build_workload(
     table: Table,
     *,
@@ -136,30 +164,7 @@ def build_workload(
     origin = float(table.submit_s[0])
     shifted = table.submit_s - origin
     submit = (shifted / load if load is not None else shifted).tolist()
-    # One shared Resources per distinct (cpu, mem) request; positional JobSpec arguments in a
-    # comprehension keep 82,247 Philly jobs to a fraction of a second.
-    cache: dict[tuple[float, float], Resources] = {}
-    demands = [
-        cache.get(key) or cache.setdefault(key, Resources(1.0, key[0], key[1]))
-        for key in zip(table.cpu.tolist(), table.mem_gb.tolist(), strict=True)
-    ]
-    no_ps = Resources()
-    allreduce = Arch.ALLREDUCE
-    jobs = [
-        JobSpec(jid, t, model, allreduce, work, demand, no_ps, g, 0, lo, hi, 0, prio)
-        for jid, t, model, work, demand, g, lo, hi, prio in zip(
-            table.job_id.tolist(),
-            submit,
-            table.model.tolist(),
-            table.duration_s.tolist(),
-            demands,
-            table.num_gpus.tolist(),
-            table.min_replicas.tolist(),
-            table.max_replicas.tolist(),
-            table.priority.tolist(),
-            strict=True,
-        )
-    ]
+    jobs = _job_specs(table, submit)
     capacity = Resources(
         float(gpus_per_server), CPU_PER_GPU * gpus_per_server, MEM_GB_PER_GPU * gpus_per_server
     )

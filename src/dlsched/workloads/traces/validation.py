@@ -313,6 +313,32 @@ def _unique_ids(
     r.check.flag(dup, "job_id", "{v}", pd.Series(texts), verbatim=True)
 
 
+def _kept_rows(
+    check: Checker, on_bad_row: str, source: str, n: int
+) -> tuple[npt.NDArray[np.bool_], int, list[str]]:
+    """(rows kept, rows skipped, reasons) once every cell is checked: the first bad row's error
+    with ``on_bad_row="fail"``, else a warning naming the skipped rows; an error if none is
+    left."""
+    if on_bad_row == "fail":
+        check.raise_first()
+    keep = ~check.bad
+    skipped = int(check.bad.sum())
+    reasons = check.reasons()
+    if not keep.any():
+        detail = f"; first: {reasons[0]}" if reasons else ""
+        raise TraceError(f"{source}: no valid jobs in {n} row(s){detail}", path=source)
+    if skipped:
+        log.warning(
+            "%s: skipped %d bad row(s) of %d: %s%s",
+            source,
+            skipped,
+            n,
+            "; ".join(reasons[:SHOWN_REASONS]),
+            " …" if skipped > SHOWN_REASONS else "",
+        )
+    return keep, skipped, reasons
+
+
 def validate(
     frame: pd.DataFrame,
     *,
@@ -358,24 +384,7 @@ def validate(
     ids_in_file = job_id if text_ids is None else text_ids.to_numpy(dtype=object)
     _unique_ids(r, ids_in_file, rows, n)
 
-    if on_bad_row == "fail":
-        r.check.raise_first()
-    keep = ~r.check.bad
-    skipped = int(r.check.bad.sum())
-    reasons = r.check.reasons()
-    if not keep.any():
-        detail = f"; first: {reasons[0]}" if reasons else ""
-        raise TraceError(f"{source}: no valid jobs in {n} row(s){detail}", path=source)
-    if skipped:
-        log.warning(
-            "%s: skipped %d bad row(s) of %d: %s%s",
-            source,
-            skipped,
-            n,
-            "; ".join(reasons[:SHOWN_REASONS]),
-            " …" if skipped > SHOWN_REASONS else "",
-        )
-
+    keep, skipped, reasons = _kept_rows(r.check, on_bad_row, source, n)
     idx = np.flatnonzero(keep)
     order = idx[np.lexsort((job_id[idx], submit[idx]))]
     return Table(

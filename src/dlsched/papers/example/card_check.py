@@ -1,0 +1,15 @@
+"""The example's limits on its cards (the manifest's ``card_checks`` entry, run by
+`dlsched.rl.card_limits.validate_card_data` before anything is read)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from dlsched.papers.example.policy import FEATURES
+
+
+def check_card(data: Mapping[str, Any], hyper: Mapping[str, Any], where: str) -> None:
+    """One weight per feature: the card's ``shapes.features`` must be ``len(FEATURES)``."""
+    if data.get("shapes", {}).get("features") != len(FEATURES):
+        raise ValueError(f"{where}: shapes 'features' must be {len(FEATURES)}")
