@@ -10,7 +10,10 @@ search), `policy` (checkpoints of both kinds behind the scheduler protocol, load
 `scheduler` (registers ``sched2``), `train` (``dlsched train sched2``'s runs; `command` is the
 sub-command), `experiments` and `fragmentation` (``dlsched reproduce sched2`` and
 ``sched2-fragmentation``), ``policies/sched2`` (the shipped SCED²-L checkpoint) and
-``policies/sched2_dqn`` (the issue-6 Q-network), `card_check` (its cards' limits). This file is
+``policies/sched2_dqn`` (the issue-6 Q-network), `card_check` (its cards' limits);
+`batched_env` (`BatchedSched2Env`: many episodes as arrays; helpers in `arrays`), `replay`
+(vector prioritized replay), `paper` (``train sched2 --paper``, `PaperLearner`; `paper_command`
+its display) and ``policies/sched2_paper`` (``sched2:paper``). This file is
 the plugin manifest (no imports beyond `dlsched.plugins`).
 """
 

@@ -34,129 +34,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from dlsched.core import Arch
 from dlsched.models.locality import Locality
+from dlsched.papers.sched2.arrays import ArrayOps, check_workload, resolve_device, slowdown
 from dlsched.papers.sched2.env import OBS_HIGH, TraceFactory, workload_traces
 from dlsched.papers.sched2.profiling import K_PROFILES, MINIBATCHES, NOISE, profile_spans
 from dlsched.papers.sched2.state import J_SLOTS, TIME_SCALE_S, Sched2Shape
 from dlsched.workloads.base import Workload
 
 WAITING, RUNNING, FINISHED = 1, 2, 3
-
-
-def resolve_device(device: str) -> str:
-    """``auto`` → ``cuda`` when PyTorch sees a GPU, else ``cpu``; ``cpu``/``cuda`` as given.
-
-    Raises:
-        ValueError: an unknown name, or ``cuda`` without a GPU.
-    """
-    if device not in ("auto", "cpu", "cuda"):
-        raise ValueError(f"--device must be auto, cpu or cuda, got {device!r}")
-    if device == "cpu":
-        return "cpu"
-    import torch
-
-    if torch.cuda.is_available():
-        return "cuda"
-    if device == "cuda":
-        raise ValueError("--device cuda: PyTorch sees no CUDA GPU here (use auto or cpu)")
-    return "cpu"
-
-
-def check_workload(workload: Workload) -> tuple[int, int]:
-    """(servers, GPUs per server) of a workload the batched environment can step exactly.
-
-    Raises:
-        ValueError: naming the first thing outside SCED²'s setting (servers of different GPU
-            counts, CPU or memory that could bind before GPUs, a model other than `Locality`,
-            placement other than packing, noise, periodic scheduling, elastic, PS or
-            fractional-GPU jobs).
-    """
-    gpus = {s.gpu for s in workload.servers}
-    if len(gpus) != 1:
-        raise ValueError("batched sched2 env: servers must have equal GPU counts")
-    m = int(next(iter(gpus)))
-    if not isinstance(workload.model, Locality) or workload.model.gpus_per_server != m:
-        raise ValueError("batched sched2 env: needs the Locality model of this cluster")
-    if workload.placement != "pack" or workload.noise > 0 or workload.interval_s is not None:
-        raise ValueError("batched sched2 env: needs pack placement, no noise, event scheduling")
-    if not workload.on_events:
-        raise ValueError("batched sched2 env: needs scheduling at every event")
-    cpu = min(s.cpu for s in workload.servers)
-    mem = min(s.mem for s in workload.servers)
-    for spec in workload.jobs:
-        d = spec.worker_demand
-        if (
-            d.gpu != 1.0
-            or cpu < d.cpu * m
-            or mem < d.mem * m
-            or spec.elastic
-            or spec.arch is not Arch.ALLREDUCE
-            or spec.model not in workload.model.sensitivity
-        ):
-            raise ValueError(
-                f"batched sched2 env: job {spec.job_id} is outside SCED²'s setting (one GPU per "
-                "all-reduce worker, fixed size, CPU/memory never binding, a known model)"
-            )
-    return len(workload.servers), m
-
-
-class _Ops:
-    """The few array operations whose spelling differs between NumPy and PyTorch."""
-
-    def __init__(self, backend: str, device: str) -> None:
-        self.torch = backend == "torch"
-        self.device = device
-        self.f64: Any
-        self.i64: Any
-        self.b: Any
-        if self.torch:
-            import torch
-
-            self.xp: Any = torch
-            self.f64, self.i64, self.b = torch.float64, torch.int64, torch.bool
-        else:
-            self.xp = np
-            self.f64, self.i64, self.b = np.float64, np.int64, np.bool_
-
-    def array(self, value: Any, dtype: Any) -> Any:
-        if self.torch:
-            return self.xp.as_tensor(np.asarray(value), dtype=dtype, device=self.device)
-        return np.asarray(value, dtype=dtype)
-
-    def full(self, shape: tuple[int, ...], value: float, dtype: Any) -> Any:
-        if self.torch:
-            return self.xp.full(shape, value, dtype=dtype, device=self.device)
-        return np.full(shape, value, dtype=dtype)
-
-    def arange(self, n: int) -> Any:
-        if self.torch:
-            return self.xp.arange(n, device=self.device)
-        return np.arange(n)
-
-    def nonzero(self, mask: Any) -> tuple[Any, ...]:
-        return mask.nonzero(as_tuple=True) if self.torch else np.nonzero(mask)
-
-    def stable_argsort(self, x: Any) -> Any:
-        if self.torch:
-            return self.xp.argsort(x, dim=-1, stable=True)
-        return np.argsort(x, axis=-1, kind="stable")
-
-    def take(self, x: Any, idx: Any) -> Any:
-        """``x`` gathered along the last axis."""
-        if self.torch:
-            return self.xp.take_along_dim(x, idx, dim=-1)
-        if x.ndim == 2:  # plain fancy indexing: np.take_along_axis costs ~50 µs a call
-            return x[np.arange(x.shape[0])[:, None], idx]
-        return np.take_along_axis(x, idx, axis=-1)
-
-    def numpy(self, x: Any) -> Any:
-        return x.cpu().numpy() if self.torch else x
-
-
-def slowdown(sensitivity: Any, servers: Any) -> Any:
-    """`dlsched.models.locality.slowdown` on arrays, the same operations in the same order."""
-    return 1.0 + 2.0 * (sensitivity - 1.0) * (servers - 1) / servers
 
 
 class BatchedSched2Env:
@@ -189,7 +74,7 @@ class BatchedSched2Env:
         backend = backend or ("torch" if device == "cuda" else "numpy")
         if backend not in ("numpy", "torch") or (backend == "numpy" and device != "cpu"):
             raise ValueError(f"batched sched2 env: backend {backend!r} on {device} is not offered")
-        self.ops = _Ops(backend, device)
+        self.ops = ArrayOps(backend, device)
         self.num_envs = num_envs
         self.traces = traces or workload_traces("sched2", **workload_options)
         probe = self.traces(0)

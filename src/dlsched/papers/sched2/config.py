@@ -123,7 +123,9 @@ class Sched2RunArgs:
     """Per-episode (per-iteration) CSV log (default OUT/train_log.csv)."""
     paper: Annotated[bool, Opt(flags=("--paper",))] = False
     """SCED²'s own method at its scale: plain DQN (no demonstrations), arrival window, 2,400
-    episodes on batched environments (README: deviations)."""
+    episodes on batched environments (README: deviations); its hyper-parameters are
+    `dlsched.papers.sched2.paper.PaperConfig`'s (of the DQN options only --seed and --episodes
+    apply)."""
     device: str = "auto"
     """--paper: auto, cpu (NumPy) or cuda (PyTorch)."""
     num_envs: Annotated[int, Opt(min=1, max=4096)] = 128
