@@ -90,7 +90,7 @@ def _phase(status: Obj) -> str:
     return true[-1] if true else ""
 
 
-def parse_pytorchjob(obj: Obj) -> TrainingJob:
+def parse_pytorchjob(obj: Obj) -> TrainingJob:  # over 80 lines: each field checked where read
     """An elastic PyTorchJob read into a `TrainingJob`; `ObjectError` naming the field if not."""
     if not isinstance(obj, dict):
         raise ObjectError(f"PyTorchJob: not an object: {type(obj).__name__}")
