@@ -118,7 +118,7 @@ def live_chaos(
         "max_param_diff": max(diffs.values()),
         "repairs": sum(lv.repairs for lv in cluster.jobs.values()),
         "wall_s": round(wall, 1),
-        "steps_redone_by_kind": dict(sorted(redone.items())),
+        "by_kind": {k: (kinds.count(k), redone.get(k, 0)) for k in sorted(set(kinds))},
     }
 
 
@@ -156,6 +156,16 @@ def killed_run(seed: int, steps: int, snapshot_every: int) -> dict[str, Any]:
             str(out),
             "--json",
         ]
+        requests = make_stream(
+            n,
+            seed=seed,
+            cores=2,
+            steps=steps,
+            arrival_gap_s=0.5,
+            step_sleep_s=0.02,
+            models=("smooth",),
+            snapshot_every=snapshot_every,
+        )
         first = subprocess.Popen(
             _cli(*args), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
@@ -164,7 +174,11 @@ def killed_run(seed: int, steps: int, snapshot_every: int) -> dict[str, Any]:
             # kill once a job finished and another is well past its last snapshot
             ended = ended_jobs(out) if (out / "jobs.csv").exists() else {}
             going = {j: s for j, s in read_progress(out / "work").items() if j not in ended}
-            if ended and any(s % snapshot_every >= snapshot_every // 2 for s in going.values()):
+            if ended and any(
+                s % snapshot_every >= snapshot_every // 2
+                and s + snapshot_every < requests[j].config.total_steps
+                for j, s in going.items()
+            ):
                 break
             time.sleep(0.1)
         children = descendants(first.pid)
@@ -183,16 +197,6 @@ def killed_run(seed: int, steps: int, snapshot_every: int) -> dict[str, Any]:
         wall = time.perf_counter() - t0
         with (out / "jobs.csv").open() as fh:
             rows = list(csv.DictReader(fh))
-        requests = make_stream(
-            n,
-            seed=seed,
-            cores=2,
-            steps=steps,
-            arrival_gap_s=0.5,
-            step_sleep_s=0.02,
-            models=("smooth",),
-            snapshot_every=snapshot_every,
-        )
         diffs = max_param_diff(requests, out / "params")
         finished = {int(r["job_id"]) for r in rows if r["status"] == "finished"}
         lost = [j for j in range(n) if j not in finished or diffs[j] >= ATOL]
@@ -243,13 +247,16 @@ def main() -> None:
     if args.json:
         print(json.dumps(rows))
         return
-    by_kind = rows.pop("steps_redone_by_kind")
-    width = max(len(k) for k in [*rows, *by_kind]) + 2
+    by_kind = rows.pop("by_kind")
+    if "run_steps_redone" in rows:
+        by_kind["kill_live_run"] = (1, rows["run_steps_redone"])
+    width = max(len(k) for k in rows) + 2
     print(f"{'counter':<{width}} value")
     for key, value in rows.items():
         print(f"{key:<{width}} {value}")
-    for kind, value in by_kind.items():
-        print(f"{'  steps redone, ' + kind:<{width}} {value}")
+    print(f"\n{'fault kind':<{width}} faults  steps redone")
+    for kind, (count, redone) in by_kind.items():
+        print(f"{kind:<{width}} {count:>6}  {redone:>12}")
     if k8s is None and not args.skip_k8s:
         print("(benchmarks/chaos_k8s.py not found: Kubernetes half not run)")
 

@@ -35,7 +35,7 @@ timeout 150 $PY -m pytest -m cuda -q -p no:cacheprovider -rA "${FILES[@]}" 2>&1 
     tee "$OUT/cuda_tests.log" | tail -15
 
 echo "== environment steps a second"
-timeout 75 $PY benchmarks/env_steps.py --only deeprm --seconds 6 2>&1 | tee "$OUT/env_steps.log"
+timeout 75 $PY benchmarks/env_steps.py --only deeprm --seconds 6 --deeprm-batch "${DEEPRM_BATCH:-2000}" 2>&1 | tee "$OUT/env_steps.log"
 
 echo "== paper-scale DeepRM training on $DEVICE"
 RUN=/tmp/deeprm_paper_run

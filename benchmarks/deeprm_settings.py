@@ -37,6 +37,7 @@ def main() -> None:
     parser.add_argument("--seeds", default="9001-9030", help="held-out seeds, LOW-HIGH")
     parser.add_argument("--loads", default="0.7,1.1,1.3,1.5,1.7,1.9")
     parser.add_argument("--deeprm", default="deeprm", help="the DeepRM scheduler spec")
+    parser.add_argument("--settings", default="paper,long", help="paper, long or both")
     args = parser.parse_args()
     seeds = _seeds(args.seeds)
     names = (args.deeprm, *SCHEDULERS[1:])
@@ -46,6 +47,8 @@ def main() -> None:
     met = 0
     points = 0
     for setting, options in SETTINGS.items():
+        if setting not in args.settings.split(","):
+            continue
         for load in (float(x) for x in args.loads.split(",")):
             rows = dlsched.compare("deeprm", list(names), seeds, load=load, **options)
             mean = {r.scheduler: r.mean["avg_slowdown"] for r in rows}

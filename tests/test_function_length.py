@@ -21,8 +21,6 @@ WHY_MARK = "80 lines"
 COMMANDS = "issue 28: the CLI commands (helper structure)"
 PENDING: dict[str, str] = {
     "dlsched/commands/live.py:live_run": COMMANDS,
-    "dlsched/commands/k8s.py:k8s_run": COMMANDS,
-    "dlsched/k8s/pytorchjob.py:parse_pytorchjob": "PyTorchJob work in flight (helper k8s)",
 }
 """Long functions that work in flight is splitting (path:function → the work); each must still
 be long (`test_the_pending_list_only_holds_long_functions`), so the list only shrinks."""

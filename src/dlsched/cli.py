@@ -166,6 +166,7 @@ def simulate(
 ) -> None:
     """Simulate one workload under one scheduler and print its metrics."""
     import dlsched
+    from dlsched.experiments.parallel import labelled
     from dlsched.sim.jobs_table import check_jobs_path, write_jobs
 
     label = escape(f"{workload} · {scheduler}")
@@ -185,16 +186,19 @@ def simulate(
         options = _workload_options(option, on_bad_row)
         if horizon is not None and "horizon_s" in options:
             raise ValueError("give the stop time once: --horizon or -o horizon_s, not both")
-        result = dlsched.simulate(
-            workload,
+        result = labelled(
+            dlsched.simulate(
+                workload,
+                scheduler,
+                seed,
+                servers=servers,
+                load=load,
+                placement=placement,
+                noise=noise,
+                on_job_finished=on_job_finished,
+                **{"horizon_s": horizon, **options},
+            ),
             scheduler,
-            seed,
-            servers=servers,
-            load=load,
-            placement=placement,
-            noise=noise,
-            on_job_finished=on_job_finished,
-            **{"horizon_s": horizon, **options},
         )
         if jobs_csv is not None:
             write_jobs([result], jobs_csv, "--jobs-csv")

@@ -74,3 +74,13 @@ def test_a_policy_path_spec_is_its_own_row_and_plot_bar(
 def test_plain_names_keep_the_scheduler_name() -> None:
     results = run_grid("deeprm", ["sjf", "fifo"], [1], num_jobs=10)
     assert [r.scheduler for r in results] == ["sjf", "fifo"]
+
+
+def test_simulate_labels_its_run_by_the_spec_too(tmp_path: Path) -> None:
+    jobs = tmp_path / "jobs.csv"
+    args = ["simulate", *DEEPRM, "-s", "deeprm:1.3", "--json", "--jobs-out", str(jobs)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["scheduler"] == "deeprm:1.3"
+    with jobs.open() as fh:
+        assert {row["scheduler"] for row in csv.DictReader(fh)} == {"deeprm:1.3"}

@@ -161,6 +161,23 @@ def test_membership_detects_silence_after_the_timeout() -> None:
     assert members.of_nonce("a") is None and members.by_ident(b"n-b") is b
 
 
+def test_the_failure_timeout_follows_late_heartbeats_and_forgives_coordinator_stalls() -> None:
+    """Issue 30: at load ~10 a fixed 1 s timeout declared live members dead."""
+    members = Membership(heartbeat_timeout_s=1.0)
+    ps = members.register(Role.PS, "p", "tcp://x:1", 0, now=0.0)
+    t = 0.0
+    for _ in range(20):  # a loaded box: heartbeats every 0.6 s instead of 0.2 s
+        t += 0.6
+        members.heartbeat(ps, version=0, rtt=0.01, phase="serving", now=t, roster=None)
+    assert members.timeout() == pytest.approx(3.0)  # 5 x the 90th percentile gap
+    assert members.dead(t + 2.9) == [] and members.dead(t + 3.1) == [ps]
+    members.stall_s = 0.5
+    members.tick(t)
+    members.tick(t + 10.0)  # the coordinator itself did not run for 10 s
+    assert members.dead(t + 10.0) == []
+    assert members.dead(t + 13.1) == [ps]  # its silence since counts again
+
+
 # ---------------------------------------------------------------- rounds under a fake clock
 
 

@@ -171,3 +171,34 @@ def test_train_paper_refuses_options_outside_the_method(
 
     assert_refused(["train", "deeprm", "--paper", *extra, "--out", str(tmp_path / "o")], option)
     assert not (tmp_path / "o").exists()
+
+
+def test_reproduce_labels_both_deeprm_rows_and_the_paper_number_goes_beside_paper_only() -> None:
+    from dlsched.papers.deeprm import experiments
+
+    assert "deeprm:paper" in experiments.SCHEDULERS and "deeprm" in experiments.SCHEDULERS
+    assert "DeepRM's method" in experiments.label("deeprm:paper")
+    assert "imitation" in experiments.label("deeprm")
+    lines = experiments.fig7_lines(
+        {"deeprm_withholding_share": 0.2, "deeprm:paper_withholding_share": 0.3}
+    )
+    assert "paper:" not in lines[0] and "paper: 0.234" in lines[1]
+
+
+def test_paper_trainer_same_iterations_on_numpy_and_torch_environments() -> None:
+    from dlsched.papers.deeprm.paper import PaperConfig, PaperReinforce
+
+    rows = []
+    for backend in ("numpy", "torch"):
+        config = PaperConfig(
+            loads=(1.3,),
+            jobsets=2,
+            episodes=3,
+            horizon_steps=15,
+            backend=backend,  # type: ignore[arg-type]
+        )
+        trainer = PaperReinforce(config)
+        rows.append([trainer.step() for _ in range(2)])
+    for a, b in zip(*rows, strict=True):
+        assert (a.samples, a.mean_reward, a.void_share) == (b.samples, b.mean_reward, b.void_share)
+        assert a.grad_norm == pytest.approx(b.grad_norm, rel=1e-5)

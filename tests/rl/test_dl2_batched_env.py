@@ -163,3 +163,24 @@ def test_paper_trainer_runs_and_says_how_it_was_made(tmp_path) -> None:
     assert "paper method" in card.notes and "value-only warm-up updates=2" in card.notes
     rows = (result.out / "train_log.csv").read_text().splitlines()
     assert rows[0].startswith("phase,updates,slots") and rows[-1].startswith("rl,4,")
+
+
+def test_job_seconds_are_the_scalar_jct_reward() -> None:
+    """``job_s`` of a slot is the time in system `Dl2Env(reward="jct")` charges for it."""
+    batched = Dl2BatchedEnv(1, **SMALL)
+    _, mask = batched.reset([7])
+    scalar = Dl2Env(reward="jct", **SMALL)
+    scalar.reset(options={"trace_seed": 7})
+    rng = np.random.default_rng(1)
+    slots = 0
+    while True:
+        action = int(rng.choice(np.flatnonzero(mask[0])))
+        _, mask, _, terminated, truncated, slot_end = batched.step([action])
+        _, reward, s_term, s_trunc, _ = scalar.step(action)
+        if slot_end[0]:
+            slots += 1
+            assert -batched.job_s[0] / 3600.0 == pytest.approx(reward, rel=1e-12, abs=1e-9)
+        if terminated[0] or truncated[0]:
+            assert s_term or s_trunc
+            break
+    assert slots > 5

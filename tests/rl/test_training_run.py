@@ -206,3 +206,19 @@ def test_cli_resume_onto_a_damaged_state_is_one_line_exit_2(tmp_path: Path) -> N
     assert result.exit_code == 2
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert len(lines) == 1 and TRAIN_STATE in lines[0], result.output
+
+
+def test_cli_resume_continues_a_real_learner(tmp_path: Path) -> None:
+    """DeepRM's learner: a resumed run goes on from its iteration, its log grows, wall_s too."""
+    args = ["train", "deeprm", "--out", str(tmp_path), "--jobsets", "1", "--episodes", "2"]
+    args += ["--validation-jobsets", "1", "--workers", "1", "--max-steps", "30"]
+    args += ["--validate-every", "1"]
+    first = CliRunner().invoke(app, [*args, "--iterations", "2"])
+    assert first.exit_code == 0, first.output
+    again = CliRunner().invoke(app, [*args, "--iterations", "4", "--resume"])
+    assert again.exit_code == 0, again.output
+    rows = _rows(tmp_path / "train_log.csv")
+    assert [r["iteration"] for r in rows] == ["1", "2", "3", "4"]
+    walls = [float(r["wall_s"]) for r in rows]
+    assert walls == sorted(walls)
+    assert read_card(tmp_path / LAST_DIR).steps["iterations"] == 4

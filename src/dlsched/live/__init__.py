@@ -15,11 +15,16 @@ Modules:
   `coordinator` (the thin ZeroMQ server and process entry point); everything but the server runs
   under a fake clock without processes;
 - members: `node` (registration, heartbeats), `ps`, `worker`;
-- owner side: `launcher` (process start and cleanup), `control` (control channel, parameter
-  fetch, `LiveJobError`), `scaling_report` (`ScalingReport`), `job` (`LiveJob`, the API);
+- owner side: `launcher` (process start and cleanup), `workdirs` (temporary folders, swept
+  when their owner was killed), `control` (control channel, parameter fetch, `LiveJobError`),
+  `scaling_report` (`ScalingReport`), `job` (`LiveJob`, the API), `job_faults` (fault
+  injection, coordinator restart, reset to the last snapshot);
 - around it: `reference` (single-process PyTorch baseline), `stream` (job streams for the live
-  loop), `cluster` (`LiveCluster`, the executor that lets any scheduler drive real jobs),
-  `online` (the hook for online learning).
+  loop), `cluster` (`LiveCluster`, the executor that lets any scheduler drive real jobs) with
+  `cluster_ops` (actions in threads of their own, what a fault needs), `cluster_repair` (the
+  repairs) and `cluster_report` (measurements, rows, result), `run_log` (``--out`` written as
+  things happen, ``--resume``), `chaos` (fault injection for tests and benchmarks), `online`
+  (the hook for online learning).
 """
 
 from dlsched.live.cluster import LiveCluster

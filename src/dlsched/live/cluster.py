@@ -12,7 +12,9 @@ refuses over-allocation); this module is its `Actuator` and the measurement loop
 with a `Result` built by `Result.from_runs`, as a simulation's is.
 
 No action blocks the loop: each runs in a thread of its own (`cluster_ops.JobOp`), the books
-charge the job what it was given, and an action that fails gives the books back. Faults are
+charge the job what it was given, and an action that fails gives the books back. (So a shrink
+frees its cores in the books at once, while its processes stop a round later: for that while,
+another job's new processes may share those cores; the books never over-commit.) Faults are
 repaired as they are seen: a dead coordinator is restarted from its state file; dead workers or
 PS are replaced by hot scaling; a job with no PS or no worker left is relaunched from its last
 snapshot (every job snapshots every ``snapshot_every`` steps). A job that keeps failing is
@@ -137,6 +139,7 @@ class LiveCluster(FaultRepair):
         self._busy_gpu_s = 0.0
         self._busy_cpu_s = 0.0
         self._closed = False
+        self._saved_steps: dict[str, int] = {}
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -206,6 +209,7 @@ class LiveCluster(FaultRepair):
             self._arrivals(now)
             self._reap(now)
             self._poll(now)
+            self._save_progress(now)
             if self._all_done():
                 break
             if self.horizon_s is not None and now >= self.horizon_s:
@@ -276,11 +280,17 @@ class LiveCluster(FaultRepair):
         for live in self._running():
             live.run.slots_run += 1
         self._record_timeline(self._clock())
-        if self.run_log is not None:  # how far each job got, for the steps a resume redoes
-            steps = {str(i): lv.steps for i, lv in self.jobs.items() if lv.steps}
-            write_atomic(self.workdir / PROGRESS_FILE, json.dumps({"t_s": now, "steps": steps}))
 
     # ------------------------------------------------------------------ resume
+
+    def _save_progress(self, now: float) -> None:
+        """With ``--out``: how far each job got, whenever that changed (what a resume of a
+        killed run redoes is counted from it)."""
+        steps = {str(i): lv.steps for i, lv in self.jobs.items() if lv.steps}
+        if self.run_log is None or steps == self._saved_steps:
+            return
+        self._saved_steps = steps
+        write_atomic(self.workdir / PROGRESS_FILE, json.dumps({"t_s": now, "steps": steps}))
 
     def adopt(self, ended: dict[int, dict[str, str]]) -> None:
         """Carry on from a killed run (``live run --resume``): jobs with a row in its

@@ -171,9 +171,3 @@ class FaultHandling:
         self._suspended = (version, files)
         log.warning("job %s reset to its snapshot at step %d", self.job_id, version)
         return version
-
-
-def snapshot_summary(workdir: Path) -> dict[str, Any]:
-    """``{"version": ..., "files": ...}`` of `last_snapshot` (for reports)."""
-    version, files = last_snapshot(workdir)
-    return {"version": version, "files": files or []}

@@ -23,6 +23,9 @@ log = logging.getLogger(__name__)
 
 PREFIX = "dlsched-live-"
 OWNER_FILE = "owner.pid"
+MAX_BASE_CHARS = 50
+"""A temporary folder with a longer path is not used: multiprocessing's socket inside it
+(``<tmp>/dlsched-live-<pid>-xxxxxxxx/listener-xxxxxxxx``) must fit ``AF_UNIX``'s 107 bytes."""
 _DIR: Path | None = None
 
 
@@ -31,8 +34,11 @@ def process_dir() -> Path:
     multiprocessing's temporary folder, on the first call; stale ones are swept then)."""
     global _DIR
     if _DIR is None or not _DIR.is_dir():
-        sweep_stale()
-        _DIR = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-"))
+        base = Path(tempfile.gettempdir())
+        if len(str(base)) > MAX_BASE_CHARS and Path("/tmp").is_dir():
+            base = Path("/tmp")  # the fork server's socket path would be too long
+        sweep_stale(base)
+        _DIR = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-", dir=base))
         (_DIR / OWNER_FILE).write_text(str(os.getpid()))
         config = multiprocessing.process.current_process()._config  # type: ignore[attr-defined]
         if "tempdir" not in config:  # multiprocessing has not made its pymp-* folder yet

@@ -19,11 +19,14 @@ Every paper package has the same files, where the paper has the part:
 =====================  =======================================================================
 ``state.py``           state encoding, actions and masks (shared by environment and scheduler)
 ``env.py``             the Gymnasium environment
-``algorithm.py``       the learning algorithm (DL2 actor-critic, REINFORCE, DQN)
+``config.py``          the documented hyper-parameter dataclasses (no torch; the CLI's options)
+``algorithm.py``       the learning step (DL2 actor-critic, REINFORCE, DQN)
 ``policy.py``          trained network behind the scheduler protocol, load/save (DeepRM, SCED²)
 ``scheduler.py``       registers the scheduler names (torch imported only when one is built)
-``train.py``           a training run end to end (what ``dlsched train NAME`` calls)
-``command.py``         the ``dlsched train NAME`` Typer sub-command
+``train.py``           the paper's `dlsched.rl.training.Learner` and what ``dlsched train NAME``
+                       calls (budget, keep-best, log and resume are `dlsched.rl.training`'s)
+``command.py``         ``dlsched train NAME``: `dlsched.commands.config_options.train_command`
+                       over ``config.py``'s dataclasses
 ``experiments.py``     ``dlsched reproduce NAME``
 ``policies/``          the shipped checkpoints (package data)
 =====================  =======================================================================

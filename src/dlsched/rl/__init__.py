@@ -1,5 +1,8 @@
 """What every learned scheduler shares; each paper's own code is in `dlsched.papers`.
 
+* `dlsched.rl.training` — the one training run of every ``dlsched train`` command (budget,
+  validate and keep the best, checkpoint + card, CSV and TensorBoard log, resume) around a
+  paper's `Learner`; `dlsched.rl.run_options` holds its options without PyTorch.
 * `dlsched.rl.policy_scheduler` — `PolicyScheduler`: a trained network deciding a scheduling
   point by a sequence of small actions, behind the ordinary `Scheduler` protocol.
 * `dlsched.rl.checkpoint` — checkpoints as plain tensors next to a JSON card, loaded without

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from rich.table import Table
 
@@ -15,6 +16,9 @@ from dlsched.commands.common import one_line_errors, out, progress_bar
 from dlsched.commands.config_options import Renamed, Section, train_command
 from dlsched.papers.deeprm.config import DeepRMRunArgs, ReinforceConfig
 from dlsched.rl.run_options import RunOptions
+
+if TYPE_CHECKING:
+    from dlsched.papers.deeprm.train import TrainOutcome
 
 
 @train_command(
@@ -54,6 +58,11 @@ def train_deeprm_command(run: RunOptions, config: ReinforceConfig, args: DeepRMR
             validation_jobsets=args.validation_jobsets,
             progress=advance,
         )
+    _print_outcome(outcome, label)
+
+
+def _print_outcome(outcome: TrainOutcome, label: str) -> None:
+    """The table of what the run reached."""
     plural = "" if outcome.iterations == 1 else "s"
     table = Table(title=f"deeprm · load {label} · {outcome.iterations} iteration{plural}")
     table.add_column("field")

@@ -66,7 +66,8 @@ PAPER_DEVIATIONS: tuple[tuple[str, str], ...] = (
     ),
     (
         "episodes truncated after max_steps time steps (paper: run until every job finished)",
-        "bounds a lock-step batch; no training episode reached it (log column 'truncated')",
+        "bounds a lock-step batch; the log's 'truncated' column counts them (up to 15 % of an "
+        "iteration's episodes early in training, at the high loads)",
     ),
 )
 """(what differs from DeepRM HotNets 2016, why) for ``train deeprm --paper``."""
@@ -86,6 +87,9 @@ class PaperConfig(ReinforceConfig):
     device: str = "cpu"
     """``"auto"``, ``"cpu"`` (NumPy environment) or ``"cuda"`` (environment and network on
     the GPU)."""
+    backend: Literal["auto", "numpy", "torch"] = "auto"
+    """Environment arrays: ``"auto"`` (NumPy on the CPU, torch elsewhere), or force one
+    (``"torch"`` on the CPU runs the GPU code path there: tests, rehearsals)."""
     chunk: int = 0
     """Jobsets per lock-step batch (0: all in one; smaller bounds memory)."""
     extra: dict[str, Any] = field(default_factory=dict)
@@ -219,16 +223,16 @@ class PaperReinforce:
         into the network's ``.grad`` (a sum), and return the iteration's statistics."""
         cfg, dev = self.config, self.device
         n = cfg.episodes
+        on_numpy = cfg.backend == "numpy" or (cfg.backend == "auto" and dev.type == "cpu")
         batch = make_batch(
             [js for js in jobsets for _ in range(n)],
             cfg.shape,
             objective=cfg.objective,
             max_steps=cfg.max_steps,
             device=str(dev),
-            backend="numpy" if dev.type == "cpu" else "torch",
+            backend="numpy" if on_numpy else "torch",
         )
         num = len(jobsets) * n
-        on_numpy = dev.type == "cpu"
         with torch.no_grad():
             table = self.net.prefix_table()
         states, masks, actions, clocks, rows_kept, rewards = [], [], [], [], [], []

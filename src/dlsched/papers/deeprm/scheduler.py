@@ -3,7 +3,9 @@
 ``deeprm`` runs the shipped policy ``policies/ranked`` (one policy for loads 0.3–1.9, 50-step
 and long jobsets; its slots show the ten shortest waiting jobs); ``deeprm:LOAD`` runs the
 paper-state policy (``policies/load0.7``, ``policies/load1.3``: slots in arrival order, as the
-paper) trained nearest ``LOAD``; ``deeprm:PATH`` runs a checkpoint from ``dlsched train deeprm``.
+paper) trained nearest ``LOAD``; ``deeprm:paper`` runs ``policies/paper``, trained by DeepRM's own
+method (``train deeprm --paper``; a folder named ``paper`` is ``deeprm:./paper``);
+``deeprm:PATH`` runs a checkpoint from ``dlsched train deeprm``.
 See `dlsched.papers.deeprm.policy` for how the policy sees the Simulator's state.
 """
 
@@ -14,15 +16,21 @@ from dlsched.schedulers.base import Scheduler
 from dlsched.schedulers.registry import register
 
 
+def _paper_load_or_path(name: str, arg: str) -> None:
+    """``deeprm:paper`` (the policy of DeepRM's own method), ``deeprm:LOAD`` or ``deeprm:PATH``."""
+    if arg != "paper":
+        load_or_path(name, arg)
+
+
 @register(
     "deeprm",
     setting="fixed-duration (deeprm)",
     source="DeepRM (Mao et al. 2016), trained here",
     description=(
         "policy network for deeprm loads 0.3-1.9 (how it was made: its card.json; "
-        "deeprm:LOAD paper-state; deeprm:PATH)"
+        "deeprm:paper DeepRM's own method; deeprm:LOAD paper-state; deeprm:PATH)"
     ),
-    argument=("LOAD or PATH", load_or_path),
+    argument=("paper, LOAD or PATH", _paper_load_or_path),
 )
 def _make(arg: str | None) -> Scheduler:
     from dlsched.papers.deeprm.policy import make_deeprm_scheduler

@@ -140,6 +140,9 @@ class Dl2BatchedEnv:
         self.buf_len = max(NOISE_BUFFER, 8 * N)
         self.buf = z((B, self.buf_len))
         self.rewards = z(B)
+        self.job_s = z(B)
+        """Job-seconds the slot's jobs spent in the system during each environment's slot that
+        ended at the last step (0 where none ended; after a stall too)."""
         self.flags = z((B, 3), dtype=np.int8)
         self._job_arrays(B, N, S)
 
@@ -292,7 +295,7 @@ class Dl2BatchedEnv:
             self.cap, self.status, self.before, self.slot_w, self.slot_p, self.order,
             self.started, self.run_seq, self.wp, self.pp, self.used, self.wneed_of, self.pneed,
             self.speed, self.comp, self.submit, self.buf, self.ints, self.floats,
-            self.max_slots, self.rewards, self.flags,
+            self.max_slots, self.rewards, self.flags, self.job_s,
         )  # fmt: skip
         bs.step_all(a, *self._slot_args(), *rest)  # type: ignore[call-arg]  # numba's stub
         flags = self.flags.astype(bool)
@@ -318,7 +321,3 @@ class Dl2BatchedEnv:
     def row_counts(self) -> npt.NDArray[np.int64]:
         """``(B, J, 2)`` workers and PS given so far this slot to each row of the batch."""
         return self.rows[:, :, sk.W : sk.P + 1]
-
-    def slots(self) -> npt.NDArray[np.int64]:
-        """Slots decided so far in each environment's episode."""
-        return self.ints[:, bk.I_SLOTS]

@@ -146,13 +146,15 @@ def step_all(actions: I64, J: int, L: int, obs: F32, rows: I64, st: I64, free: F
              slot_p: I64, order: I64, started: npt.NDArray[np.bool_], run_seq: I64, wp: I64,
              pp: I64, used: F64, wneed_of: F64, pneed: F64, speed: F64, comp: F64, submit: F64,
              buf: F64, ints: I64, floats: F64, max_slots: int, rewards: F64,
-             flags: npt.NDArray[np.int8]) -> None:  # fmt: skip
+             flags: npt.NDArray[np.int8], job_s: F64) -> None:  # fmt: skip
     """Every environment not yet ended takes its action (a masked one acts as void); fills
-    ``rewards`` and ``flags`` (slot end, terminated, truncated) per environment."""
+    ``rewards`` and ``flags`` (slot end, terminated, truncated) per environment, and ``job_s``:
+    the job-seconds the slot's jobs spent in the system during the slot (0 unless it ended)."""
     void = 3 * J
     row_dim = L + 10
     for b in range(actions.shape[0]):
         rewards[b] = 0.0
+        job_s[b] = 0.0
         flags[b, :] = 0
         if slot_i[b, S_DONE]:
             continue
@@ -181,6 +183,7 @@ def step_all(actions: I64, J: int, L: int, obs: F32, rows: I64, st: I64, free: F
                 n_chosen += 1
         n_active = slot_i[b, S_NACTIVE]
         slot_jobs = active[b, :n_active].copy()
+        t_start = floats[b, bk.F_NOW]
         result = bk.end_slot(chosen, n_chosen, slot_w[b], slot_p[b], status[b], started[b],
                              run_seq[b], aw[b], ap[b], wp[b], pp[b], used[b], cap, wneed_of[b],
                              pneed, jtype[b], speed, progress[b], ptime[b], paused[b], rate[b],
@@ -197,6 +200,8 @@ def step_all(actions: I64, J: int, L: int, obs: F32, rows: I64, st: I64, free: F
                 else:
                     done = work_done(j, t_end, progress[b], ptime[b], paused[b], rate[b], total[b])
                 r += (done - before[b, j]) / max(total[b, j], 1e-12)
+                left = ptime[b, j] if status[b, j] == bk.FINISHED else t_end
+                job_s[b] += left - t_start
             rewards[b] = r
         if result == bk.NEXT:
             start_slot(b, J, L, obs, rows, st, free, totals_cap, needs, fits, mask, active,

@@ -202,3 +202,5 @@ class Dl2RunArgs:
     """--paper: auto, cpu or cuda (networks and mini-batches)."""
     num_envs: Annotated[int, Opt(min=1, max=4096)] = 16
     """--paper: episodes simulated at once."""
+    critic_warmup: Annotated[int, Opt(min=0, max=MAX_STEPS)] = 0
+    """--paper: value-only updates before the policy learns (ours; 0 = the paper)."""

@@ -39,6 +39,7 @@ from torch import nn
 
 from dlsched.papers.dl2.algorithm import Batch, Learner, collect_teacher, supervised
 from dlsched.papers.dl2.batched_env import Dl2BatchedEnv, resolve_device
+from dlsched.papers.dl2.batched_kernels import SLOT_S
 from dlsched.papers.dl2.env import Dl2Env
 from dlsched.papers.dl2.network import (
     ALGORITHM,
@@ -106,7 +107,8 @@ class PaperSpec:
         teacher: heuristic of the supervised warm-up (§4.2: DRF).
         sl_traces: training traces the teacher is replayed on (ours).
         sl_steps: supervised mini-batches (ours; the paper: "hundreds of" passes).
-        rl_updates: actor-critic updates (one per simulated slot).
+        rl_updates: actor-critic updates (one per ``config.slots_per_update`` simulated slots;
+            the paper: one per slot).
         num_envs: episodes simulated at once (ours: the batched environment).
         eval_every: RL updates between validations.
         val_seeds: validation trace seeds (never trained on).
@@ -116,6 +118,9 @@ class PaperSpec:
             card must say it was made by the same warm-up; the card of the result says so).
         critic_warmup: updates of the value network alone before the policy learns (ours,
             0 = the paper: policy and value learn from the first update).
+        reward: ``"paper"`` (Σ epochs trained / total epochs) or ``"jct"`` (a diagnosis, not
+            the paper: minus the jobs in the system over the slot ÷ J, whose undiscounted
+            sum is −Σ JCT / (1,200 s × J)).
     """
 
     out: Path
@@ -132,6 +137,7 @@ class PaperSpec:
     max_wall_s: float | None = None
     init: Path | None = None
     critic_warmup: int = 0
+    reward: str = "paper"
 
 
 class SlotReplay:
@@ -195,10 +201,21 @@ def exploration_fixes(env: Dl2BatchedEnv) -> npt.NDArray[np.bool_]:
 
 
 class Collector:
-    """Runs the policy in `Dl2BatchedEnv` and fills the replay a slot at a time."""
+    """Runs the policy in `Dl2BatchedEnv` and fills the replay a slot at a time (``reward``:
+    see `PaperSpec`)."""
 
-    def __init__(self, env: Dl2BatchedEnv, learner: Learner, replay: SlotReplay, seed: int):
+    def __init__(
+        self,
+        env: Dl2BatchedEnv,
+        learner: Learner,
+        replay: SlotReplay,
+        seed: int,
+        reward: str = "paper",
+    ):
+        if reward not in ("paper", "jct"):
+            raise ValueError(f"reward must be paper or jct, got {reward!r}")
         self.env, self.learner, self.replay = env, learner, replay
+        self.jct_reward = reward == "jct"
         self.rng = np.random.default_rng(seed)
         self.gen = torch.Generator(device=env.device).manual_seed(seed)
         env.reset()
@@ -231,6 +248,8 @@ class Collector:
         obs, mask = env.obs.copy(), env.mask.copy()
         actions = self.act()
         _, _, rewards, terminated, truncated, slot_end = env.step(actions)
+        if self.jct_reward:
+            rewards = -env.job_s / (SLOT_S * env.shape.J)
         for b in range(env.num_envs):
             self.staged[b].append((obs[b], mask[b], int(actions[b])))
         ended = np.flatnonzero(slot_end)
@@ -307,14 +326,16 @@ def _notes(spec: PaperSpec, updates: int, slots: int) -> str:
             "DL2's paper method (train dl2 --paper): paper state (x, d, e, r, w, u; the other "
             "observation entries have zero input weights), MLP 2x256",
             start,
-            f"then {updates} actor-critic updates (one per simulated slot; {slots} slots in "
-            f"{spec.num_envs} batched environments), reward = sum of epochs trained / total "
-            "epochs",
+            f"then {updates} actor-critic updates (one per {cfg.slots_per_update} simulated "
+            f"slot(s); {slots} slots in {spec.num_envs} batched environments), "
+            "reward = sum of epochs trained / total epochs",
             f"gamma={cfg.gamma:g}, job-aware exploration={cfg.exploration} "
             f"(epsilon={cfg.epsilon:g}), entropy beta={cfg.entropy_beta:g}, "
             f"replay={cfg.replay_size if cfg.replay else 0}, value network={cfg.value_net}, "
             f"rl lr={cfg.rl_lr:g}, batch={cfg.batch_size}, normalised advantages="
             f"{cfg.normalize_advantage}, value-only warm-up updates={spec.critic_warmup}",
+            f"reward={spec.reward}"
+            + ("" if spec.reward == "paper" else " (NOT the paper's: minus jobs in the system)"),
             f"checkpoint = best greedy validation avg JCT on seeds {list(spec.val_seeds)}",
         ]
     )
@@ -370,7 +391,7 @@ class PaperLearner:
                 spec.num_envs, shape=self.shape, seed=cfg.seed, device=spec.device,
                 **spec.workload_options,
             )  # fmt: skip
-            self.collector = Collector(env, self.learner, self.replay, cfg.seed)
+            self.collector = Collector(env, self.learner, self.replay, cfg.seed, spec.reward)
         collector, replay = self.collector, self.replay
         sums = dict.fromkeys(STATS, 0.0)
         done = due = 0
@@ -378,12 +399,13 @@ class PaperLearner:
             due += collector.step()
             if replay.size < replay.capacity:
                 due = 0
-            while due > 0 and done < spec.eval_every:
+            while due >= cfg.slots_per_update and done < spec.eval_every:
                 batch = replay.sample(cfg.batch_size, self.rng, self.device)
                 stats = rl_update(self.learner, batch, self.updates < spec.critic_warmup)
                 for k in STATS:
                     sums[k] += stats.get(k, float("nan"))
-                due, done, self.updates = due - 1, done + 1, self.updates + 1
+                due -= cfg.slots_per_update
+                done, self.updates = done + 1, self.updates + 1
         returns = collector.returns[-2 * spec.num_envs :]
         row: dict[str, object] = {k: v / done for k, v in sums.items()}
         row.update(
@@ -407,7 +429,12 @@ class PaperLearner:
             workload_params=dict(spec.workload_options),
             shapes=self.shape.fields(),
             seeds={"validation": list(spec.val_seeds), "run": [cfg.seed]},
-            steps={"sl": spec.sl_steps, "rl": self.updates, "slots": slots},
+            steps={
+                "sl": spec.sl_steps,
+                "rl": self.updates,
+                "rl_tried": self.updates,
+                "slots": slots,
+            },
             validation={"avg_jct_s": self.val_jct},
             hyperparams=cfg.to_dict() | {"method": "paper"},
             notes=_notes(spec, self.updates, slots),

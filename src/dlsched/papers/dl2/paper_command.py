@@ -32,12 +32,19 @@ def run_paper(
     max_minutes: float | None,
     init: Path | None,
     resume: bool,
+    critic_warmup: int = 0,
 ) -> None:
     """Train with the paper preset and print where the policy is."""
     spec = PaperSpec(
         out=out_dir,
         workload_options=options,
-        config=paper_config(seed=seed, value_net=value_net, exploration=exploration, replay=replay),
+        config=paper_config(
+            seed=seed,
+            value_net=value_net,
+            exploration=exploration,
+            replay=replay,
+        ),
+        critic_warmup=critic_warmup,
         teacher=teacher,
         sl_traces=sl_traces,
         sl_steps=sl_steps,

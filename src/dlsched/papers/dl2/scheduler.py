@@ -64,8 +64,11 @@ def how_trained(name: str) -> str:
         return ""
     card = read_card(policy_dir(name))
     if card.hyperparams.get("method") == "paper":
-        updates = card.steps.get("rl", 0)
-        return f"paper's method: SL from DRF, then actor-critic ({updates:,} updates)"
+        kept, tried = card.steps.get("rl", 0), card.steps.get("rl_tried", 0)
+        return (
+            f"paper's method: SL from DRF, then actor-critic ({kept:,} of {tried:,} RL updates "
+            "kept by validation)"
+        )
     if name.startswith("offline-rl"):
         return "OfflineRL baseline: RL on fitted Optimus speeds only"
     notes = card.notes
