@@ -259,6 +259,8 @@ class DeepRMLearner:
             "pretrained": self.pretrained,
             "rng": json.dumps(self.trainer.rng.bit_generator.state),
             "torch_rng": torch.get_rng_state(),
+            # --paper samples actions from its own generator (on the GPU with --device cuda)
+            "sample_rng": getattr(self.trainer, "gen", torch.Generator()).get_state(),
         }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
@@ -268,6 +270,8 @@ class DeepRMLearner:
         self.pretrained = bool(state["pretrained"])
         self.trainer.rng.bit_generator.state = json.loads(state["rng"])
         torch.set_rng_state(state["torch_rng"])
+        if hasattr(self.trainer, "gen") and "sample_rng" in state:
+            self.trainer.gen.set_state(state["sample_rng"])
 
     def close(self) -> None:
         self.trainer.close()
