@@ -6,7 +6,9 @@ diagnosis; benchmarks/RESULTS.md 2026-11-26, runs A–E, logs in ``benchmarks/dl
 
 ``sl`` makes the start (DRF on 4 traces, 1,000 mini-batches); ``A`` is the paper exactly; ``B``
 adds 1,000 value-only updates and standardised advantages; ``C`` is B with lr 1e-5 and β 0.01;
-``D`` is B with the reward minus jobs in the system (not the paper's); ``E`` is B with β = 0.
+``D`` is B with the reward minus jobs in the system (not the paper's); ``E`` is B with β = 0;
+``F`` is E with one update of 4,096 samples every 16 slots (same samples a slot, 16× fewer,
+larger updates; 60 value-only updates first, validation every 60).
 Each variant validates every 750 updates and keeps its best policy in ``OUT/NAME``.
 """
 
@@ -32,6 +34,13 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "C": {**B, "num_envs": 32, "config": replace(B["config"], rl_lr=1e-5, entropy_beta=0.01)},
     "D": {**B, "num_envs": 32, "reward": "jct"},
     "E": {**B, "num_envs": 32, "config": replace(B["config"], entropy_beta=0.0)},
+    "F": {
+        **B,
+        "num_envs": 32,
+        "critic_warmup": 60,
+        "eval_every": 60,
+        "config": replace(B["config"], entropy_beta=0.0, batch_size=4096, slots_per_update=16),
+    },
 }
 
 
@@ -49,7 +58,8 @@ def main() -> None:
         learner.step()
         save_checkpoint(base.out, *learner.policy_files())
         return
-    spec = replace(base, out=args.out / args.variant, init=base.out, **VARIANTS[args.variant])
+    options = dict(VARIANTS[args.variant])
+    spec = replace(base, out=args.out / args.variant, init=base.out, **options)
     spec.out.mkdir(parents=True, exist_ok=True)
     learner = PaperLearner(spec)
     learner.step()  # loads the supervised start

@@ -60,10 +60,9 @@ class JsonApi:
     ) -> dict[str, Any]:
         """The decoded JSON answer of ``method path`` with ``body``; `client.ApiException`
         for any answer outside 2xx (its status, reason and body as the generated calls give),
-        `BadReply` for a 2xx answer that is not a JSON object. A write calls ``guard`` first."""
+        `BadReply` for a 2xx answer that is not a JSON object. A write calls ``guard`` just
+        before it is sent, and is not retried here (`dlsched.k8s.retry` retries it, guarded)."""
         write = method != "GET"
-        if write and self.guard is not None:
-            self.guard()
         if timeout is None:
             timeout = WRITE_TIMEOUT if write else READ_TIMEOUT
         headers: dict[str, str] = {
@@ -73,6 +72,8 @@ class JsonApi:
         }
         self.api.update_params_for_auth(headers, [], ["BearerToken"], path, method, body)
         data = None if body is None else json.dumps(body, separators=(",", ":")).encode()
+        if write and self.guard is not None:  # last, so that little runs between it and the send
+            self.guard()
         if self._pool is not None:
             answer = self._pool.urlopen(
                 method,
@@ -81,6 +82,7 @@ class JsonApi:
                 headers=headers,
                 redirect=False,
                 timeout=timeout,
+                retries=False if write else None,  # a write is retried through the guard
             )
         else:
             answer = self.api.rest_client.pool_manager.request(
@@ -89,6 +91,7 @@ class JsonApi:
                 body=data,
                 headers=headers,
                 timeout=timeout,
+                retries=False if write else None,
             )
         if not 200 <= answer.status <= 299:
             raise client.ApiException(http_resp=answer)

@@ -107,7 +107,8 @@ class PaperSpec:
         teacher: heuristic of the supervised warm-up (§4.2: DRF).
         sl_traces: training traces the teacher is replayed on (ours).
         sl_steps: supervised mini-batches (ours; the paper: "hundreds of" passes).
-        rl_updates: actor-critic updates (one per simulated slot).
+        rl_updates: actor-critic updates (one per ``config.slots_per_update`` simulated slots;
+            the paper: one per slot).
         num_envs: episodes simulated at once (ours: the batched environment).
         eval_every: RL updates between validations.
         val_seeds: validation trace seeds (never trained on).
@@ -325,9 +326,9 @@ def _notes(spec: PaperSpec, updates: int, slots: int) -> str:
             "DL2's paper method (train dl2 --paper): paper state (x, d, e, r, w, u; the other "
             "observation entries have zero input weights), MLP 2x256",
             start,
-            f"then {updates} actor-critic updates (one per simulated slot; {slots} slots in "
-            f"{spec.num_envs} batched environments), reward = sum of epochs trained / total "
-            "epochs",
+            f"then {updates} actor-critic updates (one per {cfg.slots_per_update} simulated "
+            f"slot(s); {slots} slots in {spec.num_envs} batched environments), "
+            "reward = sum of epochs trained / total epochs",
             f"gamma={cfg.gamma:g}, job-aware exploration={cfg.exploration} "
             f"(epsilon={cfg.epsilon:g}), entropy beta={cfg.entropy_beta:g}, "
             f"replay={cfg.replay_size if cfg.replay else 0}, value network={cfg.value_net}, "
@@ -398,12 +399,13 @@ class PaperLearner:
             due += collector.step()
             if replay.size < replay.capacity:
                 due = 0
-            while due > 0 and done < spec.eval_every:
+            while due >= cfg.slots_per_update and done < spec.eval_every:
                 batch = replay.sample(cfg.batch_size, self.rng, self.device)
                 stats = rl_update(self.learner, batch, self.updates < spec.critic_warmup)
                 for k in STATS:
                     sums[k] += stats.get(k, float("nan"))
-                due, done, self.updates = due - 1, done + 1, self.updates + 1
+                due -= cfg.slots_per_update
+                done, self.updates = done + 1, self.updates + 1
         returns = collector.returns[-2 * spec.num_envs :]
         row: dict[str, object] = {k: v / done for k, v in sums.items()}
         row.update(
