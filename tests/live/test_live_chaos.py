@@ -224,14 +224,19 @@ def test_kill_live_run_itself_then_resume_from_the_snapshots(
     assert second.returncode == 0, second.stderr[-2000:]
     summary = json.loads(second.stdout.strip().splitlines()[-1])
     assert summary["finished"] == 3 and summary["failed"] == 0
+    with (out / "jobs.csv").open() as fh:
+        rows = list(csv.DictReader(fh))
     # at most what was done since the last snapshot (a lower bound: the members of the killed
     # run go on for a moment after their owner died, and may snapshot then)
     assert summary["steps_redone"] <= 10
     with (out / "scaling_events.csv").open() as fh:
         actions = [r["action"] for r in csv.DictReader(fh)]
     assert "resume" in actions  # jobs the killed run had started go on from their snapshots
-    with (out / "jobs.csv").open() as fh:
-        rows = list(csv.DictReader(fh))
+    with (out / "scaling_events.csv").open() as fh:
+        starts = [(r["job_id"], float(r["t_s"])) for r in csv.DictReader(fh)]
+    first = {j: min(t for i, t in starts if i == j) for j, _ in starts}
+    for row in rows:  # a job's first start is kept across the kill (its wait, its JCT)
+        assert float(row["start_s"]) == pytest.approx(first[row["job_id"]], abs=0.2)
     assert sorted(int(r["job_id"]) for r in rows) == [0, 1, 2]
     diffs = max_param_diff(requests, out / "params")
     assert max(diffs.values()) < ATOL, diffs

@@ -146,7 +146,14 @@ def live_run(
     from dlsched.live.job import LiveJobError
     from dlsched.live.models import MODELS
     from dlsched.live.online import make_learning_scheduler, online_learner
-    from dlsched.live.run_log import RunLog, ended_jobs, load_settings, resumed_at, save_settings
+    from dlsched.live.run_log import (
+        RunLog,
+        ended_jobs,
+        first_starts,
+        load_settings,
+        resumed_at,
+        save_settings,
+    )
     from dlsched.live.stream import make_stream
 
     with one_line_errors():
@@ -213,7 +220,7 @@ def live_run(
             time_offset_s=0.0 if resume is None else resumed_at(resume),
         )
         if resume is not None:
-            cluster.adopt(ended_jobs(resume))
+            cluster.adopt(ended_jobs(resume), first_starts(resume))
         try:
             with _sigterm_as_interrupt(), view:
                 result = cluster.run()

@@ -292,10 +292,13 @@ class LiveCluster(FaultRepair):
         self._saved_steps = steps
         write_atomic(self.workdir / PROGRESS_FILE, json.dumps({"t_s": now, "steps": steps}))
 
-    def adopt(self, ended: dict[int, dict[str, str]]) -> None:
+    def adopt(
+        self, ended: dict[int, dict[str, str]], started: dict[int, float] | None = None
+    ) -> None:
         """Carry on from a killed run (``live run --resume``): jobs with a row in its
         ``jobs.csv`` (``ended``, `dlsched.live.run_log.ended_jobs`) keep their outcome; every
-        other job that had started resumes from its last snapshot in `workdir`."""
+        other job that had started (at ``started``, `run_log.first_starts`) resumes from its
+        last snapshot in `workdir`."""
         progress = read_progress(self.workdir)
         for job_id, live in self.jobs.items():
             run = live.run
@@ -327,7 +330,7 @@ class LiveCluster(FaultRepair):
             live.steps = version
             run.progress_s = min(run.spec.total_work, version * epochs_per_step(job.config))
             live.steps_redone = max(0, progress.get(job_id, version) - version)
-            run.first_start_s = None
+            run.first_start_s = (started or {}).get(job_id)
 
     def _active(self, job_id: int) -> JobRun | None:
         live = self.jobs.get(job_id)

@@ -138,3 +138,20 @@ def read_progress(workdir: Path) -> dict[int, int]:
         return {int(k): int(v) for k, v in data["steps"].items()}
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return {}
+
+
+def first_starts(out_dir: Path) -> dict[int, float]:
+    """When each job first started in a killed run (its first ``start`` event), seconds."""
+    path = out_dir / "scaling_events.csv"
+    out: dict[int, float] = {}
+    if not path.exists():
+        return out
+    with path.open(newline="") as fh:
+        for row in csv.DictReader(fh):
+            try:
+                if row["action"] == "start":
+                    job, t = int(row["job_id"]), float(row["t_s"])
+                    out[job] = min(t, out.get(job, t))
+            except (KeyError, TypeError, ValueError):
+                continue
+    return out
