@@ -212,6 +212,11 @@ def simulate(
     if json_out:
         print(json.dumps(summary))
         return
+    out.print(_summary_table(summary, seed))
+
+
+def _summary_table(summary: dict[str, Any], seed: int) -> Table:
+    """One run's metrics, one row each, with their units."""
     title = f"{summary['workload']} · {summary['scheduler']} · seed {seed}"
     table = Table(title=Text(title), min_width=len(title))  # a long trace path stays one line
     table.add_column("metric", no_wrap=True)
@@ -222,7 +227,7 @@ def simulate(
             continue
         shown = _fmt_metric(key, value) if isinstance(value, float) else str(value)
         table.add_row(key, Text(shown), _metric_unit(key))
-    out.print(table)
+    return table
 
 
 @app.command()
