@@ -15,8 +15,8 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dlsched.core import Allocation, Cluster, Decision, JobRun, Target
-from dlsched.live.cluster import LiveCluster, _Live
+from dlsched.core import Allocation, Cluster, Decision, JobRun, Status, Target
+from dlsched.live.cluster import LiveCluster
 from dlsched.live.stream import LiveJobRequest, live_server, make_stream
 from dlsched.placement import make_placement
 from dlsched.schedulers.base import BaseScheduler
@@ -39,10 +39,23 @@ class _Labels(BaseScheduler):
 class RecordingLive(LiveCluster):
     """A live cluster whose changes are recorded instead of made to real processes."""
 
-    def _actuate(self, live: _Live, old: Allocation, new: Allocation) -> None:
-        self.changes.append((live.run.job_id, old, new))
-        if old.is_empty and live.run.first_start_s is None:
-            live.run.first_start_s = 0.0
+    def change(self, run: JobRun, old: Allocation, new: Allocation) -> Status:
+        self.changes.append((run.job_id, old, new))
+        if old.is_empty and run.first_start_s is None:
+            run.first_start_s = 0.0
+        run.allocation = new
+        return Status.success()
+
+    def apply(self, decision: Decision) -> dict[int, Status]:
+        """What `LiveCluster._decide` does with a scheduler's decision, without the view."""
+        return self.executor.apply(
+            decision,
+            active=self._active,
+            running=[lv.run for lv in self._running()],
+            preemptive=self.scheduler.preemptive,
+            actuator=self,
+            source=self.scheduler.name,
+        )
 
 
 def _requests(n: int, seed: int) -> list[LiveJobRequest]:
@@ -102,7 +115,7 @@ def test_simulator_and_live_runtime_apply_decisions_alike(
             view = sim.view()
             decision = _decision(rng, [*view.running, *view.pending])
             sim_status = sim.apply(decision)
-            assert live._apply(decision) == sim_status
+            assert live.apply(decision) == sim_status
             for job_id, lv in live.jobs.items():
                 assert lv.run.allocation == sim.runs[job_id].allocation, job_id
             assert dict(live.cluster.allocations) == dict(sim.cluster.allocations)
@@ -122,9 +135,9 @@ def test_the_live_runtime_refuses_what_the_simulator_refuses() -> None:
         (lv,) = live.jobs.values()
         lv.arrived = True
         job = lv.run.job_id
-        status = live._apply(Decision({job: Target(1, 0)}))
+        status = live.apply(Decision({job: Target(1, 0)}))
         assert "give it both or nothing" in status[job].reason
-        assert live._apply(Decision({job: Target(1, 1)})) == {}
+        assert live.apply(Decision({job: Target(1, 1)})) == {}
         assert live.changes[-1][2].num_workers == 1
     finally:
         live.close()
