@@ -4,6 +4,8 @@ the unit tier, ``-m "not slow and not integration"``, and ``make test`` runs eve
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,3 +18,20 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if any(folder in item.path.parents for folder in INTEGRATION):
             item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture(autouse=True)
+def _root_logging_restored() -> Iterator[None]:
+    """A command that sets up logging (``k8s run --log-level``) attaches a handler to the
+    stderr of the Typer runner it ran under, closed once that run ends: later tests' records
+    would hit the closed stream. Each test gets the root logger back as it found it."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    for handler in list(root.handlers):
+        if handler not in handlers:
+            root.removeHandler(handler)
+    for handler in handlers:
+        if handler not in root.handlers:
+            root.addHandler(handler)
+    root.setLevel(level)

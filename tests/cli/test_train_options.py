@@ -84,7 +84,9 @@ def test_max_minutes_stops_training_and_old_spelling_warns(tmp_path: Path, caplo
     with (out / "train_log.csv").open() as fh:
         rows = list(csv.DictReader(fh))
     assert 1 <= len(rows) < 100000
-    assert float(rows[-1]["wall_s"]) >= 1.0
+    # the budget (counted from before the learner is built) stopped it; the last logged row
+    # may come from a validation just before the budget ran out
+    assert "wall-time budget of 1 s spent" in caplog.text
 
     caplog.clear()
     both = runner.invoke(app, [*args, "--time-budget", "1", "--max-minutes", "1", "--force"])
