@@ -90,7 +90,16 @@ def _phase(status: Obj) -> str:
     return true[-1] if true else ""
 
 
-def parse_pytorchjob(obj: Obj) -> TrainingJob:  # over 80 lines: each field checked where read
+def _status(obj: Obj, where: str) -> Obj:
+    """The job's ``status``, its conditions checked to be a list of objects."""
+    status = mapping(obj.get("status"), f"{where}: status")
+    conditions = status.get("conditions") or []
+    if not isinstance(conditions, list) or not all(isinstance(c, dict) for c in conditions):
+        raise ObjectError(f"{where}: status.conditions: must be a list of objects")
+    return status
+
+
+def parse_pytorchjob(obj: Obj) -> TrainingJob:
     """An elastic PyTorchJob read into a `TrainingJob`; `ObjectError` naming the field if not."""
     if not isinstance(obj, dict):
         raise ObjectError(f"PyTorchJob: not an object: {type(obj).__name__}")
@@ -148,10 +157,7 @@ def parse_pytorchjob(obj: Obj) -> TrainingJob:  # over 80 lines: each field chec
         max_ps=0,
         priority=_annotation_number(notes, "priority", 0.0, where),
     )
-    status = mapping(obj.get("status"), f"{where}: status")
-    conditions = status.get("conditions") or []
-    if not isinstance(conditions, list) or not all(isinstance(c, dict) for c in conditions):
-        raise ObjectError(f"{where}: status.conditions: must be a list of objects")
+    status = _status(obj, where)
     return TrainingJob(
         name=str(meta.get("name")),
         namespace=str(meta.get("namespace", "")),
