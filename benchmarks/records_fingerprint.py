@@ -19,8 +19,10 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import sys
-from concurrent.futures import ProcessPoolExecutor
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import astuple
 from typing import Any
 
@@ -92,6 +94,36 @@ def _one(run: tuple[str, str, int, dict[str, Any]]) -> tuple[str, Any]:
     }
 
 
+def _run_with_progress(
+    runs: list[tuple[str, str, int, dict[str, Any]]], partial: str, workers: int
+) -> dict[str, Any]:
+    """Run ``runs``, appending each result to ``partial`` (JSON lines) as it ends, so a run of
+    hours that is stopped keeps what it did: started again, it skips the keys already there."""
+    results: dict[str, Any] = {}
+    if os.path.exists(partial):
+        with open(partial) as fh:
+            for line in fh:
+                if line.strip():
+                    key, value = json.loads(line)
+                    results[key] = value
+    todo = [r for r in runs if _key(r) not in results]
+    print(f"{len(runs)} runs, {len(runs) - len(todo)} already in {partial}", file=sys.stderr)
+    with ProcessPoolExecutor(workers) as pool, open(partial, "a") as out:
+        for future in as_completed([pool.submit(_timed, run) for run in todo]):
+            key, value = future.result()
+            results[key] = value
+            out.write(json.dumps([key, value]) + "\n")
+            out.flush()
+    return {key: results[key] for key in map(_key, runs)}
+
+
+def _timed(run: tuple[str, str, int, dict[str, Any]]) -> tuple[str, Any]:
+    start = time.perf_counter()
+    key, value = _one(run)
+    print(f"{time.perf_counter() - start:8.1f} s  {key}", file=sys.stderr, flush=True)
+    return key, value
+
+
 def _diff(before_path: str, after_path: str, only: str | None, subset: bool = False) -> int:
     with open(before_path) as fh:
         before = json.load(fh)
@@ -137,8 +169,7 @@ def main() -> int:
     if args.schedulers:
         wanted = set(args.schedulers.split(","))
         runs = [r for r in runs if r[1] in wanted]
-    with ProcessPoolExecutor(args.workers) as pool:
-        results = dict(pool.map(_one, runs, chunksize=4))
+    results = _run_with_progress(runs, args.out + ".partial", args.workers)
     with open(args.out, "w") as fh:
         json.dump(results, fh, indent=0, sort_keys=True)
     errors = sum("error" in v for v in results.values())
