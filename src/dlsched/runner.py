@@ -16,15 +16,23 @@ from collections.abc import Callable
 from typing import Any
 
 from dlsched.placement import make_placement
-from dlsched.schedulers.base import Scheduler
+from dlsched.schedulers.base import Scheduler, cannot_run
 from dlsched.schedulers.registry import made_for, make_scheduler
-from dlsched.sim import RescaleCost, Result, SimConfig, Simulator
+from dlsched.sim import RescaleCost, Result, SimConfig, SimulationStalled, Simulator
 from dlsched.workloads.base import Workload
 from dlsched.workloads.registry import make_workload
 
 log = logging.getLogger(__name__)
 
 _UNSET: Any = object()
+
+
+class CannotRun(SimulationStalled):
+    """The scheduler says before the run that it could never run this workload's jobs
+    (`dlsched.schedulers.base.BaseScheduler.cannot_run`): raised at once instead of a run
+    that would crawl or stall."""
+
+
 _WARNED: set[tuple[str, str]] = set()
 _WARNED_SETTING: set[tuple[str, ...]] = set()
 
@@ -70,6 +78,10 @@ def simulate(
         on_job_finished: called with (jobs finished, jobs in the workload) after each finish,
             e.g. to show progress.
         **overrides: workload generator options (``num_jobs=50``, ``mix="large-jobs"``, …).
+
+    Raises:
+        CannotRun: the scheduler says it could never run these jobs (before any run).
+        SimulationStalled: jobs were left that nothing would ever run.
     """
     if isinstance(workload, str):
         workload = make_workload(workload, seed=seed, servers=servers, load=load, **overrides)
@@ -78,6 +90,10 @@ def simulate(
     if isinstance(scheduler, str):
         warn_if_not_made_for(scheduler, workload.name)
         scheduler = make_scheduler(scheduler)
+    why = cannot_run(scheduler, workload.jobs, workload.servers)
+    if why is not None:
+        name = getattr(scheduler, "name", type(scheduler).__name__)
+        raise CannotRun(f"{name} cannot run the {workload.name} workload: {why}")
     warn_if_out_of_setting(scheduler, workload)
     config = SimConfig(
         interval_s=workload.interval_s if interval_s is _UNSET else interval_s,
