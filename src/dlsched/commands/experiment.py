@@ -72,6 +72,8 @@ def experiment_file(table: str) -> Callable[[Callable[..., None]], Callable[...,
             if p.name != "variants"
         ]
         wants_variants = len(own) < len(inspect.signature(body).parameters)
+        required = [p.name for p in own if p.default is inspect.Parameter.empty]
+        own = [p.replace(default=None) if p.name in required else p for p in own]
         experiment = inspect.Parameter(
             "experiment", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=_ExperimentOpt
         )
@@ -86,6 +88,7 @@ def experiment_file(table: str) -> Callable[[Callable[..., None]], Callable[...,
             if path is not None:
                 with one_line_errors():
                     variants = apply_experiment(path, table, given, ctx)
+            _check_required(ctx, given, required, table)
             if wants_variants:
                 given["variants"] = variants
             body(**given)
@@ -99,6 +102,21 @@ def experiment_file(table: str) -> Callable[[Callable[..., None]], Callable[...,
         return command
 
     return decorate
+
+
+def _check_required(
+    ctx: typer.Context, given: dict[str, Any], required: list[str], table: str
+) -> None:
+    """A required option given neither here nor in the experiment file: one line, exit 2.
+    (Required options are optional to Typer so that the file may give them.)"""
+    for name in required:
+        if given[name] is None:
+            flag = next(p.opts[0] for p in ctx.command.params if p.name == name)
+            with one_line_errors():
+                raise ValueError(
+                    f"missing option {flag} (give it here, or {flag[2:]} = … under [{table}] "
+                    "of an --experiment file)"
+                )
 
 
 def read_experiment(path: Path) -> dict[str, Any]:

@@ -188,9 +188,8 @@ def train_sched2(
             ``config.demo_episodes`` episodes; None for plain DQN as SCED².
         log_csv: per-episode CSV log (default ``run.out/train_log.csv``).
         progress: ``progress(episodes_done, row)`` after each episode.
-        trace_options: your trace's columns, units, status filter, window and ``split``
-            (`workload_options`); with a split, training and validation use its parts
-            (`split_traces`), recorded in the card's ``workload_params``.
+        trace_options: your trace's `TraceOptions` (card: ``workload_params``); with a
+            ``split``, training and validation use its parts (`split_traces`).
 
     Returns:
         (checkpoint directory, validation metrics of the saved policy).

@@ -132,13 +132,10 @@ def load_trace(
         duration_unit: unit of the ``duration`` column when it differs (None: ``time_unit``).
         drop_status: statuses whose rows are left out, e.g. ``"failed,killed"`` (None: keep
             every row); counted in ``params["dropped_by_status"]``.
-        start: keep jobs submitted at or after this: seconds after the first submission, or
-            an ISO date for a dated trace.
-        end: keep jobs submitted before this (same forms).
-        split: train,validation,test fractions of the jobs in submission order, e.g.
-            ``"0.6,0.2,0.2"``.
-        part: ``train``, ``validation`` or ``test``: only that part of ``split`` (the cluster
-            is sized to the whole selection first, so every part gets the same cluster).
+        start, end: keep jobs submitted in [start, end): seconds after the first
+            submission, or ISO dates for a dated trace.
+        split, part: only the ``part`` (train, validation, test) of the jobs cut in
+            submission order by ``split`` (``"0.6,0.2,0.2"``), on the whole's cluster.
 
     Returns:
         A workload named ``trace:<path>`` of all-reduce jobs, first arriving at 0 s.
@@ -161,17 +158,11 @@ def load_trace(
         duration_unit=duration_unit,
         drop_status=drop_status,
     )
-    table = in_window(table, start, end)
-    extra: dict[str, object] = {"on_bad_row": on_bad_row}
-    if part is not None and servers is None:  # every part on the cluster of the whole
-        servers = size_cluster(table.submit_s, table.duration_s, table.num_gpus, gpus_per_server)
-        extra["servers_sized_to_trace"] = True
-    table = split_part(table, split, part)
     given = {"time_unit": time_unit, "duration_unit": duration_unit, "start": start, "end": end}
     given |= {"drop_status": drop_status, "split": split, "part": part}
+    extra: dict[str, object] = {"on_bad_row": on_bad_row}
     extra |= {k: v for k, v in given.items() if v is not None}
-    if table.dropped_by_status:
-        extra["dropped_by_status"] = table.dropped_by_status
+    table, servers = _select(table, start, end, split, part, servers, gpus_per_server, extra)
     _stage(progress, f"building {len(table.rows):,} jobs")
     return build_workload(
         table,
@@ -182,6 +173,27 @@ def load_trace(
         load=load,
         extra=extra,
     )
+
+
+def _select(
+    table: Table,
+    start: str | float | None,
+    end: str | float | None,
+    split: str | None,
+    part: str | None,
+    servers: int | None,
+    gpus_per_server: int,
+    extra: dict[str, object],
+) -> tuple[Table, int | None]:
+    """The window's jobs, then ``part`` of them, with the cluster size: sized to the whole
+    window before the cut when a part is taken, so every part gets the same cluster."""
+    table = in_window(table, start, end)
+    if part is not None and servers is None:
+        servers = size_cluster(table.submit_s, table.duration_s, table.num_gpus, gpus_per_server)
+        extra["servers_sized_to_trace"] = True
+    if table.dropped_by_status:
+        extra["dropped_by_status"] = table.dropped_by_status
+    return split_part(table, split, part), servers
 
 
 def trace_info(
