@@ -15,8 +15,12 @@ of 500s / stalls / 409s / off-spec list replies (30% of requests), dropped watch
 finished at once, a node cordoned or deleted for 3 s, an invalid DLJob; 1% 500s, 409s and
 stalls all along. The server checks at every write and change (`tests/k8s/chaos_server.py`):
 
-- ``max_writers``: most controllers writing within one lease term (``foreign_writes``: writes
-  by a controller that did not hold the lease unexpired at that moment);
+- ``max_writers``: most controllers whose writes the server accepted within one lease term;
+  ``writes_past_lease``: writes accepted from a controller that did not hold the lease
+  unexpired at that moment (a second writer); ``writes_refused``: writes the server's fence
+  refused (403) because their controller no longer held the lease (harmless: counted apart).
+  The server fences as an admission policy would (``tests/k8s/apiserver.py``); ``--no-fence``
+  turns that off, to see what a check-then-act lease alone lets through;
 - ``overcommit``: moments a node's grants (or bound pods) exceeded its allocatable;
 - ``duplicate_pods``: a job's role holding more pods than its grant for over 12 s (2 leases);
 - ``orphan_pods``: pods still running for a finished or deleted job at the end (never cleaned
@@ -27,7 +31,8 @@ stalls all along. The server checks at every write and change (`tests/k8s/chaos_
   ``sigterm_exit_max_ms`` / ``sigterm_exits_over_5s`` and ``leases_released`` (SIGTERMed
   leaders whose lease was free or taken over at once).
 
-All but the counts of work done must be 0. `run` is what ``benchmarks/chaos.py`` calls.
+All but the counts of work done and ``writes_refused`` must be 0. `run` is what
+``benchmarks/chaos.py`` calls.
 """
 
 from __future__ import annotations
@@ -40,14 +45,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run(seed: int, jobs: int, faults: int, log_dir: Path | None = None) -> dict[str, int]:
+def run(
+    seed: int, jobs: int, faults: int, log_dir: Path | None = None, fence: bool = True
+) -> dict[str, int]:
     """One seeded chaos run with ``jobs`` DLJobs and ``faults`` injected faults; its figures
-    (``log_dir``: keep the controllers' logs there)."""
+    (``log_dir``: keep the controllers' logs there; ``fence``: the server refuses writes of a
+    controller past its lease)."""
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
     from tests.k8s.chaos_run import run as chaos_run
 
-    return chaos_run(seed, jobs, faults, log_dir=log_dir)
+    return chaos_run(seed, jobs, faults, log_dir=log_dir, fence=fence)
 
 
 def main() -> None:
@@ -57,8 +65,13 @@ def main() -> None:
     parser.add_argument("--faults", type=int, default=22)
     parser.add_argument("--json", action="store_true", help="one JSON object, no table")
     parser.add_argument("--log-dir", type=Path, help="keep the controllers' logs here")
+    parser.add_argument(
+        "--no-fence",
+        action="store_true",
+        help="the server accepts writes of a controller past its lease (and counts them)",
+    )
     args = parser.parse_args()
-    figures = run(args.seed, args.jobs, args.faults, args.log_dir)
+    figures = run(args.seed, args.jobs, args.faults, args.log_dir, fence=not args.no_fence)
     if args.json:
         print(json.dumps(figures))
         return

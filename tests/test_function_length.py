@@ -18,13 +18,6 @@ SRC = Path(__file__).resolve().parent.parent / "src" / "dlsched"
 MAX_FUNCTION_LINES = 80
 WHY_MARK = "80 lines"
 
-COMMANDS = "issue 28: the CLI commands (helper structure)"
-PENDING: dict[str, str] = {
-    "dlsched/commands/live.py:live_run": COMMANDS,
-}
-"""Long functions that work in flight is splitting (path:function → the work); each must still
-be long (`test_the_pending_list_only_holds_long_functions`), so the list only shrinks."""
-
 
 def _comment_lines(text: str) -> dict[int, str]:
     comments = {}
@@ -64,11 +57,7 @@ def long_functions() -> dict[str, int]:
 
 
 def test_no_long_function_without_a_reason() -> None:
-    assert {k: v for k, v in long_functions().items() if k not in PENDING} == {}
-
-
-def test_the_pending_list_only_holds_long_functions() -> None:
-    assert set(PENDING) <= set(long_functions())
+    assert long_functions() == {}
 
 
 def test_the_check_sees_a_long_function_and_its_reason() -> None:
@@ -81,4 +70,4 @@ def test_the_check_sees_a_long_function_and_its_reason() -> None:
 
 if __name__ == "__main__":
     for name, lines in sorted(long_functions().items(), key=lambda kv: -kv[1]):
-        print(f"{lines:4d}  {name}{'  (pending)' if name in PENDING else ''}")
+        print(f"{lines:4d}  {name}")

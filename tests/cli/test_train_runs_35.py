@@ -12,6 +12,7 @@ Each run is a few seconds (tiny workloads, one or two updates), in this process.
 from __future__ import annotations
 
 import csv
+import logging
 import shutil
 from pathlib import Path
 
@@ -144,3 +145,36 @@ def test_resume_onto_a_damaged_state_is_one_line_naming_the_file(
     state.parent.mkdir(exist_ok=True)
     state.write_bytes(DAMAGE[damage])
     _one_error_line(_train(command, out, *MORE[command], "--resume"), "train_state.pt")
+
+
+PAPER_DL2 = [
+    *("--paper", "--servers", "2", "-o", "num_jobs=10", "--sl-steps", "2"),
+    *("--sl-episodes", "1", "--rl-steps", "2", "--eval-every", "1", "--val-seeds", "201"),
+    *("--num-envs", "2"),
+]
+"""``train dl2 --paper`` for a few seconds."""
+
+
+def test_train_dl2_paper_takes_the_run_options_of_its_command_line(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``--paper`` runs with the command's own ``--force``, ``--max-minutes`` and
+    ``--tensorboard`` (it once built options of its own: ``--force`` was never honoured)."""
+    out = tmp_path / "out"
+    out.mkdir()
+    for name in ("policy.pt", "card.json", "train_log.csv"):  # another run's files
+        (out / name).write_text(f"old {name}")
+    before = _snapshot(out)
+    args = ["train", "dl2", "--out", str(out), *PAPER_DL2]
+    _one_error_line(runner.invoke(app, args), "--force")
+    assert _snapshot(out) == before
+    board = tmp_path / "tb"
+    with caplog.at_level(logging.WARNING):
+        forced = runner.invoke(
+            app, [*args, "--force", "--max-minutes", "0", "--tensorboard", str(board)]
+        )
+    assert forced.exit_code == 0, forced.output[-600:]
+    assert "budget of 0 s spent" in caplog.text  # --max-minutes reached the run
+    assert len(_rows(out / "train_log.csv")) == 1  # the first validation only
+    assert (out / "policy.pt").read_bytes() != before["policy.pt"]
+    assert list(board.glob("events.out.tfevents.*"))

@@ -25,8 +25,17 @@ optimistic concurrency. Faults are injected with `FakeApiServer.fail_next` (any 
 next matching requests) and `FakeApiServer.expire_watches` (watches and lists from an old
 resource version get 410 Gone). Errors are ``kind: Status`` bodies, as the real server's.
 Subclasses (``chaos_server.py``) see every request first (`FakeApiServer.before`: it may
-sleep, raise an `ApiError`, or a `RawReply` sent as is) and every change of the store
-(`FakeApiServer.changed`), and `FakeApiServer.drop_watches` cuts open watch streams.
+sleep, raise an `ApiError`, or a `RawReply` sent as is), every write admitted
+(`FakeApiServer.accepted`) and every change of the store (`FakeApiServer.changed`), and
+`FakeApiServer.drop_watches` cuts open watch streams.
+
+Fencing (``fence=(namespace, lease name)``, off by default): a write of a controller (User-Agent
+``dlsched-controller/IDENTITY``; its Lease writes aside) is admitted only if that Lease names
+IDENTITY as holder and has not expired (``renewTime + leaseDurationSeconds`` by the server's
+``clock``), checked under the store's lock with the write itself; any other is refused with 403
+Forbidden, as a ValidatingAdmissionPolicy whose parameter is the Lease refuses it (see
+``dlsched.k8s.lease``). A controller paused between its own lease check and its send therefore
+cannot write once another controller took the lease over.
 """
 
 from __future__ import annotations
@@ -38,7 +47,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -86,6 +95,8 @@ _PATH = re.compile(
 )
 HISTORY = 10_000
 """Watch events kept; a watch from before the oldest kept one gets 410 Gone."""
+CONTROLLER_AGENT = "dlsched-controller/"
+"""User-Agent prefix of the controller's requests (the identity follows it)."""
 
 
 class RawReply(Exception):
@@ -144,16 +155,36 @@ def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def parse_time(text: object) -> float:
+    """Unix seconds of an RFC 3339 time (``renewTime``); 0 if it is not one."""
+    try:
+        return datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0
+
+
 class FakeApiServer:
     """The store, the event history and the HTTP server around them.
 
     Use as a context manager (starts and stops the server); `url` is its address.
 
+    Args:
+        crds: CRDs installed at start.
+        fence: ``(namespace, name)`` of the Lease that fences controllers' writes (module doc).
+        clock: Unix seconds, against which the fence's Lease expires (tests pass a fake).
+
     Attributes:
         requests: ``(method, path)`` of every request served, in order.
     """
 
-    def __init__(self, crds: tuple[Path | Obj, ...] = DEFAULT_CRDS) -> None:
+    def __init__(
+        self,
+        crds: tuple[Path | Obj, ...] = DEFAULT_CRDS,
+        fence: tuple[str, str] | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.fence = fence
+        self.clock = clock
         self._lock = threading.Condition()
         self._kinds: dict[str, _Kind] = dict(_BUILT_IN)
         self._objects: dict[tuple[str, str, str], Obj] = {}
@@ -221,6 +252,28 @@ class FakeApiServer:
 
     def changed(self, plural: str, old: Obj | None, new: Obj | None) -> None:
         """Called under the lock after every change of the store (None: created/deleted)."""
+
+    def admit(self, method: str, path: str, agent: str) -> None:
+        """Called under the lock before a write is served: with ``fence`` set, a controller's
+        write is refused (403) unless it holds the fence's Lease unexpired (module doc)."""
+        if self.fence is None or not agent.startswith(CONTROLLER_AGENT) or "/leases" in path:
+            return
+        identity = agent[len(CONTROLLER_AGENT) :]
+        lease = self._objects.get(("leases", *self.fence))
+        spec = (lease or {}).get("spec") or {}
+        holder = spec.get("holderIdentity") or ""
+        left = parse_time(spec.get("renewTime")) + float(spec.get("leaseDurationSeconds") or 0)
+        left -= self.clock()
+        if holder != identity or left <= 0:
+            raise ApiError(
+                403,
+                "Forbidden",
+                f"{method} {path} denied: {identity!r} does not hold lease "
+                f"{'/'.join(self.fence)} (holder {holder!r}, {left:+.2f} s left)",
+            )
+
+    def accepted(self, method: str, path: str, agent: str) -> None:
+        """Called under the lock after a write was served (2xx)."""
 
     def expire_watches(self) -> None:
         """Forget the event history: open watches end with 410 Gone, as do new watches and
@@ -352,24 +405,35 @@ class FakeApiServer:
                         f"injected {fault.code} for {method} {path}",
                     )
         match = self._route(path)
-        plural, ns, name, sub = match["plural"], match["ns"] or "", match["name"], match["sub"]
         query = {k: v[-1] for k, v in parse_qs(urlparse(raw_path).query).items()}
         with self._lock:
-            if name is None:
-                if method == "GET":
-                    return 200, self._list(plural, ns, query)
-                if method == "POST":
-                    return 201, self._create(plural, ns, body or {})
-            elif sub is None:
-                return self._item(method, (plural, ns, name), body)
-            elif sub == "binding" and method == "POST" and plural == "pods":
-                return 201, self._bind((plural, ns, name), body or {})
-            elif sub == "status" and self._kinds[plural].status:
-                return self._status(method, (plural, ns, name), body)
-            elif sub == "scale" and self._kinds[plural].scale is not None:
-                return self._scale(method, (plural, ns, name), body)
-            elif sub is not None:
-                raise ApiError(404, "NotFound", f"the server could not find {path}")
+            if method == "GET":
+                return self._dispatch(method, path, match, query, body)
+            self.admit(method, path, agent)  # under the lock: no change between check and write
+            answer = self._dispatch(method, path, match, query, body)
+            self.accepted(method, path, agent)
+            return answer
+
+    def _dispatch(
+        self, method: str, path: str, match: re.Match[str], query: dict[str, str], body: Obj | None
+    ) -> tuple[int, Obj]:
+        """The answer to one request, under the lock."""
+        plural, ns, name, sub = match["plural"], match["ns"] or "", match["name"], match["sub"]
+        if name is None:
+            if method == "GET":
+                return 200, self._list(plural, ns, query)
+            if method == "POST":
+                return 201, self._create(plural, ns, body or {})
+        elif sub is None:
+            return self._item(method, (plural, ns, name), body)
+        elif sub == "binding" and method == "POST" and plural == "pods":
+            return 201, self._bind((plural, ns, name), body or {})
+        elif sub == "status" and self._kinds[plural].status:
+            return self._status(method, (plural, ns, name), body)
+        elif sub == "scale" and self._kinds[plural].scale is not None:
+            return self._scale(method, (plural, ns, name), body)
+        elif sub is not None:
+            raise ApiError(404, "NotFound", f"the server could not find {path}")
         raise ApiError(405, "MethodNotAllowed", f"{method} is not supported on {path}")
 
     def _route(self, path: str) -> re.Match[str]:

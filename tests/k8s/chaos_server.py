@@ -6,9 +6,14 @@ overloaded server queues it), off-spec replies to lists (an HTML page, a JSON li
 without ``items``); `FakeApiServer.drop_watches` cuts watches. Under the store's lock it checks,
 at every write and every change:
 
-- writers: every write of a controller (lease writes aside) is made while that controller
-  holds the lease unexpired by the server's clock; ``max_writers`` is the most controllers that
-  wrote within one lease term (a term: one holder from one acquireTime);
+- writers: the server fences controllers' writes (`FakeApiServer.admit`: a write of a
+  controller that does not hold the lease unexpired by the server's clock is refused, 403), and
+  counts, separately from that check, every write it accepted (lease writes aside):
+  ``writes_past_lease`` those accepted from a controller that did not hold the lease unexpired
+  at that moment, ``writes_refused`` those the fence refused; ``max_writers`` is the most
+  controllers whose writes were accepted within one lease term (a term: one holder from one
+  acquireTime). With ``fence=False`` nothing is refused (what a cluster without the admission
+  policy does) and the counts show what got through;
 - over-commit: on every node, what the placement annotations of unfinished DLJobs and the pods
   the controller does not manage take, and separately what all bound unfinished pods take, stay
   within its allocatable;
@@ -29,14 +34,20 @@ import threading
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from dlsched.k8s.objects import ObjectError, parse_dljob, parse_node
 from dlsched.k8s.pods import JOB_LABEL, MANAGED_LABEL, ROLE_LABEL, pod_requests
-from tests.k8s.apiserver import ApiError, FakeApiServer, Obj, RawReply
+from tests.k8s.apiserver import (
+    CONTROLLER_AGENT,
+    ApiError,
+    FakeApiServer,
+    Obj,
+    RawReply,
+    parse_time,
+)
 
-AGENT = "dlsched-controller/"
+AGENT = CONTROLLER_AGENT
 LEASE = ("leases", "default", "dlsched-controller")
 EPS = 1e-6
 BAD_REPLIES = (
@@ -65,7 +76,8 @@ class Tally:
     """What the checks found."""
 
     writes: int = 0
-    foreign_writes: int = 0
+    writes_past_lease: int = 0
+    writes_refused: int = 0
     overcommit: int = 0
     regrown: int = 0
     orphan_pods: int = 0
@@ -80,17 +92,11 @@ class Tally:
         return max((len(v) for v in self.writers_by_term.values()), default=0)
 
 
-def _time(text: object) -> float:
-    try:
-        return datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return 0.0
-
-
 class ChaosApiServer(FakeApiServer):
-    """A `FakeApiServer` with seeded faults and invariant checks (see the module doc)."""
+    """A `FakeApiServer` with seeded faults and invariant checks (see the module doc);
+    ``fence``: refuse writes of controllers that do not hold the lease."""
 
-    def __init__(self, seed: int, grace_s: float = 4.0) -> None:
+    def __init__(self, seed: int, grace_s: float = 4.0, fence: bool = True) -> None:
         self.rates = Rates()
         self.tally = Tally()
         self.grace_s = grace_s
@@ -105,7 +111,7 @@ class ChaosApiServer(FakeApiServer):
         self.finished_at: dict[str, float] = {}
         self._suspect: dict[tuple[str, ...], float] = {}
         self._counted: set[tuple[str, ...]] = set()
-        super().__init__()
+        super().__init__(fence=LEASE[1:] if fence else None)
         self._http.handle_error = lambda *_: None  # type: ignore[method-assign]  # resets
 
     # ------------------------------------------------------------------ faults
@@ -135,22 +141,32 @@ class ChaosApiServer(FakeApiServer):
         if bad:
             self.tally.injected["bad_reply"] += 1
             raise bad_reply
-        if write and "/leases" not in path:
-            with self._lock:
-                self._check_writer(agent[len(AGENT) :], method, path)
+
+    def admit(self, method: str, path: str, agent: str) -> None:
+        try:
+            super().admit(method, path, agent)
+        except ApiError as exc:
+            self.tally.writes_refused += 1
+            self.tally.notes.append(f"refused: {exc.message}")
+            raise
+
+    def accepted(self, method: str, path: str, agent: str) -> None:
+        if agent.startswith(AGENT) and "/leases" not in path:
+            self._check_writer(agent[len(AGENT) :], method, path)
 
     def _check_writer(self, identity: str, method: str, path: str) -> None:
+        """Count an accepted write, and whether its writer held the lease (under the lock)."""
         self.tally.writes += 1
         lease = self._objects.get(LEASE)
         spec = (lease or {}).get("spec") or {}
         holder = spec.get("holderIdentity") or ""
-        valid = _time(spec.get("renewTime")) + float(spec.get("leaseDurationSeconds") or 0)
+        valid = parse_time(spec.get("renewTime")) + float(spec.get("leaseDurationSeconds") or 0)
         term = (holder, str(spec.get("acquireTime")))
-        if holder != identity or time.time() > valid:
-            self.tally.foreign_writes += 1
+        if holder != identity or self.clock() > valid:
+            self.tally.writes_past_lease += 1
             self.tally.notes.append(
                 f"{identity} wrote {method} {path} while the lease was {holder!r} "
-                f"(valid {valid - time.time():+.2f} s)"
+                f"(valid {valid - self.clock():+.2f} s)"
             )
             term = (holder or "(none)", str(spec.get("acquireTime")))
         self.tally.writers_by_term.setdefault(term, set()).add(identity)

@@ -19,7 +19,7 @@ def test_chaos_two_controllers_every_fault_once() -> None:
         for key in (
             "jobs_lost",
             "jobs_never_granted",
-            "foreign_writes",
+            "writes_past_lease",
             "duplicate_pods",
             "orphan_pods",
             "overcommit",

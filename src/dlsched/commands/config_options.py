@@ -1,13 +1,15 @@
-"""``dlsched train`` commands generated from documented config dataclasses (CleanRL's ``Args``
-turned into a CLI): one option per field, its help the field's docstring, its bounds and other
-names from `dlsched.option_fields.Opt`.
+"""Commands generated from documented config dataclasses (CleanRL's ``Args`` turned into a
+CLI): one option per field, its help the field's docstring, its bounds and other names from
+`dlsched.option_fields.Opt`.
 
-`train_command` builds the Typer command: the options of `RunOptions` (``--out``,
+`train_command` builds a ``dlsched train`` command: the options of `RunOptions` (``--out``,
 ``--max-minutes``, ``--tensorboard``, ``--resume``, ``--force``, the same for every paper), then
-those of each `Section`; the command body receives the dataclass instances, built and checked
-before it runs (a bad value is one ``error:`` line naming the option, exit 2). Old option
-spellings (`Renamed`) keep working for one release: hidden, they set the new field and leave a
-warning in the log once the command has succeeded (never a line before an error).
+those of each `Section`; `options_command` builds any other command the same way, without
+`RunOptions` (``dlsched live run``, ``dlsched k8s run``). The command body receives the
+dataclass instances, built and checked before it runs (a bad value is one ``error:`` line
+naming the option, exit 2). Old option spellings (`Renamed`) keep working for one release:
+hidden, they set the new field and leave a warning in the log once the command has succeeded
+(never a line before an error).
 
 Example::
 
@@ -93,7 +95,15 @@ def train_command(
 ) -> Callable[[Callable[..., None]], Callable[..., None]]:
     """Decorate ``body(run, *configs)`` into a Typer command with one option per field of
     `RunOptions` and of each section's dataclass (module docstring)."""
-    every = (Section(RunOptions), *sections)
+    return options_command(Section(RunOptions), *sections, renamed=renamed)
+
+
+def options_command(
+    *every: Section, renamed: Sequence[Renamed] = ()
+) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Decorate ``body(*configs)`` into a Typer command with one option per field of each
+    section's dataclass, in order (`train_command` without `RunOptions`: ``dlsched live run``,
+    ``dlsched k8s run``)."""
 
     def decorate(body: Callable[..., None]) -> Callable[..., None]:
         parameters: list[inspect.Parameter] = []

@@ -9,14 +9,15 @@ import signal
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from types import FrameType
 from typing import Annotated, Any
 
-import typer
-
 from dlsched.commands.common import one_line_errors
+from dlsched.commands.config_options import Section, options_command
+from dlsched.option_fields import Opt
 from dlsched.schedulers.registry import make_scheduler
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -72,103 +73,50 @@ def k8s_manifests() -> None:
     print(manifests_text(), end="")
 
 
-def k8s_run(  # over 80 lines: half of them are the Typer options of its signature
-    scheduler: Annotated[str, typer.Option("--scheduler", "-s", help="Scheduler name.")] = "drf",
-    namespace: Annotated[str, typer.Option(help="Namespace of the jobs.")] = "default",
-    kinds: Annotated[
-        str,
-        typer.Option(
-            help="Job kinds to size, comma-separated: dljob, pytorchjob (those whose CRD is "
-            "installed; PyTorchJobs labelled dlsched.io/managed=true)."
-        ),
-    ] = "dljob,pytorchjob",
-    interval: Annotated[
-        float, typer.Option(min=0.1, max=86400.0, help="Seconds between rounds.")
-    ] = 10.0,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Log intended changes; write nothing.")
-    ] = False,
-    bind: Annotated[
-        bool, typer.Option("--bind", help="Create each job's pods and bind them to nodes.")
-    ] = False,
-    placement: Annotated[
-        str, typer.Option(help="Placement policy: load_balance, pack, gang.")
-    ] = "load_balance",
-    kubeconfig: Annotated[
-        Path | None,
-        typer.Option(help="Kubeconfig file (default: in-cluster, else ~/.kube/config)."),
-    ] = None,
-    metrics_port: Annotated[
-        int, typer.Option(min=0, max=65535, help="Serve Prometheus metrics here (0: off).")
-    ] = 0,
-    max_events: Annotated[
-        int, typer.Option(min=0, help="Kubernetes Events recorded per round (one per change).")
-    ] = 100,
-    lease_duration: Annotated[
-        float,
-        typer.Option(min=3.0, max=3600.0, help="Seconds the leader lease lasts without renewal."),
-    ] = 15.0,
-    identity: Annotated[
-        str | None,
-        typer.Option(help="This controller's name in the lease (default: host name and pid)."),
-    ] = None,
-    log_level: Annotated[
-        str,
-        typer.Option(help="Log from this level up: debug, info, warning, error (one line each)."),
-    ] = "info",
-    once: Annotated[bool, typer.Option("--once", help="Run one round and exit.")] = False,
-) -> None:
+@dataclass(frozen=True)
+class ControllerOptions:
+    """The options of ``dlsched k8s run``."""
+
+    scheduler: Annotated[str, Opt(flags=("--scheduler", "-s"))] = "drf"
+    """Scheduler name."""
+    namespace: str = "default"
+    """Namespace of the jobs."""
+    kinds: str = "dljob,pytorchjob"
+    """Job kinds to size, comma-separated: dljob, pytorchjob (those whose CRD is installed;
+    PyTorchJobs labelled dlsched.io/managed=true)."""
+    interval: Annotated[float, Opt(min=0.1, max=86400.0)] = 10.0
+    """Seconds between rounds."""
+    dry_run: Annotated[bool, Opt(flags=("--dry-run",))] = False
+    """Log intended changes; write nothing."""
+    bind: Annotated[bool, Opt(flags=("--bind",))] = False
+    """Create each job's pods and bind them to nodes."""
+    placement: str = "load_balance"
+    """Placement policy: load_balance, pack, gang."""
+    kubeconfig: Path | None = None
+    """Kubeconfig file (default: in-cluster, else ~/.kube/config)."""
+    metrics_port: Annotated[int, Opt(min=0, max=65535)] = 0
+    """Serve Prometheus metrics here (0: off)."""
+    max_events: Annotated[int, Opt(min=0)] = 100
+    """Kubernetes Events recorded per round (one per change)."""
+    lease_duration: Annotated[float, Opt(min=3.0, max=3600.0)] = 15.0
+    """Seconds the leader lease lasts without renewal."""
+    identity: str | None = None
+    """This controller's name in the lease (default: host name and pid)."""
+    log_level: str = "info"
+    """Log from this level up: debug, info, warning, error (one line each)."""
+    once: Annotated[bool, Opt(flags=("--once",))] = False
+    """Run one round and exit."""
+
+
+@options_command(Section(ControllerOptions))
+def k8s_run(options: ControllerOptions) -> None:
     """Schedule the namespace's training jobs with a dlsched scheduler until stopped (SIGTERM,
     Ctrl-C: the round in progress stops writing, the lease is released, exit within 5 s)."""
     with one_line_errors():
-        if log_level.lower() not in LOG_LEVELS:
-            raise ValueError(
-                f"--log-level: must be one of {', '.join(LOG_LEVELS)}, got {log_level!r}"
-            )
-        setup_logging(log_level)
-        if len(namespace) > 63 or not NAMESPACE.match(namespace):
-            raise ValueError(
-                f"--namespace: {namespace!r} is not a namespace name (lower-case letters, digits "
-                "and '-', at most 63, starting and ending with a letter or digit)"
-            )
-        try:
-            from kubernetes import client
-
-            from dlsched.k8s.controller import Controller
-            from dlsched.k8s.kinds import KINDS
-            from dlsched.k8s.metrics import Metrics, serve
-        except ImportError as exc:
-            raise ValueError(
-                f"k8s run needs the k8s extra (pip install 'dlsched[k8s]'): {exc}"
-            ) from None
-        policy = make_scheduler(scheduler)
-        wanted = [k.strip().lower() for k in kinds.split(",") if k.strip()]
-        unknown = [k for k in wanted if k not in KINDS]
-        if unknown or not wanted:
-            raise ValueError(
-                f"--kinds: unknown {', '.join(unknown) or '(none given)'} "
-                f"(known: {', '.join(KINDS)})"
-            )
-        api = client.ApiClient(_configuration(kubeconfig))
-        _check_reachable(api)
-        metrics = Metrics()
-        controller = Controller(
-            api,
-            policy,
-            namespace=namespace,
-            kinds=wanted,
-            interval_s=interval,
-            dry_run=dry_run,
-            bind=bind,
-            placement=placement,
-            identity=identity,
-            lease_duration_s=lease_duration,
-            metrics=metrics,
-            max_events=max_events,
-        )
-        if metrics_port:
-            serve(metrics, metrics_port)
-        if once:
+        _check(options)
+        setup_logging(options.log_level)
+        controller = _controller(options)
+        if options.once:
             try:
                 report = controller.reconcile()
             finally:
@@ -176,6 +124,62 @@ def k8s_run(  # over 80 lines: half of them are the Typer options of its signatu
             print(report.skipped or f"reclaimed {report.reclaimed}, refused {len(report.refused)}")
             return
     _run_until_signalled(controller)
+
+
+def _check(options: ControllerOptions) -> None:
+    """`ValueError` naming ``--log-level`` or ``--namespace`` if it is not one."""
+    if options.log_level.lower() not in LOG_LEVELS:
+        raise ValueError(
+            f"--log-level: must be one of {', '.join(LOG_LEVELS)}, got {options.log_level!r}"
+        )
+    namespace = options.namespace
+    if len(namespace) > 63 or not NAMESPACE.match(namespace):
+        raise ValueError(
+            f"--namespace: {namespace!r} is not a namespace name (lower-case letters, digits "
+            "and '-', at most 63, starting and ending with a letter or digit)"
+        )
+
+
+def _controller(options: ControllerOptions) -> Any:
+    """The controller of ``options``, talking to a cluster that answers (its metrics served
+    if ``--metrics-port``)."""
+    try:
+        from kubernetes import client
+
+        from dlsched.k8s.controller import Controller
+        from dlsched.k8s.kinds import KINDS
+        from dlsched.k8s.metrics import Metrics, serve
+    except ImportError as exc:
+        raise ValueError(
+            f"k8s run needs the k8s extra (pip install 'dlsched[k8s]'): {exc}"
+        ) from None
+    policy = make_scheduler(options.scheduler)
+    wanted = [k.strip().lower() for k in options.kinds.split(",") if k.strip()]
+    unknown = [k for k in wanted if k not in KINDS]
+    if unknown or not wanted:
+        raise ValueError(
+            f"--kinds: unknown {', '.join(unknown) or '(none given)'} (known: {', '.join(KINDS)})"
+        )
+    api = client.ApiClient(_configuration(options.kubeconfig))
+    _check_reachable(api)
+    metrics = Metrics()
+    controller = Controller(
+        api,
+        policy,
+        namespace=options.namespace,
+        kinds=wanted,
+        interval_s=options.interval,
+        dry_run=options.dry_run,
+        bind=options.bind,
+        placement=options.placement,
+        identity=options.identity,
+        lease_duration_s=options.lease_duration,
+        metrics=metrics,
+        max_events=options.max_events,
+    )
+    if options.metrics_port:
+        serve(metrics, options.metrics_port)
+    return controller
 
 
 def _configuration(kubeconfig: Path | None) -> Any:

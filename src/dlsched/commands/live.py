@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Annotated, Any
@@ -17,10 +19,15 @@ from rich.live import Live
 from rich.table import Table
 
 from dlsched.commands.common import clean, err, fmt_metric, one_line_errors, out
+from dlsched.commands.config_options import Section, options_command
+from dlsched.option_fields import Opt
 from dlsched.schedulers.registry import make_scheduler
 
 if TYPE_CHECKING:  # the live runtime imports PyTorch: only when `live run` runs
+    from dlsched.live.cluster import LiveCluster
+    from dlsched.live.online import OnlineLearner
     from dlsched.live.snapshot import LiveSnapshot
+    from dlsched.sim.result import Result as LiveResult
 
 SNAPSHOT_EVERY = 20
 """`dlsched.live.stream.SNAPSHOT_EVERY` (not imported: the live runtime imports PyTorch)."""
@@ -80,60 +87,56 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def live_run(
-    scheduler: Annotated[str, typer.Option("--scheduler", "-s", help="Scheduler name.")] = "drf",
-    jobs: Annotated[int, typer.Option("--jobs", "-n", min=1, help="Jobs in the stream.")] = 4,
-    slot: Annotated[float, typer.Option(min=0.01, help="Seconds between decisions.")] = 5.0,
-    cores: Annotated[int, typer.Option(min=1, help="CPU cores offered as GPUs.")] = 2,
-    steps: Annotated[int, typer.Option(min=1, help="Mean synchronous steps of a job.")] = 300,
-    arrival_gap: Annotated[
-        float, typer.Option(min=0.0, help="Mean seconds between arrivals.")
-    ] = 2.0,
-    step_sleep: Annotated[
-        float, typer.Option(min=0.0, help="Seconds each worker sleeps per step (throttle).")
-    ] = 0.0,
-    models: Annotated[str, typer.Option(help="Comma-separated live models.")] = "mlp,cnn,smooth",
-    seed: Annotated[int, typer.Option(help="Seed of the job stream.")] = 0,
-    horizon: Annotated[
-        float | None, typer.Option(min=0.0, help="Stop after this many seconds.")
-    ] = None,
-    snapshot_every: Annotated[
-        int,
-        typer.Option(
-            min=1, help="Steps between snapshots of each job (the most a fault makes it redo)."
-        ),
-    ] = SNAPSHOT_EVERY,
-    heartbeat_timeout: Annotated[
-        float,
-        typer.Option(
-            min=0.3,
-            help="Seconds of silence before a worker or PS is declared dead (at least: "
-            "longer when heartbeats come late on a loaded machine).",
-        ),
-    ] = HEARTBEAT_TIMEOUT_S,
-    out_dir: Annotated[
-        Path | None,
-        typer.Option(
-            "--out",
-            help="Write summary.json, jobs.csv and scaling_events.csv here, as things happen "
-            "(and the jobs' snapshots to OUT/work until the run is complete).",
-        ),
-    ] = None,
-    resume: Annotated[
-        Path | None,
-        typer.Option(
-            "--resume",
-            help="Continue the killed run whose --out was this folder, with its settings "
-            "(other options are ignored): ended jobs keep their rows, the others go on from "
-            "their last snapshot.",
-        ),
-    ] = None,
-    learn: Annotated[
-        bool,
-        typer.Option(help="dl2 only: continue online RL from live feedback, save the policy."),
-    ] = False,
-    json_out: Annotated[bool, typer.Option("--json", help="Print JSON metrics.")] = False,
-) -> None:
+@dataclass(frozen=True)
+class LiveSettings:
+    """The settings of a live run: its options, saved to ``OUT/run.json`` so that
+    ``--resume OUT`` runs on with them."""
+
+    scheduler: Annotated[str, Opt(flags=("--scheduler", "-s"))] = "drf"
+    """Scheduler name."""
+    jobs: Annotated[int, Opt(flags=("--jobs", "-n"), min=1)] = 4
+    """Jobs in the stream."""
+    slot: Annotated[float, Opt(min=0.01)] = 5.0
+    """Seconds between decisions."""
+    cores: Annotated[int, Opt(min=1)] = 2
+    """CPU cores offered as GPUs."""
+    steps: Annotated[int, Opt(min=1)] = 300
+    """Mean synchronous steps of a job."""
+    arrival_gap: Annotated[float, Opt(min=0.0)] = 2.0
+    """Mean seconds between arrivals."""
+    step_sleep: Annotated[float, Opt(min=0.0)] = 0.0
+    """Seconds each worker sleeps per step (throttle)."""
+    models: str = "mlp,cnn,smooth"
+    """Comma-separated live models."""
+    seed: int = 0
+    """Seed of the job stream."""
+    horizon: Annotated[float | None, Opt(min=0.0)] = None
+    """Stop after this many seconds."""
+    snapshot_every: Annotated[int, Opt(min=1)] = SNAPSHOT_EVERY
+    """Steps between snapshots of each job (the most a fault makes it redo)."""
+    heartbeat_timeout: Annotated[float, Opt(min=0.3)] = HEARTBEAT_TIMEOUT_S
+    """Seconds of silence before a worker or PS is declared dead (at least: longer when
+    heartbeats come late on a loaded machine)."""
+    learn: bool = False
+    """dl2 only: continue online RL from live feedback, save the policy."""
+
+
+@dataclass(frozen=True)
+class LiveOutput:
+    """Where a live run writes, and how it reports."""
+
+    out: Path | None = None
+    """Write summary.json, jobs.csv and scaling_events.csv here, as things happen (and the
+    jobs' snapshots to OUT/work until the run is complete)."""
+    resume: Path | None = None
+    """Continue the killed run whose --out was this folder, with its settings (other options
+    are ignored): ended jobs keep their rows, the others go on from their last snapshot."""
+    json_out: Annotated[bool, Opt(flags=("--json",))] = False
+    """Print JSON metrics."""
+
+
+@options_command(Section(LiveSettings), Section(LiveOutput))
+def live_run(settings: LiveSettings, output: LiveOutput) -> None:
     """Launch a stream of real jobs on this machine and let a scheduler drive them every slot.
 
     Jobs are real PyTorch training jobs (coordinator, parameter servers, workers over ZeroMQ on
@@ -142,119 +145,149 @@ def live_run(
     relaunched from its last snapshot). Exits 1 if a job failed for good. All processes are
     stopped on exit, Ctrl-C included.
     """
-    from dlsched.live.cluster import LiveCluster
     from dlsched.live.job import LiveJobError
-    from dlsched.live.models import MODELS
-    from dlsched.live.online import make_learning_scheduler, online_learner
-    from dlsched.live.run_log import (
-        RunLog,
-        ended_jobs,
-        first_starts,
-        load_settings,
-        resumed_at,
-        save_settings,
-    )
-    from dlsched.live.stream import make_stream
 
     with one_line_errors():
-        settings: dict[str, Any] = {
-            "scheduler": scheduler,
-            "jobs": jobs,
-            "slot": slot,
-            "cores": cores,
-            "steps": steps,
-            "arrival_gap": arrival_gap,
-            "step_sleep": step_sleep,
-            "models": models,
-            "seed": seed,
-            "horizon": horizon,
-            "snapshot_every": snapshot_every,
-            "heartbeat_timeout": heartbeat_timeout,
-            "learn": learn,
-        }
-        if resume is not None:
-            if out_dir is not None and out_dir.resolve() != resume.resolve():
-                raise ValueError("--resume OUT writes to OUT: leave --out out")
-            settings.update(load_settings(resume))
-            out_dir = resume
-            if settings["learn"]:
-                raise ValueError("--resume: a run with --learn cannot be resumed")
-        names = tuple(m.strip() for m in str(settings["models"]).split(",") if m.strip())
-        unknown = [m for m in names if m not in MODELS]
-        if not names or unknown:
-            raise ValueError(
-                f"--models: unknown {unknown or 'none given'}; choose from {sorted(MODELS)}"
-            )
-        name = str(settings["scheduler"])
-        policy = make_learning_scheduler(name) if learn else make_scheduler(name)
-        learner = online_learner(policy, out_dir) if learn else None
-        requests = make_stream(
-            int(settings["jobs"]),
-            seed=int(settings["seed"]),
-            cores=int(settings["cores"]),
-            steps=int(settings["steps"]),
-            arrival_gap_s=float(settings["arrival_gap"]),
-            step_sleep_s=float(settings["step_sleep"]),
-            models=names,
-            snapshot_every=int(settings["snapshot_every"]),
-            heartbeat_timeout_s=float(settings["heartbeat_timeout"]),
-        )
-        run_log = None
-        if out_dir is not None:
-            run_log = RunLog(out_dir, resume=resume is not None)
-            if resume is None:
-                save_settings(out_dir, settings)
+        settings, out_dir = _resolve(settings, output)
+        names = _model_names(settings.models)
         view = Live(console=err, auto_refresh=False, transient=False)
-        cluster = LiveCluster(
-            requests,
-            policy,
-            slot_s=float(settings["slot"]),
-            cores=int(settings["cores"]),
-            seed=int(settings["seed"]),
-            horizon_s=settings["horizon"],
-            workdir=None if run_log is None else run_log.work_dir,
-            on_slot=lambda snap: view.update(render(snap, policy.name), refresh=True),
-            on_decision=learner.observe if learner is not None else None,
-            run_log=run_log,
-            params_dir=None if out_dir is None else out_dir / "params",
-            time_offset_s=0.0 if resume is None else resumed_at(resume),
-        )
-        if resume is not None:
-            cluster.adopt(ended_jobs(resume), first_starts(resume))
+        cluster, learner = _cluster(settings, names, out_dir, output.resume, view)
         try:
-            with _sigterm_as_interrupt(), view:
-                result = cluster.run()
-            if not err.is_terminal:
-                err.print()
-        except KeyboardInterrupt:
-            if not err.is_terminal:
-                err.print()
-            cluster.close()
-            left = cluster.alive_pids()
-            kept = f"; continue with --resume {out_dir}" if out_dir is not None else ""
-            err.print(f"interrupted: every job stopped ({len(left)} processes left){kept}")
-            raise typer.Exit(130) from None
+            result = _run_in_view(cluster, view, out_dir)
         except LiveJobError as exc:
             raise ValueError(f"live run: {exc}") from None
-        summary = clean(result.summary())
-        summary.update(cluster.counts())
-        summary["scaling_actions"] = len(cluster.events)
-        summary["complete"] = True
-        if learner is not None:
-            summary["policy"] = str(learner.save())
-        if run_log is not None:
-            run_log.summary(summary)
-            shutil.rmtree(run_log.work_dir, ignore_errors=True)  # the run is complete
+        summary = _finish(cluster, result, learner)
     failed = int(summary["failed"])
-    if json_out:
+    if output.json_out:
         print(json.dumps(summary))
     else:
-        _print_summary(summary, int(settings["jobs"]))
+        _print_summary(summary, settings.jobs)
         if out_dir is not None:
             err.print(f"wrote {out_dir}/summary.json, jobs.csv, scaling_events.csv")
     if failed:
         err.print(f"{failed} job(s) failed: see the status and error columns of jobs.csv")
         raise typer.Exit(1)
+
+
+def _resolve(settings: LiveSettings, output: LiveOutput) -> tuple[LiveSettings, Path | None]:
+    """(the run's settings, its output folder): those of the command line, or with
+    ``--resume OUT`` those saved in OUT and OUT itself."""
+    from dlsched.live.run_log import load_settings
+
+    resume = output.resume
+    if resume is None:
+        return settings, output.out
+    if output.out is not None and output.out.resolve() != resume.resolve():
+        raise ValueError("--resume OUT writes to OUT: leave --out out")
+    known = {f.name for f in dataclasses.fields(LiveSettings)}
+    saved = {k: v for k, v in load_settings(resume).items() if k in known}
+    settings = dataclasses.replace(settings, **saved)
+    if settings.learn:
+        raise ValueError("--resume: a run with --learn cannot be resumed")
+    return settings, resume
+
+
+def _model_names(models: str) -> tuple[str, ...]:
+    """The live models of ``--models`` (`ValueError` naming an unknown one)."""
+    from dlsched.live.models import MODELS
+
+    names = tuple(m.strip() for m in models.split(",") if m.strip())
+    unknown = [m for m in names if m not in MODELS]
+    if not names or unknown:
+        raise ValueError(
+            f"--models: unknown {unknown or 'none given'}; choose from {sorted(MODELS)}"
+        )
+    return names
+
+
+def _cluster(
+    settings: LiveSettings,
+    names: tuple[str, ...],
+    out_dir: Path | None,
+    resume: Path | None,
+    view: Live,
+) -> tuple[LiveCluster, OnlineLearner | None]:
+    """The cluster that runs the stream (with the ended jobs of a resumed run), showing each
+    slot in ``view``, and the online learner if ``--learn``."""
+    from dlsched.live.cluster import LiveCluster
+    from dlsched.live.online import make_learning_scheduler, online_learner
+    from dlsched.live.run_log import RunLog, ended_jobs, first_starts, resumed_at, save_settings
+    from dlsched.live.stream import make_stream
+
+    if settings.learn:
+        policy = make_learning_scheduler(settings.scheduler)
+        learner = online_learner(policy, out_dir)
+    else:
+        policy, learner = make_scheduler(settings.scheduler), None
+    requests = make_stream(
+        settings.jobs,
+        seed=settings.seed,
+        cores=settings.cores,
+        steps=settings.steps,
+        arrival_gap_s=settings.arrival_gap,
+        step_sleep_s=settings.step_sleep,
+        models=names,
+        snapshot_every=settings.snapshot_every,
+        heartbeat_timeout_s=settings.heartbeat_timeout,
+    )
+    run_log = None
+    if out_dir is not None:
+        run_log = RunLog(out_dir, resume=resume is not None)
+        if resume is None:
+            save_settings(out_dir, dataclasses.asdict(settings))
+    cluster = LiveCluster(
+        requests,
+        policy,
+        slot_s=settings.slot,
+        cores=settings.cores,
+        seed=settings.seed,
+        horizon_s=settings.horizon,
+        workdir=None if run_log is None else run_log.work_dir,
+        on_slot=lambda snap: view.update(render(snap, policy.name), refresh=True),
+        on_decision=learner.observe if learner is not None else None,
+        run_log=run_log,
+        params_dir=None if out_dir is None else out_dir / "params",
+        time_offset_s=0.0 if resume is None else resumed_at(resume),
+    )
+    if resume is not None:
+        cluster.adopt(ended_jobs(resume), first_starts(resume))
+    return cluster, learner
+
+
+def _run_in_view(cluster: LiveCluster, view: Live, out_dir: Path | None) -> LiveResult:
+    """Run the stream to its end in the live ``view``; on Ctrl-C or SIGTERM stop every job
+    and exit 130."""
+    try:
+        with _sigterm_as_interrupt(), view:
+            result = cluster.run()
+        if not err.is_terminal:
+            err.print()
+        return result
+    except KeyboardInterrupt:
+        if not err.is_terminal:
+            err.print()
+        cluster.close()
+        left = cluster.alive_pids()
+        kept = f"; continue with --resume {out_dir}" if out_dir is not None else ""
+        err.print(f"interrupted: every job stopped ({len(left)} processes left){kept}")
+        raise typer.Exit(130) from None
+
+
+def _finish(
+    cluster: LiveCluster, result: LiveResult, learner: OnlineLearner | None
+) -> dict[str, Any]:
+    """The run's summary, with the policy learned online saved; written to ``--out`` (whose
+    snapshots are then no longer needed)."""
+    summary = clean(result.summary())
+    summary.update(cluster.counts())
+    summary["scaling_actions"] = len(cluster.events)
+    summary["complete"] = True
+    if learner is not None:
+        summary["policy"] = str(learner.save())
+    if cluster.run_log is not None:
+        cluster.run_log.summary(summary)
+        shutil.rmtree(cluster.run_log.work_dir, ignore_errors=True)  # the run is complete
+    return summary
 
 
 def _print_summary(summary: dict[str, Any], jobs: int) -> None:

@@ -11,7 +11,9 @@ change or a node comes, goes or changes what it offers; rounds also run every ``
 
 One writer: a Lease makes one controller act at a time, and every write of a round first asks
 the lease's fence (`dlsched.k8s.lease`), which renews it during a long round and abandons the
-round (`NotLeading`) once it cannot be renewed in time, or when the controller is stopping.
+round (`NotLeading`) once it cannot be renewed in time, or when the controller is stopping. A
+write the server refuses (403: fenced, it does not hold the lease; or 409) makes it read the
+lease again and stand down if another controller holds it (`NotLeading`, no retry).
 Nothing from outside stops the loop: an object the controller cannot read is skipped (logged
 once, a Warning Event ``Invalid`` on it, ``dlsched_errors{kind="invalid_object"}``), and a reply
 that is not what the API serves, like any other failure, fails the round, retried with back-off.
@@ -135,7 +137,7 @@ class Controller:
         api.user_agent = f"dlsched-controller/{identity}"
         self.api = api
         self.stopping = threading.Event()
-        self.rest = JsonApi(api, guard=self._fence)
+        self.rest = JsonApi(api, guard=self._fence, refused=self._refused)
         self.core = client.CoreV1Api(api)
         self.custom = client.CustomObjectsApi(api)
         self.binder = PodBinder(self.rest, namespace) if bind else None
@@ -164,6 +166,14 @@ class Controller:
         if self.stopping.is_set():
             raise NotLeading("stopping")
         self.lease.fence()
+
+    def _refused(self, error: client.ApiException, method: str, path: str) -> None:
+        """A write answered 403 or 409: `NotLeading` (stand down) unless the lease, read
+        again, is still this controller's; otherwise the error is handled as before."""
+        why = self.lease.recheck()
+        if why:
+            self.metrics.errors.labels("fenced").inc()
+            raise NotLeading(f"{method} {path} refused ({error.status} {error.reason}); {why}")
 
     def _list(self, call: Callable[..., Any], what: str, *args: Any) -> dict[str, Any]:
         data: dict[str, Any] = with_retries(lambda: call(*args), f"list {what}")

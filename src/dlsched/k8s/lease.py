@@ -6,14 +6,23 @@ takes it over only once it has not been renewed for ``leaseDurationSeconds``. Ev
 names the resourceVersion it read, so two controllers racing for an expired lease cannot both
 win (the loser gets 409 Conflict).
 
-Fencing: the holder counts its lease from the moment it *sent* the renewal (a monotonic clock,
-which keeps running while the process is paused) and `fence` refuses any write once less than a
-third of the lease is left. A controller paused past its lease (SIGSTOP, a long GC, a stalled
-request) therefore wakes to `NotLeading` and writes nothing; the round is abandoned and the next
-one starts from what the cluster holds then. What remains is the gap between `fence` and the
-request reaching the server (microseconds, unless the process is paused in exactly that gap or
-the request is held for more than the margin on its way): the API has no fencing tokens, as
-client-go's leader election has none.
+Fencing has two halves. Before every write, `fence` (the holder counts its lease from the moment
+it *sent* the renewal, on a monotonic clock, which keeps running while the process is paused)
+refuses the write once less than a third of the lease is left: a controller paused past its
+lease (SIGSTOP, a long GC, a stalled request) wakes to `NotLeading` and writes nothing more; the
+round is abandoned and the next one starts from what the cluster holds then. That check cannot
+cover the gap between it and the request reaching the server (client-go's leader election says
+the same of itself: it "does not guarantee that only one client is acting as a leader (a.k.a.
+fencing)"): a process paused in exactly that gap sends one write once it wakes. The write itself
+must be fenced where it is applied: the server admits a write of the controller only while the
+Lease names the writer (its identity, sent as the User-Agent ``dlsched-controller/IDENTITY``)
+as holder, unexpired. The project's test API server does this (``tests/k8s/apiserver.py``,
+``fence=``), under the lock of the write itself; on a real cluster it is a
+ValidatingAdmissionPolicy with the Lease as parameter, not shipped here. Because one controller
+process sends its writes one after the other and only it ever names itself holder, a write
+admitted while the Lease names it cannot come from an earlier term that another controller
+interrupted. A write refused (403, or 409) makes the controller `recheck` the Lease and, if it
+is no longer safely the holder, stand down: `NotLeading`, one log line, no retry.
 """
 
 from __future__ import annotations
@@ -200,6 +209,26 @@ class LeaderLease:
         if not renewed or self.left_s() < self.margin_s:
             self.leading = False
             raise NotLeading(f"lease {self.namespace}/{self.name} could not be renewed")
+
+    def recheck(self) -> str:
+        """After a write was refused: read the lease again; ``""`` if this controller still
+        holds it with more than `margin_s` left, else why not (then it no longer leads)."""
+        try:
+            lease = self._read(timeout_s=2.0)
+        except Exception as exc:  # unreadable: leading cannot be confirmed
+            why = f"lease {self.namespace}/{self.name} not readable ({exc})"
+        else:
+            holder = ((lease or {}).get("spec") or {}).get("holderIdentity") or ""
+            left = self.left_s()
+            if holder != self.identity:
+                why = f"lease {self.namespace}/{self.name} is held by {holder or 'nobody'!r}"
+            elif not self.leading or left < self.margin_s:
+                why = f"lease {self.namespace}/{self.name}: {left:.1f} s left"
+            else:
+                return ""
+        self.leading = False
+        self.renewed_at = -math.inf
+        return why
 
     def release(self) -> bool:
         """Give the lease up (holder cleared) so that another controller takes over at once;

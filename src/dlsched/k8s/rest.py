@@ -8,8 +8,10 @@ skips the generated layer's per-call argument validation and body sanitizing, wh
 as much CPU as the HTTP exchange itself (see RESULTS.md, "Kubernetes controller ... /scale").
 Errors are the client's `ApiException`, so retries and conflict handling read them as usual;
 an answer that is not a JSON object (an HTML page from a proxy, a list, cut text) is a
-`BadReply`. Every request has a deadline (a stalled server never hangs the controller), and
-every write first calls ``guard`` (the leader lease's fence: `dlsched.k8s.lease`).
+`BadReply`. Every request has a deadline (a stalled server never hangs the controller), every
+write first calls ``guard`` (the leader lease's fence: `dlsched.k8s.lease`), and a write the
+server refuses with 403 or 409 is shown to ``refused`` before it is raised (the controller
+re-checks its lease there: a fenced write means another controller leads).
 """
 
 from __future__ import annotations
@@ -38,9 +40,15 @@ class BadReply(Exception):
 class JsonApi:
     """Sends JSON to API paths (``/apis/GROUP/VERSION/namespaces/NS/PLURAL/NAME[/scale]``)."""
 
-    def __init__(self, api: client.ApiClient, guard: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        api: client.ApiClient,
+        guard: Callable[[], None] | None = None,
+        refused: Callable[[client.ApiException, str, str], None] | None = None,
+    ) -> None:
         self.api = api
         self.guard = guard
+        self.refused = refused
         host = parse_url(api.configuration.host)
         self._prefix = (host.path or "").rstrip("/")
         manager = api.rest_client.pool_manager
@@ -61,7 +69,8 @@ class JsonApi:
         """The decoded JSON answer of ``method path`` with ``body``; `client.ApiException`
         for any answer outside 2xx (its status, reason and body as the generated calls give),
         `BadReply` for a 2xx answer that is not a JSON object. A write calls ``guard`` just
-        before it is sent, and is not retried here (`dlsched.k8s.retry` retries it, guarded)."""
+        before it is sent, and is not retried here (`dlsched.k8s.retry` retries it, guarded);
+        a write answered 403 or 409 is passed to ``refused`` first."""
         write = method != "GET"
         if timeout is None:
             timeout = WRITE_TIMEOUT if write else READ_TIMEOUT
@@ -94,7 +103,10 @@ class JsonApi:
                 retries=False if write else None,
             )
         if not 200 <= answer.status <= 299:
-            raise client.ApiException(http_resp=answer)
+            error = client.ApiException(http_resp=answer)
+            if write and answer.status in (403, 409) and self.refused is not None:
+                self.refused(error, method, path)  # may raise NotLeading instead
+            raise error
         return decode(answer.data, f"{method} {path}")
 
 

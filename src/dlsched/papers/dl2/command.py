@@ -101,10 +101,10 @@ def _run_paper(
     """``--paper``: `dlsched.papers.dl2.paper_command.run_paper` with these options."""
     from dlsched.papers.dl2.paper_command import run_paper
 
-    run_paper(run.out, options, spec.teacher or "none", spec.sl_episodes, spec.sl_steps,
+    run_paper(run, options, spec.teacher or "none", spec.sl_episodes, spec.sl_steps,
               spec.rl_steps, spec.eval_every, spec.val_seeds, config.seed, config.value_net,
-              config.exploration, config.replay, args.device, args.num_envs, run.max_minutes,
-              spec.init, run.resume, args.critic_warmup)  # fmt: skip
+              config.exploration, config.replay, args.device, args.num_envs, spec.init,
+              args.critic_warmup)  # fmt: skip
 
 
 def _print_summary(best: object, log_file: str, card: object) -> None:

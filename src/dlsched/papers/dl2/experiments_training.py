@@ -262,58 +262,108 @@ def _fresh(cfg: Dl2Config) -> nn.Module:
     return make_policy(cfg)
 
 
-def run_training(size: TrainSize) -> TrainingResults:
-    """Train every policy of Fig. 10, Table 2, Fig. 15 and Fig. 16; return their rows."""
-    # Over 80 lines on purpose: one block per figure, in the paper's order, each reusing the
-    # teacher data and policies of the blocks before it (split, they would pass them around).
-    torch.set_num_threads(1)
-    cfg = make_config(size)
-    drf_val = float(
+def _mean_val_jct(size: TrainSize, scheduler: str) -> float:
+    """``scheduler``'s average JCT over the validation seeds, in seconds."""
+    return float(
         np.mean(
             [
-                simulate("dl2", "drf", seed=s, **size.workload_options).summary()["avg_jct_s"]
+                simulate("dl2", scheduler, seed=s, **size.workload_options).summary()["avg_jct_s"]
                 for s in size.val_seeds
             ]
         )
     )
 
-    # -- Fig. 10: SL only, RL only, SL then RL ------------------------------------------------
-    fig10 = Curves(size)
-    policy = _fresh(cfg)
-    init_val = fig10.validate(policy, cfg)
-    for run in ("SL only", "RL only", "SL then RL"):
-        fig10.record(run, "init", 0, init_val)
-    data = _teacher_data(fig10, cfg, "drf")
-    opt = torch.optim.Adam(policy.parameters(), lr=cfg.sl_lr)
-    sl_val, sl_agree = fig10.sl("SL then RL", policy, cfg, data, size.sl_steps, optimizer=opt)
-    sl_policy = copy.deepcopy(policy)
-    fig10.rows += [{**r, "run": "SL only"} for r in fig10.rows if r["run"] == "SL then RL"][1:]
-    fig10.sl("SL only", policy, cfg, data, size.rl_steps, start=size.sl_steps, optimizer=opt)
 
-    def rl_from_sl(run: str, curves: Curves, run_cfg: Dl2Config) -> float:
-        learner = Learner.create(run_cfg, copy.deepcopy(sl_policy))
-        rollout = Rollout(curves.env(run_cfg), learner, seed=run_cfg.seed + 1)
-        return curves.rl(run, learner, rollout, size.rl_steps, start=size.sl_steps)
+@dataclass
+class _Fig10:
+    """Fig. 10's curves and what the later figures start from."""
 
-    full_val = rl_from_sl("SL then RL", fig10, cfg)
-    scratch = Learner.create(cfg, _fresh(cfg))
-    fig10.rl(
-        "RL only",
-        scratch,
-        Rollout(fig10.env(cfg), scratch, seed=cfg.seed + 1),
-        size.sl_steps + size.rl_steps,
+    curves: Curves
+    init_val: float
+    """Validation JCT of the initial network, in seconds."""
+    sl_policy: nn.Module
+    """The SL-then-RL run's policy at the end of SL (DRF's imitation)."""
+    sl_val: float
+    """Validation JCT of ``sl_policy``, in seconds."""
+    sl_agree: float
+    """``sl_policy``'s agreement with DRF."""
+    full_val: float
+    """Validation JCT at the end of the SL-then-RL run (full DL2), in seconds."""
+
+
+def run_training(size: TrainSize) -> TrainingResults:
+    """Train every policy of Fig. 10, Table 2, Fig. 15 and Fig. 16; return their rows.
+
+    The figures run in the paper's order; Table 2, Fig. 16 and Fig. 15 reuse Fig. 10's SL
+    policy and validation figures."""
+    torch.set_num_threads(1)
+    cfg = make_config(size)
+    drf_val = _mean_val_jct(size, "drf")
+    fig10 = _fig10(size, cfg)
+    table2, ablation_curves = _table2(size, fig10)
+    fig16, teacher_curves = _fig16(size, cfg, fig10)
+    fig15 = _fig15(size, cfg, fig10)
+    return TrainingResults(
+        fig10=fig10.curves.rows,
+        drf_val_jct_s=drf_val,
+        table2=table2,
+        table2_curves=[
+            *[{**r, "run": "DL2 (full)"} for r in fig10.curves.rows if r["run"] == "SL then RL"][
+                1:
+            ],
+            *ablation_curves.rows,
+        ],
+        fig15=fig15,
+        fig16=fig16,
+        fig16_curves=teacher_curves.rows,
     )
 
-    # -- Table 2: ablations from the same SL start --------------------------------------------
-    ablation_curves = Curves(size)
-    finals = {"DL2 (full)": full_val}
+
+def _rl_from_sl(
+    size: TrainSize, sl_policy: nn.Module, run: str, curves: Curves, run_cfg: Dl2Config
+) -> float:
+    """``rl_steps`` of RL from a copy of ``sl_policy`` recorded as ``run``; the last
+    validation JCT."""
+    learner = Learner.create(run_cfg, copy.deepcopy(sl_policy))
+    rollout = Rollout(curves.env(run_cfg), learner, seed=run_cfg.seed + 1)
+    return curves.rl(run, learner, rollout, size.rl_steps, start=size.sl_steps)
+
+
+def _fig10(size: TrainSize, cfg: Dl2Config) -> _Fig10:
+    """Fig. 10: SL only, RL only, SL then RL from one initial network."""
+    curves = Curves(size)
+    policy = _fresh(cfg)
+    init_val = curves.validate(policy, cfg)
+    for run in ("SL only", "RL only", "SL then RL"):
+        curves.record(run, "init", 0, init_val)
+    data = _teacher_data(curves, cfg, "drf")
+    opt = torch.optim.Adam(policy.parameters(), lr=cfg.sl_lr)
+    sl_val, sl_agree = curves.sl("SL then RL", policy, cfg, data, size.sl_steps, optimizer=opt)
+    sl_policy = copy.deepcopy(policy)
+    curves.rows += [{**r, "run": "SL only"} for r in curves.rows if r["run"] == "SL then RL"][1:]
+    curves.sl("SL only", policy, cfg, data, size.rl_steps, start=size.sl_steps, optimizer=opt)
+    full_val = _rl_from_sl(size, sl_policy, "SL then RL", curves, cfg)
+    scratch = Learner.create(cfg, _fresh(cfg))
+    curves.rl(
+        "RL only",
+        scratch,
+        Rollout(curves.env(cfg), scratch, seed=cfg.seed + 1),
+        size.sl_steps + size.rl_steps,
+    )
+    return _Fig10(curves, init_val, sl_policy, sl_val, sl_agree, full_val)
+
+
+def _table2(size: TrainSize, fig10: _Fig10) -> tuple[list[Row], Curves]:
+    """Table 2: each ablation trained from Fig. 10's SL policy; its rows and curves."""
+    curves = Curves(size)
+    finals = {"DL2 (full)": fig10.full_val}
     for name, switch in ABLATIONS:
-        ablation_curves.record(name, "sl", size.sl_steps, sl_val)
-        finals[name] = rl_from_sl(name, ablation_curves, make_config(size, **switch))
+        curves.record(name, "sl", size.sl_steps, fig10.sl_val)
+        finals[name] = _rl_from_sl(size, fig10.sl_policy, name, curves, make_config(size, **switch))
     bests = {
         name: min(
             r["val_avg_jct_s"]
-            for r in [*fig10.rows, *ablation_curves.rows]
+            for r in [*fig10.curves.rows, *curves.rows]
             if r["run"] == ("SL then RL" if name == "DL2 (full)" else name) and r["phase"] == "rl"
         )
         for name in finals
@@ -321,46 +371,40 @@ def run_training(size: TrainSize) -> TrainingResults:
     table2 = [
         {
             "variant": name,
-            "sl_val_avg_jct_s": sl_val,
+            "sl_val_avg_jct_s": fig10.sl_val,
             "final_val_avg_jct_s": finals[name],
             "best_val_avg_jct_s": bests[name],
-            "slowdown_vs_full_pct": 100.0 * (finals[name] / full_val - 1.0),
+            "slowdown_vs_full_pct": 100.0 * (finals[name] / fig10.full_val - 1.0),
         }
         for name in finals
     ]
+    return table2, curves
 
-    # -- Fig. 16: other SL teachers ------------------------------------------------------------
-    fig16: list[Row] = []
-    teacher_curves = Curves(size)
+
+def _fig16(size: TrainSize, cfg: Dl2Config, fig10: _Fig10) -> tuple[list[Row], Curves]:
+    """Fig. 16: SL from each teacher, then RL; its rows and curves."""
+    rows: list[Row] = []
+    curves = Curves(size)
     for teacher in size.teachers:
-        teacher_val = float(
-            np.mean(
-                [
-                    simulate("dl2", teacher, seed=s, **size.workload_options).summary()["avg_jct_s"]
-                    for s in size.val_seeds
-                ]
-            )
-        )
-        if teacher == "drf":
-            after_sl, agree = sl_val, sl_agree
-            t_policy = copy.deepcopy(sl_policy)
-            teacher_curves.rows += [
+        teacher_val = _mean_val_jct(size, teacher)
+        if teacher == "drf":  # Fig. 10's SL already imitated DRF
+            after_sl, agree = fig10.sl_val, fig10.sl_agree
+            t_policy = copy.deepcopy(fig10.sl_policy)
+            curves.rows += [
                 {**r, "run": "SL from drf"}
-                for r in fig10.rows
+                for r in fig10.curves.rows
                 if r["run"] == "SL then RL" and r["phase"] == "sl"
             ]
         else:
             t_policy = _fresh(cfg)
-            t_data = _teacher_data(teacher_curves, cfg, teacher)
-            after_sl, agree = teacher_curves.sl(
-                f"SL from {teacher}", t_policy, cfg, t_data, size.sl_steps
-            )
+            t_data = _teacher_data(curves, cfg, teacher)
+            after_sl, agree = curves.sl(f"SL from {teacher}", t_policy, cfg, t_data, size.sl_steps)
         learner = Learner.create(cfg, t_policy)
-        rollout = Rollout(teacher_curves.env(cfg), learner, seed=cfg.seed + 1)
-        after_rl = teacher_curves.rl(
+        rollout = Rollout(curves.env(cfg), learner, seed=cfg.seed + 1)
+        after_rl = curves.rl(
             f"SL from {teacher}", learner, rollout, size.teacher_rl_steps, start=size.sl_steps
         )
-        fig16.append(
+        rows.append(
             {
                 "teacher": teacher,
                 "teacher_val_avg_jct_s": teacher_val,
@@ -369,12 +413,16 @@ def run_training(size: TrainSize) -> TrainingResults:
                 "sl_rl_val_avg_jct_s": after_rl,
             }
         )
+    return rows, curves
 
-    # -- Fig. 15: two unseen job types arrive mid-training -------------------------------------
+
+def _fig15(size: TrainSize, cfg: Dl2Config, fig10: _Fig10) -> list[Row]:
+    """Fig. 15: two unseen job types arrive mid-training; beside Fig. 10's SL-then-RL run
+    (the ideal: all eight types from the start)."""
     unseen = Curves(size)
     run = "6 types, +2 mid-RL"
     policy6 = _fresh(cfg)
-    unseen.record(run, "init", 0, init_val)
+    unseen.record(run, "init", 0, fig10.init_val)
     seen = only_types(SEEN_TYPES)
     unseen.sl(run, policy6, cfg, _teacher_data(unseen, cfg, "drf", seen), size.sl_steps)
     learner6 = Learner.create(cfg, policy6)
@@ -391,18 +439,7 @@ def run_training(size: TrainSize) -> TrainingResults:
     ]
     fig15 += [
         {**r, "run": "ideal (8 types from the start)", "types_in_training": 8}
-        for r in fig10.rows
+        for r in fig10.curves.rows
         if r["run"] == "SL then RL"
     ]
-    return TrainingResults(
-        fig10=fig10.rows,
-        drf_val_jct_s=drf_val,
-        table2=table2,
-        table2_curves=[
-            *[{**r, "run": "DL2 (full)"} for r in fig10.rows if r["run"] == "SL then RL"][1:],
-            *ablation_curves.rows,
-        ],
-        fig15=fig15,
-        fig16=fig16,
-        fig16_curves=teacher_curves.rows,
-    )
+    return fig15

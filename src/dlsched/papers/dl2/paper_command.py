@@ -15,7 +15,7 @@ from dlsched.rl.training import RunOptions
 
 
 def run_paper(
-    out_dir: Path,
+    run: RunOptions,
     options: dict[str, Any],
     teacher: str,
     sl_traces: int,
@@ -29,14 +29,13 @@ def run_paper(
     replay: bool,
     device: str,
     num_envs: int,
-    max_minutes: float | None,
     init: Path | None,
-    resume: bool,
     critic_warmup: int = 0,
 ) -> None:
-    """Train with the paper preset and print where the policy is."""
+    """Train with the paper preset into ``run.out`` (the command's ``--max-minutes``,
+    ``--resume``, ``--force``, ``--tensorboard``) and print where the policy is."""
     spec = PaperSpec(
-        out=out_dir,
+        out=run.out,
         workload_options=options,
         config=paper_config(
             seed=seed,
@@ -53,10 +52,10 @@ def run_paper(
         eval_every=eval_every,
         val_seeds=tuple(val_seeds),
         device=device,
-        max_wall_s=None if max_minutes is None else 60.0 * max_minutes,
+        max_wall_s=None if run.max_minutes is None else 60.0 * run.max_minutes,
         init=init,
     )
-    result = train_paper(spec, RunOptions(out=out_dir, max_minutes=max_minutes, resume=resume))
+    result = train_paper(spec, run)
     best = result.out
     card = read_card(best)
     table = Table(title=f"DL2 (paper method) policy in {best}")

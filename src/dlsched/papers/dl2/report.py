@@ -61,10 +61,20 @@ def _curve_plot(ax: Any, rows: Rows, runs: Sequence[str]) -> None:
 def write_figures(
     out: Path, size: Size, f9: Rows, f13: Rows, f14: Rows, f17: Rows, trained: TrainingResults
 ) -> list[Path]:
-    """One PNG per figure and table; returns the paths."""
-    # over 80 lines: one short block per figure, in the page's order
-    paths = []
-    # Fig. 9
+    """One PNG per figure and table, in the page's order; returns the paths."""
+    return [
+        _fig9(out, size, f9),
+        _fig10(out, size, trained),
+        _table2(out, trained),
+        _sweep(out, f13, "noise", "speed variation (relative std)", "fig13_speed_variation"),
+        _sweep(out, f14, "error", "epoch-estimate error", "fig14_epoch_error"),
+        _fig15(out, trained),
+        _fig16(out, trained),
+        _fig17(out, f17),
+    ]
+
+
+def _fig9(out: Path, size: Size, f9: Rows) -> Path:
     fig, ax = plt.subplots(figsize=(7, 4))
     names = _unique(f9, "scheduler")
     stats = np.array([means(f9, "avg_jct_s", scheduler=n) for n in names]) / H
@@ -72,16 +82,20 @@ def write_figures(
     ax.set_ylabel("avg. JCT (h)")
     ax.set_title(f"DL2 Fig. 9: {len(size.fig9_seeds)} held-out traces")
     plt.setp(ax.get_xticklabels(), rotation=20, ha="right")
-    paths.append(_save(fig, out / "fig9_jct.png"))
-    # Fig. 10
+    return _save(fig, out / "fig9_jct.png")
+
+
+def _fig10(out: Path, size: Size, trained: TrainingResults) -> Path:
     fig, ax = plt.subplots(figsize=(7, 4))
     _curve_plot(ax, trained.fig10, ["SL only", "RL only", "SL then RL"])
     ax.axhline(trained.drf_val_jct_s / H, color="k", ls="--", label="DRF")
     ax.axvline(size.train.sl_steps, color="grey", lw=0.6)
     ax.set_title("DL2 Fig. 10: training progress")
     ax.legend()
-    paths.append(_save(fig, out / "fig10_training.png"))
-    # Table 2
+    return _save(fig, out / "fig10_training.png")
+
+
+def _table2(out: Path, trained: TrainingResults) -> Path:
     fig, ax = plt.subplots(figsize=(7, 4))
     variants = [r["variant"] for r in trained.table2]
     ax.bar(variants, [r["final_val_avg_jct_s"] / H for r in trained.table2])
@@ -90,31 +104,34 @@ def write_figures(
     ax.set_title("DL2 Table 2: ablations")
     ax.legend()
     plt.setp(ax.get_xticklabels(), rotation=15, ha="right")
-    paths.append(_save(fig, out / "table2_ablations.png"))
-    # Fig. 13 and 14
-    for rows, key, xlabel, name, title in (
-        (f13, "noise", "speed variation (relative std)", "fig13_speed_variation", "Fig. 13"),
-        (f14, "error", "epoch-estimate error", "fig14_epoch_error", "Fig. 14"),
-    ):
-        fig, ax = plt.subplots(figsize=(6, 4))
-        xs = _unique(rows, key)
-        for sched in _unique(rows, "scheduler"):
-            st = np.array([means(rows, "avg_jct_s", **{key: x, "scheduler": sched}) for x in xs])
-            ax.errorbar(xs, st[:, 0] / H, yerr=st[:, 1] / H, marker="o", label=sched)
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel("avg. JCT (h)")
-        ax.set_title(f"DL2 {title}")
-        ax.legend()
-        paths.append(_save(fig, out / f"{name}.png"))
-    # Fig. 15
+    return _save(fig, out / "table2_ablations.png")
+
+
+def _sweep(out: Path, rows: Rows, key: str, xlabel: str, name: str) -> Path:
+    """Fig. 13 or 14 (``name`` is ``figNN_…``): each scheduler's JCT against ``key``."""
+    fig, ax = plt.subplots(figsize=(6, 4))
+    xs = _unique(rows, key)
+    for sched in _unique(rows, "scheduler"):
+        st = np.array([means(rows, "avg_jct_s", **{key: x, "scheduler": sched}) for x in xs])
+        ax.errorbar(xs, st[:, 0] / H, yerr=st[:, 1] / H, marker="o", label=sched)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("avg. JCT (h)")
+    ax.set_title(f"DL2 Fig. {name.removeprefix('fig')[:2]}")
+    ax.legend()
+    return _save(fig, out / f"{name}.png")
+
+
+def _fig15(out: Path, trained: TrainingResults) -> Path:
     fig, ax = plt.subplots(figsize=(7, 4))
     _curve_plot(ax, trained.fig15, _unique(trained.fig15, "run"))
     switch = max(r["step"] for r in trained.fig15 if r["types_in_training"] == 6)
     ax.axvline(switch, color="r", lw=0.8, label="2 unseen types arrive")
     ax.set_title("DL2 Fig. 15: unseen job types")
     ax.legend()
-    paths.append(_save(fig, out / "fig15_unseen_types.png"))
-    # Fig. 16
+    return _save(fig, out / "fig15_unseen_types.png")
+
+
+def _fig16(out: Path, trained: TrainingResults) -> Path:
     fig, ax = plt.subplots(figsize=(7, 4))
     teachers = [r["teacher"] for r in trained.fig16]
     x = np.arange(len(teachers))
@@ -131,8 +148,10 @@ def write_figures(
     ax.set_ylabel("validation avg. JCT (h)")
     ax.set_title("DL2 Fig. 16: SL teachers")
     ax.legend(fontsize=8)
-    paths.append(_save(fig, out / "fig16_teachers.png"))
-    # Fig. 17
+    return _save(fig, out / "fig16_teachers.png")
+
+
+def _fig17(out: Path, f17: Rows) -> Path:
     fig, ax = plt.subplots(figsize=(6, 4))
     for load in _unique(f17, "load"):
         caps = [j for j in _unique(f17, "J") if j > 0]
@@ -146,8 +165,7 @@ def write_figures(
     ax.set_ylabel("avg. JCT (h)")
     ax.set_title("DL2 Fig. 17: concurrent-job cap")
     ax.legend(fontsize=8)
-    paths.append(_save(fig, out / "fig17_job_cap.png"))
-    return paths
+    return _save(fig, out / "fig17_job_cap.png")
 
 
 def _fmt(mean_ci: tuple[float, float]) -> str:
@@ -167,33 +185,55 @@ def write_markdown(
     f17: Rows,
     trained: TrainingResults,
 ) -> Path:
-    """Write ``dl2.md``: the size, and one table per figure."""
-    # over 80 lines: the page from top to bottom, one short block per table
+    """Write ``dl2.md``: the size, and one table per figure (sections a blank line apart)."""
+    sections = [
+        _md_head(size),
+        _md_fig9(f9, missing),
+        _md_fig10(size, trained),
+        _md_table2(size, trained),
+        [
+            "## Fig. 13: speed variation (interference noise)",
+            "",
+            *_sweep_table(f13, "noise", "noise (rel. std)"),
+            "",
+            "The shipped DL2 policy was trained at noise 0.273 and is not retrained per level.",
+        ],
+        ["## Fig. 14: epoch-estimate error", "", *_sweep_table(f14, "error", "error")],
+        _md_fig15(trained),
+        _md_fig16(size, trained),
+        _md_fig17(f17),
+    ]
+    path = out / "dl2.md"
+    path.write_text("\n\n".join("\n".join(lines) for lines in sections) + "\n", encoding="utf-8")
+    return path
+
+
+def _md_head(size: Size) -> list[str]:
     tr = size.train
     scale = (
         "**Full size** (the paper's training length; 10 held-out traces per point)."
         if size.label == "full"
         else f"**{size.label.upper()} size**: {size.reduced}. `--full` runs the paper's size."
     )
-    train_traces = _options(tr.workload_options)
-    eval_traces = _options(size.eval_options)
-    lines = [
+    return [
         "# DL2 (Peng et al.) §6: Figs. 9, 10, 13–17 and Table 2",
         "",
         scale,
         "",
-        f"Evaluation traces: `dl2` workload ({eval_traces}), held-out seeds "
+        f"Evaluation traces: `dl2` workload ({_options(size.eval_options)}), held-out seeds "
         f"{', '.join(map(str, size.fig9_seeds))} (never trained on). Training: `dl2` traces "
-        f"({train_traces}) from seeds ≥ 1,000,000, validation seeds "
+        f"({_options(tr.workload_options)}) from seeds ≥ 1,000,000, validation seeds "
         f"{', '.join(map(str, tr.val_seeds))}; network {'×'.join(map(str, tr.hidden))} (per-row), "
         f"mini-batch {tr.batch_size}, one RL update per time slot, other hyper-parameters DL2 "
         "§6.2. JCT in seconds, mean ± 95 % CI over traces where there are several.",
-        "",
+    ]
+
+
+def _md_fig9(f9: Rows, missing: Sequence[str]) -> list[str]:
+    dl29 = means(f9, "avg_jct_s", scheduler="dl2")[0]
+    lines = [
         "## Fig. 9: average JCT (shipped policies)",
         "",
-    ]
-    dl29 = means(f9, "avg_jct_s", scheduler="dl2")[0]
-    lines += [
         "| scheduler | how it was trained | avg. JCT (s) | dl2 / it |",
         "| --- | --- | ---: | ---: |",
     ]
@@ -202,9 +242,12 @@ def write_markdown(
         lines.append(f"| {name} | {how_trained(name)} | {_fmt(m)} | {dl29 / m[0]:.3f} |")
     for name in missing:
         lines.append(f"| {name} | | not available (not registered, or no policy shipped) | |")
-    lines += ["", *vs_drf(f9)]
-    lines += [
-        "",
+    return [*lines, "", *vs_drf(f9)]
+
+
+def _md_fig10(size: Size, trained: TrainingResults) -> list[str]:
+    tr = size.train
+    lines = [
         "## Fig. 10: validation JCT during training (SL from DRF)",
         "",
         f"DRF on the validation traces: {trained.drf_val_jct_s:,.0f} s. SL for {tr.sl_steps} "
@@ -222,9 +265,12 @@ def write_markdown(
             f"{at_sl[0] if at_sl else math.nan:,.0f} | "
             f"{min(r['val_avg_jct_s'] for r in rows):,.0f} | {rows[-1]['val_avg_jct_s']:,.0f} |"
         )
-    lines += [
-        "",
-        f"## Table 2: ablations ({tr.rl_steps} RL steps from the same SL start)",
+    return lines
+
+
+def _md_table2(size: Size, trained: TrainingResults) -> list[str]:
+    lines = [
+        f"## Table 2: ablations ({size.train.rl_steps} RL steps from the same SL start)",
         "",
         "| variant | validation avg. JCT after RL (s) | best during RL (s) | slowdown vs full |",
         "| --- | ---: | ---: | ---: |",
@@ -234,26 +280,19 @@ def write_markdown(
             f"| {r['variant']} | {r['final_val_avg_jct_s']:,.0f} | "
             f"{r['best_val_avg_jct_s']:,.0f} | {r['slowdown_vs_full_pct']:+.1f} % |"
         )
-    lines += [
+    return [
+        *lines,
         "",
         f"SL start (DRF imitation): {trained.table2[0]['sl_val_avg_jct_s']:,.0f} s. Paper: "
         "+21.1 % without the value network, +28.8 % without exploration, +39.6 % without replay.",
-        "",
-        "## Fig. 13: speed variation (interference noise)",
-        "",
     ]
-    lines += _sweep_table(f13, "noise", "noise (rel. std)")
-    lines += [
-        "",
-        "The shipped DL2 policy was trained at noise 0.273 and is not retrained per level.",
-        "",
-        "## Fig. 14: epoch-estimate error",
-        "",
-    ]
-    lines += _sweep_table(f14, "error", "error")
-    lines += ["", "## Fig. 15: two unseen job types arrive mid-training", ""]
+
+
+def _md_fig15(trained: TrainingResults) -> list[str]:
     switch = max(r["step"] for r in trained.fig15 if r["types_in_training"] == 6)
-    lines += [
+    lines = [
+        "## Fig. 15: two unseen job types arrive mid-training",
+        "",
         f"SL and RL up to step {switch} on traces of {', '.join(SEEN_TYPES)} only; then all 8 "
         "types. Validation always on all 8.",
         "",
@@ -268,8 +307,12 @@ def write_markdown(
             f"| {run} | {at[0] if at else math.nan:,.0f} | "
             f"{min(after) if after else math.nan:,.0f} | {rows[-1]['val_avg_jct_s']:,.0f} |"
         )
-    lines += [
-        "",
+    return lines
+
+
+def _md_fig16(size: Size, trained: TrainingResults) -> list[str]:
+    tr = size.train
+    lines = [
         f"## Fig. 16: SL teachers ({tr.sl_steps} SL steps, then {tr.teacher_rl_steps} RL steps; "
         f"DRF's RL is Fig. 10's {tr.rl_steps})",
         "",
@@ -281,9 +324,14 @@ def write_markdown(
             f"| {r['teacher']} | {r['teacher_val_avg_jct_s']:,.0f} | {r['sl_agreement']:.2f} | "
             f"{r['sl_val_avg_jct_s']:,.0f} | {r['sl_rl_val_avg_jct_s']:,.0f} |"
         )
-    lines += ["", "## Fig. 17: the J cap (shipped per-row policy run with J rows)", ""]
+    return lines
+
+
+def _md_fig17(f17: Rows) -> list[str]:
     caps = [j for j in _unique(f17, "J") if j > 0]
-    lines += [
+    lines = [
+        "## Fig. 17: the J cap (shipped per-row policy run with J rows)",
+        "",
         "| load | max concurrent jobs (DRF) | DRF | " + " | ".join(f"J = {j}" for j in caps) + " |",
         "| --- | ---: | ---: |" + " ---: |" * len(caps),
     ]
@@ -292,10 +340,7 @@ def write_markdown(
         cells = [_fmt(means(f17, "avg_jct_s", load=load, J=j, scheduler="dl2")) for j in caps]
         drf = _fmt(means(f17, "avg_jct_s", load=load, scheduler="drf"))
         lines.append(f"| {load} | {conc} | {drf} | " + " | ".join(cells) + " |")
-    lines.append("")
-    path = out / "dl2.md"
-    path.write_text("\n".join(lines), encoding="utf-8")
-    return path
+    return lines
 
 
 def _options(options: Any) -> str:

@@ -107,17 +107,44 @@ def _mean(rows: list[dict[str, Any]], key: str, **match: Any) -> float:
     return float(np.mean(vals)) if vals else math.nan
 
 
+Rows = list[dict[str, Any]]
+Kept = dict[str, tuple[Result, Recorder]]
+"""Each scheduler's run of the first seed at the 68 % mix (Fig. 9 and Table III read them)."""
+
+
 def run(out_dir: Path, *, full: bool = False) -> list[Path]:
-    """Write Fig. 7–10 and Table III (CSV, PNG, Markdown) into ``out_dir``."""
-    # Over 80 lines on purpose: one block per figure, in the paper's order; Fig. 9, 10 and
-    # Table III read the runs Fig. 7 kept (split, they would pass them around).
+    """Write Fig. 7–10 and Table III (CSV, PNG, Markdown) into ``out_dir``, in the paper's
+    order; Fig. 9 and Table III read the runs Fig. 7 kept."""
     out_dir.mkdir(parents=True, exist_ok=True)
     seeds = list(TEST_SEEDS if full else TEST_SEEDS[:REDUCED_SEEDS])
-    paths: list[Path] = []
+    fig7, kept = _fig7_runs(seeds)
+    fig8 = _fig8_runs(seeds if full else seeds[:1])
+    fig10 = [
+        {
+            "scheduler": name,
+            "avg_run_s": _mean(fig7, "avg_run_s", one_gpu_frac=0.68, scheduler=name),
+            "avg_wait_s": _mean(fig7, "avg_wait_s", one_gpu_frac=0.68, scheduler=name),
+        }
+        for name in SCHEDULERS
+    ]
+    table3 = _table3(kept)
+    return [
+        write_csv(out_dir / "fig7_mixes.csv", fig7),
+        _plot_fig7(out_dir, fig7),
+        write_csv(out_dir / "fig8_intervals.csv", fig8),
+        _plot_fig8(out_dir, fig8),
+        *_fig9(out_dir, kept),
+        write_csv(out_dir / "fig10_run_wait.csv", fig10),
+        _plot_fig10(out_dir, fig10),
+        write_csv(out_dir / "table3_locality.csv", table3),
+        _markdown(out_dir, full, seeds, fig7, fig8, fig10, table3),
+    ]
 
-    # Fig. 7 ---------------------------------------------------------------------------------
-    fig7: list[dict[str, Any]] = []
-    kept: dict[str, tuple[Result, Recorder]] = {}
+
+def _fig7_runs(seeds: list[int]) -> tuple[Rows, Kept]:
+    """Fig. 7: every scheduler on every mix and seed; its rows and the runs kept."""
+    fig7: Rows = []
+    kept: Kept = {}
     for mix in MIXES:
         for seed in seeds:
             for name in SCHEDULERS:
@@ -141,7 +168,10 @@ def run(out_dir: Path, *, full: bool = False) -> list[Path]:
                 )
                 if mix == 0.68 and seed == seeds[0]:
                     kept[name] = (result, rec)
-    paths.append(write_csv(out_dir / "fig7_mixes.csv", fig7))
+    return fig7, kept
+
+
+def _plot_fig7(out_dir: Path, fig7: Rows) -> Path:
     fig, axes = plt.subplots(1, 3, figsize=(14, 4))
     width = 0.8 / len(SCHEDULERS)
     for ax, (key, label) in zip(
@@ -162,12 +192,14 @@ def run(out_dir: Path, *, full: bool = False) -> list[Path]:
         ax.set_xlabel("share of one-GPU jobs")
         ax.set_ylabel(label)
     axes[0].legend(fontsize=7)
-    paths.append(_save(fig, out_dir / "fig7_mixes.png"))
+    return _save(fig, out_dir / "fig7_mixes.png")
 
-    # Fig. 8 ---------------------------------------------------------------------------------
-    fig8: list[dict[str, Any]] = []
+
+def _fig8_runs(seeds: list[int]) -> Rows:
+    """Fig. 8: every scheduler with every arrival-interval scaling (68 % mix)."""
+    fig8: Rows = []
     for scale in SCALINGS:
-        for seed in seeds[:1] if not full else seeds:
+        for seed in seeds:
             for name in SCHEDULERS:
                 result, _ = _run(name, seed, interval_scale=scale)
                 s = result.summary()
@@ -180,7 +212,10 @@ def run(out_dir: Path, *, full: bool = False) -> list[Path]:
                         "avg_jct_s": s["avg_jct_s"],
                     }
                 )
-    paths.append(write_csv(out_dir / "fig8_intervals.csv", fig8))
+    return fig8
+
+
+def _plot_fig8(out_dir: Path, fig8: Rows) -> Path:
     fig, ax = plt.subplots(figsize=(7, 4))
     for name in SCHEDULERS:
         ax.plot(
@@ -192,10 +227,12 @@ def run(out_dir: Path, *, full: bool = False) -> list[Path]:
     ax.set_xlabel("arrival-interval scaling")
     ax.set_ylabel("avg. execution effectiveness")
     ax.legend(fontsize=7)
-    paths.append(_save(fig, out_dir / "fig8_intervals.png"))
+    return _save(fig, out_dir / "fig8_intervals.png")
 
-    # Fig. 9 ---------------------------------------------------------------------------------
-    fig9: list[dict[str, Any]] = []
+
+def _fig9(out_dir: Path, kept: Kept) -> list[Path]:
+    """Fig. 9: fragmentation over time of the kept runs (CSV and PNG)."""
+    fig9: Rows = []
     fig, ax = plt.subplots(figsize=(8, 4))
     for name, (result, _) in kept.items():
         tl = result.timeline
@@ -211,33 +248,22 @@ def run(out_dir: Path, *, full: bool = False) -> list[Path]:
     ax.set_xlabel("time (h)")
     ax.set_ylabel("avg. server fragmentation (Eq. 1)")
     ax.legend(fontsize=7)
-    paths.append(write_csv(out_dir / "fig9_fragmentation.csv", fig9))
-    paths.append(_save(fig, out_dir / "fig9_fragmentation.png"))
-
-    # Fig. 10 and Table III --------------------------------------------------------------------
-    fig10 = [
-        {
-            "scheduler": name,
-            "avg_run_s": _mean(fig7, "avg_run_s", one_gpu_frac=0.68, scheduler=name),
-            "avg_wait_s": _mean(fig7, "avg_wait_s", one_gpu_frac=0.68, scheduler=name),
-        }
-        for name in SCHEDULERS
+    return [
+        write_csv(out_dir / "fig9_fragmentation.csv", fig9),
+        _save(fig, out_dir / "fig9_fragmentation.png"),
     ]
-    paths.append(write_csv(out_dir / "fig10_run_wait.csv", fig10))
+
+
+def _plot_fig10(out_dir: Path, fig10: Rows) -> Path:
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
     a1.bar([r["scheduler"] for r in fig10], [r["avg_run_s"] for r in fig10])
     a1.set_ylabel("avg. running time (s)")
     a2.bar([r["scheduler"] for r in fig10], [r["avg_wait_s"] for r in fig10])
     a2.set_ylabel("avg. waiting time (s)")
-    paths.append(_save(fig, out_dir / "fig10_run_wait.png"))
-    table3 = _table3(kept)
-    paths.append(write_csv(out_dir / "table3_locality.csv", table3))
-
-    paths.append(_markdown(out_dir, full, seeds, fig7, fig8, fig10, table3))
-    return paths
+    return _save(fig, out_dir / "fig10_run_wait.png")
 
 
-def _table3(kept: dict[str, tuple[Result, Recorder]]) -> list[dict[str, Any]]:
+def _table3(kept: Kept) -> Rows:
     rows = []
     for name, (result, rec) in kept.items():
         workload = make_workload("sched2", seed=result.seed, load=DEFAULT_LOAD)
