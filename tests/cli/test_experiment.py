@@ -68,6 +68,7 @@ def test_train_sched2_takes_the_trace_options(trace: Path, tmp_path: Path) -> No
     card = json.loads((out / "card.json").read_text())
     assert card["workload_params"]["split"] == "0.6,0.2,0.2"
     assert card["workload_params"]["columns"] == "duration=runtime_min"
+    one_error(["train", "sched2", "-w", f"trace:{trace}"], "missing option --out")
     one_error(["train", "sched2", "--columns", "duration=x", "--out", str(tmp_path / "b")],
               "--columns applies to your own trace")  # fmt: skip
     one_error(["train", "sched2", "-w", f"trace:{trace}", *MAPPING, "--split", "0.6,0.2,0.2",

@@ -128,7 +128,7 @@ def options_command(
             for note in notes:  # after success: never an extra line before an error
                 log.warning(note)
 
-        _like(command, body, parameters)
+        as_command(command, body, parameters)
         return command
 
     return decorate
@@ -173,13 +173,13 @@ def with_sections(
                 built = {n: sections[n].cls(**v) for n, v in zip(names, values, strict=True)}
             body(**given, **built)
 
-        _like(command, body, own + added)
+        as_command(command, body, own + added)
         return command
 
     return decorate
 
 
-def _like(command: Callable[..., None], body: Callable[..., None], params: list[Any]) -> None:
+def as_command(command: Callable[..., None], body: Callable[..., None], params: list[Any]) -> None:
     """Give ``command`` ``body``'s name and help, and the parameters ``params`` (for Typer)."""
     command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     command.__annotations__ = {p.name: p.annotation for p in params}

@@ -39,6 +39,7 @@ from typing import Annotated, Any
 import typer
 
 from dlsched.commands.common import one_line_errors
+from dlsched.commands.config_options import as_command
 from dlsched.workloads.traces.options import TraceOptions
 
 SHARED = frozenset({"workload", "servers", "load"} | {f.name for f in fields(TraceOptions)})
@@ -93,12 +94,7 @@ def experiment_file(table: str) -> Callable[[Callable[..., None]], Callable[...,
                 given["variants"] = variants
             body(**given)
 
-        params = [*own, experiment, context]
-        command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
-        command.__annotations__ = {p.name: p.annotation for p in params}
-        command.__name__ = body.__name__
-        command.__doc__ = body.__doc__
-        command.__module__ = body.__module__
+        as_command(command, body, [*own, experiment, context])
         return command
 
     return decorate
