@@ -32,10 +32,11 @@ def _job(name: str, second: int) -> dict[str, object]:
 
 @contextmanager
 def paused_leader(
-    fenced: bool,
+    fenced: bool, older: bool = True
 ) -> Iterator[tuple[ChaosApiServer, Controller, Controller, list[float]]]:
-    """Controllers ``a`` (leading, j0 running) and ``b``; ``a``'s next write pauses after its
-    lease check, during which ``b`` takes the expired lease and starts j2, older than j1."""
+    """Controllers ``a`` (leading, j0 running) and ``b``; ``a``'s next write (the start of j1)
+    pauses after its lease check, during which ``b`` takes the expired lease and starts j2,
+    older than j1 (``older=False``: no j2 comes, and ``b`` starts j1 itself)."""
     now = [1_000.0]
     server = ChaosApiServer(seed=0, fence=fenced)
     with (
@@ -60,7 +61,8 @@ def paused_leader(
             if not paused:  # ... and the process sleeps before the send, once
                 paused.append("a")
                 now[0] += 2 * LEASE_S
-                server.put("dljobs", NS, _job("j2", 1))  # older than j1: first in line
+                if older:
+                    server.put("dljobs", NS, _job("j2", 1))  # older than j1: first in line
                 second.reconcile()  # b takes the expired lease over: j2 gets the room
 
         first.rest.guard = check_then_pause
@@ -95,3 +97,12 @@ def test_without_the_fence_the_same_write_is_accepted() -> None:
         assert (tally.writes_refused, tally.writes_past_lease) == (0, 1)
         assert tally.overcommit >= 1  # j0, j2 and the stale start of j1 on one 4-GPU node
         assert tally.max_writers == 2
+
+
+def test_a_stale_write_answered_409_stands_down_without_retrying() -> None:
+    with paused_leader(fenced=False, older=False) as (server, first, _, _):
+        with pytest.raises(NotLeading, match=r"refused \(409 Conflict\).*held by 'b'"):
+            first.reconcile()  # b started j1 meanwhile: a's version of j1 is stale
+        assert server.tally.writes_past_lease == 0
+        assert server.count("PATCH", "/dljobs/j1") == 2  # b's start, a's refused one: no retry
+        assert grants(server)["j1"] == (2, 0)

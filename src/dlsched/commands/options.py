@@ -49,7 +49,8 @@ OptionOpt = Annotated[
     typer.Option(
         "--option",
         "-o",
-        help="Workload generator option KEY=VALUE (repeatable); num_jobs <= 1,000,000.",
+        help="Workload generator option KEY=VALUE (repeatable); num_jobs <= 1,000,000; "
+        "simulator: horizon_s, interval_s, on_events, restart_s (s per restart).",
     ),
 ]
 OnBadRowOpt = Annotated[

@@ -1,16 +1,18 @@
-"""The example paper: a tiny learned scheduler, trained in seconds, to copy when adding a paper.
+"""The example paper: the template to copy when adding a paper (a learned scheduler trained in
+seconds, its card check and its test).
 
-A policy orders the waiting jobs by a learned linear score of what DeepRM's scheduler sees (a
-job's declared duration, its demand, how long it has waited) and starts them in that order
-where they fit; cross-entropy search tunes the three weights for average slowdown on
-``deeprm`` jobsets through the shared training run (`dlsched.rl.training`).
+A policy starts the waiting jobs in increasing order of a learned linear score of what DeepRM's
+scheduler sees; cross-entropy search tunes its three weights for average slowdown on ``deeprm``
+jobsets through the shared training run (`dlsched.rl.training`).
 
-Files: `policy` (the features, the scheduler, its checkpoints), `scheduler` (registers
-``example``), `config` (the hyper-parameters), `train` (the learning step), `command` (``dlsched
-train example``), `card_check` (limits on its cards), `test_example` (its tests, collected by
-pytest from here), ``policies/example`` (the shipped checkpoint and its card). This file is the
-plugin manifest (no imports beyond `dlsched.plugins`); the one line
-``"dlsched.papers.example:PLUGIN"`` in `dlsched.plugins.PLUGINS` adds it.
+To add a paper, copy this folder to ``papers/NAME`` and replace, file by file: ``config.py``
+(the hyper-parameters: the ``dlsched train NAME`` options), ``policy.py`` (the scheduler and its
+checkpoint), ``card_check.py`` (limits on its cards), ``scheduler.py`` (registers the name),
+``train.py`` (the learning step), ``command.py`` (``dlsched train NAME``), ``test_example.py``
+(its tests, collected from here: ``test_NAME.py``), ``policies/`` (the shipped checkpoint:
+``dlsched train NAME --out …/policies/NAME``). This file is the manifest (it imports only
+`dlsched.plugins`); then add the one line ``"dlsched.papers.NAME:PLUGIN"`` to
+`dlsched.plugins.PLUGINS`. Nothing else changes.
 """
 
 from dlsched.plugins import CardCheck, Plugin, TrainCommand

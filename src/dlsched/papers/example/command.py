@@ -1,5 +1,5 @@
-"""``dlsched train example``: the example policy's search (`dlsched.papers.example.train`); its
-options are `ExampleConfig`'s documented fields and the shared run options."""
+"""``dlsched train example``: its options are `ExampleConfig`'s documented fields and the shared
+run options (`dlsched.commands.config_options.train_command`)."""
 
 from __future__ import annotations
 
@@ -13,14 +13,10 @@ from dlsched.rl.run_options import RunOptions
 def train_example(run: RunOptions, config: ExampleConfig) -> None:
     """Train the example policy: three weights ordering the waiting jobs, found by cross-entropy
     search on deeprm jobsets in seconds (the template for a new paper)."""
-    from dlsched.papers.example.train import train_example as run_search
+    from dlsched.papers.example.train import train_example as search
 
     with one_line_errors():
-        result = run_search(config, run)
+        result = search(config, run)
     best = result.best.row.get("avg_slowdown") if result.best is not None else None
-    out.print(
-        f"{result.out}: best validation average slowdown {best} after step {result.best_step} "
-        f"of {result.steps} ({result.wall_s:.1f} s)",
-        markup=False,
-        highlight=False,
-    )
+    steps = f"after step {result.best_step} of {result.steps} ({result.wall_s:.1f} s)"
+    out.print(f"{result.out}: best validation average slowdown {best} {steps}", markup=False)

@@ -1,5 +1,5 @@
-"""The example's hyper-parameters, without NumPy or PyTorch: ``dlsched train example``'s options
-are generated from these documented fields (`dlsched.commands.config_options`)."""
+"""The example's hyper-parameters, without NumPy or PyTorch: ``dlsched train example``'s
+options are generated from these documented fields (`dlsched.commands.config_options`)."""
 
 from __future__ import annotations
 

@@ -1,18 +1,12 @@
 """The example's policy: waiting jobs in increasing order of a learned linear score.
 
-At every scheduling point each waiting job gets the score ``weights · features(job, now)``;
-jobs are taken in increasing score (ties: arrival, then id) and each starts at its requested
-size if it fits (`dlsched.schedulers.ordered.start_in_order`). Non-preemptive. Zero weights
-give first come, first served with skipping; a positive duration weight is shortest job first,
-a negative waiting weight lets old jobs overtake.
+Each waiting job scores ``weights · FEATURES``; jobs are taken in increasing score (ties:
+arrival, then id) and each starts at its requested size if it fits. Zero weights are first come,
+first served with skipping. The features are what DeepRM's scheduler sees (§2: demands and
+duration known on arrival, as SJF assumes); nothing measured after a job starts.
 
-`FEATURES` are what DeepRM's scheduler sees (DeepRM §2: a job's resource demands and duration
-are known when it arrives, as SJF assumes): the declared duration (``total_work``, seconds at
-the requested size for fixed-duration jobs), the dominant share of the cluster it asks for, and
-how long it has waited. No speed and nothing measured after the job starts.
-
-A checkpoint is ``policy.pt`` (the tensor ``weights``) and ``card.json``
-(`dlsched.rl.checkpoint`); PyTorch is imported only to read or write one.
+A checkpoint is ``policy.pt`` (the tensor ``weights``) and ``card.json`` (`dlsched.rl.checkpoint`,
+its limits in `dlsched.papers.example.card_check`); PyTorch is imported only to read or write one.
 """
 
 from __future__ import annotations
@@ -38,16 +32,11 @@ def features(run: JobRun, now_s: float, total: Resources) -> tuple[float, float,
     """`FEATURES` of a waiting job at time ``now_s`` (seconds) on a cluster of ``total``."""
     spec = run.spec
     share = spec.demand(spec.num_workers, spec.num_ps).dominant_share(total)
-    waited_s = max(0.0, now_s - spec.submit_time_s)
-    return (math.log1p(spec.total_work), share, math.log1p(waited_s))
+    return (math.log1p(spec.total_work), share, math.log1p(max(0.0, now_s - spec.submit_time_s)))
 
 
 class LinearOrder(BaseScheduler):
-    """Start waiting jobs in increasing ``weights · features`` (module docstring).
-
-    Args:
-        weights: one weight per feature of `FEATURES`.
-    """
+    """Start waiting jobs in increasing ``weights · features`` (one weight per `FEATURES`)."""
 
     name = ALGORITHM
     preemptive: ClassVar[bool] = False
@@ -58,40 +47,25 @@ class LinearOrder(BaseScheduler):
         self.weights = tuple(float(w) for w in weights)
         self.trained_setting: dict[str, Any] | None = None  # from the card, for the notice
 
-    def score(self, run: JobRun, now_s: float, total: Resources) -> float:
-        """The job's score now (lower starts first)."""
-        found = features(run, now_s, total)
-        return sum(w * f for w, f in zip(self.weights, found, strict=True))
-
     def decide(self, view: ClusterView) -> Decision:
         now, total = view.now_s, view.cluster.total
-        order = sorted(
-            view.pending,
-            key=lambda r: (self.score(r, now, total), r.spec.submit_time_s, r.job_id),
-        )
-        return start_in_order(view, order)
 
+        def key(run: JobRun) -> tuple[float, float, int]:
+            score = sum(w * f for w, f in zip(self.weights, features(run, now, total), strict=True))
+            return (score, run.spec.submit_time_s, run.job_id)
 
-def weights_state(weights: Sequence[float]) -> dict[str, Any]:
-    """The checkpoint's tensors for ``weights``."""
-    import torch
-
-    return {"weights": torch.tensor(list(weights), dtype=torch.float64)}
+        return start_in_order(view, sorted(view.pending, key=key))
 
 
 def load_policy(path: str | Path | None = None) -> LinearOrder:
-    """The scheduler of checkpoint ``path`` (None: the shipped policy); its card is checked
-    (`dlsched.rl.card_limits`) before the weights are read."""
+    """The scheduler of checkpoint ``path`` (None: the shipped policy), its card checked first."""
     from dlsched.rl.checkpoint import load_checkpoint
 
-    state, card = load_checkpoint(
-        SHIPPED if path is None else path,
-        algorithm=ALGORITHM,
-        shapes={"features": len(FEATURES)},
-    )
+    where = SHIPPED if path is None else path
+    state, card = load_checkpoint(where, algorithm=ALGORITHM, shapes={"features": len(FEATURES)})
     weights = state.get("weights")
     if weights is None or tuple(weights.shape) != (len(FEATURES),):
-        raise ValueError(f"checkpoint {path}: 'weights' must hold {len(FEATURES)} numbers")
+        raise ValueError(f"checkpoint {where}: 'weights' must hold {len(FEATURES)} numbers")
     scheduler = LinearOrder(weights.tolist())
     scheduler.trained_setting = card.trained_setting or None
     return scheduler

@@ -1,5 +1,5 @@
-"""Registers ``example`` (the shipped example policy; ``example:PATH`` loads another) without
-importing PyTorch until it is built."""
+"""Registers ``example`` (the shipped policy; ``example:PATH`` loads another) without importing
+PyTorch until it is built."""
 
 from __future__ import annotations
 

@@ -1,11 +1,9 @@
-"""``dlsched train example``: cross-entropy search over the example policy's weights.
+"""``dlsched train example``'s learning step: cross-entropy search over the policy's weights.
 
-One learning step (`CemLearner.step`): draw ``population`` weight vectors from a Gaussian,
-score each by the average slowdown (DeepRM's objective) it gives on ``train_seeds`` fresh
-``deeprm`` jobsets, and refit the Gaussian to the ``elite`` best. Everything else — the budget,
-validation on held-out seeds, keeping the best policy, ``OUT/policy.pt`` + ``card.json``,
-``train_log.csv``, TensorBoard, ``--resume`` — is the shared training run
-(`dlsched.rl.training.train`).
+`CemLearner.step` draws ``population`` weight vectors from a Gaussian, scores each by the average
+slowdown (DeepRM's objective) on ``train_seeds`` fresh jobsets and refits the Gaussian to the
+``elite`` best. The budget, validation, keeping the best, ``policy.pt`` + ``card.json``, the CSV
+and TensorBoard logs and ``--resume`` are the shared run's (`dlsched.rl.training.train`).
 """
 
 from __future__ import annotations
@@ -18,7 +16,7 @@ import numpy as np
 import torch
 
 from dlsched.papers.example.config import VALIDATION_SEED0, ExampleConfig
-from dlsched.papers.example.policy import ALGORITHM, FEATURES, LinearOrder, weights_state
+from dlsched.papers.example.policy import ALGORITHM, FEATURES, LinearOrder
 from dlsched.rl.checkpoint import PolicyCard
 from dlsched.rl.run_options import RunOptions, every
 from dlsched.rl.training import Budget, RunResult, Validation, train
@@ -39,22 +37,18 @@ class CemLearner:
         self.mean = np.zeros(len(FEATURES))  # arrival order
         self.std = np.full(len(FEATURES), config.init_std)
         self.iteration = 0
-        self.validation_seeds = [VALIDATION_SEED0 + i for i in range(config.validation_seeds)]
-        seeds = self.validation_seeds
-        self.baselines = {
-            "arrival_order_avg_slowdown": self.slowdown(LinearOrder(self.mean.tolist()), seeds),
-            "sjf_avg_slowdown": self.slowdown(make_scheduler("sjf"), seeds),
+        self.seeds = [VALIDATION_SEED0 + i for i in range(config.validation_seeds)]
+        self.baselines = {  # on the validation seeds, for the card
+            "arrival_order_avg_slowdown": self.slowdown(LinearOrder(self.mean.tolist())),
+            "sjf_avg_slowdown": self.slowdown(make_scheduler("sjf")),
         }
         self.last: dict[str, float] = {}
 
-    def slowdown(self, scheduler: Scheduler, seeds: Sequence[int]) -> float:
-        """Average slowdown of ``scheduler`` over the workloads of ``seeds``."""
+    def slowdown(self, scheduler: Scheduler, seeds: Sequence[int] | None = None) -> float:
+        """Average slowdown of ``scheduler`` over the workloads of ``seeds`` (validation's)."""
         c = self.config
-        total = 0.0
-        for seed in seeds:
-            result = simulate(c.workload, scheduler, seed, load=c.load)
-            total += float(result.summary()["avg_slowdown"])
-        return total / len(seeds)
+        runs = [simulate(c.workload, scheduler, s, load=c.load) for s in seeds or self.seeds]
+        return sum(float(r.summary()["avg_slowdown"]) for r in runs) / len(runs)
 
     def step(self) -> dict[str, object]:
         c = self.config
@@ -73,7 +67,7 @@ class CemLearner:
         }
 
     def validate(self) -> Validation:
-        slowdown = self.slowdown(LinearOrder(self.mean.tolist()), self.validation_seeds)
+        slowdown = self.slowdown(LinearOrder(self.mean.tolist()))
         self.last = {"avg_slowdown": slowdown}
         return Validation((slowdown,), {"avg_slowdown": round(slowdown, 4)})
 
@@ -84,7 +78,7 @@ class CemLearner:
             workload=c.workload,
             workload_params={"load": c.load},
             shapes={"features": len(FEATURES)},
-            seeds={"search": [c.seed], "validation": self.validation_seeds},
+            seeds={"search": [c.seed], "validation": self.seeds},
             steps={"iterations": self.iteration},
             validation={**self.last, **self.baselines},
             hyperparams=asdict(c),
@@ -95,24 +89,20 @@ class CemLearner:
             ),
             trained_setting={"workload": c.workload, "params": {"load": c.load}},
         )
-        return weights_state(self.mean.tolist()), card
+        return {"weights": torch.tensor(self.mean.tolist(), dtype=torch.float64)}, card
 
     def state_dict(self) -> dict[str, Any]:
-        return {
-            "mean": torch.tensor(self.mean),
-            "std": torch.tensor(self.std),
-            "iteration": self.iteration,
-        }
+        mean, std = torch.tensor(self.mean), torch.tensor(self.std)
+        return {"mean": mean, "std": std, "iteration": self.iteration}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        self.mean = state["mean"].numpy().copy()
-        self.std = state["std"].numpy().copy()
+        self.mean, self.std = state["mean"].numpy().copy(), state["std"].numpy().copy()
         self.iteration = int(state["iteration"])
 
 
 def train_example(config: ExampleConfig, run: RunOptions, progress: Any = None) -> RunResult:
-    """Run the search for ``config.iterations`` steps (or until ``run.max_minutes``), writing
-    the shared training run's files into ``run.out`` (validated after every step)."""
+    """Run the search for ``config.iterations`` steps (or until ``run.max_minutes``) into
+    ``run.out``, validating after every step."""
 
     def make(_budget: Budget) -> CemLearner:
         return CemLearner(config)
