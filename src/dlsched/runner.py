@@ -9,20 +9,30 @@ benchmarks inside the package import it from here, so that nothing but the CLI a
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import math
 from collections.abc import Callable
 from typing import Any
 
 from dlsched.placement import make_placement
-from dlsched.schedulers.base import Scheduler
+from dlsched.schedulers.base import Scheduler, cannot_run
 from dlsched.schedulers.registry import made_for, make_scheduler
-from dlsched.sim import RescaleCost, Result, SimConfig, Simulator
+from dlsched.sim import RescaleCost, Result, SimConfig, SimulationStalled, Simulator
 from dlsched.workloads.base import Workload
 from dlsched.workloads.registry import make_workload
 
 log = logging.getLogger(__name__)
 
 _UNSET: Any = object()
+
+
+class CannotRun(SimulationStalled):
+    """The scheduler says before the run that it could never run this workload's jobs
+    (`dlsched.schedulers.base.BaseScheduler.cannot_run`): raised at once instead of a run
+    that would crawl or stall."""
+
+
 _WARNED: set[tuple[str, str]] = set()
 _WARNED_SETTING: set[tuple[str, ...]] = set()
 
@@ -40,6 +50,7 @@ def simulate(
     on_events: bool | None = None,
     horizon_s: float | None = None,
     rescale: RescaleCost | None = None,
+    restart_s: float | None = None,
     max_idle_retries: int | None = None,
     on_job_finished: Callable[[int, int], None] | None = None,
     **overrides: Any,
@@ -58,12 +69,19 @@ def simulate(
         interval_s: periodic scheduling interval (s) or None; default the workload's.
         on_events: schedule at every arrival/completion; default the workload's.
         horizon_s: stop at this time (s); unfinished jobs are reported as such.
-        rescale: rescale/restart cost model.
+        rescale: rescale/restart cost model; default the workload's (`Workload.rescale`: Pollux
+            restarts a job at every reallocation, 30 s), else `RescaleCost()`.
+        restart_s: seconds of a checkpoint-restart in ``rescale`` (paid on a resize in restart
+            mode and on every resume), replacing its ``restart_s``; default unchanged.
         max_idle_retries: fruitless retries in a row before `SimulationStalled`; default
             `SimConfig`'s.
         on_job_finished: called with (jobs finished, jobs in the workload) after each finish,
             e.g. to show progress.
         **overrides: workload generator options (``num_jobs=50``, ``mix="large-jobs"``, …).
+
+    Raises:
+        CannotRun: the scheduler says it could never run these jobs (before any run).
+        SimulationStalled: jobs were left that nothing would ever run.
     """
     if isinstance(workload, str):
         workload = make_workload(workload, seed=seed, servers=servers, load=load, **overrides)
@@ -72,13 +90,17 @@ def simulate(
     if isinstance(scheduler, str):
         warn_if_not_made_for(scheduler, workload.name)
         scheduler = make_scheduler(scheduler)
+    why = cannot_run(scheduler, workload.jobs, workload.servers)
+    if why is not None:
+        name = getattr(scheduler, "name", type(scheduler).__name__)
+        raise CannotRun(f"{name} cannot run the {workload.name} workload: {why}")
     warn_if_out_of_setting(scheduler, workload)
     config = SimConfig(
         interval_s=workload.interval_s if interval_s is _UNSET else interval_s,
         on_events=workload.on_events if on_events is None else on_events,
         horizon_s=horizon_s,
         noise=workload.noise if noise is None else noise,
-        rescale=rescale or RescaleCost(),
+        rescale=_rescale_cost(rescale or workload.rescale or RescaleCost(), restart_s),
         seed=seed,
         **({} if max_idle_retries is None else {"max_idle_retries": max_idle_retries}),
     )
@@ -97,12 +119,30 @@ def simulate(
     return result
 
 
+def _rescale_cost(base: RescaleCost, restart_s: float | None) -> RescaleCost:
+    """``base`` with its checkpoint-restart cost set to ``restart_s`` seconds (in restart mode,
+    the resize cost too); ``base`` itself when ``restart_s`` is None."""
+    if restart_s is None:
+        return base
+    if not math.isfinite(restart_s) or restart_s < 0:
+        raise ValueError(f"restart_s must be a finite number of seconds >= 0, got {restart_s}")
+    hot_s = restart_s if base.mode == "restart" else base.hot_s
+    return dataclasses.replace(base, hot_s=hot_s, restart_s=restart_s)
+
+
+def in_family(workload: str, made: frozenset[str]) -> bool:
+    """Whether ``workload`` (a `Workload.name`: ``"pollux-6-tuned"``, ``"philly:6214e9"``) is
+    one of the workload families ``made`` names (``{"pollux"}``, ``{"philly", "trace"}``)."""
+    base = workload.partition(":")[0]
+    return any(base == name or base.startswith(f"{name}-") for name in made)
+
+
 def warn_if_not_made_for(scheduler: str, workload: str) -> None:
     """Log a warning, once per process and pair, when the registered ``scheduler`` is not meant
     for ``workload`` (by the workloads named in its registry ``setting``; ``dlsched list``)."""
     name, base = scheduler.partition(":")[0], workload.partition(":")[0]
     made = made_for(name)
-    if made is None or base in made or (name, base) in _WARNED:
+    if made is None or in_family(workload, made) or (name, base) in _WARNED:
         return
     _WARNED.add((name, base))
     log.warning(
