@@ -108,6 +108,11 @@ OPTION_BOUNDS: dict[str, Bound] = {
     "start": Bound("str"),
     "end": Bound("str"),
     "columns": Bound("str"),
+    "time_unit": Bound("str"),
+    "duration_unit": Bound("str"),
+    "drop_status": Bound("str"),
+    "split": Bound("str"),
+    "part": Bound("str"),
     "number": Bound("int", 1, 8),  # pollux: which of its 8 workloads
     "jobs": Bound("str"),  # pollux: adaptive, tuned or tuned-batch
     # simulator keywords reachable through -o

@@ -124,7 +124,12 @@ def _held_warnings(hold: bool) -> Iterator[Callable[[], None]]:
     root.addHandler(holder)
 
     def release() -> None:
+        seen: set[tuple[int, str]] = set()
         for record in holder.records:
+            key = (record.levelno, record.getMessage())
+            if key in seen:  # one per run of a sweep would say the same thing many times
+                continue
+            seen.add(key)
             for handler in targets:
                 if handler is not None and record.levelno >= handler.level:
                     handler.handle(record)

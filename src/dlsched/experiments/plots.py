@@ -58,9 +58,14 @@ _LABELS = {
 
 
 def plot_comparison(
-    rows: Sequence[Summary], path: str | Path, metric: str = "avg_jct_s", title: str = ""
+    rows: Sequence[Summary],
+    path: str | Path,
+    metric: str = "avg_jct_s",
+    title: str = "",
+    log: bool = False,
 ) -> Path:
-    """Bar chart of one metric's mean per scheduler with 95 % confidence intervals."""
+    """Bar chart of one metric's mean per scheduler with 95 % confidence intervals; ``log``: a
+    logarithmic value axis (policies an order of magnitude apart both stay readable)."""
     fig, ax = plt.subplots(figsize=(max(4.0, 1.1 * len(rows) + 2), 4))
     names = [r.scheduler for r in rows]
     scale = 3600.0 if metric.endswith("_s") else 1.0
@@ -69,6 +74,8 @@ def plot_comparison(
     ax.bar(names, means, yerr=errors, capsize=4, color="tab:blue")
     label = _LABELS.get(metric, metric)
     ax.set_ylabel(f"{label} (h)" if scale != 1.0 else label)
-    ax.set_title(f"{title or label}\n(mean and 95 % CI)", fontsize=11)
+    ax.set_title(f"{title + ': ' if title else ''}{label}\n(mean and 95 % CI)", fontsize=11)
+    if log:
+        ax.set_yscale("log")
     plt.setp(ax.get_xticklabels(), rotation=30, ha="right")
     return _save(fig, path)

@@ -11,29 +11,36 @@ from typing import Any
 
 from dlsched.commands.common import err, one_line_errors, out, progress_bar
 from dlsched.commands.config_options import Renamed, Section, train_command
+from dlsched.commands.experiment import experiment_file
 from dlsched.papers.sched2.config import CemConfig, DQNConfig, Sched2RunArgs
 from dlsched.rl.run_options import RunOptions
+from dlsched.workloads.traces.options import TraceOptions
 
 
+@experiment_file("train")
 @train_command(
     Section(Sched2RunArgs),
     Section(DQNConfig, skip=("extra",), defaults={"episodes": None}),  # 100, --paper 2400
     Section(CemConfig, skip=("seed", "elite")),
+    Section(TraceOptions),
     renamed=[Renamed("--minutes", "--max-minutes", min=0.01, max=1e6)],
 )
 def train_sched2_command(
-    run: RunOptions, args: Sched2RunArgs, config: DQNConfig, cem: CemConfig
+    run: RunOptions, args: Sched2RunArgs, config: DQNConfig, cem: CemConfig, trace: TraceOptions
 ) -> None:
     """Train a SCED² policy (DQN, or SCED²-L with --method lookahead): OUT/policy.pt +
-    OUT/card.json is the best by validation, OUT/train_log.csv a row per episode (iteration)."""
+    OUT/card.json is the best by validation, OUT/train_log.csv a row per episode (iteration).
+    On your trace (-w trace:PATH) with --split, episodes are windows of the train part and
+    validation windows of the validation part."""
     from dlsched.papers.sched2.train import train_sched2, train_sched2_lookahead
 
     if args.paper:  # SCED²'s own method at its scale, on batched environments (paper.py)
-        _train_paper(run, args, config)
+        _train_paper(run, args, config, trace)
         return
     config = dataclasses.replace(config, episodes=config.episodes or 100)
     keys = ("workload", "num_jobs", "load", "one_gpu_frac", "servers", "log_csv")
     where: dict[str, Any] = {key: getattr(args, key) for key in keys}  # the traces and log
+    where["trace_options"] = trace.given()
     if args.method == "lookahead":
         cem = dataclasses.replace(cem, seed=config.seed, elite=max(2, cem.population // 4))
         with one_line_errors(), progress_bar() as progress:
@@ -59,10 +66,15 @@ def train_sched2_command(
     out.print(f"policy written to [bold]{path}[/] · validation {best}")
 
 
-def _train_paper(run: RunOptions, args: Sched2RunArgs, config: DQNConfig) -> None:
+def _train_paper(
+    run: RunOptions, args: Sched2RunArgs, config: DQNConfig, trace: TraceOptions
+) -> None:
     """``--paper``: `dlsched.papers.sched2.paper_command.train_paper_command`."""
     from dlsched.papers.sched2.paper_command import train_paper_command
 
+    if trace.given():
+        with one_line_errors():
+            raise ValueError("--paper trains on the sched2 workload; trace options do not apply")
     budget_s = None if run.max_minutes is None else 60.0 * run.max_minutes
     train_paper_command(run.out, config.episodes or 2400, budget_s, config.seed, args.load,
                         args.device, args.num_envs, run.tensorboard, run.force,

@@ -1,0 +1,145 @@
+"""Bringing your own trace on the command line (issue 36): the trace options on every command
+that reads a trace, ``--experiment FILE`` (TOML keys = options, the command line wins, unknown
+keys one line), named variants, ``--schedulers all``, ``--metric``, ``--summary-out`` and
+``--log-scale``."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from dlsched.cli import app
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def trace(tmp_path: Path) -> Path:
+    """30 jobs as people write them: other column names, minutes, a status column."""
+    lines = ["jobname,submitted,runtime_min,gpus,state"]
+    for i in range(30):
+        lines.append(f"j{i},{i * 60},{1 + i % 7},{1 + i % 4},{'Killed' if i % 6 == 5 else 'Pass'}")
+    path = tmp_path / "mine.csv"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def one_error(args: list[str], *needles: str) -> str:
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, (result.exit_code, result.output[-500:])
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+    return lines[0]
+
+
+def ok(args: list[str]) -> str:
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output[-800:]
+    return result.stdout
+
+
+MAPPING = ["--columns", "duration=runtime_min", "--duration-unit", "min"]
+
+
+def test_the_same_trace_options_on_simulate_compare_trace_info(trace: Path) -> None:
+    one_error(["simulate", "-w", f"trace:{trace}"], "the file has: jobname,", "--columns duration=")
+    run = json.loads(ok(["simulate", "-w", f"trace:{trace}", *MAPPING, "--json"]))
+    assert run["jobs"] == 30 and run["jct_lower_bound_s"] > 60  # minutes, not seconds
+    runs = json.loads(
+        ok(["compare", "-w", f"trace:{trace}", *MAPPING, "--drop-status", "killed",
+            "--schedulers", "fifo", "--seeds", "1", "--json"])
+    )  # fmt: skip
+    assert runs[0]["jobs"] == 25
+    info = json.loads(ok(["trace", "info", str(trace), *MAPPING, "--json"]))
+    assert info["status_counts"] == {"pass": 25, "killed": 5}
+
+
+def test_train_sched2_takes_the_trace_options(trace: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    ok(["train", "sched2", "-w", f"trace:{trace}", *MAPPING, "--split", "0.6,0.2,0.2",
+        "--method", "lookahead", "--iterations", "1", "--population", "2",
+        "--traces-per-iter", "1", "--num-jobs", "10", "--out", str(out)])  # fmt: skip
+    card = json.loads((out / "card.json").read_text())
+    assert card["workload_params"]["split"] == "0.6,0.2,0.2"
+    assert card["workload_params"]["columns"] == "duration=runtime_min"
+    one_error(["train", "sched2", "-w", f"trace:{trace}"], "missing option --out")
+    one_error(["train", "sched2", "--columns", "duration=x", "--out", str(tmp_path / "b")],
+              "--columns applies to your own trace")  # fmt: skip
+    one_error(["train", "sched2", "-w", f"trace:{trace}", *MAPPING, "--split", "0.6,0.2,0.2",
+               "--part", "test", "--out", str(tmp_path / "c")], "give --split alone")  # fmt: skip
+
+
+def test_an_experiment_file_with_variants_and_command_line_overrides(
+    trace: Path, tmp_path: Path
+) -> None:
+    experiment = tmp_path / "exp.toml"
+    experiment.write_text(
+        f'workload = "trace:{trace}"\n'
+        'columns = {duration = "runtime_min"}\n'
+        'duration_unit = "min"\n'
+        'split = "0.5,0.2,0.3"\n'
+        "[compare]\n"
+        'part = "test"\n'
+        'schedulers = ["fifo", "shortest"]\n'
+        'seeds = "1"\n'
+        "[variants]\n"
+        'shortest = "sif"\n'
+    )
+    runs = json.loads(ok(["compare", "--experiment", str(experiment), "--json"]))
+    assert [r["scheduler"] for r in runs] == ["fifo", "shortest"]
+    assert {r["jobs"] for r in runs} == {9}  # the test part: the last 30 %
+    runs = json.loads(ok(["compare", "--experiment", str(experiment), "--part", "train", "--json"]))
+    assert {r["jobs"] for r in runs} == {15}  # the command line wins
+    table = ok(["compare", "--experiment", str(experiment)])
+    assert "shortest" in table
+    run = json.loads(ok(["simulate", "--experiment", str(experiment), "-s", "shortest", "--json"]))
+    assert run["scheduler"] == "shortest" and run["jobs"] == 30
+
+
+@pytest.mark.parametrize(
+    ("text", "needles"),
+    [
+        ("bogus = 1\n", ("exp.toml: unknown key 'bogus'",)),
+        ("[compare]\nepisodes = 3\n", ("[compare] has unknown key 'episodes'",)),
+        ("servers = 0\n", ("exp.toml: servers:", "--servers")),
+        ('time_unit = "weeks"\n', ("exp.toml: time_unit:", "'weeks'")),
+        ('split = "0.6,\n', ("exp.toml: not valid TOML",)),
+        ("[variants]\nmine = 3\n", ("[variants] must map names",)),
+    ],
+)
+def test_a_bad_experiment_file_is_one_line_naming_file_and_key(
+    tmp_path: Path, text: str, needles: tuple[str, ...]
+) -> None:
+    experiment = tmp_path / "exp.toml"
+    experiment.write_text(text)
+    one_error(["compare", "--experiment", str(experiment)], *needles)
+
+
+def test_every_applicable_scheduler_a_metric_a_summary_csv_and_a_log_plot(
+    trace: Path, tmp_path: Path
+) -> None:
+    summary, plot = tmp_path / "summary.csv", tmp_path / "cmp.png"
+    table = ok(["compare", "-w", f"trace:{trace}", *MAPPING, "--schedulers", "all", "--seeds",
+                "1", "--metric", "avg_jct_s,jain_fairness", "--summary-out", str(summary),
+                "--plot", str(plot), "--log-scale"])  # fmt: skip
+    assert "jain_fairness" in table and "GPU" not in table
+    rows = list(csv.DictReader(summary.open()))
+    names = [r["scheduler"] for r in rows]
+    assert {"fifo", "sif", "tiresias", "sched2"} <= set(names)
+    assert "dl2" not in names and "deeprm" not in names  # made for other workloads
+    assert float(rows[0]["avg_jct_s_mean"]) > 0 and "jain_fairness_ci95" in rows[0]
+    assert plot.stat().st_size > 0
+    args = ["compare", "-w", f"trace:{trace}", *MAPPING, "--schedulers", "fifo", "--seeds", "1"]
+    one_error([*args, "--metric", "speed"], "--metric: 'speed' is not a summary field")
+
+
+def test_the_bad_row_hint_is_spelled_as_the_option(tmp_path: Path) -> None:
+    path = tmp_path / "bad.csv"
+    path.write_text("submit_time,duration,num_gpus\n0,-1,1\n1,-2,1\n2,5,1\n")
+    one_error(["simulate", "-w", f"trace:{path}"], "--on-bad-row skip")
