@@ -1,13 +1,12 @@
 """`PolicyAdapter`: a policy from any RL library as a dlsched `Scheduler`.
 
-A policy trained on one of the registered environments (``dlsched/DL2-v0``,
-``dlsched/DL2Slot-v0``, ``dlsched/DeepRM-v0``, ``dlsched/SCED2-v0``) maps an observation and an
-action mask to an action. `PolicyAdapter` runs it at every scheduling point of `dlsched.simulate` (and so of
-``compare`` and ``live run``) through the environment's own state encoding (its
-``slot_encoder()``) and the loop the shipped learned schedulers use
-(`dlsched.rl.policy_scheduler.SlotLoopScheduler`): the policy sees exactly the observations and
-masks it was trained on. Observations are clipped to the environment's observation space, as
-the environment clips them.
+A policy trained on one of the registered environments (``dlsched/DL2-v0``, ``dlsched/DL2Slot-v0``,
+``dlsched/DeepRM-v0``, ``dlsched/SCED2-v0``) maps an observation and an action mask to an action.
+`PolicyAdapter` runs it at every scheduling point of `dlsched.simulate` (and so of ``compare`` and
+``live run``) through the environment's own state encoding (its ``slot_encoder()``) and the loop the
+shipped learned schedulers use (`dlsched.rl.policy_scheduler.SlotLoopScheduler`): the policy sees
+exactly the observations and masks it was trained on. Observations are clipped to the environment's
+observation space, as the environment clips them.
 
 Example (sb3-contrib)::
 
