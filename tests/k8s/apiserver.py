@@ -155,7 +155,7 @@ def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def parse_time(text: object) -> float:
+def unix_seconds(text: object) -> float:
     """Unix seconds of an RFC 3339 time (``renewTime``); 0 if it is not one."""
     try:
         return datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp()
@@ -262,7 +262,7 @@ class FakeApiServer:
         lease = self._objects.get(("leases", *self.fence))
         spec = (lease or {}).get("spec") or {}
         holder = spec.get("holderIdentity") or ""
-        left = parse_time(spec.get("renewTime")) + float(spec.get("leaseDurationSeconds") or 0)
+        left = unix_seconds(spec.get("renewTime")) + float(spec.get("leaseDurationSeconds") or 0)
         left -= self.clock()
         if holder != identity or left <= 0:
             raise ApiError(

@@ -44,7 +44,7 @@ from tests.k8s.apiserver import (
     FakeApiServer,
     Obj,
     RawReply,
-    parse_time,
+    unix_seconds,
 )
 
 LEASE = ("leases", "default", "dlsched-controller")
@@ -159,7 +159,7 @@ class ChaosApiServer(FakeApiServer):
         lease = self._objects.get(LEASE)
         spec = (lease or {}).get("spec") or {}
         holder = spec.get("holderIdentity") or ""
-        valid = parse_time(spec.get("renewTime")) + float(spec.get("leaseDurationSeconds") or 0)
+        valid = unix_seconds(spec.get("renewTime")) + float(spec.get("leaseDurationSeconds") or 0)
         term = (holder, str(spec.get("acquireTime")))
         if holder != identity or self.clock() > valid:
             self.tally.writes_past_lease += 1

@@ -7,10 +7,15 @@ The write the paused leader then sends is one no check of its own can stop. With
 fence (``FakeApiServer(fence=...)``) it is refused (403), the stale leader re-reads the lease and
 stands down, and nothing is lost, duplicated or over-committed; without it (what a check-then-act
 lease alone gives) the same write is accepted and over-commits the node: the test can fail.
+A running controller logs the refusal as one line and stands by; a stale write answered 409
+stands down the same way, without a retry.
 """
 
 from __future__ import annotations
 
+import logging
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -45,7 +50,12 @@ def paused_leader(
         client.ApiClient(client.Configuration(host=server.url)) as api_b,
     ):
         server.clock = lambda: now[0]
-        kw: dict[str, Any] = {"clock": lambda: now[0], "lease_duration_s": LEASE_S, "bind": True}
+        kw: dict[str, Any] = {
+            "clock": lambda: now[0],
+            "lease_duration_s": LEASE_S,
+            "bind": True,
+            "interval_s": 0.2,
+        }
         first = controller(api_a, "fifo", identity="a", **kw)
         second = controller(api_b, "fifo", identity="b", **kw)
         server.put("nodes", "", node("n0", gpu=4))  # room for two jobs of 2 GPUs
@@ -106,3 +116,23 @@ def test_a_stale_write_answered_409_stands_down_without_retrying() -> None:
         assert server.tally.writes_past_lease == 0
         assert server.count("PATCH", "/dljobs/j1") == 2  # b's start, a's refused one: no retry
         assert grants(server)["j1"] == (2, 0)
+
+
+def test_the_running_controller_logs_one_line_and_stands_by(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with paused_leader(fenced=True) as (server, first, _, _):
+        stop = threading.Event()
+        loop = threading.Thread(target=first.run, args=(stop,), daemon=True)
+        with caplog.at_level(logging.INFO, logger="dlsched.k8s"):
+            loop.start()
+            deadline = time.monotonic() + 20
+            while server.count("GET", "/leases/") < 6 and time.monotonic() < deadline:
+                time.sleep(0.05)  # a few rounds after the refusal: standing by
+            stop.set()
+            loop.join(timeout=20)
+        assert not loop.is_alive()
+        said = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+        assert len(said) == 1 and "refused (403 Forbidden)" in said[0], said  # one line
+        assert server.tally.writes_refused == 1  # written once, never again
+        assert server.count("PATCH", "/dljobs/j1") == 1
