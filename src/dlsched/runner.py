@@ -15,6 +15,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from dlsched.models.locality import Locality
 from dlsched.placement import make_placement
 from dlsched.schedulers.base import Scheduler, cannot_run
 from dlsched.schedulers.registry import made_for, make_scheduler
@@ -51,6 +52,7 @@ def simulate(
     horizon_s: float | None = None,
     rescale: RescaleCost | None = None,
     restart_s: float | None = None,
+    cross_server_slowdown: bool = True,
     max_idle_retries: int | None = None,
     on_job_finished: Callable[[int, int], None] | None = None,
     **overrides: Any,
@@ -73,6 +75,11 @@ def simulate(
             restarts a job at every reallocation, 30 s), else `RescaleCost()`.
         restart_s: seconds of a checkpoint-restart in ``rescale`` (paid on a resize in restart
             mode and on every resume), replacing its ``restart_s``; default unchanged.
+        cross_server_slowdown: False runs a `Locality` workload (sched2, philly, trace) with no
+            slowdown for jobs spread over servers (every model's sensitivity 1): the same run
+            with the locality model off, to see how much of a result comes from it. Other
+            speed models are unchanged. The model in force is recorded in the result's
+            ``params["speed_model"]`` (and its summary).
         max_idle_retries: fruitless retries in a row before `SimulationStalled`; default
             `SimConfig`'s.
         on_job_finished: called with (jobs finished, jobs in the workload) after each finish,
@@ -87,6 +94,10 @@ def simulate(
         workload = make_workload(workload, seed=seed, servers=servers, load=load, **overrides)
     elif servers is not None or load is not None or overrides:
         raise ValueError("servers, load and generator options apply to workload names only")
+    if not cross_server_slowdown and isinstance(workload.model, Locality):
+        flat = {model: 1.0 for model in workload.model.sensitivity}
+        model = Locality(workload.model.gpus_per_server, sensitivity=flat)
+        workload = dataclasses.replace(workload, model=model)
     if isinstance(scheduler, str):
         warn_if_not_made_for(scheduler, workload.name)
         scheduler = make_scheduler(scheduler)
@@ -115,8 +126,18 @@ def simulate(
         on_job_finished=on_job_finished,
     )
     result = sim.run()
-    result.params = dict(workload.params)
+    result.params = {**workload.params, "speed_model": speed_model(workload)}
     return result
+
+
+def speed_model(workload: Workload) -> str:
+    """What decides the jobs' speeds in ``workload``'s runs, in words: the model's name, and for
+    `Locality` whether jobs spread over servers are slowed down."""
+    model = workload.model
+    if not isinstance(model, Locality):
+        return str(getattr(model, "name", type(model).__name__))
+    slowed = any(s != 1.0 for s in model.sensitivity.values())
+    return "locality: cross-server slowdown " + ("on (SCED² Fig. 1)" if slowed else "off")
 
 
 def _rescale_cost(base: RescaleCost, restart_s: float | None) -> RescaleCost:
