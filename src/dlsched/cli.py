@@ -294,6 +294,25 @@ def _full_width_help() -> None:
     when_imported("typer.rich_utils", widen)
 
 
+def _no_type_on_flags(rich_utils: ModuleType) -> None:
+    """Help shows ``--json`` and ``--help`` without a ``<bool>`` value they do not take (Typer
+    0.29 prints a type for every option); set when Typer's Rich help module is imported."""
+    from typer.core import TyperOption
+
+    shown = TyperOption.display_type_rich
+    if getattr(shown, "dlsched_flags", False):
+        return
+
+    def display_type_rich(self: TyperOption, ctx: Any) -> str | None:
+        return None if self.is_flag and not self.count else shown(self, ctx)
+
+    display_type_rich.dlsched_flags = True  # type: ignore[attr-defined]
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
+when_imported("typer.rich_utils", _no_type_on_flags)
+
+
 def main() -> None:
     """Entry point of the ``dlsched`` script."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")

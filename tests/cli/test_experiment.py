@@ -62,9 +62,11 @@ def test_the_same_trace_options_on_simulate_compare_trace_info(trace: Path) -> N
 
 def test_train_sched2_takes_the_trace_options(trace: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
-    ok(["train", "sched2", "-w", f"trace:{trace}", *MAPPING, "--split", "0.6,0.2,0.2",
-        "--method", "lookahead", "--iterations", "1", "--population", "2",
-        "--traces-per-iter", "1", "--num-jobs", "10", "--out", str(out)])  # fmt: skip
+    printed = ok(["train", "sched2", "-w", f"trace:{trace}", *MAPPING, "--split", "0.6,0.2,0.2",
+                  "--method", "lookahead", "--iterations", "1", "--population", "2",
+                  "--traces-per-iter", "1", "--num-jobs", "10", "--out", str(out)])  # fmt: skip
+    assert "{" not in printed and "avg_jct_s" in printed  # not a raw Python dict
+    assert f"use it with: --scheduler sched2:{out}" in printed
     card = json.loads((out / "card.json").read_text())
     assert card["workload_params"]["split"] == "0.6,0.2,0.2"
     assert card["workload_params"]["columns"] == "duration=runtime_min"
@@ -143,3 +145,20 @@ def test_the_bad_row_hint_is_spelled_as_the_option(tmp_path: Path) -> None:
     path = tmp_path / "bad.csv"
     path.write_text("submit_time,duration,num_gpus\n0,-1,1\n1,-2,1\n2,5,1\n")
     one_error(["simulate", "-w", f"trace:{path}"], "--on-bad-row skip")
+
+
+def test_dqn_progress_lines_show_validation_only_when_there_is_one() -> None:
+    from dlsched.papers.sched2.command import _episode
+
+    row = {"episode": 3, "steps": 9, "epsilon": 0.5, "train_effectiveness": 0.9, "wall_s": 2.0}
+    assert "eval" not in _episode({**row, "eval_effectiveness": ""})[1]
+    assert "eval E 0.8000" in _episode({**row, "eval_effectiveness": 0.8})[1]
+
+
+@pytest.mark.parametrize("command", [["simulate"], ["compare"], ["train", "sched2"]])
+def test_help_shows_no_value_for_flags_and_names_every_workload(command: list[str]) -> None:
+    shown = ok([*command, "--help"])
+    assert "--json" in shown or "--resume" in shown
+    assert "<bool>" not in shown
+    if command != ["train", "sched2"]:
+        assert "pollux" in shown  # --workload's help lists every workload

@@ -57,3 +57,6 @@ def test_the_readme_walkthrough_runs_as_written(tmp_path: Path) -> None:
     assert (folder / "test.png").stat().st_size > 0
     assert "status_counts" in done.stdout and "mine" in done.stdout
     assert "left out" in done.stderr  # the failed/killed jobs dropped are said
+    # the shipped policy is told it runs outside its setting; the one trained here is not
+    assert "this run has workload trace:mine.parquet (trained sched2)" in done.stderr
+    assert "(trained trace:mine.parquet)" not in done.stderr

@@ -85,7 +85,7 @@ def compare(
     json_out: JsonOpt = False,
     plot: PlotOpt = None,
     log_scale: Annotated[
-        bool, typer.Option("--log-scale", help="--plot: a logarithmic value axis.")
+        bool, typer.Option("--log-scale", help="--plot: logarithmic value and JCT axes.")
     ] = False,
     jobs_out: JobsOutOpt = None,
     summary_out: Annotated[
@@ -160,7 +160,12 @@ def compare(
             from dlsched.experiments.plots import plot_comparison
 
             plot_comparison(
-                rows, plot, metric=metrics[0], title=f"{workload}, seeds {seeds}", log=log_scale
+                rows,
+                plot,
+                metric=metrics[0],
+                title=f"{workload}, seeds {seeds}",
+                log=log_scale,
+                results=results,
             )
     if json_out:
         print(json.dumps([clean(r.summary()) for r in results]))

@@ -9,7 +9,9 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from dlsched.commands.common import err, one_line_errors, out, progress_bar
+from rich.markup import escape
+
+from dlsched.commands.common import err, metrics_line, one_line_errors, out, progress_bar
 from dlsched.commands.config_options import Renamed, Section, train_command
 from dlsched.commands.experiment import experiment_file
 from dlsched.papers.sched2.config import CemConfig, DQNConfig, Sched2RunArgs
@@ -63,7 +65,8 @@ def train_sched2_command(
                 progress=_progress(progress, "sched2 episodes", config.episodes, _episode),
                 **where,
             )
-    out.print(f"policy written to [bold]{path}[/] · validation {best}")
+    out.print(f"policy written to [bold]{escape(str(path))}[/] · validation {metrics_line(best)}")
+    out.print(f"use it with: --scheduler sched2:{path}", markup=False, highlight=False)
 
 
 def _train_paper(
@@ -110,9 +113,10 @@ def _episode(row: Row) -> tuple[str, str]:
     short += f" · eval E {_f(row, 'eval_effectiveness'):.3f}" if evaluated else ""
     line = (
         f"episode {row['episode']}: steps {row['steps']}, eps {_f(row, 'epsilon'):.3f}, "
-        f"train E {_f(row, 'train_effectiveness'):.4f}, eval E "
-        f"{_f(row, 'eval_effectiveness'):.4f}, {_f(row, 'wall_s'):.0f} s"
-    )
+        f"train E {_f(row, 'train_effectiveness'):.4f}"
+        + (f", eval E {_f(row, 'eval_effectiveness'):.4f}" if evaluated else "")
+        + f", {_f(row, 'wall_s'):.0f} s"
+    )  # no "eval E nan" between validations
     return short, line
 
 

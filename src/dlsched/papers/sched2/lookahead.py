@@ -43,7 +43,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from dlsched.core import Allocation, ClusterView, Decision, JobRun, JobSpec, Resources, Target
 from dlsched.papers.sched2.profiling import JobProfile, Profiler
@@ -125,10 +125,15 @@ class LookaheadScheduler(BaseScheduler):
         params: the rule's parameters.
         gpus_per_server: M (for the best span ``ceil(GPUs / M)``).
         profile_seed: seed of the profiler's measurement noise.
+
+    Attributes:
+        trained_setting: the card's ``trained_setting`` (`dlsched.rl.setting`), set by the
+            loader; None: not said.
     """
 
     name = "sched2"
     preemptive: ClassVar[bool] = False
+    trained_setting: dict[str, Any] | None = None
 
     def __init__(
         self, params: LookaheadParams, gpus_per_server: int = 8, *, profile_seed: int = 0
