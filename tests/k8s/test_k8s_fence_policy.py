@@ -7,11 +7,14 @@ pod the Lease names holder, and denies every other case with a message, never an
 error. Its binding names the controller's Lease; its match is exactly the writes RBAC grants the
 controller, the Lease's own aside (so, with `test_k8s_rbac`, which checks that every request of a
 running controller is granted, every write the controller makes but its Lease's is fenced).
+And standing in for the test API server's own fence, the policy stops the leader paused between
+its lease check and its send (`test_k8s_fencing`): the controller stands down on its 403.
 """
 
 from __future__ import annotations
 
 import inspect
+import re
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +22,11 @@ import pytest
 import yaml
 
 from dlsched.k8s.controller import Controller
+from dlsched.k8s.lease import NotLeading
+from tests.k8s.apiserver import CONTROLLER_AGENT, ApiError
+from tests.k8s.chaos_server import LEASE
+from tests.k8s.k8s_helpers import grants
+from tests.k8s.test_k8s_fencing import paused_leader
 
 celpy = pytest.importorskip("celpy")
 
@@ -26,6 +34,11 @@ DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 POD_NAME = "authentication.kubernetes.io/pod-name"
 ADMISSION = {"create": "CREATE", "update": "UPDATE", "patch": "UPDATE", "delete": "DELETE"}
 """RBAC verb → the admission operation it arrives as (a PATCH is an UPDATE)."""
+OPERATION = {"POST": "CREATE", "PUT": "UPDATE", "PATCH": "UPDATE", "DELETE": "DELETE"}
+_PATH = re.compile(
+    r"^/(?:api/v1|apis/(?P<group>[^/]+)/[^/]+)(?:/namespaces/[^/]+)?/(?P<plural>[^/]+)"
+    r"(?:/[^/]+)?(?:/(?P<sub>scale|status|binding))?$"
+)
 SA = "system:serviceaccount:default:dlsched-controller"
 ME = "dlsched-controller-7d9f8c-abcde"
 
@@ -176,3 +189,29 @@ def test_the_match_is_exactly_the_writes_rbac_grants_but_the_lease() -> None:
     assert ("", "pods/binding", "CREATE") in _fenced()
     assert ("dlsched.io", "dljobs/scale", "UPDATE") in _fenced()
     assert not any(resource.startswith("leases") for _, resource, _ in _fenced())
+
+
+def test_the_policy_stops_a_leader_paused_between_its_check_and_its_send() -> None:
+    with paused_leader(fenced=False) as (server, first, _, _):
+
+        def policy(method: str, path: str, agent: str) -> None:
+            """The test server's fence replaced by the policy: the controller's identity is its
+            pod's name, as deploy/deployment.yaml makes it."""
+            match = _PATH.match(path.partition("?")[0])
+            assert match is not None, path
+            resource = match["plural"] + (f"/{match['sub']}" if match["sub"] else "")
+            if (match["group"] or "", resource, OPERATION[method]) not in _fenced():
+                return
+            pod = agent.removeprefix(CONTROLLER_AGENT)
+            message = admit(server._objects.get(LEASE) or {}, {POD_NAME: [pod]})
+            if message:
+                server.tally.writes_refused += 1
+                raise ApiError(403, "Forbidden", message)
+
+        server.admit = policy  # type: ignore[method-assign]
+        with pytest.raises(NotLeading, match=r"refused \(403 Forbidden\).*held by 'b'"):
+            first.reconcile()  # its start of j1 reaches the server after b took over
+        tally = server.tally
+        assert (tally.writes_refused, tally.writes_past_lease, tally.overcommit) == (1, 0, 0)
+        assert grants(server) == {"j0": (2, 0), "j1": (0, 0), "j2": (2, 0)}
+        assert tally.writes > 0 and tally.max_writers == 1
