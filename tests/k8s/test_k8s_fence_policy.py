@@ -18,6 +18,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import celpy
 import pytest
 import yaml
 
@@ -27,8 +28,6 @@ from tests.k8s.apiserver import CONTROLLER_AGENT, ApiError
 from tests.k8s.chaos_server import LEASE
 from tests.k8s.k8s_helpers import grants
 from tests.k8s.test_k8s_fencing import paused_leader
-
-celpy = pytest.importorskip("celpy")
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 POD_NAME = "authentication.kubernetes.io/pod-name"
