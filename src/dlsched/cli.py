@@ -171,7 +171,7 @@ def _summary_table(summary: dict[str, Any], seed: int) -> Table:
         if key in ("workload", "scheduler", "seed"):
             continue
         shown = _fmt_metric(key, value) if isinstance(value, float) else str(value)
-        table.add_row(key, Text(shown), _metric_unit(key))
+        table.add_row(key, Text("—" if value is None else shown), _metric_unit(key))
     return table
 
 
@@ -207,10 +207,15 @@ def list_all() -> None:
 
 
 @trace_app.command("info")
+@experiment_file("trace")
 @with_sections(trace=Section(TraceOptions))
 def trace_info(
-    path: Annotated[str, typer.Argument(help="A CSV/Parquet trace, or philly[:VC].")],
+    path: Annotated[
+        str | None,
+        typer.Argument(help="A CSV/Parquet trace, or philly[:VC] (default: --experiment's)."),
+    ] = None,
     json_out: JsonOpt = False,
+    workload: Annotated[str | None, typer.Option(hidden=True)] = None,  # --experiment's trace
     *,
     trace: TraceOptions,
 ) -> None:
@@ -219,6 +224,10 @@ def trace_info(
 
     from dlsched.workloads.traces import trace_info as summarise_trace
 
+    path = path or workload
+    if path is None:
+        with _one_line_errors():
+            raise ValueError("trace info: give a trace PATH (or an --experiment with a workload)")
     with _one_line_errors(hold_warnings=True), err.status("reading the trace") as status:
         info = summarise_trace(
             path, progress=lambda line: status.update(escape(line)), **trace.given()

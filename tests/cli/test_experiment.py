@@ -102,6 +102,10 @@ def test_an_experiment_file_with_variants_and_command_line_overrides(
     assert "shortest" in table
     run = json.loads(ok(["simulate", "--experiment", str(experiment), "-s", "shortest", "--json"]))
     assert run["scheduler"] == "shortest" and run["jobs"] == 30
+    info = json.loads(ok(["trace", "info", "--experiment", str(experiment), "--part", "test",
+                          "--json"]))  # fmt: skip
+    assert info["jobs"] == 9 and info["mapped_columns"]["duration"] == "runtime_min"
+    one_error(["trace", "info"], "give a trace PATH")
 
 
 @pytest.mark.parametrize(
@@ -162,3 +166,13 @@ def test_help_shows_no_value_for_flags_and_names_every_workload(command: list[st
     assert "<bool>" not in shown
     if command != ["train", "sched2"]:
         assert "pollux" in shown  # --workload's help lists every workload
+
+
+def test_live_summary_shows_a_dash_for_what_a_live_run_cannot_know(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from dlsched.commands.live import _print_summary
+
+    _print_summary({"scheduler": "drf", "finished": 2, "jct_lower_bound_s": None}, 2)
+    shown = capsys.readouterr().out
+    assert "jct_lower_bound_s" in shown and "None" not in shown and "—" in shown

@@ -38,3 +38,41 @@ def test_one_runs_figure_names_the_pending_line(figures: list[plt.Figure]) -> No
     plots.plot_run(dlsched.simulate("sched2", "sif", 1, num_jobs=40), "run.png")
     names = [t.get_text() for t in figures[0].axes[0].get_legend().get_texts()]
     assert "pending jobs" in names
+
+
+def test_deeprm_fig6_has_its_csv_and_markdown_and_fig7_defines_its_classes(
+    figures: list[plt.Figure], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from dlsched.papers.deeprm import experiments
+
+    monkeypatch.setattr(experiments, "plt", _Closing(figures))
+    if experiments.fig6(tmp_path, {}):
+        header = (tmp_path / "fig6.csv").read_text().splitlines()[0]
+        assert header == ",".join(experiments.FIG6_COLUMNS)
+        assert "lowest" in experiments.fig6_lines(tmp_path)[0]
+    experiments.fig7(tmp_path, experiments.Size((1.1,), 1, 1, 1, 1, "tiny"))
+    fig = figures[-1]
+    left, right = fig.axes
+    assert left.get_ylabel() != "count" and right.get_title()
+    ticks = [t.get_text() for t in right.get_xticklabels()]
+    assert ticks == ["short jobs (1–3 steps)", "long jobs (10–15 steps)"]
+    from matplotlib.container import BarContainer
+
+    bars = [c for c in right.containers if isinstance(c, BarContainer)]
+    assert len(bars) == 3 and all(b.errorbar is not None for b in bars)  # a 95 % CI each
+
+
+class _Closing:
+    """``plt`` whose figures are kept (to be read) instead of written."""
+
+    def __init__(self, kept: list[plt.Figure]) -> None:
+        self.kept = kept
+
+    def subplots(self, *args: object, **kwargs: object) -> object:
+        fig, axes = plt.subplots(*args, **kwargs)
+        fig.savefig = lambda *a, **k: None  # type: ignore[method-assign]
+        self.kept.append(fig)
+        return fig, axes
+
+    def close(self, fig: plt.Figure) -> None:
+        pass

@@ -33,9 +33,9 @@ Fencing (``fence=(namespace, lease name)``, off by default): a write of a contro
 ``dlsched-controller/IDENTITY``; its Lease writes aside) is admitted only if that Lease names
 IDENTITY as holder and has not expired (``renewTime + leaseDurationSeconds`` by the server's
 ``clock``), checked under the store's lock with the write itself; any other is refused with 403
-Forbidden, as a ValidatingAdmissionPolicy whose parameter is the Lease refuses it (see
-``dlsched.k8s.lease``). A controller paused between its own lease check and its send therefore
-cannot write once another controller took the lease over.
+Forbidden, as ``deploy/fence-policy.yaml`` refuses it on a real cluster (which checks the
+holder but not expiry; see ``dlsched.k8s.lease``). A controller paused between its own lease
+check and its send therefore cannot write once another controller took the lease over.
 """
 
 from __future__ import annotations

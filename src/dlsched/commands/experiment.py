@@ -1,5 +1,5 @@
-"""``--experiment FILE``: one TOML file describing an experiment for ``simulate``, ``compare``
-and ``train sched2``, whose keys are those commands' options.
+"""``--experiment FILE``: one TOML file describing an experiment for ``simulate``, ``compare``,
+``train sched2`` and ``trace info``, whose keys are those commands' options.
 
 The file's top-level keys are the options every such command shares (`SHARED`: the workload,
 the cluster, the load and your trace's `TraceOptions`); a command's own options go in its
@@ -45,8 +45,9 @@ from dlsched.workloads.traces.options import TraceOptions
 SHARED = frozenset({"workload", "servers", "load"} | {f.name for f in fields(TraceOptions)})
 """Top-level keys: options every command taking ``--experiment`` has."""
 
-TABLES = ("simulate", "compare", "train")
-"""A command's own options go in the table of its name (``train sched2``: ``[train]``)."""
+TABLES = ("simulate", "compare", "train", "trace")
+"""A command's own options go in the table of its name (``train sched2``: ``[train]``,
+``trace info``: ``[trace]``)."""
 
 Variants = dict[str, str]
 
