@@ -113,9 +113,11 @@ def test_shipped_sched2_says_when_it_runs_outside_its_setting(
         assert _notices(caplog) == []
         dlsched.simulate("sched2", "sched2", 1, servers=30, load=0.5, **small)
         dlsched.simulate("philly:ee9e8c", "sched2", 1, max_jobs=20, **small)
-    first, second = _notices(caplog)
+        dlsched.simulate("sched2", "sched2:paper", 1, load=0.5, **small)  # the paper's DQN
+    first, second, third = _notices(caplog)
     assert "load 0.5 (trained 1.8)" in first and "servers 30 (trained 15)" in first
     assert "workload philly:ee9e8c (trained sched2)" in second
+    assert "load 0.5 (trained 1.8)" in third
 
 
 def test_a_policy_trained_on_one_trace_is_compared_on_that_trace_only() -> None:

@@ -211,4 +211,6 @@ def load_scheduler(path: str | Path | None = None) -> tuple[Scheduler, PolicyCar
         return scheduler, card
     net, shape, card = load_policy(where)
     label = f"sched2 ({source}, trained on {card.workload})"
-    return make_scheduler_from(net, shape, profile_seed=seed, where=label), card
+    dqn = make_scheduler_from(net, shape, profile_seed=seed, where=label)
+    dqn.trained_setting = card.trained_setting or None
+    return dqn, card
