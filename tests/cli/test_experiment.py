@@ -176,3 +176,19 @@ def test_live_summary_shows_a_dash_for_what_a_live_run_cannot_know(
     _print_summary({"scheduler": "drf", "finished": 2, "jct_lower_bound_s": None}, 2)
     shown = capsys.readouterr().out
     assert "jct_lower_bound_s" in shown and "None" not in shown and "—" in shown
+
+
+def test_training_windows_come_from_the_train_part_and_validation_from_its_own(
+    trace: Path,
+) -> None:
+    from dlsched.papers.sched2.train import split_traces, workload_options
+
+    options = workload_options(
+        f"trace:{trace}", num_jobs=5, load=None, one_gpu_frac=None, servers=None,
+        trace_options={"columns": "duration=runtime_min", "split": "0.6,0.2,0.2"},
+    )  # fmt: skip
+    train, validation = split_traces(f"trace:{trace}", options)
+    train_ids = {j.job_id for seed in range(20) for j in train(seed).jobs}
+    validation_ids = {j.job_id for seed in range(20) for j in validation(seed).jobs}
+    assert train_ids and validation_ids and max(train_ids) < min(validation_ids)
+    assert max(validation_ids) < 24  # the test part (jobs 24-29) is never seen

@@ -4,7 +4,10 @@ Training traces are drawn from the workload with seeds from ``seed``; validation
 `VALIDATION_SEEDS` (held out: training draws seeds in ``[0, 2^31)`` from its own generator, and
 the reported test traces of `dlsched.papers.sched2.experiments` use `TEST_SEEDS`). For a fixed trace
 (``philly:VC``, ``trace:PATH``) each episode is a window of ``num_jobs`` consecutive jobs at a
-seeded offset (`dlsched.papers.sched2.env.trace_window`).
+seeded offset (`dlsched.papers.sched2.env.trace_window`); validation windows come from the same
+trace (other offsets, possibly overlapping) unless your trace is given a ``split``: then
+training windows come from its train part and validation windows from its validation part
+(`split_traces`), and its test part is left for ``compare --part test``.
 """
 
 from __future__ import annotations
