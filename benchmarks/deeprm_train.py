@@ -26,9 +26,11 @@ from dlsched.papers.deeprm.net import DeepRMPolicyNet
 from dlsched.papers.deeprm.state import DeepRMBatch
 
 
-def time_iterations(load: float, workers: int, iterations: int) -> tuple[float, int]:
+def time_iterations(
+    load: float, workers: int, iterations: int, jobsets: int = 100, episodes: int = 20
+) -> tuple[float, int]:
     """Median seconds of an iteration after a warm-up, and samples of the last one."""
-    config = ReinforceConfig(load=load, workers=workers, seed=0)
+    config = ReinforceConfig(load=load, workers=workers, seed=0, jobsets=jobsets, episodes=episodes)
     with Reinforce(config) as trainer:
         trainer.step()  # warm-up: workers, imports, jobsets
         times = []
@@ -65,10 +67,13 @@ def main() -> None:
     parser.add_argument("--loads", type=float, nargs="+", default=[0.7, 1.3])
     parser.add_argument("--workers", type=int, nargs="+", default=[2])
     parser.add_argument("--iterations", type=int, default=3)
+    parser.add_argument("--jobsets", type=int, default=100, help="jobsets per iteration")
+    parser.add_argument("--episodes", type=int, default=20, help="episodes per jobset")
+    parser.add_argument("--states", type=int, default=4000, help="states of the forward timing")
     args = parser.parse_args()
     torch.set_num_threads(1)
     print(f"machine: {platform.processor() or platform.machine()}, torch threads 1")
-    dense, fast = forward_ratio()
+    dense, fast = forward_ratio(args.states)
     print(
         f"first layer, s per 1000 states: dense {dense:.4f}, prefix table {fast:.4f} "
         f"(ratio {dense / fast:.1f}x)"
@@ -76,7 +81,9 @@ def main() -> None:
     print("load  workers  iteration_s  samples")
     for load in args.loads:
         for workers in args.workers:
-            seconds, samples = time_iterations(load, workers, args.iterations)
+            seconds, samples = time_iterations(
+                load, workers, args.iterations, args.jobsets, args.episodes
+            )
             print(f"{load:4.1f}  {workers:7d}  {seconds:11.2f}  {samples:7d}")
 
 

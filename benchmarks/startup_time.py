@@ -1,13 +1,19 @@
 """Whole-process time of ``dlsched simulate`` (start-up included), for one or more source trees.
 
 Each tree (``--src LABEL=PATH``, PATH a ``src`` folder put first on ``PYTHONPATH``) runs
-``python -m dlsched simulate --workload trace:TRACE --scheduler fifo --servers 16 --json`` and
-the same through the ``dlsched`` console script next to this Python; the runs are interleaved
-``--repeat`` times. Printed per tree and way: median and range of the wall time (s) and of the
-child's CPU time (user + system, s), and the median simulation time the run reports (s).
+``python -m dlsched simulate --workload W --scheduler fifo --json`` (``W``: ``trace:TRACE`` on 16
+servers with ``--trace``, else ``--workload``, default ``philly:ee9e8c``) and the same through
+the ``dlsched`` console script next to this Python; the runs are interleaved ``--repeat`` times.
+Printed per tree and way: median and range of the wall time (s) and of the child's CPU time
+(user + system, s), the median simulation time the run reports (``wall_s``, s) and the
+start-up beyond the simulation: median of (process wall − simulation wall) (s).
 
-    python benchmarks/startup_time.py --trace trace_1000.csv \\
-        --src before=/tmp/before/src --src after=src --repeat 5
+    python benchmarks/startup_time.py --src before=/tmp/before/src --src after=src --repeat 5
+    python benchmarks/startup_time.py --trace trace_1000.csv --src now=src
+
+``--breakdown`` adds, per tree and repetition, the CPU seconds of each phase before the
+simulation in one fresh process: interpreter, NumPy, pandas, Typer + Rich, ``dlsched.cli``
+(with every command registered) and building the workload.
 """
 
 from __future__ import annotations
@@ -29,17 +35,40 @@ def _child_cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+BREAKDOWN = """
+import time
+c = [time.process_time()]
+import numpy
+c.append(time.process_time())
+import pandas
+c.append(time.process_time())
+import typer, rich
+c.append(time.process_time())
+import dlsched.cli
+c.append(time.process_time())
+from dlsched.workloads.registry import make_workload
+make_workload(WORKLOAD, seed=0)
+c.append(time.process_time())
+names = ("interpreter", "numpy", "pandas", "typer+rich", "dlsched.cli", "workload build")
+print(", ".join(f"{n} {b - a:.3f}" for n, a, b in zip(names, [0.0, *c], c)))
+"""
+"""One fresh process: CPU seconds (s) of each phase before the simulation starts."""
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--trace", type=Path, required=True, help="a trace CSV")
+    parser.add_argument("--trace", type=Path, help="a trace CSV (16 servers)")
+    parser.add_argument("--workload", default="philly:ee9e8c", help="without --trace")
     parser.add_argument("--src", action="append", required=True, help="LABEL=PATH of a src tree")
     parser.add_argument("--scheduler", default="fifo")
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--breakdown", action="store_true", help="CPU per start-up phase")
     args = parser.parse_args()
     trees = dict(item.split("=", 1) for item in args.src)
     script = str(Path(sys.executable).parent / "dlsched")
-    sim = ["simulate", "--workload", f"trace:{args.trace}", "--scheduler", args.scheduler]
-    sim += ["--servers", "16", "--json"]
+    workload = f"trace:{args.trace}" if args.trace else args.workload
+    sim = ["simulate", "--workload", workload, "--scheduler", args.scheduler, "--json"]
+    sim += ["--servers", "16"] if args.trace else []
     rows: dict[tuple[str, str], list[tuple[float, float, float]]] = {}
     for _ in range(args.repeat):
         for label, src in trees.items():
@@ -54,12 +83,22 @@ def main() -> None:
                     (wall, cpu, json.loads(proc.stdout)["wall_s"])
                 )
     print(f"load average (1, 5, 15 min) after: {os.getloadavg()}")
+    for label, src in trees.items() if args.breakdown else ():
+        env = {**os.environ, "PYTHONPATH": str(Path(src).resolve())}
+        code = BREAKDOWN.replace("WORKLOAD", repr(workload))
+        for _ in range(args.repeat):
+            phases = subprocess.run(
+                [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+            )
+            print(f"{label} CPU s: {phases.stdout.strip()}")
     for (label, way), values in rows.items():
         walls, cpus, sims = zip(*values, strict=True)
+        startup = statistics.median(w - s for w, s in zip(walls, sims, strict=True))
         print(
             f"{label} {way}: wall median {statistics.median(walls):.2f} s "
             f"[{min(walls):.2f}-{max(walls):.2f}], CPU median {statistics.median(cpus):.2f} s "
-            f"[{min(cpus):.2f}-{max(cpus):.2f}], simulation {statistics.median(sims):.2f} s"
+            f"[{min(cpus):.2f}-{max(cpus):.2f}], simulation {statistics.median(sims):.2f} s, "
+            f"start-up beyond it {startup:.2f} s"
         )
 
 

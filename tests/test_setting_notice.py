@@ -27,7 +27,7 @@ def test_rule_numbers_ranges_exact_values_and_unknown_names() -> None:
         "mix b (trained a)",
         "servers 7.1 (trained 8–20)",
     ]
-    assert differences(trained, "dl2", {"load": 9.0}) == []  # another workload: not compared
+    assert differences(trained, "dl2", {"load": 9.0}) == ["workload dl2 (trained deeprm)"]
     assert differences({}, "deeprm", {"load": 9.0}) == []
 
 
@@ -99,3 +99,31 @@ def test_dl2_policy_says_when_the_cluster_is_outside_its_training_range(
         dlsched.simulate("dl2", "dl2", 1, servers=40, num_jobs=4)
     [notice] = _notices(caplog)
     assert "servers 40 (trained 2–20)" in notice
+
+
+def test_shipped_sched2_says_when_it_runs_outside_its_setting(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 36: the shipped SCED²-L policy (a rule, not a network) said nothing on another
+    cluster, load or workload."""
+    monkeypatch.setattr(runner, "_WARNED_SETTING", set())
+    small = {"horizon_s": 1.0}  # the notice comes before the run; one simulated second is enough
+    with caplog.at_level(logging.WARNING, logger="dlsched.runner"):
+        dlsched.simulate("sched2", "sched2", 1, **small)  # its setting
+        assert _notices(caplog) == []
+        dlsched.simulate("sched2", "sched2", 1, servers=30, load=0.5, **small)
+        dlsched.simulate("philly:ee9e8c", "sched2", 1, max_jobs=20, **small)
+        dlsched.simulate("sched2", "sched2:paper", 1, load=0.5, **small)  # the paper's DQN
+    first, second, third = _notices(caplog)
+    assert "load 0.5 (trained 1.8)" in first and "servers 30 (trained 15)" in first
+    assert "workload philly:ee9e8c (trained sched2)" in second
+    assert "load 0.5 (trained 1.8)" in third
+
+
+def test_a_policy_trained_on_one_trace_is_compared_on_that_trace_only() -> None:
+    trained = {"workload": "trace:mine.csv", "params": {"split": "0.6,0.2,0.2"}}
+    assert differences(trained, "trace:mine.csv", {"split": "0.6,0.2,0.2", "part": "test"}) == []
+    assert differences(trained, "trace:other.csv", {}) == [
+        "workload trace:other.csv (trained trace:mine.csv)"
+    ]
+    assert differences({"workload": "philly", "params": {}}, "philly:ee9e8c", {}) == []

@@ -108,12 +108,19 @@ OPTION_BOUNDS: dict[str, Bound] = {
     "start": Bound("str"),
     "end": Bound("str"),
     "columns": Bound("str"),
+    "time_unit": Bound("str"),
+    "duration_unit": Bound("str"),
+    "drop_status": Bound("str"),
+    "split": Bound("str"),
+    "part": Bound("str"),
     "number": Bound("int", 1, 8),  # pollux: which of its 8 workloads
     "jobs": Bound("str"),  # pollux: adaptive, tuned or tuned-batch
     # simulator keywords reachable through -o
     "interval_s": Bound("float", 0.0, 1e9, low_open=True),
     "horizon_s": Bound("float", 0.0, MAX_HORIZON_S),
     "on_events": Bound("bool"),
+    "restart_s": Bound("float", 0.0, 1e6),  # seconds of a checkpoint-restart (Pollux: 30)
+    "cross_server_slowdown": Bound("bool"),  # false: the locality model's slowdown off
 }
 """Type and range of every ``-o`` key; a key not listed is passed on as text or number (finite)
 and the workload refuses it if it has no such option."""

@@ -18,9 +18,10 @@ Example::
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import itertools
-import textwrap
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -60,19 +61,44 @@ def field_docs(cls: type) -> dict[str, str]:
     line each; a field without one is absent."""
     docs: dict[str, str] = {}
     for klass in reversed(cls.__mro__[:-1]):
-        try:
-            source = textwrap.dedent(inspect.getsource(klass))
-        except (OSError, TypeError):
-            continue
-        tree = ast.parse(source)
-        body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
-        for node, after in itertools.pairwise(body):
+        node = _class_node(klass)
+        body = node.body if node is not None else []
+        for field_node, after in itertools.pairwise(body):
             if (
-                isinstance(node, ast.AnnAssign)
-                and isinstance(node.target, ast.Name)
+                isinstance(field_node, ast.AnnAssign)
+                and isinstance(field_node.target, ast.Name)
                 and isinstance(after, ast.Expr)
                 and isinstance(after.value, ast.Constant)
                 and isinstance(after.value.value, str)
             ):
-                docs[node.target.id] = " ".join(after.value.value.split())
+                docs[field_node.target.id] = " ".join(after.value.value.split())
     return docs
+
+
+def _class_node(klass: type) -> ast.ClassDef | None:
+    """The definition of ``klass`` in its module's syntax tree (found by its qualified name),
+    or None without a source file (a built-in, a class made at run time)."""
+    module = sys.modules.get(klass.__module__)
+    try:
+        path = inspect.getsourcefile(module) if module is not None else None
+    except TypeError:  # a built-in module
+        return None
+    if path is None:
+        return None
+    nodes: list[ast.stmt] = _module_tree(path).body
+    found: ast.ClassDef | None = None
+    for name in klass.__qualname__.split("."):
+        found = next((n for n in nodes if isinstance(n, ast.ClassDef) and n.name == name), None)
+        if found is None:
+            return None
+        nodes = found.body
+    return found
+
+
+@functools.cache
+def _module_tree(path: str) -> ast.Module:
+    """The syntax tree of the source file at ``path``, parsed once per process: every config
+    class of a module shares it (parsing dominated the CLI's start-up when each class's
+    source was looked up and parsed on its own)."""
+    with open(path, encoding="utf-8") as source:
+        return ast.parse(source.read(), filename=path)

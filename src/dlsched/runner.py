@@ -9,20 +9,31 @@ benchmarks inside the package import it from here, so that nothing but the CLI a
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import math
 from collections.abc import Callable
 from typing import Any
 
+from dlsched.models.locality import SENSITIVITY, Locality
 from dlsched.placement import make_placement
-from dlsched.schedulers.base import Scheduler
+from dlsched.schedulers.base import Scheduler, cannot_run
 from dlsched.schedulers.registry import made_for, make_scheduler
-from dlsched.sim import RescaleCost, Result, SimConfig, Simulator
+from dlsched.sim import RescaleCost, Result, SimConfig, SimulationStalled, Simulator
 from dlsched.workloads.base import Workload
 from dlsched.workloads.registry import make_workload
 
 log = logging.getLogger(__name__)
 
 _UNSET: Any = object()
+
+
+class CannotRun(SimulationStalled):
+    """The scheduler says before the run that it could never run this workload's jobs
+    (`dlsched.schedulers.base.BaseScheduler.cannot_run`): raised at once instead of a run
+    that would crawl or stall."""
+
+
 _WARNED: set[tuple[str, str]] = set()
 _WARNED_SETTING: set[tuple[str, ...]] = set()
 
@@ -40,6 +51,8 @@ def simulate(
     on_events: bool | None = None,
     horizon_s: float | None = None,
     rescale: RescaleCost | None = None,
+    restart_s: float | None = None,
+    cross_server_slowdown: bool = True,
     max_idle_retries: int | None = None,
     on_job_finished: Callable[[int, int], None] | None = None,
     **overrides: Any,
@@ -58,27 +71,37 @@ def simulate(
         interval_s: periodic scheduling interval (s) or None; default the workload's.
         on_events: schedule at every arrival/completion; default the workload's.
         horizon_s: stop at this time (s); unfinished jobs are reported as such.
-        rescale: rescale/restart cost model.
+        rescale: rescale/restart cost model; default the workload's (`Workload.rescale`: Pollux
+            restarts a job at every reallocation, 30 s), else `RescaleCost()`.
+        restart_s: seconds of a checkpoint-restart (resize in restart mode, resume) in ``rescale``.
+        cross_server_slowdown: False: a `Locality` workload's jobs spread over servers are not
+            slowed down; the model in force is in ``params["speed_model"]`` (`speed_model`).
         max_idle_retries: fruitless retries in a row before `SimulationStalled`; default
             `SimConfig`'s.
         on_job_finished: called with (jobs finished, jobs in the workload) after each finish,
             e.g. to show progress.
         **overrides: workload generator options (``num_jobs=50``, ``mix="large-jobs"``, …).
+
+    Raises:
+        SimulationStalled: jobs left that nothing would run; `CannotRun` before the run.
     """
     if isinstance(workload, str):
         workload = make_workload(workload, seed=seed, servers=servers, load=load, **overrides)
     elif servers is not None or load is not None or overrides:
         raise ValueError("servers, load and generator options apply to workload names only")
+    if not cross_server_slowdown:
+        workload = _without_cross_server_slowdown(workload)
     if isinstance(scheduler, str):
         warn_if_not_made_for(scheduler, workload.name)
         scheduler = make_scheduler(scheduler)
+    _refuse_if_it_cannot_run(scheduler, workload)
     warn_if_out_of_setting(scheduler, workload)
     config = SimConfig(
         interval_s=workload.interval_s if interval_s is _UNSET else interval_s,
         on_events=workload.on_events if on_events is None else on_events,
         horizon_s=horizon_s,
         noise=workload.noise if noise is None else noise,
-        rescale=rescale or RescaleCost(),
+        rescale=_rescale_cost(rescale or workload.rescale or RescaleCost(), restart_s),
         seed=seed,
         **({} if max_idle_retries is None else {"max_idle_retries": max_idle_retries}),
     )
@@ -93,8 +116,58 @@ def simulate(
         on_job_finished=on_job_finished,
     )
     result = sim.run()
-    result.params = dict(workload.params)
+    result.params = {**workload.params, "speed_model": speed_model(workload)}
     return result
+
+
+def _without_cross_server_slowdown(workload: Workload) -> Workload:
+    """``workload`` with every sensitivity of its `Locality` model 1 (no slowdown for jobs
+    spread over servers); any other workload as it is."""
+    if not isinstance(workload.model, Locality):
+        return workload
+    flat = {model: 1.0 for model in workload.model.sensitivity}
+    return dataclasses.replace(
+        workload, model=Locality(workload.model.gpus_per_server, sensitivity=flat)
+    )
+
+
+def _refuse_if_it_cannot_run(scheduler: Scheduler, workload: Workload) -> None:
+    """Raise `CannotRun` with the scheduler's reason when it says it could never run
+    ``workload``'s jobs (`dlsched.schedulers.base.BaseScheduler.cannot_run`)."""
+    why = cannot_run(scheduler, workload.jobs, workload.servers)
+    if why is not None:
+        name = getattr(scheduler, "name", type(scheduler).__name__)
+        raise CannotRun(f"{name} cannot run the {workload.name} workload: {why}")
+
+
+def speed_model(workload: Workload) -> str:
+    """What decides the jobs' speeds in ``workload``'s runs, in words: the model's name, and for
+    `Locality` whether jobs spread over servers are slowed down."""
+    model = workload.model
+    if not isinstance(model, Locality):
+        return str(getattr(model, "name", type(model).__name__))
+    if all(s == 1.0 for s in model.sensitivity.values()):
+        return "locality: cross-server slowdown off"
+    source = "SCED² Fig. 1" if dict(model.sensitivity) == SENSITIVITY else "custom sensitivities"
+    return f"locality: cross-server slowdown on ({source})"
+
+
+def _rescale_cost(base: RescaleCost, restart_s: float | None) -> RescaleCost:
+    """``base`` with its checkpoint-restart cost set to ``restart_s`` seconds (in restart mode,
+    the resize cost too); ``base`` itself when ``restart_s`` is None."""
+    if restart_s is None:
+        return base
+    if not math.isfinite(restart_s) or restart_s < 0:
+        raise ValueError(f"restart_s must be a finite number of seconds >= 0, got {restart_s}")
+    hot_s = restart_s if base.mode == "restart" else base.hot_s
+    return dataclasses.replace(base, hot_s=hot_s, restart_s=restart_s)
+
+
+def in_family(workload: str, made: frozenset[str]) -> bool:
+    """Whether ``workload`` (a `Workload.name`: ``"pollux-6-tuned"``, ``"philly:6214e9"``) is
+    one of the workload families ``made`` names (``{"pollux"}``, ``{"philly", "trace"}``)."""
+    base = workload.partition(":")[0]
+    return any(base == name or base.startswith(f"{name}-") for name in made)
 
 
 def warn_if_not_made_for(scheduler: str, workload: str) -> None:
@@ -102,7 +175,7 @@ def warn_if_not_made_for(scheduler: str, workload: str) -> None:
     for ``workload`` (by the workloads named in its registry ``setting``; ``dlsched list``)."""
     name, base = scheduler.partition(":")[0], workload.partition(":")[0]
     made = made_for(name)
-    if made is None or base in made or (name, base) in _WARNED:
+    if made is None or in_family(workload, made) or (name, base) in _WARNED:
         return
     _WARNED.add((name, base))
     log.warning(

@@ -101,6 +101,24 @@ def test_field_docs_reads_the_docstrings_under_fields() -> None:
     assert field_docs(RunOptions)["force"].startswith("Replace another run's")
 
 
+class _Outer:
+    @dataclasses.dataclass
+    class Inner:
+        size: int = 1
+        """Inner size."""
+
+
+def test_field_docs_parses_a_module_once_and_finds_nested_classes() -> None:
+    from dlsched import option_fields
+
+    assert field_docs(_Outer.Inner) == {"size": "Inner size."}
+    option_fields._module_tree.cache_clear()
+    field_docs(Toy)
+    field_docs(_Outer.Inner)
+    assert option_fields._module_tree.cache_info().misses == 1  # this file, parsed once
+    assert field_docs(dataclasses.make_dataclass("Made", [("x", int)])) == {}  # no source: no docs
+
+
 @pytest.mark.parametrize(
     ("command", "old"),
     [("deeprm", "--unmasked"), ("dl2", "--no-value-net"), ("dl2", "--es-stall-probes")],

@@ -33,9 +33,9 @@ Fencing (``fence=(namespace, lease name)``, off by default): a write of a contro
 ``dlsched-controller/IDENTITY``; its Lease writes aside) is admitted only if that Lease names
 IDENTITY as holder and has not expired (``renewTime + leaseDurationSeconds`` by the server's
 ``clock``), checked under the store's lock with the write itself; any other is refused with 403
-Forbidden, as a ValidatingAdmissionPolicy whose parameter is the Lease refuses it (see
-``dlsched.k8s.lease``). A controller paused between its own lease check and its send therefore
-cannot write once another controller took the lease over.
+Forbidden, as ``deploy/fence-policy.yaml`` refuses it on a real cluster (which checks the
+holder but not expiry; see ``dlsched.k8s.lease``). A controller paused between its own lease
+check and its send therefore cannot write once another controller took the lease over.
 """
 
 from __future__ import annotations
@@ -155,7 +155,7 @@ def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def parse_time(text: object) -> float:
+def unix_seconds(text: object) -> float:
     """Unix seconds of an RFC 3339 time (``renewTime``); 0 if it is not one."""
     try:
         return datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp()
@@ -262,7 +262,7 @@ class FakeApiServer:
         lease = self._objects.get(("leases", *self.fence))
         spec = (lease or {}).get("spec") or {}
         holder = spec.get("holderIdentity") or ""
-        left = parse_time(spec.get("renewTime")) + float(spec.get("leaseDurationSeconds") or 0)
+        left = unix_seconds(spec.get("renewTime")) + float(spec.get("leaseDurationSeconds") or 0)
         left -= self.clock()
         if holder != identity or left <= 0:
             raise ApiError(

@@ -44,10 +44,9 @@ from tests.k8s.apiserver import (
     FakeApiServer,
     Obj,
     RawReply,
-    parse_time,
+    unix_seconds,
 )
 
-AGENT = CONTROLLER_AGENT
 LEASE = ("leases", "default", "dlsched-controller")
 EPS = 1e-6
 BAD_REPLIES = (
@@ -117,7 +116,7 @@ class ChaosApiServer(FakeApiServer):
     # ------------------------------------------------------------------ faults
 
     def before(self, method: str, path: str, agent: str) -> None:
-        if not agent.startswith(AGENT):
+        if not agent.startswith(CONTROLLER_AGENT):
             return
         write = method != "GET"
         with self._rng_lock:
@@ -151,8 +150,8 @@ class ChaosApiServer(FakeApiServer):
             raise
 
     def accepted(self, method: str, path: str, agent: str) -> None:
-        if agent.startswith(AGENT) and "/leases" not in path:
-            self._check_writer(agent[len(AGENT) :], method, path)
+        if agent.startswith(CONTROLLER_AGENT) and "/leases" not in path:
+            self._check_writer(agent[len(CONTROLLER_AGENT) :], method, path)
 
     def _check_writer(self, identity: str, method: str, path: str) -> None:
         """Count an accepted write, and whether its writer held the lease (under the lock)."""
@@ -160,7 +159,7 @@ class ChaosApiServer(FakeApiServer):
         lease = self._objects.get(LEASE)
         spec = (lease or {}).get("spec") or {}
         holder = spec.get("holderIdentity") or ""
-        valid = parse_time(spec.get("renewTime")) + float(spec.get("leaseDurationSeconds") or 0)
+        valid = unix_seconds(spec.get("renewTime")) + float(spec.get("leaseDurationSeconds") or 0)
         term = (holder, str(spec.get("acquireTime")))
         if holder != identity or self.clock() > valid:
             self.tally.writes_past_lease += 1

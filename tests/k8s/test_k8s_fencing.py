@@ -7,10 +7,15 @@ The write the paused leader then sends is one no check of its own can stop. With
 fence (``FakeApiServer(fence=...)``) it is refused (403), the stale leader re-reads the lease and
 stands down, and nothing is lost, duplicated or over-committed; without it (what a check-then-act
 lease alone gives) the same write is accepted and over-commits the node: the test can fail.
+A running controller logs the refusal as one line and stands by; a stale write answered 409
+stands down the same way, without a retry.
 """
 
 from __future__ import annotations
 
+import logging
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -32,10 +37,11 @@ def _job(name: str, second: int) -> dict[str, object]:
 
 @contextmanager
 def paused_leader(
-    fenced: bool,
+    fenced: bool, older: bool = True
 ) -> Iterator[tuple[ChaosApiServer, Controller, Controller, list[float]]]:
-    """Controllers ``a`` (leading, j0 running) and ``b``; ``a``'s next write pauses after its
-    lease check, during which ``b`` takes the expired lease and starts j2, older than j1."""
+    """Controllers ``a`` (leading, j0 running) and ``b``; ``a``'s next write (the start of j1)
+    pauses after its lease check, during which ``b`` takes the expired lease and starts j2,
+    older than j1 (``older=False``: no j2 comes, and ``b`` starts j1 itself)."""
     now = [1_000.0]
     server = ChaosApiServer(seed=0, fence=fenced)
     with (
@@ -44,7 +50,12 @@ def paused_leader(
         client.ApiClient(client.Configuration(host=server.url)) as api_b,
     ):
         server.clock = lambda: now[0]
-        kw: dict[str, Any] = {"clock": lambda: now[0], "lease_duration_s": LEASE_S, "bind": True}
+        kw: dict[str, Any] = {
+            "clock": lambda: now[0],
+            "lease_duration_s": LEASE_S,
+            "bind": True,
+            "interval_s": 0.2,
+        }
         first = controller(api_a, "fifo", identity="a", **kw)
         second = controller(api_b, "fifo", identity="b", **kw)
         server.put("nodes", "", node("n0", gpu=4))  # room for two jobs of 2 GPUs
@@ -60,7 +71,8 @@ def paused_leader(
             if not paused:  # ... and the process sleeps before the send, once
                 paused.append("a")
                 now[0] += 2 * LEASE_S
-                server.put("dljobs", NS, _job("j2", 1))  # older than j1: first in line
+                if older:
+                    server.put("dljobs", NS, _job("j2", 1))  # older than j1: first in line
                 second.reconcile()  # b takes the expired lease over: j2 gets the room
 
         first.rest.guard = check_then_pause
@@ -95,3 +107,32 @@ def test_without_the_fence_the_same_write_is_accepted() -> None:
         assert (tally.writes_refused, tally.writes_past_lease) == (0, 1)
         assert tally.overcommit >= 1  # j0, j2 and the stale start of j1 on one 4-GPU node
         assert tally.max_writers == 2
+
+
+def test_a_stale_write_answered_409_stands_down_without_retrying() -> None:
+    with paused_leader(fenced=False, older=False) as (server, first, _, _):
+        with pytest.raises(NotLeading, match=r"refused \(409 Conflict\).*held by 'b'"):
+            first.reconcile()  # b started j1 meanwhile: a's version of j1 is stale
+        assert server.tally.writes_past_lease == 0
+        assert server.count("PATCH", "/dljobs/j1") == 2  # b's start, a's refused one: no retry
+        assert grants(server)["j1"] == (2, 0)
+
+
+def test_the_running_controller_logs_one_line_and_stands_by(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with paused_leader(fenced=True) as (server, first, _, _):
+        stop = threading.Event()
+        loop = threading.Thread(target=first.run, args=(stop,), daemon=True)
+        with caplog.at_level(logging.INFO, logger="dlsched.k8s"):
+            loop.start()
+            deadline = time.monotonic() + 20
+            while server.count("GET", "/leases/") < 6 and time.monotonic() < deadline:
+                time.sleep(0.05)  # a few rounds after the refusal: standing by
+            stop.set()
+            loop.join(timeout=20)
+        assert not loop.is_alive()
+        said = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+        assert len(said) == 1 and "refused (403 Forbidden)" in said[0], said  # one line
+        assert server.tally.writes_refused == 1  # written once, never again
+        assert server.count("PATCH", "/dljobs/j1") == 1

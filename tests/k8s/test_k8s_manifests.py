@@ -73,7 +73,7 @@ def test_manifests_command_prints_every_file() -> None:
 
 
 def _ordered() -> list[dict]:
-    names = ("crd.yaml", "rbac.yaml", "deployment.yaml", "example-dljob.yaml")
+    names = ("crd.yaml", "rbac.yaml", "fence-policy.yaml", "deployment.yaml", "example-dljob.yaml")
     return [d for n in names for d in yaml.safe_load_all((DEPLOY / n).read_text())]
 
 

@@ -17,7 +17,7 @@ from dlsched.rl.registration import env_entries
 
 SMALL: dict[str, dict[str, Any]] = {
     "dlsched/DL2-v0": {"shape": Dl2Shape(J=4), "servers": 3, "num_jobs": 12},
-    "dlsched/DL2Slot-v0": {"shape": Dl2Shape(J=4), "servers": 3, "num_jobs": 12},
+    "dlsched/DL2Slot-v0": {"shape": Dl2Shape(J=4), "servers": 3, "num_jobs": 12, "per": "job"},
     "dlsched/DeepRM-v0": {"load": 1.3, "horizon_steps": 20},
     "dlsched/SCED2-v0": {"num_jobs": 30, "load": 1.5},
 }

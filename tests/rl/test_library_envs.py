@@ -25,6 +25,7 @@ from dlsched.workloads.registry import make_workload
 
 Mask = npt.NDArray[np.bool_]
 SMALL_DL2: dict[str, Any] = {"shape": Dl2Shape(J=6), "servers": 3, "num_jobs": 14}
+SMALL_DL2_JOB: dict[str, Any] = {**SMALL_DL2, "per": "job"}
 LIBRARY_DEEPRM: dict[str, Any] = {
     "reward": "wait",
     "work_conserving": True,
@@ -36,8 +37,16 @@ LIBRARY_DEEPRM: dict[str, Any] = {
 # -- DL2, one step a slot -------------------------------------------------------------------
 
 
+def test_dl2_slot_defaults_to_a_level_per_job_type() -> None:
+    """The registered default is the README example's setting (``per="type"``, the one that
+    learned); ``per="job"`` stays an option (issue 34)."""
+    env = gym.make("dlsched/DL2Slot-v0", **SMALL_DL2).unwrapped
+    assert env.per == "type" and Dl2SlotEnv(**SMALL_DL2).per == "type"  # type: ignore[attr-defined]
+    assert env.action_space.nvec.tolist() == [len(LEVELS)] * env.shape.L  # type: ignore[attr-defined]
+
+
 def test_dl2_slot_env_passes_gymnasiums_checker() -> None:
-    env = gym.make("dlsched/DL2Slot-v0", **SMALL_DL2)
+    env = gym.make("dlsched/DL2Slot-v0", **SMALL_DL2_JOB)
     check_env(env.unwrapped, skip_render_check=True)
     assert isinstance(env.action_space, gym.spaces.MultiDiscrete)
     assert env.action_space.nvec.tolist() == [len(LEVELS)] * 6
@@ -45,11 +54,11 @@ def test_dl2_slot_env_passes_gymnasiums_checker() -> None:
 
 def test_dl2_slot_env_passes_sb3s_checker() -> None:
     checker = pytest.importorskip("stable_baselines3.common.env_checker")
-    checker.check_env(gym.make("dlsched/DL2Slot-v0", **SMALL_DL2).unwrapped)
+    checker.check_env(gym.make("dlsched/DL2Slot-v0", **SMALL_DL2_JOB).unwrapped)
 
 
 def test_dl2_slot_return_is_minus_total_jct_over_slot_times_rows() -> None:
-    env = Dl2SlotEnv(**SMALL_DL2)
+    env = Dl2SlotEnv(**SMALL_DL2_JOB)
     rng = np.random.default_rng(0)
     _, info = env.reset(seed=0, options={"trace_seed": 7})
     total, done, steps = 0.0, False, 0
@@ -70,7 +79,7 @@ def test_dl2_slot_level_zero_everywhere_is_drf() -> None:
     """(1 worker, 1 PS) units round robin until nothing fits: DRF's allocation."""
     assert LEVELS[0] == (1, 1)
     adapter = PolicyAdapter(
-        lambda o, m: np.zeros(40, np.int64), "dlsched/DL2Slot-v0", name="level-0"
+        lambda o, m: np.zeros(40, np.int64), "dlsched/DL2Slot-v0", name="level-0", per="job"
     )
     workload = make_workload("dl2", seed=101, servers=5, num_jobs=40)
     levels = dlsched.simulate(workload, adapter, seed=101).summary()["avg_jct_s"]
@@ -83,7 +92,7 @@ def test_dl2_slot_levels_shape_the_units() -> None:
     from dlsched.core import Arch
     from dlsched.papers.dl2.slot_env import Dl2LevelBuilder
 
-    env = Dl2SlotEnv(**SMALL_DL2)
+    env = Dl2SlotEnv(**SMALL_DL2_JOB)
     env.reset(seed=0, options={"trace_seed": 3})
     builder = Dl2LevelBuilder(env.view(), env.shape)
     builder.apply(np.full(6, LEVELS.index((1, 2))) * builder.action_mask().reshape(6, -1)[:, 1])
@@ -118,7 +127,7 @@ def test_dl2_slot_per_type_gives_every_job_of_a_type_its_level() -> None:
 
 def test_dl2_slot_adapter_refuses_a_masked_level() -> None:
     adapter = PolicyAdapter(
-        lambda o, m: np.full(6, len(LEVELS) - 1), "dlsched/DL2Slot-v0", **SMALL_DL2
+        lambda o, m: np.full(6, len(LEVELS) - 1), "dlsched/DL2Slot-v0", **SMALL_DL2_JOB
     )
     with pytest.raises(ValueError, match="masked entries at dimensions"):
         dlsched.simulate(make_workload("dl2", seed=3, servers=3, num_jobs=14), adapter, seed=3)
@@ -228,3 +237,29 @@ def test_bad_deeprm_options_are_one_clear_error() -> None:
         DeepRMEnv(observation="pixels")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="per must be 'job' or 'type'"):
         Dl2SlotEnv(per="server")  # type: ignore[arg-type]
+
+
+def test_the_adapter_carries_the_environments_workload_settings(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Settings are given once, at the adapter (issue 34): the evaluation reads them back and a
+    run with others says it is outside the setting."""
+    import logging
+
+    from dlsched import runner
+
+    monkeypatch.setattr(runner, "_WARNED_SETTING", set())
+    first = PolicyAdapter(
+        lambda o, m: int(np.flatnonzero(m)[-1]), "dlsched/DeepRM-v0", load=1.3, horizon_steps=20
+    )
+    assert (first.workload, first.workload_options) == (
+        "deeprm",
+        {"load": 1.3, "horizon_steps": 20},
+    )
+    with caplog.at_level(logging.WARNING, logger="dlsched.runner"):
+        dlsched.simulate(first.workload, first, seed=5, **first.workload_options)
+        assert not caplog.records
+        dlsched.simulate("deeprm", first, seed=5, load=0.5, horizon_steps=20)
+    assert "this run has load 0.5 (trained 1.3)" in caplog.records[-1].getMessage()
+    slot = PolicyAdapter(lambda o, m: np.zeros(8, np.int64), "dlsched/DL2Slot-v0", **SMALL_DL2)
+    assert slot.workload == "dl2" and slot.workload_options == {"servers": 3, "num_jobs": 14}

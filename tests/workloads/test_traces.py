@@ -162,7 +162,8 @@ def test_missing_columns_are_named(tmp_path: Path) -> None:
     message = str(info.value)
     assert str(path) in message
     assert "missing required columns duration, num_gpus" in message
-    assert "found: submit_time, gpu" in message
+    assert "the file has: submit_time, gpu)" in message
+    assert "--columns duration=YOUR_COLUMN,num_gpus=YOUR_COLUMN" in message
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ import logging
 import math
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -34,6 +34,7 @@ __all__ = [
     "err",
     "fmt_metric",
     "metric_unit",
+    "metrics_line",
     "one_line_errors",
     "out",
     "parse_options",
@@ -124,7 +125,12 @@ def _held_warnings(hold: bool) -> Iterator[Callable[[], None]]:
     root.addHandler(holder)
 
     def release() -> None:
+        seen: set[tuple[int, str]] = set()
         for record in holder.records:
+            key = (record.levelno, record.getMessage())
+            if key in seen:  # one per run of a sweep would say the same thing many times
+                continue
+            seen.add(key)
             for handler in targets:
                 if handler is not None and record.levelno >= handler.level:
                     handler.handle(record)
@@ -164,6 +170,19 @@ def fmt_metric(name: str, value: float, time_decimals: int = 1) -> str:
     if name.endswith("_s"):
         return f"{value:,.{time_decimals}f}"
     return f"{value:.3f}"
+
+
+def metrics_line(metrics: Mapping[str, object]) -> str:
+    """``{"avg_jct_s": 7015.4, "objective": 2.96}`` → ``avg_jct_s 7,015.4 s · objective 2.960``
+    (a command's last line, never a raw Python dict)."""
+    parts = []
+    for key, value in metrics.items():
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            unit = metric_unit(key)
+            parts.append(f"{key} {fmt_metric(key, float(value))}" + (f" {unit}" if unit else ""))
+        else:
+            parts.append(f"{key} {value}")
+    return " · ".join(parts) or "none"
 
 
 PROGRESS_LINE_EVERY_S = 30.0

@@ -128,14 +128,64 @@ def options_command(
             for note in notes:  # after success: never an extra line before an error
                 log.warning(note)
 
-        command.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
-        command.__annotations__ = {p.name: p.annotation for p in parameters}
-        command.__name__ = body.__name__
-        command.__doc__ = body.__doc__
-        command.__module__ = body.__module__
+        as_command(command, body, parameters)
         return command
 
     return decorate
+
+
+def with_sections(
+    **sections: Section,
+) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Add the options of each section's dataclass to a hand-written Typer command: ``body``'s
+    parameter named as the keyword receives the dataclass instance, built and checked before
+    ``body`` runs (a bad value is one ``error:`` line, exit 2).
+
+    Example::
+
+        @app.command()
+        @with_sections(trace=Section(TraceOptions))
+        def simulate(workload: str = "dl2", *, trace: TraceOptions) -> None: ...
+    """
+    names = list(sections)
+
+    def decorate(body: Callable[..., None]) -> Callable[..., None]:
+        hints = typing.get_type_hints(body, include_extras=True)
+        own = [
+            p.replace(annotation=hints.get(p.name, p.annotation))
+            for p in inspect.signature(body).parameters.values()
+            if p.name not in sections
+        ]
+        added: list[inspect.Parameter] = []
+        options: list[_Option] = []
+        for index, name in enumerate(names):
+            for parameter, option in _section_options(sections[name], index):
+                if any(p.name == parameter.name for p in own):
+                    raise TypeError(f"{body.__name__}: option {option.flag} defined twice")
+                added.append(parameter)
+                options.append(option)
+
+        def command(**given: Any) -> None:
+            with one_line_errors():
+                values: list[dict[str, Any]] = [{} for _ in names]
+                for option in options:
+                    values[option.section][option.field] = option.convert(given.pop(option.param))
+                built = {n: sections[n].cls(**v) for n, v in zip(names, values, strict=True)}
+            body(**given, **built)
+
+        as_command(command, body, own + added)
+        return command
+
+    return decorate
+
+
+def as_command(command: Callable[..., None], body: Callable[..., None], params: list[Any]) -> None:
+    """Give ``command`` ``body``'s name and help, and the parameters ``params`` (for Typer)."""
+    command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    command.__annotations__ = {p.name: p.annotation for p in params}
+    command.__name__ = body.__name__
+    command.__doc__ = body.__doc__
+    command.__module__ = body.__module__
 
 
 def _section_options(section: Section, index: int) -> list[tuple[inspect.Parameter, _Option]]:

@@ -57,9 +57,10 @@ def setup_logging(level: str) -> None:
     logging.getLogger("kubernetes").setLevel(max(root.level, logging.WARNING))
 
 
-MANIFESTS = ("crd.yaml", "rbac.yaml", "deployment.yaml", "example-dljob.yaml")
-"""The files of ``deploy/`` in the order to apply them (not ``example-pytorchjob.yaml``: it
-needs Kubeflow's training-operator, whose CRD `kubectl apply` would otherwise lack)."""
+MANIFESTS = ("crd.yaml", "rbac.yaml", "fence-policy.yaml", "deployment.yaml", "example-dljob.yaml")
+"""The files of ``deploy/`` in the order to apply them (the lease fence before the controller's
+first write; not ``example-pytorchjob.yaml``: it needs Kubeflow's training-operator, whose CRD
+`kubectl apply` would otherwise lack)."""
 
 
 def manifests_text() -> str:
@@ -69,7 +70,8 @@ def manifests_text() -> str:
 
 
 def k8s_manifests() -> None:
-    """Print the CRD, RBAC, the controller Deployment and an example DLJob (kubectl apply -f -)."""
+    """Print the CRD, RBAC, the lease fence, the controller Deployment and an example DLJob
+    (kubectl apply -f -)."""
     print(manifests_text(), end="")
 
 
@@ -101,7 +103,8 @@ class ControllerOptions:
     lease_duration: Annotated[float, Opt(min=3.0, max=3600.0)] = 15.0
     """Seconds the leader lease lasts without renewal."""
     identity: str | None = None
-    """This controller's name in the lease (default: host name and pid)."""
+    """This controller's name in the lease (default: host name and pid; with the lease fence
+    deploy/fence-policy.yaml it must be the pod's name, as deploy/deployment.yaml passes it)."""
     log_level: str = "info"
     """Log from this level up: debug, info, warning, error (one line each)."""
     once: Annotated[bool, Opt(flags=("--once",))] = False

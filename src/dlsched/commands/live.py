@@ -298,5 +298,5 @@ def _print_summary(summary: dict[str, Any], jobs: int) -> None:
         if key in ("workload", "scheduler", "seed"):
             continue
         shown = fmt_metric(key, value) if isinstance(value, float) else str(value)
-        table.add_row(key, shown)
+        table.add_row(key, "—" if value is None else shown)  # not known here (no bound live)
     out.print(table)

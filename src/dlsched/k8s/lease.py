@@ -17,8 +17,15 @@ fencing)"): a process paused in exactly that gap sends one write once it wakes. 
 must be fenced where it is applied: the server admits a write of the controller only while the
 Lease names the writer (its identity, sent as the User-Agent ``dlsched-controller/IDENTITY``)
 as holder, unexpired. The project's test API server does this (``tests/k8s/apiserver.py``,
-``fence=``), under the lock of the write itself; on a real cluster it is a
-ValidatingAdmissionPolicy with the Lease as parameter, not shipped here. Because one controller
+``fence=``), under the lock of the write itself. On a real cluster (Kubernetes >= 1.30),
+``deploy/fence-policy.yaml`` does it: a ValidatingAdmissionPolicy with the Lease as parameter
+admits a write of the controller's service account only when the Lease's holder is the pod
+named by the request's bound service-account token (``deploy/deployment.yaml`` passes the pod
+name as ``--identity``), and refuses it with 403 otherwise. It is weaker than the test server's
+in two ways: it checks the holder, not expiry (CEL has no clock: a lease that expired without
+being taken over still admits its old holder, which is safe, since no one else can write until
+they take it), and it reads the Lease from the API server's watch cache, so a takeover fences the
+old holder once that server has seen it (the watch's delay, not zero). Because one controller
 process sends its writes one after the other and only it ever names itself holder, a write
 admitted while the Lease names it cannot come from an earlier term that another controller
 interrupted. A write refused (403, or 409) makes the controller `recheck` the Lease and, if it

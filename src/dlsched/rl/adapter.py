@@ -1,13 +1,12 @@
 """`PolicyAdapter`: a policy from any RL library as a dlsched `Scheduler`.
 
-A policy trained on one of the registered environments (``dlsched/DL2-v0``,
-``dlsched/DeepRM-v0``, ``dlsched/SCED2-v0``) maps an observation and an action mask to an
-action. `PolicyAdapter` runs it at every scheduling point of `dlsched.simulate` (and so of
-``compare`` and ``live run``) through the environment's own state encoding (its
-``slot_encoder()``) and the loop the shipped learned schedulers use
-(`dlsched.rl.policy_scheduler.SlotLoopScheduler`): the policy sees exactly the observations and
-masks it was trained on. Observations are clipped to the environment's observation space, as
-the environment clips them.
+A policy trained on one of the registered environments (``dlsched/DL2-v0``, ``dlsched/DL2Slot-v0``,
+``dlsched/DeepRM-v0``, ``dlsched/SCED2-v0``) maps an observation and an action mask to an action.
+`PolicyAdapter` runs it at every scheduling point of `dlsched.simulate` (and so of ``compare`` and
+``live run``) through the environment's own state encoding (its ``slot_encoder()``) and the loop the
+shipped learned schedulers use (`dlsched.rl.policy_scheduler.SlotLoopScheduler`): the policy sees
+exactly the observations and masks it was trained on. Observations are clipped to the environment's
+observation space, as the environment clips them.
 
 Example (sb3-contrib)::
 
@@ -15,9 +14,15 @@ Example (sb3-contrib)::
     from dlsched.rl.adapter import from_sb3
     from sb3_contrib import MaskablePPO
 
-    model = MaskablePPO.load("ppo_dl2.zip")
-    scheduler = from_sb3(model, "dlsched/DL2-v0")
-    print(dlsched.simulate("dl2", scheduler, seed=101).summary()["avg_jct_s"])
+    model = MaskablePPO.load("ppo_deeprm.zip")
+    scheduler = from_sb3(model, "dlsched/DeepRM-v0", load=1.3, horizon_steps=50)
+    result = dlsched.simulate(scheduler.workload, scheduler, seed=101, **scheduler.workload_options)
+    print(result.summary()["avg_slowdown"])
+
+The adapter carries the environment's workload settings (``workload``, ``workload_options``:
+here ``"deeprm"`` with ``load=1.3, horizon_steps=50``) to the evaluation, so they are given
+once; a run on the same workload with other settings logs the out-of-setting notice
+(``trained_setting``, `dlsched.rl.setting`).
 
 Any callable works: ``PolicyAdapter(lambda obs, mask: int(mask.nonzero()[0][-1]),
 "dlsched/DL2-v0")``. DeepRM's policy acts at every step in its environment: simulate the
@@ -74,6 +79,16 @@ class PolicyAdapter(SlotLoopScheduler):
             else None
         )
         super().__init__(name, make_encoder(), preemptive=bool(env.preemptive))  # type: ignore[attr-defined]
+        setting = getattr(env, "workload_setting", lambda: None)()
+        self.workload: str | None = setting[0] if setting else None
+        """The workload the environment drew its episodes from (None: unknown)."""
+        self.workload_options: dict[str, Any] = dict(setting[1]) if setting else {}
+        """Its generator options, to pass on to ``simulate``/``compare``."""
+        self.trained_setting: dict[str, Any] | None = (
+            {"workload": self.workload.partition(":")[0], "params": self.workload_options}
+            if self.workload
+            else None
+        )
         env.close()
         self.policy = policy
 

@@ -27,14 +27,15 @@ legal arg-max itself (DL2: one compiled call an action).
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 import torch
 
-from dlsched.core import ClusterView, Decision
-from dlsched.schedulers.base import BaseScheduler
+from dlsched.core import ClusterView, Decision, JobSpec, Resources
+from dlsched.schedulers.base import BaseScheduler, cannot_run
 
 log = logging.getLogger(__name__)
 
@@ -153,6 +154,11 @@ class SlotLoopScheduler(BaseScheduler):
         self.encoder = encoder
         self.preemptive = preemptive  # type: ignore[misc]  # per instance, read by the engine
         self.max_actions = max_actions
+
+    def cannot_run(self, jobs: Sequence[JobSpec], servers: Sequence[Resources]) -> str | None:
+        """The encoder's reason (its ``cannot_run``, where it has one): what its fixed state
+        cannot show."""
+        return cannot_run(self.encoder, jobs, servers)  # type: ignore[arg-type]
 
     def decide(self, view: ClusterView) -> Decision:
         return self._loop(self.encoder.start(view))

@@ -14,8 +14,12 @@ The rule, per trained parameter:
 * a range ``[low, high]`` of two numbers (``"load": [0.3, 1.9]``): the run's value must lie in
   ``[low · 0.9, high · 1.1]``;
 * anything else (text, a list that is not such a range, true/false): equal;
-* a name the run's workload does not report, or a workload of another name, is not compared
-  (the registry's "made for" notice, `dlsched.runner.warn_if_not_made_for`, covers the name).
+* a name the run's workload does not report is not compared.
+
+A run on another workload than the trained one (``philly`` or ``trace:other.csv`` for a policy
+trained on ``sched2`` or on ``trace:mine.csv``) differs by its workload, named first; its
+parameters are then not compared. A card naming only a family (``sched2``) covers every run of
+it; a card naming one instance (``trace:mine.csv``, ``philly:VC``) covers that one.
 """
 
 from __future__ import annotations
@@ -57,10 +61,13 @@ def differences(
     trained: Mapping[str, Any] | None, workload: str, params: Mapping[str, Any]
 ) -> list[str]:
     """Names of the trained parameters the run's workload is outside of, each as
-    ``"load 1.9 (trained 0.7)"``; empty when inside, when nothing was said, or for a workload
-    of another name."""
-    if not trained or trained.get("workload") != workload.partition(":")[0]:
+    ``"load 1.9 (trained 0.7)"``, or the workload itself when it is another (module
+    docstring); empty when inside or when nothing was said."""
+    if not trained:
         return []
+    name = str(trained.get("workload", ""))
+    if name != workload and name != workload.partition(":")[0]:
+        return [f"workload {workload} (trained {name or '?'})"]
     out = []
     for name, want in sorted(dict(trained.get("params") or {}).items()):
         if name not in params:

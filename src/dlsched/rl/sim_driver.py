@@ -51,7 +51,7 @@ class SimDriver:
         preemptive: whether decisions are the whole desired state (elastic; DL2) or only start
             pending jobs.
         horizon_s: stop at this time (s); None runs until every job finished.
-        rescale: rescale/restart cost model (default `RescaleCost()`).
+        rescale: rescale/restart cost model (default the workload's, else `RescaleCost()`).
     """
 
     is_oracle: ClassVar[bool] = False
@@ -71,7 +71,7 @@ class SimDriver:
             on_events=workload.on_events,
             horizon_s=horizon_s,
             noise=workload.noise,
-            rescale=rescale or RescaleCost(),
+            rescale=rescale or workload.rescale or RescaleCost(),
             seed=seed,
         )
         self.sim = Simulator(

@@ -9,9 +9,10 @@ estimate-error injectors): it forwards the labels and ``reset``. Backends call
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar, Protocol, runtime_checkable
 
-from dlsched.core import ClusterView, Decision
+from dlsched.core import ClusterView, Decision, JobSpec, Resources
 
 
 @runtime_checkable
@@ -54,6 +55,14 @@ class BaseScheduler:
     def reset(self) -> None:
         """Forget per-episode state (called by the simulator before a run)."""
 
+    def cannot_run(self, jobs: Sequence[JobSpec], servers: Sequence[Resources]) -> str | None:
+        """Why this policy could never run some of ``jobs`` on ``servers`` (one line), or None.
+
+        `dlsched.runner.simulate` asks before a run and refuses it at once with this reason,
+        rather than let the run crawl or stall (a learned policy's fixed state cannot show a
+        job, or it has nothing to decide for these jobs). Most policies run anything: None."""
+        return None
+
     def decide(self, view: ClusterView) -> Decision:  # pragma: no cover - abstract
         raise NotImplementedError
 
@@ -71,6 +80,9 @@ class WrappingScheduler(BaseScheduler):
 
     def reset(self) -> None:
         self.inner.reset()
+
+    def cannot_run(self, jobs: Sequence[JobSpec], servers: Sequence[Resources]) -> str | None:
+        return cannot_run(self.inner, jobs, servers)
 
     def decide(self, view: ClusterView) -> Decision:
         return self.inner.decide(view)
@@ -90,3 +102,12 @@ def check_scheduler(scheduler: object) -> Scheduler:
     if not callable(scheduler.decide) or not callable(scheduler.reset):  # type: ignore[attr-defined]
         raise TypeError(f"{type(scheduler).__name__}: decide and reset must be methods")
     return scheduler  # type: ignore[return-value]
+
+
+def cannot_run(
+    scheduler: Scheduler, jobs: Sequence[JobSpec], servers: Sequence[Resources]
+) -> str | None:
+    """``scheduler.cannot_run(jobs, servers)`` where it has one (`BaseScheduler.cannot_run`),
+    else None: the method is not part of the `Scheduler` contract."""
+    check = getattr(scheduler, "cannot_run", None)
+    return check(jobs, servers) if callable(check) else None

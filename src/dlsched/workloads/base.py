@@ -8,6 +8,7 @@ from typing import Any
 
 from dlsched.core import Cluster, JobSpec, Resources
 from dlsched.models.base import ThroughputModel
+from dlsched.sim.config import RescaleCost
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,8 @@ class Workload:
         on_events: also schedule at every arrival and completion.
         placement: name of the default placement policy (``load_balance``, ``pack``, ``gang``).
         noise: default relative std of interference noise on speed (see `SimConfig.noise`).
+        rescale: what resizing and resuming a job cost in this setting (Pollux: a 30 s restart
+            at every reallocation); None: `RescaleCost`'s defaults (1 s hot, 30 s restart).
         params: everything that generated it (seed, load, servers, …), for cards and reports.
     """
 
@@ -34,6 +37,7 @@ class Workload:
     on_events: bool = True
     placement: str = "pack"
     noise: float = 0.0
+    rescale: RescaleCost | None = None
     params: Mapping[str, Any] = field(default_factory=dict)
 
     def make_cluster(self) -> Cluster:

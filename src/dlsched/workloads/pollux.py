@@ -51,7 +51,7 @@ RESTART_S = 30.0
 TRACE_SPAN_S = 8 * 3600.0
 JOB_MODES = ("adaptive", "tuned", "tuned-batch")
 RESCALE = RescaleCost(mode="restart", hot_s=RESTART_S, restart_s=RESTART_S)
-"""Pass as ``simulate(..., rescale=RESCALE)``: every reallocation restarts the job (30 s)."""
+"""The Pollux workloads' `Workload.rescale`: every reallocation restarts the job (30 s)."""
 
 
 def read_trace(number: int, root: Path = DATA_DIR / "workloads") -> list[dict[str, str]]:
@@ -163,6 +163,7 @@ def make_pollux(
         on_events=False,
         placement="load_balance",
         noise=0.0,
+        rescale=RESCALE,
         params={
             "seed": seed,
             "servers": servers,

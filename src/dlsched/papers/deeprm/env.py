@@ -134,6 +134,11 @@ class DeepRMEnv(gym.Env[Obs, np.int64]):
             raise RuntimeError("DeepRMEnv: call reset() before step()")
         return self.batch
 
+    def workload_setting(self) -> tuple[str, dict[str, Any]]:
+        """The workload and generator options its jobsets are drawn from (what an evaluation
+        of a policy trained here should simulate; `dlsched.rl.adapter.PolicyAdapter`)."""
+        return "deeprm", {"load": self.load, "horizon_steps": self.horizon_steps}
+
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Obs, dict[str, Any]]:

@@ -13,7 +13,7 @@ scheduler:
 * **Fig. 5** (``fig5.csv``, ``fig5.png``): average slowdown and average completion time at load
   1.3 for the heuristics, DeepRM trained for slowdown (shipped) and DeepRM trained for
   completion time (reward ``−|J|``, the paper's state; trained here, briefly in the reduced size).
-* **Fig. 6** (``fig6.png``): the learning curve of the shipped policy from its
+* **Fig. 6** (``fig6.csv``, ``fig6.png``): the learning curve of the shipped policy from its
   ``train_log.csv`` (mean slowdown of the sampled episodes and validation slowdown per
   iteration, over its training loads and jobset lengths; mean and max total reward per
   iteration).
@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from matplotlib.ticker import FuncFormatter
 
 from dlsched.core import ClusterView, Decision
 from dlsched.csv_rows import write_csv
@@ -48,7 +49,7 @@ from dlsched.runner import simulate
 from dlsched.schedulers.base import Scheduler, WrappingScheduler
 from dlsched.schedulers.registry import make_scheduler
 from dlsched.sim import Result
-from dlsched.workloads.deeprm import make_deeprm
+from dlsched.workloads.deeprm import LONG_STEPS, SHORT_STEPS, make_deeprm
 
 log = logging.getLogger(__name__)
 
@@ -220,8 +221,14 @@ def plot_fig5(rows: Sequence[dict[str, Any]], path: Path, jobsets: int) -> None:
 # -- Fig. 6 ----------------------------------------------------------------------------------
 
 
+FIG6_COLUMNS = ("iteration", "mean_slowdown", "val_sample_slowdown", "val_greedy_slowdown",
+                "mean_reward", "max_reward")  # fmt: skip
+"""The columns of ``fig6.csv``: the plotted ones of the policy's ``train_log.csv``."""
+
+
 def fig6(out: Path, references: dict[str, float]) -> list[Path]:
-    """Learning curve of ``deeprm:paper`` (DeepRM's method; its ``train_log.csv``)."""
+    """Learning curve of ``deeprm:paper`` (DeepRM's method; its ``train_log.csv``): the figure
+    and ``fig6.csv``, its plotted columns."""
     from dlsched.papers.deeprm.policy import PAPER_POLICY
     from dlsched.rl.files import LOG_FILE
 
@@ -245,6 +252,8 @@ def fig6(out: Path, references: dict[str, float]) -> list[Path]:
     ax_s.set_xlabel("iteration")
     ax_s.set_ylabel("average slowdown (log scale)")
     ax_s.set_yscale("log")  # arg-max validation of an early policy is 10x the sampled one
+    ax_s.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax_s.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     ax_s.legend(fontsize=7)
     ax_r.plot(it, [float(r["mean_reward"]) for r in rows], label="mean total reward")
     ax_r.plot(it, [float(r["max_reward"]) for r in rows], label="max total reward")
@@ -255,7 +264,28 @@ def fig6(out: Path, references: dict[str, float]) -> list[Path]:
     fig.tight_layout()
     fig.savefig(out / "fig6.png", dpi=120)
     plt.close(fig)
-    return [out / "fig6.png"]
+    table = [{c: r.get(c, "") for c in FIG6_COLUMNS} for r in rows]
+    return [write_csv(out / "fig6.csv", table), out / "fig6.png"]
+
+
+def fig6_lines(out: Path) -> list[str]:
+    """Fig. 6's Markdown lines from ``fig6.csv``: first, best and last validation."""
+    path = out / "fig6.csv"
+    if not path.is_file():
+        return ["No learning curve shipped: Fig. 6 skipped."]
+    with path.open() as fh:
+        rows = [r for r in csv.DictReader(fh) if r["val_sample_slowdown"]]
+    if not rows:
+        return ["The learning curve has no validation rows."]
+    value = {int(r["iteration"]): float(r["val_sample_slowdown"]) for r in rows}
+    best = min(value, key=value.__getitem__)
+    first, last = min(value), max(value)
+    return [
+        f"Validation slowdown of `deeprm:paper` (sampled actions, its training loads): "
+        f"{value[first]:.2f} at iteration {first}, lowest {value[best]:.2f} at iteration "
+        f"{best}, {value[last]:.2f} at the last ({last}); `fig6.csv` has every plotted column "
+        "(sampled episodes, arg-max validation, mean and max reward per iteration)."
+    ]
 
 
 # -- Fig. 7 ----------------------------------------------------------------------------------
@@ -312,6 +342,7 @@ class WithholdingProbe(WrappingScheduler):
 def fig7(out: Path, size: Size, load: float = 1.1) -> tuple[list[Path], dict[str, float]]:
     """Withholding statistics of DeepRM vs Tetris★ at ``load``."""
     stats: dict[str, float] = {}
+    ci: dict[tuple[str, str], tuple[float, float]] = {}
     rows = []
     lengths: dict[str, list[float]] = {}
     for name in ("deeprm", "deeprm:paper", "tetris-star"):
@@ -331,6 +362,7 @@ def fig7(out: Path, size: Size, load: float = 1.1) -> tuple[list[Path], dict[str
             lengths[f"{name}_slots"] = probe.visible_lengths
         for cls, values in by_class.items():
             stats[f"{name}_{cls}_slowdown"] = float(np.mean(values)) if values else float("nan")
+            ci[(name, cls)] = mean_ci95(values)
         rows.append(
             {
                 "scheduler": label(name),
@@ -351,17 +383,21 @@ def fig7(out: Path, size: Size, load: float = 1.1) -> tuple[list[Path], dict[str
         bins=np.arange(0.5, 16.5, 1.0),
         label=["deeprm:paper", "deeprm"],
     )
-    ax_h.set_xlabel("length of withheld job (steps)")
-    ax_h.set_ylabel("count")
-    ax_h.set_title(f"jobs in its slots DeepRM withholds (load {load:.0%})")
+    ax_h.set_xlabel("length of the withheld job (steps)")
+    ax_h.set_ylabel("jobs withheld although they fit (all points)")
+    ax_h.set_title("slot jobs DeepRM leaves waiting", fontsize=11)
     ax_h.legend()
     x = np.arange(2)
     for k, name in enumerate(("deeprm:paper", "deeprm", "tetris-star")):
-        vals = [stats[f"{name}_short_slowdown"], stats[f"{name}_long_slowdown"]]
-        ax_b.bar(x + 0.27 * k, vals, width=0.27, label=name)
-    ax_b.set_xticks(x + 0.27, ["short jobs", "long jobs"])
-    ax_b.set_ylabel("average slowdown")
+        mean_ci = [ci[(name, cls)] for cls in ("short", "long")]
+        ax_b.bar(x + 0.27 * k, [m for m, _ in mean_ci], width=0.27, label=name,
+                 yerr=[h for _, h in mean_ci], capsize=3)  # fmt: skip
+    short, long_ = (f"{lo}–{hi} steps" for lo, hi in (SHORT_STEPS, LONG_STEPS))
+    ax_b.set_xticks(x + 0.27, [f"short jobs ({short})", f"long jobs ({long_})"])
+    ax_b.set_ylabel("average slowdown (mean ± 95 % CI over jobs)")
+    ax_b.set_title("slowdown by job length", fontsize=11)
     ax_b.legend()
+    fig.suptitle(f"DeepRM Fig. 7: withholding at load {load:.0%}, {len(_seeds(size))} jobsets")
     fig.tight_layout()
     fig.savefig(out / "fig7.png", dpi=120)
     plt.close(fig)
@@ -423,6 +459,7 @@ def run(out_dir: Path, *, full: bool = False) -> list[Path]:
         lines.append(
             f"| {r['scheduler']} | {r['avg_slowdown']:.3f} | {r['avg_completion_steps']:.2f} |"
         )
+    lines += ["", "## Fig. 6: learning curve", "", *fig6_lines(out_dir)]
     lines += ["", "## Fig. 7: withholding at load 110 %", ""]
     lines += fig7_lines(stats7)
     lines.append("")

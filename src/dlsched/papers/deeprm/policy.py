@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,7 +45,7 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from dlsched.core import ClusterView, Decision, JobRun
+from dlsched.core import ClusterView, Decision, JobRun, JobSpec, Resources
 from dlsched.papers.deeprm.net import DeepRMPolicyNet
 from dlsched.papers.deeprm.state import DeepRMShape, fit_table, render
 from dlsched.rl.checkpoint import PolicyCard, check_card, load_checkpoint, read_card
@@ -114,6 +115,22 @@ class DeepRMEncoder:
         self.offered = [0.0] * self.shape.num_res
         self.first_step = None
         self.lengths = {}
+
+    def cannot_run(self, jobs: Sequence[JobSpec], servers: Sequence[Resources]) -> str | None:
+        """Why DeepRM's image cannot show some job as it is: longer than its ``horizon``
+        steps or needing more than its ``res_slots`` units of a resource (the ``deeprm``
+        workload's jobs always fit); None when every job fits."""
+        shape = self.shape
+        for spec in jobs:
+            length, demand = _spec_profile(spec)
+            if length > shape.horizon or demand.max() > shape.res_slots:
+                return (
+                    f"job {spec.job_id} runs {length:,} steps and needs {demand[0]} CPU and "
+                    f"{demand[1]} memory units; DeepRM's image shows {shape.horizon} steps "
+                    f"ahead and {shape.res_slots} units of each resource (the deeprm "
+                    "workload's jobs)"
+                )
+        return None
 
     def load_estimate(self, now: int) -> float:
         """Offered load seen so far: Σ duration × demand of the arrived jobs over the capacity of
@@ -205,7 +222,11 @@ class DeepRMEncoder:
 
 def _profile(run: JobRun) -> tuple[int, npt.NDArray[np.int64]]:
     """(duration in steps, demand in slots of (cpu, mem)) of a DeepRM job."""
-    spec = run.spec
+    return _spec_profile(run.spec)
+
+
+def _spec_profile(spec: JobSpec) -> tuple[int, npt.NDArray[np.int64]]:
+    """`_profile` of a job from its spec."""
     length = max(1, math.ceil(spec.total_work / STEP_S - 1e-9))
     need = spec.demand(spec.num_workers, 0)
     return length, np.array([round(need.cpu), round(need.mem)], np.int64)

@@ -128,6 +128,11 @@ class Dl2Env(gym.Env[npt.NDArray[np.float32], np.int64]):
 
     # -- Gymnasium API -----------------------------------------------------------------------
 
+    def workload_setting(self) -> tuple[str, dict[str, Any]]:
+        """The workload and generator options its episodes are drawn from (what an evaluation
+        of a policy trained here should simulate; `dlsched.rl.adapter.PolicyAdapter`)."""
+        return self.workload_name, dict(self.workload_options)
+
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[npt.NDArray[np.float32], dict[str, Any]]:

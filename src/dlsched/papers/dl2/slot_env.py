@@ -9,19 +9,20 @@ per slot, as in DL2's own trainer (§4.2).
 * **Observation space**: `Dl2Env`'s, ``Box(0, 10, (obs_dim,), float32)`` (724 by default): the
   ``J`` job rows of the slot's first batch (arrival order) with nothing allocated yet, and the
   free resource fractions (`dlsched.papers.dl2.state`).
-* **Action space** ``MultiDiscrete([K] * J)`` (``K = len(LEVELS)`` = 5, ``J`` = 40 rows by
-  default): one level per job row, the shape of that job's *units*: ``LEVELS[k]`` = (1 worker,
-  1 PS), (1, 2), (1, 3), (2, 1) or (2, 3) — a job without parameter servers adds one worker a
-  unit whatever its level. The environment hands out units round robin, one per job per round
-  in arrival order (a unit that does not fit whole is added as far as it fits), until no job
-  can take more (its limits, or no room); jobs beyond the ``J`` rows then share what is left
-  the same way with (1, 1) units. So every job that fits runs (the cluster is never left idle
-  with jobs waiting), level 0 everywhere is DRF's allocation (with at most ``J`` active
-  jobs), and a policy learns the worker:PS shape that suits each job. Mask (`action_masks`,
-  sb3-contrib's flat ``J·K`` convention): every level of a present row, only level 0 for an
-  empty row. ``per="type"``: ``MultiDiscrete([K] * L)``, one level per job *type* (``L`` = 8)
-  that every job of the type takes (the jobs beyond the rows too): 8 choices a step instead of
-  40, which a library learns from far more cheaply (SB3 builds one distribution a dimension).
+* **Action space** with ``per="job"``: ``MultiDiscrete([K] * J)`` (``K = len(LEVELS)`` = 5,
+  ``J`` = 40 rows by default): one level per job row, the shape of that job's *units*:
+  ``LEVELS[k]`` = (1 worker, 1 PS), (1, 2), (1, 3), (2, 1) or (2, 3) — a job without parameter
+  servers adds one worker a unit whatever its level. The environment hands out units round
+  robin, one per job per round in arrival order (a unit that does not fit whole is added as far
+  as it fits), until no job can take more (its limits, or no room); jobs beyond the ``J`` rows
+  then share what is left the same way with (1, 1) units. So every job that fits runs (the
+  cluster is never left idle with jobs waiting), level 0 everywhere is DRF's allocation (with at
+  most ``J`` active jobs), and a policy learns the worker:PS shape that suits each job. Mask
+  (`action_masks`, sb3-contrib's flat ``J·K`` convention): every level of a present row, only
+  level 0 for an empty row. ``per="type"`` (the default): ``MultiDiscrete([K] * L)``, one level
+  per job *type* (``L`` = 8) that every job of the type takes (the jobs beyond the rows too): 8
+  choices a step instead of 40, which a library learns from far more cheaply (SB3 builds one
+  distribution a dimension; the README's example and figure use it).
 * **Reward** (paid every step): minus the job-seconds spent in the system during the slot
   (`dlsched.rl.time_in_system`) ÷ (slot length × ``J``): minus the mean number of jobs in the
   system over the slot, ÷ ``J``, so O(1). Its undiscounted sum over an episode is
@@ -161,8 +162,9 @@ class Dl2LevelEncoder:
 
 class Dl2SlotEnv(Dl2Env):
     """DL2 with one step per slot (module docstring). Arguments as `Dl2Env`, less ``reward``
-    (always minus the mean jobs in the system ÷ ``J``), plus ``per``: ``"job"`` (a level per
-    job row) or ``"type"`` (a level per job type)."""
+    (always minus the mean jobs in the system ÷ ``J``), plus ``per``: ``"type"`` (default: a
+    level per job type, the setting in which MaskablePPO beat DRF, ``benchmarks/RESULTS.md``)
+    or ``"job"`` (a level per job row: 12 minutes of MaskablePPO learned nothing there)."""
 
     def __init__(
         self,
@@ -171,7 +173,7 @@ class Dl2SlotEnv(Dl2Env):
         shape: Dl2Shape | None = None,
         seeds: Sequence[int] | None = None,
         max_slots: int = 2000,
-        per: LevelsPer = "job",
+        per: LevelsPer = "type",
         **workload_options: Any,
     ) -> None:
         if per not in ("job", "type"):

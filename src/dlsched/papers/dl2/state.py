@@ -32,12 +32,13 @@ are ÷ 16 (`COUNT_SCALE`); all entries are clipped to ``[0, OBS_HIGH]`` as they 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
-from dlsched.core import Arch, ClusterView, Decision, JobRun, JobSpec
+from dlsched.core import Arch, ClusterView, Decision, JobRun, JobSpec, Resources
 from dlsched.papers.dl2 import slot_kernels as sk
 from dlsched.schedulers.common import FreeTracker
 from dlsched.workloads.dl2 import JOB_TYPES
@@ -397,6 +398,17 @@ class Dl2Encoder:
     def __init__(self, shape: Dl2Shape) -> None:
         self.shape = shape
         self._statics: dict[int, Static] = {}
+
+    def cannot_run(self, jobs: Sequence[JobSpec], servers: Sequence[Resources]) -> str | None:
+        """DL2 decides each job's workers and parameter servers: with no elastic job
+        (`JobSpec.elastic`) it has nothing to decide (issue 35); None otherwise."""
+        if any(job.elastic for job in jobs):
+            return None
+        return (
+            f"none of its {len(jobs):,} jobs is elastic (each runs at one fixed size), so DL2 "
+            "has no workers or parameter servers to decide; run it on an elastic workload "
+            "such as dl2"
+        )
 
     def start(self, view: ClusterView) -> Dl2Slot:
         if len(self._statics) > _STATICS_KEPT:

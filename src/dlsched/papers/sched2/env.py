@@ -121,6 +121,7 @@ class Sched2Env(gym.Env[npt.NDArray[np.float32], np.int64]):
             raise ValueError(f"reward must be 'paper' or 'jct', got {reward!r}")
         self.reward: Sched2Reward = reward
         self.profile_seed = profile_seed
+        self._setting = None if traces else ("sched2", dict(workload_options))
         self.traces = traces or workload_traces("sched2", **workload_options)
         probe = self.traces(0)
         servers, gpus = len(probe.servers), int(probe.servers[0].gpu)
@@ -143,6 +144,12 @@ class Sched2Env(gym.Env[npt.NDArray[np.float32], np.int64]):
         self.ended = False  # the last step ended the episode: step() needs a reset()
 
     # -- gymnasium API ---------------------------------------------------------------------
+
+    def workload_setting(self) -> tuple[str, dict[str, Any]] | None:
+        """The workload and generator options its traces are drawn from (what an evaluation
+        of a policy trained here should simulate; `dlsched.rl.adapter.PolicyAdapter`); None
+        for traces given as a factory."""
+        return None if self._setting is None else (self._setting[0], dict(self._setting[1]))
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None

@@ -41,10 +41,11 @@ The engine applies exactly the placements decided here. Non-preemptive.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
-from typing import ClassVar
+from typing import Any, ClassVar
 
-from dlsched.core import Allocation, ClusterView, Decision, JobRun, Target
+from dlsched.core import Allocation, ClusterView, Decision, JobRun, JobSpec, Resources, Target
 from dlsched.papers.sched2.profiling import JobProfile, Profiler
 from dlsched.schedulers.base import BaseScheduler
 from dlsched.schedulers.common import tasks_that_fit
@@ -124,10 +125,15 @@ class LookaheadScheduler(BaseScheduler):
         params: the rule's parameters.
         gpus_per_server: M (for the best span ``ceil(GPUs / M)``).
         profile_seed: seed of the profiler's measurement noise.
+
+    Attributes:
+        trained_setting: the card's ``trained_setting`` (`dlsched.rl.setting`), set by the
+            loader; None: not said.
     """
 
     name = "sched2"
     preemptive: ClassVar[bool] = False
+    trained_setting: dict[str, Any] | None = None
 
     def __init__(
         self, params: LookaheadParams, gpus_per_server: int = 8, *, profile_seed: int = 0
@@ -138,6 +144,10 @@ class LookaheadScheduler(BaseScheduler):
 
     def reset(self) -> None:
         self.profiler._cache.clear()
+
+    def cannot_run(self, jobs: Sequence[JobSpec], servers: Sequence[Resources]) -> str | None:
+        """`Profiler.cannot_profile`'s reason, where some job cannot be profiled."""
+        return self.profiler.cannot_profile(jobs)
 
     # -- estimates -----------------------------------------------------------------------
 

@@ -6,7 +6,9 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from dlsched.commands.common import err, one_line_errors, out, progress_bar
+from rich.markup import escape
+
+from dlsched.commands.common import err, metrics_line, one_line_errors, out, progress_bar
 
 
 def train_paper_command(
@@ -59,4 +61,6 @@ def train_paper_command(
             command="dlsched " + " ".join(sys.argv[1:]),
         )
     best = result.best.row if result.best is not None else {}
-    out.print(f"policy written to [bold]{result.out}[/] · validation {best}")
+    shown = escape(str(result.out))
+    out.print(f"policy written to [bold]{shown}[/] · validation {metrics_line(best)}")
+    out.print(f"use it with: --scheduler sched2:{result.out}", markup=False, highlight=False)

@@ -206,7 +206,11 @@ def load_scheduler(path: str | Path | None = None) -> tuple[Scheduler, PolicyCar
     source = f"checkpoint {path}" if path is not None else "shipped policy"
     if card.hyperparams.get("policy") == LOOKAHEAD:
         params, m, card = load_lookahead(where)
-        return LookaheadScheduler(params, m, profile_seed=seed), card
+        scheduler = LookaheadScheduler(params, m, profile_seed=seed)
+        scheduler.trained_setting = card.trained_setting or None  # warns outside it
+        return scheduler, card
     net, shape, card = load_policy(where)
     label = f"sched2 ({source}, trained on {card.workload})"
-    return make_scheduler_from(net, shape, profile_seed=seed, where=label), card
+    dqn = make_scheduler_from(net, shape, profile_seed=seed, where=label)
+    dqn.trained_setting = card.trained_setting or None
+    return dqn, card

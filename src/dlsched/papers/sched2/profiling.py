@@ -22,6 +22,7 @@ the time for any span by linear interpolation between the profiled spans (neares
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -131,6 +132,20 @@ class Profiler:
         self.seed = seed
         self.model = model or Locality(gpus_per_server=gpus_per_server)
         self._cache: dict[tuple[int, str, int, float], JobProfile] = {}
+
+    def cannot_profile(self, jobs: Sequence[JobSpec]) -> str | None:
+        """Why some of ``jobs`` cannot be profiled (a model the locality model does not know,
+        e.g. the kubeflow workload's ``tfjob``), or None: the reason SCED² gives for refusing a
+        workload (`dlsched.schedulers.base.BaseScheduler.cannot_run`)."""
+        known = self.model.sensitivity
+        for spec in jobs:
+            if spec.model not in known:
+                return (
+                    f"job {spec.job_id}'s model {spec.model!r} is not one SCED²'s profiler "
+                    f"knows ({', '.join(sorted(known))}): it was made for the locality-"
+                    "sensitive GPU jobs of the sched2, philly and trace workloads"
+                )
+        return None
 
     def profile(self, spec: JobSpec) -> JobProfile:
         """The job's profile (measured once, then cached by job id, model, GPUs and work)."""

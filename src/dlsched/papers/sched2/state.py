@@ -36,12 +36,13 @@ cluster never helps, because every job then gets its best placement, and it coul
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
-from dlsched.core import Allocation, ClusterView, Decision, JobRun, Target
+from dlsched.core import Allocation, ClusterView, Decision, JobRun, JobSpec, Resources, Target
 from dlsched.papers.sched2.profiling import K_PROFILES, Profiler
 from dlsched.schedulers.common import tasks_that_fit
 from dlsched.schedulers.saf import pack_allocation
@@ -285,6 +286,10 @@ class Sched2Encoder:
         self.shape = shape
         self.profiler = profiler or Profiler(shape.gpus_per_server, k=shape.k)
         self.where = where
+
+    def cannot_run(self, jobs: Sequence[JobSpec], servers: Sequence[Resources]) -> str | None:
+        """`Profiler.cannot_profile`'s reason, where some job cannot be profiled."""
+        return self.profiler.cannot_profile(jobs)
 
     def start(self, view: ClusterView) -> Sched2Builder:
         servers, gpus = cluster_shape(view)

@@ -4,7 +4,10 @@ Training traces are drawn from the workload with seeds from ``seed``; validation
 `VALIDATION_SEEDS` (held out: training draws seeds in ``[0, 2^31)`` from its own generator, and
 the reported test traces of `dlsched.papers.sched2.experiments` use `TEST_SEEDS`). For a fixed trace
 (``philly:VC``, ``trace:PATH``) each episode is a window of ``num_jobs`` consecutive jobs at a
-seeded offset (`dlsched.papers.sched2.env.trace_window`).
+seeded offset (`dlsched.papers.sched2.env.trace_window`); validation windows come from the same
+trace (other offsets, possibly overlapping) unless your trace is given a ``split``: then
+training windows come from its train part and validation windows from its validation part
+(`split_traces`), and its test part is left for ``compare --part test``.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from typing import Any
 import torch
 
 from dlsched.papers.sched2.algorithm import DQN, DQNConfig, EpisodeLog
-from dlsched.papers.sched2.env import Sched2Env, workload_traces
+from dlsched.papers.sched2.env import Sched2Env, TraceFactory, workload_traces
 from dlsched.papers.sched2.lookahead import LookaheadParams
 from dlsched.papers.sched2.lookahead_train import (
     REFERENCES,
@@ -53,10 +56,24 @@ def workload_options(
     load: float | None,
     one_gpu_frac: float | None,
     servers: int | None,
+    trace_options: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Generator options for ``workload`` (fixed traces get a ``window`` of ``num_jobs``)."""
+    """Generator options for ``workload`` (fixed traces get a ``window`` of ``num_jobs``);
+    ``trace_options``: your trace's `dlsched.workloads.traces.options.TraceOptions` given."""
     generated = ":" not in workload and workload == "sched2"
     options: dict[str, Any] = {"servers": servers}
+    trace_options = dict(trace_options or {})
+    if trace_options and not workload.startswith("trace:"):
+        raise ValueError(
+            f"--{next(iter(trace_options)).replace('_', '-')} applies to your own trace "
+            f"(-w trace:PATH), not {workload}"
+        )
+    if "part" in trace_options:
+        raise ValueError(
+            "--part: training takes the train part of --split for its episodes and the "
+            "validation part for validation; give --split alone"
+        )
+    options.update(trace_options)
     if generated:
         options["num_jobs"] = num_jobs
         options["load"] = DEFAULT_LOAD if load is None else load
@@ -68,6 +85,17 @@ def workload_options(
         options["load"] = load
         options["window"] = num_jobs
     return options
+
+
+def split_traces(workload: str, options: Mapping[str, Any]) -> tuple[TraceFactory, TraceFactory]:
+    """(training traces, validation traces): with a ``split``, windows of its train part and
+    of its validation part; without one, both from the whole workload (validation seeds
+    differ from training's, but the windows may overlap)."""
+    if options.get("split") is None:
+        traces = workload_traces(workload, **options)
+        return traces, traces
+    train_part = workload_traces(workload, **{**options, "part": "train"})
+    return train_part, workload_traces(workload, **{**options, "part": "validation"})
 
 
 class DQNLearner:
@@ -145,6 +173,7 @@ def train_sched2(
     teacher: str | None = None,
     log_csv: str | Path | None = None,
     progress: Progress | None = None,
+    trace_options: Mapping[str, Any] | None = None,
 ) -> tuple[Path, dict[str, float]]:
     """Train on ``workload`` in the shared training run (`dlsched.rl.training`) and write the
     best policy by validation effectiveness into ``run.out``.
@@ -162,6 +191,8 @@ def train_sched2(
             ``config.demo_episodes`` episodes; None for plain DQN as SCED².
         log_csv: per-episode CSV log (default ``run.out/train_log.csv``).
         progress: ``progress(episodes_done, row)`` after each episode.
+        trace_options: your trace's `TraceOptions` (card: ``workload_params``); with a
+            ``split``, training and validation use its parts (`split_traces`).
 
     Returns:
         (checkpoint directory, validation metrics of the saved policy).
@@ -170,7 +201,12 @@ def train_sched2(
     if teacher not in (None, "dsif"):
         raise ValueError(f"unknown sched2 teacher {teacher!r}; choose dsif or none")
     options = workload_options(
-        workload, num_jobs=num_jobs, load=load, one_gpu_frac=one_gpu_frac, servers=servers
+        workload,
+        num_jobs=num_jobs,
+        load=load,
+        one_gpu_frac=one_gpu_frac,
+        servers=servers,
+        trace_options=trace_options,
     )
     params = {k: v for k, v in options.items() if v is not None}
     card = {
@@ -186,9 +222,9 @@ def train_sched2(
     ) + f"; {order}-order window"
 
     def make(budget: Budget) -> DQNLearner:
-        traces = workload_traces(workload, **options)
+        traces, held_out = split_traces(workload, options)
         env = Sched2Env(traces, order=order)
-        validation = [traces(s) for s in VALIDATION_SEEDS]
+        validation = [held_out(s) for s in VALIDATION_SEEDS]
         dqn = DQN(env, config, DsifTeacher() if teacher else None)
         return DQNLearner(dqn, validation, card, method, num_jobs, budget)
 
@@ -232,6 +268,7 @@ def train_sched2_lookahead(
     log_csv: str | Path | None = None,
     progress: Progress | None = None,
     command: str = "",
+    trace_options: Mapping[str, Any] | None = None,
 ) -> tuple[Path, dict[str, float]]:
     """Train SCED²-L by the cross-entropy method (`dlsched.papers.sched2.lookahead_train`) in
     the shared training run and write the best parameters by validation as a checkpoint.
@@ -245,14 +282,19 @@ def train_sched2_lookahead(
     """
     cem = config or CemConfig()
     options = workload_options(
-        workload, num_jobs=num_jobs, load=load, one_gpu_frac=one_gpu_frac, servers=servers
+        workload,
+        num_jobs=num_jobs,
+        load=load,
+        one_gpu_frac=one_gpu_frac,
+        servers=servers,
+        trace_options=trace_options,
     )
     workload_params = {k: v for k, v in options.items() if v is not None}
     log_name = Path(log_csv).name if log_csv is not None else LOG_FILE
 
     def make(budget: Budget) -> LookaheadLearner:
-        traces = workload_traces(workload, **options)
-        validation = [traces(s) for s in LOOKAHEAD_VALIDATION]
+        traces, held_out = split_traces(workload, options)
+        validation = [held_out(s) for s in LOOKAHEAD_VALIDATION]
         gpus = int(validation[0].servers[0].gpu)
 
         def files(

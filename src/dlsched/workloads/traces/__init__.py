@@ -30,7 +30,15 @@ column             required  meaning and rule
 ``num_workers``    no        must equal ``num_gpus`` (one GPU per worker)
 ``num_ps``         no        must be 0: parameter-server jobs are not supported here
 ``epochs``         no        ignored with a warning: a trace job's work is its duration
+``status``         no        read only by ``drop_status`` (e.g. ``failed,killed``: those rows
+                             are left out, counted); otherwise every row is simulated
 =================  ========  ================================================================
+
+**Units, status, window and split** (`dlsched.workloads.traces.selection`): ``time_unit`` /
+``duration_unit`` (``ms``, ``s``, ``min``, ``h``, ``d``; default seconds, with a warning when a
+column's name says otherwise), ``drop_status``, ``start``/``end`` and
+``split="0.6,0.2,0.2"`` with ``part="train"|"validation"|"test"`` (jobs cut in submission
+order; the cluster is sized before the cut, so every part runs on the same cluster).
 
 Each valid row becomes ``JobSpec(arch=Arch.ALLREDUCE, total_work=duration,
 worker_demand=Resources(gpu=1, cpu=cpu, mem=mem_gb), num_workers=num_gpus,

@@ -58,7 +58,7 @@ class Checker:
         others = len(self.problems) - 1
         more = (
             f" ({others} more bad row{'s' if others > 1 else ''}; "
-            "on_bad_row='skip' leaves bad rows out)"
+            "--on-bad-row skip (-o on_bad_row=skip) leaves bad rows out)"
             if others
             else ""
         )

@@ -35,6 +35,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "job_id": ("jobid", "job", "id", "job_name", "jobname", "uuid"),
     "start_time": ("start", "started_time", "start_ts", "begin_time"),
     "end_time": ("end", "finish_time", "finished_time", "end_ts", "completion_time"),
+    "status": ("state", "job_status", "final_status", "jobstatus"),
 }
 """Other names (lower case) accepted for each column, tried in order when it is missing."""
 

@@ -22,6 +22,7 @@ OPTIONAL_COLUMNS: tuple[str, ...] = (
     "max_replicas",
     "cpu",
     "mem_gb",
+    "status",
 )
 """Columns a generic trace may have (see the module docstring for their rules)."""
 
@@ -126,6 +127,10 @@ class TraceInfo:
     mapped_columns: dict[str, str] = field(default_factory=dict)
     inferred_columns: list[str] = field(default_factory=list)
     string_job_ids: bool = False
+    status_counts: dict[str, int] = field(default_factory=dict)
+    """Rows per value of the trace's status column (lower case), when it has one."""
+    dropped_by_status: int = 0
+    """Rows left out by ``drop_status``."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -160,3 +165,7 @@ class Table:
     """Schema column → the file's column it was read from, where the names differ."""
     inferred: list[str] = field(default_factory=list)
     """Columns computed from others (e.g. ``duration = end_time - start_time``)."""
+    status_counts: dict[str, int] = field(default_factory=dict)
+    """Rows per status (lower case) before ``drop_status``, when the trace has a status column."""
+    dropped_by_status: int = 0
+    """Rows left out by ``drop_status``."""

@@ -51,6 +51,10 @@ class _Rows:
     frame: pd.DataFrame
     check: Checker
     gpus_per_server: int
+    time_unit_s: float = 1.0
+    """Seconds per unit of the numeric time columns."""
+    duration_unit_s: float = 1.0
+    """Seconds per unit of the duration column."""
 
     def has(self, column: str) -> bool:
         return column in self.frame.columns
@@ -63,19 +67,24 @@ class _Rows:
         return values
 
 
-def _require_columns(frame: pd.DataFrame, source: str) -> None:
+def _require_columns(frame: pd.DataFrame, source: str, file_columns: list[str] | None) -> None:
+    """A one-line error for a missing required column, listing the file's own columns (not the
+    ones mapped from them) and how to map one."""
     inferable = {"duration"} if {"start_time", "end_time"} <= set(frame.columns) else set()
     missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns and c not in inferable]
     if missing:
-        names = [str(c) for c in frame.columns]
+        names = [str(c) for c in (frame.columns if file_columns is None else file_columns)]
         found = shorten(", ".join(shorten(c if c.isprintable() else repr(c)) for c in names), 200)
         found = found or "none"
         hint = ""
         if len(names) == 1 and any(sep in names[0] for sep in ";\t|"):
             hint = "; columns must be separated by commas"
+        elif file_columns is not None:
+            mapping = ",".join(f"{c}=YOUR_COLUMN" for c in missing)
+            hint = f"; map yours with --columns {mapping} (or -o columns={mapping})"
         raise TraceError(
             f"{source}: missing required column{'s' if len(missing) > 1 else ''} "
-            f"{', '.join(missing)} (found: {found}){hint}",
+            f"{', '.join(missing)} (the file has: {found}){hint}",
             path=source,
             column=missing[0],
         )
@@ -98,6 +107,8 @@ def _ignored_columns(frame: pd.DataFrame, source: str) -> list[str]:
 
 def _submit_time(r: _Rows) -> tuple[Values, bool]:
     submit, dated = numbers(r.check, r.frame["submit_time"], "submit_time", allow_dates=True)
+    if not dated:
+        submit = submit * r.time_unit_s
     at_least(r.check, submit, "submit_time", 0.0, "{v} is negative")
     return submit, dated
 
@@ -105,10 +116,12 @@ def _submit_time(r: _Rows) -> tuple[Values, bool]:
 def _duration(r: _Rows) -> Values:
     if r.has("duration"):
         duration, _ = numbers(r.check, r.frame["duration"], "duration")
+        duration = duration * r.duration_unit_s
     else:  # inferred from start and end times (numbers or dates alike)
-        start, _ = numbers(r.check, r.frame["start_time"], "start_time", allow_dates=True)
-        end, _ = numbers(r.check, r.frame["end_time"], "end_time", allow_dates=True)
-        duration = end - start
+        start, start_dated = numbers(r.check, r.frame["start_time"], "start_time", allow_dates=True)
+        end, end_dated = numbers(r.check, r.frame["end_time"], "end_time", allow_dates=True)
+        start = start if start_dated else start * r.time_unit_s
+        duration = (end if end_dated else end * r.time_unit_s) - start
     at_least(r.check, duration, "duration", 0.0, "{v} is negative")
     with np.errstate(invalid="ignore"):
         r.check.flag(duration == 0, "duration", "is 0: a job must run for some time")
@@ -349,6 +362,9 @@ def validate(
     gpus_per_server: int,
     seed: int,
     models: npt.NDArray[np.str_] | None = None,
+    time_unit_s: float = 1.0,
+    duration_unit_s: float = 1.0,
+    file_columns: list[str] | None = None,
 ) -> Table:
     """Check every cell of ``frame`` and return the kept rows, sorted by submission.
 
@@ -361,10 +377,13 @@ def validate(
         gpus_per_server: GPUs per server (bounds cpu/mem per worker through server capacity).
         seed: seed of the model draw when there is no ``model`` column.
         models: pre-drawn models, one per frame row (Philly draws over the whole file).
+        time_unit_s: seconds per unit of the numeric time columns (dates are dates).
+        duration_unit_s: seconds per unit of the ``duration`` column.
+        file_columns: the file's own column names, for messages (default ``frame``'s).
     """
-    _require_columns(frame, source)
+    _require_columns(frame, source, file_columns)
     n = len(frame)
-    r = _Rows(frame, Checker(source, rows), gpus_per_server)
+    r = _Rows(frame, Checker(source, rows), gpus_per_server, time_unit_s, duration_unit_s)
     ignored = _ignored_columns(frame, source)
 
     submit, dated = _submit_time(r)

@@ -1,0 +1,274 @@
+"""``dlsched compare``: several schedulers over seeds, means with 95 % confidence intervals; a
+table (or JSON), a bar chart, per-job and per-scheduler CSV files."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich import box
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from dlsched.cli_args import MAX_SEED, MAX_SEEDS, MAX_WORKERS
+from dlsched.commands.common import (
+    clean,
+    err,
+    fmt_metric,
+    metric_unit,
+    one_line_errors,
+    out,
+    progress_bar,
+)
+from dlsched.commands.config_options import Section, with_sections
+from dlsched.commands.experiment import experiment_file, scheduler_specs
+from dlsched.commands.options import (
+    JobsOutOpt,
+    JsonOpt,
+    LoadOpt,
+    NoiseOpt,
+    OnBadRowOpt,
+    OptionOpt,
+    PlacementOpt,
+    PlotOpt,
+    ServersOpt,
+    WorkloadOpt,
+    workload_options,
+)
+from dlsched.commands.paths import check_outputs, workload_inputs
+from dlsched.workloads.traces.options import TraceOptions
+
+if TYPE_CHECKING:  # SciPy comes with it: imported only when the command runs
+    from dlsched.experiments.compare import Summary
+    from dlsched.sim import Result
+
+
+@experiment_file("compare")
+@with_sections(trace=Section(TraceOptions))
+def compare(
+    workload: WorkloadOpt = "dl2",
+    schedulers: Annotated[
+        str,
+        typer.Option(
+            help="Comma-separated scheduler names, NAME=SPEC to name one "
+            "(mine=sched2:runs/mine/policy.pt), a [variants] name, or 'all' (every scheduler "
+            "made for the workload, and the variants)."
+        ),
+    ] = "fifo,drf",
+    seeds: Annotated[
+        str,
+        typer.Option(
+            help=f"Seeds: 1-10, 1,3,5 or a mix; each in [0, {MAX_SEED}], at most {MAX_SEEDS:,}."
+        ),
+    ] = "1-5",
+    servers: ServersOpt = None,
+    load: LoadOpt = None,
+    placement: PlacementOpt = None,
+    noise: NoiseOpt = None,
+    option: OptionOpt = None,
+    on_bad_row: OnBadRowOpt = None,
+    metric: Annotated[
+        str | None,
+        typer.Option(
+            help="Comma-separated summary fields to show (any key of simulate --json, e.g. "
+            "p95_jct_s,jain_fairness); the plot shows the first (default: avg and p95 JCT, "
+            "JCT ÷ bound, makespan, slowdown, wait, GPU util)."
+        ),
+    ] = None,
+    json_out: JsonOpt = False,
+    plot: PlotOpt = None,
+    log_scale: Annotated[
+        bool, typer.Option("--log-scale", help="--plot: logarithmic value and JCT axes.")
+    ] = False,
+    jobs_out: JobsOutOpt = None,
+    summary_out: Annotated[
+        Path | None,
+        typer.Option(
+            "--summary-out",
+            help="Write one row per scheduler (runs, mean and 95 % CI half-width of every "
+            "summary field) to this .csv file, e.g. beside --jobs-out.",
+        ),
+    ] = None,
+    workers: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            max=MAX_WORKERS,
+            help="Local processes running the scheduler × seed runs; same results as 1.",
+        ),
+    ] = 1,
+    dask: Annotated[
+        str | None,
+        typer.Option(
+            "--dask",
+            help="Run the runs on a Dask cluster: its scheduler address (tcp://host:8786) or "
+            "'local' (one started on this machine); same results. Needs dlsched[dask].",
+        ),
+    ] = None,
+    *,
+    trace: TraceOptions,
+    variants: Mapping[str, str],
+) -> None:
+    """Compare schedulers over seeds: means with 95 % confidence intervals."""
+    # over 80 lines: a Typer command whose 19 options are its parameters; the body is short
+    from dlsched.cli_args import parse_seed_list
+    from dlsched.experiments.compare import METRICS, run_grid, summarise
+    from dlsched.schedulers.registry import make_scheduler
+    from dlsched.sim.jobs_table import check_jobs_path, write_jobs
+
+    with one_line_errors(hold_warnings=True):
+        outputs = {"--jobs-out": jobs_out, "--plot": plot, "--summary-out": summary_out}
+        check_outputs(outputs, workload_inputs(workload))
+        if jobs_out is not None:
+            check_jobs_path(jobs_out, "--jobs-out")
+        if summary_out is not None and summary_out.suffix.lower() != ".csv":
+            raise ValueError(f"--summary-out: {str(summary_out)!r} must end in .csv")
+        if dask is not None and workers > 1:
+            raise ValueError("give --workers or --dask, not both")
+        pairs = scheduler_specs(_scheduler_names(schedulers, workload, variants), variants)
+        seed_list = parse_seed_list(seeds)
+        for _, spec in pairs:
+            make_scheduler(spec)  # fail fast on unknown names, before any run
+        options: dict[str, Any] = dict(servers=servers, load=load, placement=placement, noise=noise)
+        options.update(workload_options(option, on_bad_row, trace))
+        with progress_bar(transient=True) as progress:
+            task = progress.add_task(escape(workload), total=len(pairs) * len(seed_list))
+            results = run_grid(
+                workload,
+                [spec for _, spec in pairs],
+                seed_list,
+                workers=workers,
+                dask=dask,
+                on_run=lambda r: progress.advance(task),
+                **options,
+            )
+        _relabel(results, pairs)
+        metrics = METRICS if metric is None else _metrics(metric, results)
+        rows = summarise(results, _metrics(None, results))
+        if jobs_out is not None:
+            write_jobs(results, jobs_out, "--jobs-out")
+        if summary_out is not None:
+            write_summary(rows, summary_out)
+        if plot is not None:
+            from dlsched.experiments.plots import plot_comparison
+
+            plot_comparison(
+                rows,
+                plot,
+                metric=metrics[0],
+                title=f"{workload}, seeds {seeds}",
+                log=log_scale,
+                results=results,
+            )
+    if json_out:
+        print(json.dumps([clean(r.summary()) for r in results]))
+        return
+    out.print(comparison_table(rows, metrics, f"{workload} · seeds {seeds}"))
+    for path in (plot, summary_out):
+        if path is not None:
+            err.print(f"wrote {path}", markup=False, emoji=False, highlight=False)
+
+
+def _scheduler_names(text: str, workload: str, variants: Mapping[str, str]) -> list[str]:
+    """``--schedulers``' names, each once (``all``: every scheduler made for ``workload``'s
+    family, then the variants); ValueError for none or a repeated one."""
+    names = [s.strip() for s in text.split(",") if s.strip()]
+    if names == ["all"]:
+        from dlsched.schedulers.registry import made_for, schedulers
+
+        family = workload.partition(":")[0]
+        fits = [n for n in schedulers() if made_for(n) is None or family in (made_for(n) or ())]
+        return fits + [v for v in variants if v not in fits]
+    if not names:
+        raise ValueError("--schedulers: give at least one name")
+    repeated = [name for name, n in Counter(names).items() if n > 1]
+    if repeated:
+        raise ValueError(f"--schedulers: {repeated[0]!r} given twice")
+    return names
+
+
+def _relabel(results: Sequence[Result], pairs: Sequence[tuple[str, str]]) -> None:
+    """Name each result by its label (`run_grid` returns seed by seed, schedulers in order)."""
+    for k, result in enumerate(results):
+        label, spec = pairs[k % len(pairs)]
+        if label != spec:
+            result.scheduler = label
+
+
+def _metrics(text: str | None, results: Sequence[Result]) -> tuple[str, ...]:
+    """``--metric``'s fields (None: every numeric summary field), checked against the runs'."""
+    first = results[0].summary()
+    numeric = tuple(k for k, v in first.items() if isinstance(v, int | float) and k != "seed")
+    if text is None:
+        return numeric
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    for name in names:
+        if name not in numeric:
+            raise ValueError(f"--metric: {name!r} is not a summary field; choose from "
+                             f"{', '.join(numeric)}")  # fmt: skip
+    return names
+
+
+def write_summary(rows: Sequence[Summary], path: Path) -> None:
+    """One CSV row per scheduler: runs, jobs left, then each field's mean and CI half-width."""
+    metrics = list(rows[0].mean) if rows else []
+    header = ["scheduler", "runs", "unfinished"]
+    header += [f"{m}_{part}" for m in metrics for part in ("mean", "ci95")]
+    with path.open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(header)
+        for row in rows:
+            cells: list[object] = [row.scheduler, row.runs, row.unfinished]
+            cells += [x for m in metrics for x in (row.mean[m], row.ci95[m])]
+            writer.writerow(cells)
+
+
+_HEADERS = {
+    "avg_jct_s": "avg\nJCT",
+    "jct_over_bound": "JCT\n÷\nbound",
+    "p95_jct_s": "p95\nJCT",
+    "makespan_s": "make-\nspan",
+    "avg_slowdown": "avg\nslow-\ndown",
+    "avg_wait_s": "avg\nwait",
+    "gpu_util": "GPU\nutil",
+}
+
+
+def comparison_table(rows: Sequence[Summary], metrics: Sequence[str], title: str) -> Table:
+    """Means with their 95 % CI below (none for one run). Every time column is in whole
+    seconds, named in its header, whatever the values (as ``--json``, whose keys end in
+    ``_s``), so that the table fits 80 columns. Unfinished jobs get a column only when there
+    are any."""
+    show_unfinished = any(row.unfinished for row in rows)
+    title += " · mean ± 95 % CI" if any(row.runs > 1 for row in rows) else " · one run each"
+    table = Table(title=Text(title), box=box.SIMPLE_HEAD, collapse_padding=True, pad_edge=False)
+    table.add_column("scheduler", no_wrap=True)
+    for metric in metrics:
+        header = _HEADERS.get(metric, metric)
+        unit = metric_unit(metric)
+        if unit:
+            header += f"\n({unit})"
+        table.add_column(header, justify="right")
+    if show_unfinished:
+        table.add_column("jobs\nleft", justify="right")
+    for row in rows:
+        cells = []
+        for metric in metrics:
+            mean, ci = row.mean[metric], row.ci95[metric]
+            text = fmt_metric(metric, mean, time_decimals=0)
+            if row.runs > 1 and not math.isnan(ci) and not math.isnan(mean):
+                text += f"\n± {fmt_metric(metric, ci, time_decimals=0)}"
+            cells.append(text)
+        if show_unfinished:
+            cells.append(str(row.unfinished))
+        table.add_row(Text(row.scheduler), *cells)
+    if not show_unfinished:
+        table.caption = "every job finished"
+    return table

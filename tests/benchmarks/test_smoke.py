@@ -1,0 +1,122 @@
+"""Every script in ``benchmarks/`` runs on this tree at its smallest size (issue 34): each is run
+as a whole process, as its docstring says, with options that make it as small as it goes, and
+must exit 0. The figures it prints are not checked (they are the benchmark's, recorded in
+``benchmarks/RESULTS.md``); a benchmark that needs a peer's checkout or a GPU runs only where
+that is present. A new benchmark script must get a row here (the test says so)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BENCHMARKS = ROOT / "benchmarks"
+PEERS = ROOT.parent.parent / "shared" / "peers"  # /work/shared/peers beside the worktrees
+TIMEOUT_S = 600
+
+FAKE_POLLUX_PEER = 'import sys\nprint("Average JCT: 1000.0", sys.argv[1:])\n'
+"""Stands in for Pollux's ``simulator.py``: the peer needs its own venv and minutes per run."""
+
+SMOKE: dict[str, str] = {
+    "chaos.py": "--live-jobs 1 --live-faults 1 --steps 30 --skip-k8s",
+    "chaos_k8s.py": "--jobs 10 --faults 1",
+    "compare_workers.py": "-w deeprm --schedulers fifo --seeds 1-2",
+    "deeprm_paper_diagnose.py": "--iterations 1 --jobsets 2 --episodes 2 --out {tmp}/out",
+    "deeprm_settings.py": "--seeds 9001-9002 --loads 1.3 --settings paper",
+    "deeprm_train.py": "--loads 0.7 --workers 1 --iterations 1 --jobsets 2 --episodes 2 "
+    "--states 50",
+    "dl2_decisions.py": "--runs 101/2/0.5 --out {tmp}/out.json",
+    "dl2_paper_variants.py": "sl --minutes 0 --out {tmp}/out",
+    "dl2_policy.py": "--seeds 101-101 --servers 2 --skip-timing",
+    "dl2_stalls.py": "--seeds 0-0 --jobs 4",
+    "env_steps.py": "--seconds 0.2 --deeprm-batch 4 --dl2-batch 2 --sched2-envs 2",
+    "k8s_reconcile.py": "--jobs 10 --nodes 5",
+    "live_attacks.py": "--jobs 1 --attack-s 0.2 --steps 20",
+    "live_scaling.py": "--quick --max-ps 1 --repeats 1 --no-cold",
+    "locality_share.py": "--workloads sched2 --schedulers fifo --seeds 1",
+    "paired_eval.py": "dlsched/DeepRM-v0 --seeds 1-2 --baselines sjf --rule first "
+    "-o horizon_steps=5 --metric avg_slowdown",
+    "peer_side_by_side.py": "",  # needs Blox's checkout and venv: see test_peer_side_by_side
+    "pollux_side_by_side.py": "",  # the peer faked: see test_pollux_side_by_side
+    "records_fingerprint.py": "--workers 1 --match deeprm --schedulers fifo --out {tmp}/fp.json",
+    "sched2_paper.py": "--traces 1 --no-lookahead",
+    "sched2_policy.py": "--traces 1 --loads 1.8",
+    "sim_speed.py": "--repeat 1",
+    "startup_time.py": "--src here={src} --repeat 1 --trace {tmp}/trace.csv",
+    "sweep_overhead.py": "-w deeprm --schedulers fifo --seeds 1-2",
+    "trace_scale.py": "--workloads philly:6214e9 --schedulers fifo --limit 30",
+}
+"""Script → the options that make it smallest (``{tmp}``: a scratch folder, ``{src}``: this
+tree's ``src``)."""
+NEEDS_MODULE = {"paired_eval.py": "sb3_contrib"}  # the ``rl`` extra (MaskablePPO)
+
+
+def _run(args: list[str], cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "OMP_NUM_THREADS": "1"}
+    return subprocess.run(
+        [sys.executable, *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        check=False,
+    )
+
+
+def _ok(done: subprocess.CompletedProcess[str]) -> None:
+    assert done.returncode == 0, (
+        f"exit {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    )
+
+
+def test_every_benchmark_script_has_a_smoke_row() -> None:
+    scripts = {p.name for p in BENCHMARKS.glob("*.py")}
+    assert scripts == set(SMOKE), f"add a row to SMOKE for {sorted(scripts ^ set(SMOKE))}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("script", sorted(s for s, args in SMOKE.items() if args))
+def test_benchmark_runs_at_its_smallest_size(script: str, tmp_path: Path) -> None:
+    if script in NEEDS_MODULE:
+        pytest.importorskip(NEEDS_MODULE[script], reason=f"{script} needs an optional extra")
+    _small_trace(tmp_path / "trace.csv")
+    args = SMOKE[script].format(tmp=tmp_path, src=ROOT / "src").split()
+    _ok(_run([str(BENCHMARKS / script), *args]))
+
+
+def _small_trace(path: Path) -> Path:
+    """A 20-job trace CSV in the ``trace:`` format."""
+    rows = ["job_id,submit_time,num_gpus,duration"]
+    rows += [f"{i},{i * 60},{1 + i % 4},{600 + 30 * i}" for i in range(20)]
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+@pytest.mark.slow
+def test_pollux_side_by_side(tmp_path: Path) -> None:
+    peer = tmp_path / "peer"
+    peer.mkdir()
+    (peer / "simulator.py").write_text(FAKE_POLLUX_PEER)
+    script = str(BENCHMARKS / "pollux_side_by_side.py")
+    done = _run([script, str(peer), "--peer-python", sys.executable, "--policies", "optimus"])
+    _ok(done)
+    assert "optimus | " in done.stdout and "x / " in done.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not (PEERS / "blox").is_dir()
+    or shutil.which("python", path="/work/peer-venvs/blox/bin") is None,
+    reason="needs Blox's checkout and its venv (/work/peer-venvs/blox)",
+)
+def test_peer_side_by_side(tmp_path: Path) -> None:
+    script = str(BENCHMARKS / "peer_side_by_side.py")
+    args = ["--blox", str(PEERS / "blox"), "--blox-run", str(PEERS / "blox-run")]
+    args += ["--blox-python", "/work/peer-venvs/blox/bin/python", "--jobs", "20"]
+    _ok(_run([script, *args, "--policies", "fifo", "--out", str(tmp_path)]))
