@@ -11,6 +11,8 @@ $(STAMP): pyproject.toml
 	# torch is pinned in the same command as everything that depends on it, so pip takes the
 	# CPU build on disk instead of pulling a multi-GB CUDA build.
 	$(PY) -m pip install -q torch==2.13.0 -e '.[dev]'
+	# DL2's numba kernels compiled into numba's cache now (~35-50 s), not at a user's first step.
+	$(PY) -m dlsched.papers.dl2.warm
 	touch $(STAMP)
 
 install: $(STAMP)

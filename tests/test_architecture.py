@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 SRC = Path(__file__).resolve().parent.parent / "src"
 PACKAGE = SRC / "dlsched"
 MAX_LINES = 500
@@ -230,6 +232,7 @@ def test_the_engine_does_not_import_plugin_registries() -> None:
     assert bad == {}
 
 
+@pytest.mark.slow
 def test_every_module_imports_in_a_fresh_interpreter() -> None:
     """One interpreter per group of modules would be slow; one fresh interpreter importing them
     all, each in sorted order, still fails on any module that cannot be imported."""

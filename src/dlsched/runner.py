@@ -15,6 +15,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from dlsched.models.locality import SENSITIVITY, Locality
 from dlsched.placement import make_placement
 from dlsched.schedulers.base import Scheduler, cannot_run
 from dlsched.schedulers.registry import made_for, make_scheduler
@@ -51,6 +52,7 @@ def simulate(
     horizon_s: float | None = None,
     rescale: RescaleCost | None = None,
     restart_s: float | None = None,
+    cross_server_slowdown: bool = True,
     max_idle_retries: int | None = None,
     on_job_finished: Callable[[int, int], None] | None = None,
     **overrides: Any,
@@ -71,8 +73,9 @@ def simulate(
         horizon_s: stop at this time (s); unfinished jobs are reported as such.
         rescale: rescale/restart cost model; default the workload's (`Workload.rescale`: Pollux
             restarts a job at every reallocation, 30 s), else `RescaleCost()`.
-        restart_s: seconds of a checkpoint-restart in ``rescale`` (paid on a resize in restart
-            mode and on every resume), replacing its ``restart_s``; default unchanged.
+        restart_s: seconds of a checkpoint-restart (resize in restart mode, resume) in ``rescale``.
+        cross_server_slowdown: False: a `Locality` workload's jobs spread over servers are not
+            slowed down; the model in force is in ``params["speed_model"]`` (`speed_model`).
         max_idle_retries: fruitless retries in a row before `SimulationStalled`; default
             `SimConfig`'s.
         on_job_finished: called with (jobs finished, jobs in the workload) after each finish,
@@ -80,20 +83,18 @@ def simulate(
         **overrides: workload generator options (``num_jobs=50``, ``mix="large-jobs"``, …).
 
     Raises:
-        CannotRun: the scheduler says it could never run these jobs (before any run).
-        SimulationStalled: jobs were left that nothing would ever run.
+        SimulationStalled: jobs left that nothing would run; `CannotRun` before the run.
     """
     if isinstance(workload, str):
         workload = make_workload(workload, seed=seed, servers=servers, load=load, **overrides)
     elif servers is not None or load is not None or overrides:
         raise ValueError("servers, load and generator options apply to workload names only")
+    if not cross_server_slowdown:
+        workload = _without_cross_server_slowdown(workload)
     if isinstance(scheduler, str):
         warn_if_not_made_for(scheduler, workload.name)
         scheduler = make_scheduler(scheduler)
-    why = cannot_run(scheduler, workload.jobs, workload.servers)
-    if why is not None:
-        name = getattr(scheduler, "name", type(scheduler).__name__)
-        raise CannotRun(f"{name} cannot run the {workload.name} workload: {why}")
+    _refuse_if_it_cannot_run(scheduler, workload)
     warn_if_out_of_setting(scheduler, workload)
     config = SimConfig(
         interval_s=workload.interval_s if interval_s is _UNSET else interval_s,
@@ -115,8 +116,40 @@ def simulate(
         on_job_finished=on_job_finished,
     )
     result = sim.run()
-    result.params = dict(workload.params)
+    result.params = {**workload.params, "speed_model": speed_model(workload)}
     return result
+
+
+def _without_cross_server_slowdown(workload: Workload) -> Workload:
+    """``workload`` with every sensitivity of its `Locality` model 1 (no slowdown for jobs
+    spread over servers); any other workload as it is."""
+    if not isinstance(workload.model, Locality):
+        return workload
+    flat = {model: 1.0 for model in workload.model.sensitivity}
+    return dataclasses.replace(
+        workload, model=Locality(workload.model.gpus_per_server, sensitivity=flat)
+    )
+
+
+def _refuse_if_it_cannot_run(scheduler: Scheduler, workload: Workload) -> None:
+    """Raise `CannotRun` with the scheduler's reason when it says it could never run
+    ``workload``'s jobs (`dlsched.schedulers.base.BaseScheduler.cannot_run`)."""
+    why = cannot_run(scheduler, workload.jobs, workload.servers)
+    if why is not None:
+        name = getattr(scheduler, "name", type(scheduler).__name__)
+        raise CannotRun(f"{name} cannot run the {workload.name} workload: {why}")
+
+
+def speed_model(workload: Workload) -> str:
+    """What decides the jobs' speeds in ``workload``'s runs, in words: the model's name, and for
+    `Locality` whether jobs spread over servers are slowed down."""
+    model = workload.model
+    if not isinstance(model, Locality):
+        return str(getattr(model, "name", type(model).__name__))
+    if all(s == 1.0 for s in model.sensitivity.values()):
+        return "locality: cross-server slowdown off"
+    source = "SCED² Fig. 1" if dict(model.sensitivity) == SENSITIVITY else "custom sensitivities"
+    return f"locality: cross-server slowdown on ({source})"
 
 
 def _rescale_cost(base: RescaleCost, restart_s: float | None) -> RescaleCost:

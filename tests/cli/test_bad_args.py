@@ -174,6 +174,7 @@ def fuzz_corpus(n: int, seed: int) -> list[list[str]]:
 FUZZ_SIZE = 240
 
 
+@pytest.mark.slow
 def test_fuzz_corpus_gives_one_line_or_success():
     outcomes = {"success": 0, "one-line": 0}
     for args in fuzz_corpus(FUZZ_SIZE, seed=15):
@@ -184,6 +185,7 @@ def test_fuzz_corpus_gives_one_line_or_success():
     assert outcomes["one-line"] > FUZZ_SIZE // 2  # the corpus is mostly bad input
 
 
+@pytest.mark.slow
 def test_a_few_through_a_real_process():
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     for args in (

@@ -45,6 +45,7 @@ def _one_error_line(stderr: str, needle: str) -> None:
     assert lines[0].startswith("error: ") and needle in lines[0], stderr
 
 
+@pytest.mark.slow
 def test_warnings_before_an_error_leave_the_error_alone_on_stderr(tmp_path: Path) -> None:
     jobs = str(tmp_path / "jobs.csv")
     unwritable = "/proc/dlsched-test-jobs.csv"  # /proc takes no new file, root or not

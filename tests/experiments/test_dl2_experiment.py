@@ -108,6 +108,7 @@ def test_registered():
     assert experiments()["dl2"].function() is dl2.run
 
 
+@pytest.mark.slow
 def test_cli_reproduce_dl2_smoke_size_writes_every_figure(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -139,6 +139,7 @@ def test_paper_trainer_on_cuda() -> None:
     assert stats.samples > 0 and np.isfinite(stats.grad_norm)
 
 
+@pytest.mark.slow
 def test_train_paper_cli_writes_policy_card_and_diagnostics(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 

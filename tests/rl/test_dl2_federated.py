@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from dlsched.papers.dl2.algorithm import Learner
@@ -13,6 +14,7 @@ torch.set_num_threads(1)
 SMALL = {"servers": 3, "num_jobs": 12, "load": 0.25}
 
 
+@pytest.mark.slow
 def test_two_clusters_update_the_global_policy() -> None:
     cfg = Dl2Config(J=8, hidden=(16, 16), arch="mlp", batch_size=32, slots_per_update=2)
     seed_everything(0)

@@ -58,6 +58,7 @@ def test_dl2_path_loads_another_checkpoint(tmp_path: Path) -> None:
     assert scheduler.name == "dl2"
 
 
+@pytest.mark.slow
 def test_shipped_policy_never_stalls_a_tiny_cluster() -> None:
     # The invariant test's clusters (tests/schedulers/test_every_scheduler.py), every seed it
     # could draw below 40 at each of its loads; a policy that leaves a job idle for good on one

@@ -252,10 +252,8 @@ def test_the_adapter_carries_the_environments_workload_settings(
     first = PolicyAdapter(
         lambda o, m: int(np.flatnonzero(m)[-1]), "dlsched/DeepRM-v0", load=1.3, horizon_steps=20
     )
-    assert (first.workload, first.workload_options) == (
-        "deeprm",
-        {"load": 1.3, "horizon_steps": 20},
-    )
+    want = {"load": 1.3, "horizon_steps": 20, "interval_s": 1.0}
+    assert (first.workload, first.workload_options) == ("deeprm", want)
     with caplog.at_level(logging.WARNING, logger="dlsched.runner"):
         dlsched.simulate(first.workload, first, seed=5, **first.workload_options)
         assert not caplog.records

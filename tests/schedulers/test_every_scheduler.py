@@ -53,8 +53,17 @@ def workloads_for(setting: str) -> list[str]:
     return named
 
 
+SLOW_CASES = {"offline-rl-dl2", "pollux-pollux"}
+"""The costliest cases (several seconds each): marked slow, so `make test` runs them and the unit
+tier (`make test-fast`) does not."""
+
 CASES = [
-    pytest.param(name, workload, id=f"{name}-{workload}")
+    pytest.param(
+        name,
+        workload,
+        id=f"{name}-{workload}",
+        marks=[pytest.mark.slow] if f"{name}-{workload}" in SLOW_CASES else [],
+    )
     for name, entry in schedulers().items()
     for workload in workloads_for(entry.setting)
 ]

@@ -469,7 +469,10 @@ def test_a_shape_marked_dead_is_skipped_whole() -> None:
 # -- Philly virtual clusters: the busiest stretch ------------------------------------------------
 
 
-@pytest.mark.parametrize("vc", ["b436b2", "6214e9"])
+@pytest.mark.parametrize(
+    "vc",
+    [pytest.param("b436b2", marks=pytest.mark.slow), "6214e9"],  # b436b2: the larger VC
+)
 @pytest.mark.parametrize("policy", sorted(PAIRS))
 def test_incremental_policy_equals_re_rank_on_a_philly_vc(vc: str, policy: str) -> None:
     from dlsched.workloads.registry import make_workload

@@ -345,6 +345,7 @@ def test_cli_answers_malformed_traces_with_exit_2_and_one_line(cases: list[Path]
             assert "Traceback" not in result.output
 
 
+@pytest.mark.slow
 def test_real_cli_process_prints_one_line_and_exits_2(cases: list[Path], tmp_path: Path) -> None:
     markup = tmp_path / "data" / "x[/].csv"  # no such file; must print literally
     sample = [*_failing(cases[1::7], 6), markup]

@@ -20,13 +20,13 @@ Example (sb3-contrib)::
     print(result.summary()["avg_slowdown"])
 
 The adapter carries the environment's workload settings (``workload``, ``workload_options``:
-here ``"deeprm"`` with ``load=1.3, horizon_steps=50``) to the evaluation, so they are given
-once; a run on the same workload with other settings logs the out-of-setting notice
-(``trained_setting``, `dlsched.rl.setting`).
+here ``"deeprm"`` with ``load=1.3, horizon_steps=50, interval_s=1.0``) to the evaluation, so
+they are given once; a run on the same workload with other settings logs the out-of-setting
+notice (``trained_setting``, `dlsched.rl.setting`).
 
 Any callable works: ``PolicyAdapter(lambda obs, mask: int(mask.nonzero()[0][-1]),
-"dlsched/DL2-v0")``. DeepRM's policy acts at every step in its environment: simulate the
-``deeprm`` workload with ``interval_s=1.0`` (one step) to give it those decisions too.
+"dlsched/DL2-v0")``. DeepRM's policy acts at every step in its environment: its
+``workload_options`` hold ``interval_s=1.0`` (one step) to give it those decisions too.
 """
 
 from __future__ import annotations

@@ -174,9 +174,5 @@ class Result:
             "events": self.events,
             "decisions": self.decisions,
             "wall_s": self.wall_s,
-            **(
-                {"skipped_rows": self.params["skipped_rows"]}
-                if "skipped_rows" in self.params
-                else {}
-            ),
+            **{k: self.params[k] for k in ("skipped_rows", "speed_model") if k in self.params},
         }

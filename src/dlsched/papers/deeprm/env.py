@@ -60,7 +60,7 @@ from gymnasium import spaces
 from dlsched.papers.deeprm.compact import compact_dim, compact_observation
 from dlsched.papers.deeprm.state import DeepRMBatch, DeepRMShape, Jobset, Objective
 from dlsched.rl.actions import EPISODE_OVER, discrete_action
-from dlsched.workloads.deeprm import make_deeprm
+from dlsched.workloads.deeprm import STEP_S, make_deeprm
 
 if TYPE_CHECKING:
     from dlsched.papers.deeprm.policy import DeepRMEncoder
@@ -135,9 +135,11 @@ class DeepRMEnv(gym.Env[Obs, np.int64]):
         return self.batch
 
     def workload_setting(self) -> tuple[str, dict[str, Any]]:
-        """The workload and generator options its jobsets are drawn from (what an evaluation
-        of a policy trained here should simulate; `dlsched.rl.adapter.PolicyAdapter`)."""
-        return "deeprm", {"load": self.load, "horizon_steps": self.horizon_steps}
+        """The workload and generator options its jobsets are drawn from, and a scheduling
+        point every time step as its agent acts (``interval_s``): what an evaluation of a policy
+        trained here should simulate (`dlsched.rl.adapter.PolicyAdapter`)."""
+        options = {"load": self.load, "horizon_steps": self.horizon_steps, "interval_s": STEP_S}
+        return "deeprm", options
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None

@@ -1,0 +1,41 @@
+"""Compile DL2's numba kernels into numba's on-disk cache ahead of a user's first run.
+
+DL2's state, network and batched-environment kernels (`slot_kernels`, `net_kernels`,
+`batched_kernels`, `batched_step`) are ``@njit(cache=True)``: the first process that calls
+them compiles them (about 50 s on a 2-core box, issue 34) and later processes load the cache
+(about a second). ``make install`` runs this module once, so that compiling happens at install,
+not in front of a user's first ``DL2-v0`` step or ``simulate -s dl2``::
+
+    python -m dlsched.papers.dl2.warm
+
+It runs a tiny greedy ``dl2`` simulation (the state and network kernels) and a few slots of a
+two-trace `Dl2BatchedEnv` (the batched kernels), and prints the seconds it took.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+
+def warm() -> float:
+    """Call every DL2 kernel once on a tiny problem; the seconds it took (compiling included
+    when the cache was cold)."""
+    from dlsched.papers.dl2.batched_env import Dl2BatchedEnv
+    from dlsched.runner import simulate
+
+    start = time.perf_counter()
+    simulate("dl2", "dl2", seed=0, servers=2, num_jobs=6)
+    env = Dl2BatchedEnv(2, servers=2, num_jobs=6)
+    env.reset([1, 2])
+    for _ in range(50):
+        legal = [int(np.flatnonzero(row)[0]) for row in env.mask]
+        *_, terminated, truncated, _ = env.step(legal)
+        if (terminated | truncated).any():
+            env.reset_done()
+    return time.perf_counter() - start
+
+
+if __name__ == "__main__":
+    print(f"DL2 kernels ready in {warm():.1f} s")
