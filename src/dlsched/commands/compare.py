@@ -8,6 +8,7 @@ import json
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -19,6 +20,7 @@ from rich.text import Text
 
 from dlsched.cli_args import MAX_SEED, MAX_SEEDS, MAX_WORKERS
 from dlsched.commands.common import (
+    GPU_METRICS,
     clean,
     err,
     fmt_metric,
@@ -26,6 +28,7 @@ from dlsched.commands.common import (
     one_line_errors,
     out,
     progress_bar,
+    run_notes,
 )
 from dlsched.commands.config_options import Section, with_sections
 from dlsched.commands.experiment import experiment_file, scheduler_specs
@@ -43,6 +46,7 @@ from dlsched.commands.options import (
     workload_options,
 )
 from dlsched.commands.paths import check_outputs, workload_inputs
+from dlsched.option_fields import Opt
 from dlsched.workloads.traces.options import TraceOptions
 
 if TYPE_CHECKING:  # SciPy comes with it: imported only when the command runs
@@ -50,8 +54,29 @@ if TYPE_CHECKING:  # SciPy comes with it: imported only when the command runs
     from dlsched.sim import Result
 
 
+@dataclass(frozen=True)
+class CompareOptions:
+    """``dlsched compare``'s options beyond the workload and scheduler ones: what to show, where
+    to write the summary and where to run."""
+
+    metric: str | None = None
+    """Comma-separated summary fields to show (any key of simulate --json, e.g.
+    p95_jct_s,jain_fairness); the plot shows the first (default: avg and p95 JCT, JCT ÷ bound,
+    makespan, slowdown, wait, GPU util)."""
+    log_scale: Annotated[bool, Opt(flags=("--log-scale",))] = False
+    """--plot: logarithmic value and JCT axes."""
+    summary_out: Path | None = None
+    """Write one row per scheduler (runs, mean and 95 % CI half-width of every summary field)
+    to this .csv file, e.g. beside --jobs-out."""
+    workers: Annotated[int, Opt(min=1, max=MAX_WORKERS)] = 1
+    """Local processes running the scheduler × seed runs; same results as 1."""
+    dask: str | None = None
+    """Run the runs on a Dask cluster: its scheduler address (tcp://host:8786) or 'local' (one
+    started on this machine); same results. Needs dlsched[dask]."""
+
+
 @experiment_file("compare")
-@with_sections(trace=Section(TraceOptions))
+@with_sections(trace=Section(TraceOptions), more=Section(CompareOptions))
 def compare(
     workload: WorkloadOpt = "dl2",
     schedulers: Annotated[
@@ -74,64 +99,22 @@ def compare(
     noise: NoiseOpt = None,
     option: OptionOpt = None,
     on_bad_row: OnBadRowOpt = None,
-    metric: Annotated[
-        str | None,
-        typer.Option(
-            help="Comma-separated summary fields to show (any key of simulate --json, e.g. "
-            "p95_jct_s,jain_fairness); the plot shows the first (default: avg and p95 JCT, "
-            "JCT ÷ bound, makespan, slowdown, wait, GPU util)."
-        ),
-    ] = None,
     json_out: JsonOpt = False,
     plot: PlotOpt = None,
-    log_scale: Annotated[
-        bool, typer.Option("--log-scale", help="--plot: logarithmic value and JCT axes.")
-    ] = False,
     jobs_out: JobsOutOpt = None,
-    summary_out: Annotated[
-        Path | None,
-        typer.Option(
-            "--summary-out",
-            help="Write one row per scheduler (runs, mean and 95 % CI half-width of every "
-            "summary field) to this .csv file, e.g. beside --jobs-out.",
-        ),
-    ] = None,
-    workers: Annotated[
-        int,
-        typer.Option(
-            min=1,
-            max=MAX_WORKERS,
-            help="Local processes running the scheduler × seed runs; same results as 1.",
-        ),
-    ] = 1,
-    dask: Annotated[
-        str | None,
-        typer.Option(
-            "--dask",
-            help="Run the runs on a Dask cluster: its scheduler address (tcp://host:8786) or "
-            "'local' (one started on this machine); same results. Needs dlsched[dask].",
-        ),
-    ] = None,
     *,
     trace: TraceOptions,
+    more: CompareOptions,
     variants: Mapping[str, str],
 ) -> None:
     """Compare schedulers over seeds: means with 95 % confidence intervals."""
-    # over 80 lines: a Typer command whose 19 options are its parameters; the body is short
     from dlsched.cli_args import parse_seed_list
     from dlsched.experiments.compare import METRICS, run_grid, summarise
     from dlsched.schedulers.registry import make_scheduler
-    from dlsched.sim.jobs_table import check_jobs_path, write_jobs
+    from dlsched.sim.jobs_table import write_jobs
 
     with one_line_errors(hold_warnings=True):
-        outputs = {"--jobs-out": jobs_out, "--plot": plot, "--summary-out": summary_out}
-        check_outputs(outputs, workload_inputs(workload))
-        if jobs_out is not None:
-            check_jobs_path(jobs_out, "--jobs-out")
-        if summary_out is not None and summary_out.suffix.lower() != ".csv":
-            raise ValueError(f"--summary-out: {str(summary_out)!r} must end in .csv")
-        if dask is not None and workers > 1:
-            raise ValueError("give --workers or --dask, not both")
+        _check_outputs(workload, jobs_out, plot, more)
         pairs = scheduler_specs(_scheduler_names(schedulers, workload, variants), variants)
         seed_list = parse_seed_list(seeds)
         for _, spec in pairs:
@@ -144,36 +127,57 @@ def compare(
                 workload,
                 [spec for _, spec in pairs],
                 seed_list,
-                workers=workers,
-                dask=dask,
+                workers=more.workers,
+                dask=more.dask,
                 on_run=lambda r: progress.advance(task),
                 **options,
             )
         _relabel(results, pairs)
-        metrics = METRICS if metric is None else _metrics(metric, results)
+        metrics = METRICS if more.metric is None else _metrics(more.metric, results)
         rows = summarise(results, _metrics(None, results))
         if jobs_out is not None:
             write_jobs(results, jobs_out, "--jobs-out")
-        if summary_out is not None:
-            write_summary(rows, summary_out)
+        if more.summary_out is not None:
+            write_summary(rows, more.summary_out)
         if plot is not None:
-            from dlsched.experiments.plots import plot_comparison
-
-            plot_comparison(
-                rows,
-                plot,
-                metric=metrics[0],
-                title=f"{workload}, seeds {seeds}",
-                log=log_scale,
-                results=results,
-            )
+            _plot(rows, plot, metrics[0], f"{workload}, seeds {seeds}", more.log_scale, results)
     if json_out:
         print(json.dumps([clean(r.summary()) for r in results]))
         return
-    out.print(comparison_table(rows, metrics, f"{workload} · seeds {seeds}"))
-    for path in (plot, summary_out):
+    out.print(comparison_table(rows, metrics, f"{workload} · seeds {seeds}", results[0].params))
+    for path in (plot, more.summary_out):
         if path is not None:
             err.print(f"wrote {path}", markup=False, emoji=False, highlight=False)
+
+
+def _check_outputs(
+    workload: str, jobs_out: Path | None, plot: Path | None, more: CompareOptions
+) -> None:
+    """`ValueError` for an output that would replace an input, or a bad ``--summary-out``,
+    ``--jobs-out``, or both ``--workers`` and ``--dask``: before any run."""
+    from dlsched.sim.jobs_table import check_jobs_path
+
+    outputs = {"--jobs-out": jobs_out, "--plot": plot, "--summary-out": more.summary_out}
+    check_outputs(outputs, workload_inputs(workload))
+    if jobs_out is not None:
+        check_jobs_path(jobs_out, "--jobs-out")
+    if more.summary_out is not None and more.summary_out.suffix.lower() != ".csv":
+        raise ValueError(f"--summary-out: {str(more.summary_out)!r} must end in .csv")
+    if more.dask is not None and more.workers > 1:
+        raise ValueError("give --workers or --dask, not both")
+
+
+def _plot(
+    rows: Sequence[Summary],
+    path: Path,
+    metric: str,
+    title: str,
+    log: bool,
+    results: Sequence[Result],
+) -> None:
+    from dlsched.experiments.plots import plot_comparison
+
+    plot_comparison(rows, path, metric=metric, title=title, log=log, results=results)
 
 
 def _scheduler_names(text: str, workload: str, variants: Mapping[str, str]) -> list[str]:
@@ -241,11 +245,16 @@ _HEADERS = {
 }
 
 
-def comparison_table(rows: Sequence[Summary], metrics: Sequence[str], title: str) -> Table:
+def comparison_table(
+    rows: Sequence[Summary], metrics: Sequence[str], title: str, params: Mapping[str, Any]
+) -> Table:
     """Means with their 95 % CI below (none for one run). Every time column is in whole
     seconds, named in its header, whatever the values (as ``--json``, whose keys end in
     ``_s``), so that the table fits 80 columns. Unfinished jobs get a column only when there
-    are any."""
+    are any. ``params`` (a run's): GPU columns of a cluster without GPUs are left out, and
+    step-based time is said in the caption (`run_notes`)."""
+    no_gpus, step_caption = run_notes(params)
+    metrics = [m for m in metrics if not (no_gpus and m in GPU_METRICS)]
     show_unfinished = any(row.unfinished for row in rows)
     title += " · mean ± 95 % CI" if any(row.runs > 1 for row in rows) else " · one run each"
     table = Table(title=Text(title), box=box.SIMPLE_HEAD, collapse_padding=True, pad_edge=False)
@@ -269,6 +278,6 @@ def comparison_table(rows: Sequence[Summary], metrics: Sequence[str], title: str
         if show_unfinished:
             cells.append(str(row.unfinished))
         table.add_row(Text(row.scheduler), *cells)
-    if not show_unfinished:
-        table.caption = "every job finished"
+    notes = [] if show_unfinished else ["every job finished"]
+    table.caption = " · ".join(notes + ([step_caption] if step_caption else [])) or None
     return table
