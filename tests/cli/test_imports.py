@@ -36,11 +36,12 @@ def test_package_is_typed() -> None:
     assert files("dlsched").joinpath("py.typed").is_file()
 
 
-LAZY = ("torch", "scipy", "gymnasium", "typer.rich_utils", "dlsched.schedulers.srtf")
+LAZY = ("torch", "scipy", "gymnasium", "typer.rich_utils", "dlsched.schedulers.srtf", "pandas")
 """What ``dlsched simulate -s fifo`` on a generated workload does not need (issue 18, point 4):
 PyTorch, SciPy (its optimiser came with the SRTF and Optimus modules when the scheduler registry
 imported every policy), Gymnasium (``import dlsched`` registers its ids only once Gymnasium is
-imported), Typer's Rich help module (needed for help only) and any other policy module."""
+imported), Typer's Rich help module (needed for help only), any other policy module, and pandas
+(the trace readers': every command's trace options are built at start-up, issue 34)."""
 
 
 def test_a_simulate_run_imports_only_what_it_uses() -> None:

@@ -77,24 +77,47 @@ would need more than `MAX_SIZED_SERVERS` servers is refused, naming its heaviest
 ``servers`` to simulate it on a cluster of your size.
 """
 
-from dlsched.workloads.traces.building import size_cluster
-from dlsched.workloads.traces.loading import load_trace, trace_info
-from dlsched.workloads.traces.philly import load_philly
-from dlsched.workloads.traces.schema import (
-    CPU_PER_GPU,
-    MAX_DURATION_S,
-    MAX_GPUS_PER_JOB,
-    MAX_SIZED_SERVERS,
-    MAX_SPAN_S,
-    MEM_GB_PER_GPU,
-    OPTIONAL_COLUMNS,
-    PHILLY_FILE,
-    PHILLY_JOBS,
-    REQUIRED_COLUMNS,
-    TARGET_UTILISATION,
-    TraceError,
-    TraceInfo,
-)
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dlsched.workloads.traces.building import size_cluster
+    from dlsched.workloads.traces.loading import load_trace, trace_info
+    from dlsched.workloads.traces.philly import load_philly
+    from dlsched.workloads.traces.schema import (
+        CPU_PER_GPU,
+        MAX_DURATION_S,
+        MAX_GPUS_PER_JOB,
+        MAX_SIZED_SERVERS,
+        MAX_SPAN_S,
+        MEM_GB_PER_GPU,
+        OPTIONAL_COLUMNS,
+        PHILLY_FILE,
+        PHILLY_JOBS,
+        REQUIRED_COLUMNS,
+        TARGET_UTILISATION,
+        TraceError,
+        TraceInfo,
+    )
+
+_HOME = {
+    "size_cluster": "building",
+    "load_trace": "loading",
+    "trace_info": "loading",
+    "load_philly": "philly",
+}
+"""Where each name below lives (the rest in ``schema``): imported on first use, so that
+importing a light part of the package (`dlsched.workloads.traces.options`, which every
+command's options are built from) does not import pandas with the readers."""
+
+
+def __getattr__(name: str) -> Any:
+    if name not in __all__:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    module = importlib.import_module(f"{__name__}.{_HOME.get(name, 'schema')}")
+    return getattr(module, name)
+
 
 __all__ = [
     "CPU_PER_GPU",

@@ -1,6 +1,8 @@
 """`TraceOptions`: how your own trace is read, the same options on every command that reads one
 (``simulate``, ``compare``, ``trace info``, ``train sched2``) and the same keys in an
-experiment file (`dlsched.commands.experiment`). Each field is a `load_trace` argument."""
+experiment file (`dlsched.commands.experiment`). Each field is a `load_trace` argument.
+
+No pandas here: every command's options are built from this module at the CLI's start-up."""
 
 from __future__ import annotations
 
@@ -8,7 +10,12 @@ from dataclasses import asdict, dataclass
 from typing import Annotated, Any
 
 from dlsched.option_fields import Opt
-from dlsched.workloads.traces.selection import PARTS, TIME_UNITS
+
+TIME_UNITS: dict[str, float] = {"ms": 0.001, "s": 1.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
+"""Seconds per unit, by the name ``time_unit`` and ``duration_unit`` take."""
+
+PARTS = ("train", "validation", "test")
+"""The parts of a split, in time order."""
 
 _UNITS = tuple(TIME_UNITS)
 

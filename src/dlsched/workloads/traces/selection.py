@@ -32,15 +32,11 @@ import numpy.typing as npt
 import pandas as pd
 
 from dlsched.workloads.traces.cells import as_text
+from dlsched.workloads.traces.options import PARTS, TIME_UNITS
 from dlsched.workloads.traces.schema import EPOCH, Table, TraceError
 
 log = logging.getLogger(__name__)
 
-TIME_UNITS: dict[str, float] = {"ms": 0.001, "s": 1.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
-"""Seconds per unit, by the name ``time_unit`` and ``duration_unit`` take."""
-
-PARTS = ("train", "validation", "test")
-"""The parts of a split, in time order."""
 
 _UNIT_IN_NAME = re.compile(
     r"(?:^|_)(ms|msec|millis|mins?|minutes?|h|hrs?|hours?|d|days?)$", re.IGNORECASE
