@@ -18,8 +18,8 @@ from rich.text import Text
 
 from dlsched.cli_args import MAX_HORIZON_S
 from dlsched.cli_errors import OneLineErrorsGroup, finite_range
+from dlsched.commands.common import GPU_METRICS, err, out, progress_bar, run_notes
 from dlsched.commands.common import clean as _clean
-from dlsched.commands.common import err, out, progress_bar
 from dlsched.commands.common import fmt_metric as _fmt_metric
 from dlsched.commands.common import metric_unit as _metric_unit
 from dlsched.commands.common import off_terminal_width as _off_terminal_width
@@ -157,13 +157,15 @@ def simulate(
     if json_out:
         print(json.dumps(summary))
         return
-    out.print(_summary_table(summary, seed))
+    out.print(_summary_table(summary, seed, result.params))
 
 
-def _summary_table(summary: dict[str, Any], seed: int) -> Table:
-    """One run's metrics, one row each, with their units."""
+def _summary_table(summary: dict[str, Any], seed: int, params: Mapping[str, Any]) -> Table:
+    """One run's metrics, one row each, with their units (a dash for what the run cannot
+    know or its cluster lacks: GPUs on DeepRM's; a caption for step-based time)."""
     title = f"{summary['workload']} · {summary['scheduler']} · seed {seed}"
-    table = Table(title=Text(title), min_width=len(title))  # a long trace path stays one line
+    no_gpus, caption = run_notes(params)
+    table = Table(title=Text(title), min_width=len(title), caption=caption)  # one-line path
     table.add_column("metric", no_wrap=True)
     table.add_column("value", justify="right", no_wrap=True)
     table.add_column("unit")
@@ -171,7 +173,11 @@ def _summary_table(summary: dict[str, Any], seed: int) -> Table:
         if key in ("workload", "scheduler", "seed"):
             continue
         shown = _fmt_metric(key, value) if isinstance(value, float) else str(value)
-        table.add_row(key, Text("—" if value is None else shown), _metric_unit(key))
+        if value is None or (no_gpus and key in GPU_METRICS):
+            shown = "—"
+        table.add_row(
+            key, Text(shown), "no GPUs" if no_gpus and key in GPU_METRICS else _metric_unit(key)
+        )
     return table
 
 

@@ -192,3 +192,12 @@ def test_training_windows_come_from_the_train_part_and_validation_from_its_own(
     validation_ids = {j.job_id for seed in range(20) for j in validation(seed).jobs}
     assert train_ids and validation_ids and max(train_ids) < min(validation_ids)
     assert max(validation_ids) < 24  # the test part (jobs 24-29) is never seen
+
+
+def test_deeprm_tables_show_no_gpu_figures_and_say_time_is_in_steps() -> None:
+    one = ok(["simulate", "-w", "deeprm", "-s", "sjf"])
+    assert "no GPUs" in one and "time: 1 step = 1 s" in one
+    both = ok(["compare", "-w", "deeprm", "--schedulers", "sjf", "--seeds", "1"])
+    assert "GPU" not in both and "time: 1 step = 1 s" in both
+    assert "GPU" in ok(["compare", "-w", "sched2", "-o", "num_jobs=20", "--schedulers", "sif",
+                        "--seeds", "1"])  # fmt: skip

@@ -39,6 +39,7 @@ __all__ = [
     "out",
     "parse_options",
     "progress_bar",
+    "run_notes",
 ]
 
 OFF_TERMINAL_WIDTH = 200
@@ -170,6 +171,21 @@ def fmt_metric(name: str, value: float, time_decimals: int = 1) -> str:
     if name.endswith("_s"):
         return f"{value:,.{time_decimals}f}"
     return f"{value:.3f}"
+
+
+GPU_METRICS = frozenset({"gpu_util", "avg_fragmentation"})
+"""Metrics that measure GPUs: shown as a dash on a cluster without any (DeepRM's)."""
+
+
+def run_notes(params: Mapping[str, Any]) -> tuple[bool, str | None]:
+    """(whether the workload's servers have no GPUs, a caption for step-based time) from a
+    run's ``Result.params``: DeepRM's servers hold only its two abstract resources, and its
+    time steps are ``step_s`` seconds each."""
+    capacity = params.get("server_capacity")
+    no_gpus = isinstance(capacity, tuple | list) and bool(capacity) and capacity[0] == 0
+    step = params.get("step_s")
+    caption = f"time: 1 step = {step:g} s" if step else None
+    return no_gpus, caption
 
 
 def metrics_line(metrics: Mapping[str, object]) -> str:

@@ -20,6 +20,7 @@ from rich.text import Text
 
 from dlsched.cli_args import MAX_SEED, MAX_SEEDS, MAX_WORKERS
 from dlsched.commands.common import (
+    GPU_METRICS,
     clean,
     err,
     fmt_metric,
@@ -27,6 +28,7 @@ from dlsched.commands.common import (
     one_line_errors,
     out,
     progress_bar,
+    run_notes,
 )
 from dlsched.commands.config_options import Section, with_sections
 from dlsched.commands.experiment import experiment_file, scheduler_specs
@@ -81,8 +83,8 @@ def compare(
         str,
         typer.Option(
             help="Comma-separated scheduler names, NAME=SPEC to name one "
-            "(mine=sched2:runs/mine/policy.pt), a [variants] name, or 'all' (every scheduler "
-            "made for the workload, and the variants)."
+            "(mine=sched2:runs/mine/policy.pt), a variant named in --experiment, or 'all' "
+            "(every scheduler made for the workload, and the variants)."
         ),
     ] = "fifo,drf",
     seeds: Annotated[
@@ -142,7 +144,7 @@ def compare(
     if json_out:
         print(json.dumps([clean(r.summary()) for r in results]))
         return
-    out.print(comparison_table(rows, metrics, f"{workload} · seeds {seeds}"))
+    out.print(comparison_table(rows, metrics, f"{workload} · seeds {seeds}", results[0].params))
     for path in (plot, more.summary_out):
         if path is not None:
             err.print(f"wrote {path}", markup=False, emoji=False, highlight=False)
@@ -243,11 +245,16 @@ _HEADERS = {
 }
 
 
-def comparison_table(rows: Sequence[Summary], metrics: Sequence[str], title: str) -> Table:
+def comparison_table(
+    rows: Sequence[Summary], metrics: Sequence[str], title: str, params: Mapping[str, Any]
+) -> Table:
     """Means with their 95 % CI below (none for one run). Every time column is in whole
     seconds, named in its header, whatever the values (as ``--json``, whose keys end in
     ``_s``), so that the table fits 80 columns. Unfinished jobs get a column only when there
-    are any."""
+    are any. ``params`` (a run's): GPU columns of a cluster without GPUs are left out, and
+    step-based time is said in the caption (`run_notes`)."""
+    no_gpus, step_caption = run_notes(params)
+    metrics = [m for m in metrics if not (no_gpus and m in GPU_METRICS)]
     show_unfinished = any(row.unfinished for row in rows)
     title += " · mean ± 95 % CI" if any(row.runs > 1 for row in rows) else " · one run each"
     table = Table(title=Text(title), box=box.SIMPLE_HEAD, collapse_padding=True, pad_edge=False)
@@ -271,6 +278,6 @@ def comparison_table(rows: Sequence[Summary], metrics: Sequence[str], title: str
         if show_unfinished:
             cells.append(str(row.unfinished))
         table.add_row(Text(row.scheduler), *cells)
-    if not show_unfinished:
-        table.caption = "every job finished"
+    notes = [] if show_unfinished else ["every job finished"]
+    table.caption = " · ".join(notes + ([step_caption] if step_caption else [])) or None
     return table
