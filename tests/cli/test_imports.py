@@ -23,6 +23,7 @@ def test_light_entry_points_do_not_import_torch(code: str) -> None:
     assert result.stdout.strip() == "False", result.stderr
 
 
+@pytest.mark.slow
 def test_python_m_dlsched_runs_the_cli() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "dlsched", "list"], capture_output=True, text=True, check=True
@@ -44,6 +45,7 @@ imported), Typer's Rich help module (needed for help only), any other policy mod
 (the trace readers': every command's trace options are built at start-up, issue 34)."""
 
 
+@pytest.mark.slow
 def test_a_simulate_run_imports_only_what_it_uses() -> None:
     probe = (
         "import sys\nfrom dlsched.cli import main\n"
@@ -75,6 +77,7 @@ def test_import_dlsched_registers_the_envs_when_gymnasium_comes_after() -> None:
     ]
 
 
+@pytest.mark.slow
 def test_help_is_still_widened_off_a_terminal() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "dlsched", "simulate", "--help"],

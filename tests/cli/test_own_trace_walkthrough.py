@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 README = Path(__file__).resolve().parents[2] / "README.md"
 
 SMALLER = {
@@ -35,6 +37,7 @@ def walkthrough() -> str:
     return script
 
 
+@pytest.mark.slow
 def test_the_readme_walkthrough_runs_as_written(tmp_path: Path) -> None:
     python = sys.executable
     prelude = f'python() {{ "{python}" "$@"; }}\ndlsched() {{ "{python}" -m dlsched "$@"; }}\n'

@@ -65,6 +65,7 @@ def test_compare_time_columns_are_seconds_whatever_the_values():
 # -- full width off a terminal ----------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_list_off_a_terminal_keeps_every_name_whole():
     from dlsched.schedulers.registry import schedulers
 
@@ -76,6 +77,7 @@ def test_list_off_a_terminal_keeps_every_name_whole():
     assert max(len(line) for line in result.stdout.splitlines()) > 80
 
 
+@pytest.mark.slow
 def test_help_off_a_terminal_is_not_wrapped_at_80_columns():
     result = _cli("compare", "--help")
     assert result.returncode == 0, result.stderr
@@ -169,6 +171,7 @@ def _readme_columns(log_name: str, command: str) -> set[str]:
     return set(re.findall(r"`([a-z_0-9]+)`", item))
 
 
+@pytest.mark.slow
 def test_train_dl2_log_columns_are_documented(tmp_path: Path):
     out = tmp_path / "run"
     args = ["train", "dl2", "--out", str(out), "--servers", "3", "--load", "0.25"]

@@ -45,7 +45,7 @@ def serial() -> list[Result]:
     return run_grid("dl2", SCHEDULERS, [1, 2, 3], **OPTIONS)
 
 
-@pytest.mark.parametrize("start_method", ["fork", "spawn"])
+@pytest.mark.parametrize("start_method", ["fork", pytest.param("spawn", marks=pytest.mark.slow)])
 def test_workers_give_the_serial_numbers_bit_for_bit(
     serial: list[Result], start_method: str
 ) -> None:

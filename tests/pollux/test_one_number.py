@@ -23,6 +23,7 @@ def _avg_jct(**kwargs: object) -> float:
     return float(simulate(w, "pollux", **kwargs).summary()["avg_jct_s"])  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 def test_the_workloads_restart_cost_is_used_and_an_option_sets_it() -> None:
     assert make_pollux(number=1).rescale == RESCALE
     default = _avg_jct()
@@ -39,6 +40,7 @@ def _cli(*extra: str) -> dict[str, float]:
     return json.loads(done.stdout)
 
 
+@pytest.mark.slow
 def test_cli_and_reproduce_print_the_same_number() -> None:
     row = run_one("Pollux", "pollux", "adaptive", 1, 0.1)
     summary = _cli()

@@ -126,6 +126,7 @@ def test_validation_score_penalises_being_worse_than_sjf_anywhere() -> None:
     assert val.score(sjf * 0.95)[0] < 1.0
 
 
+@pytest.mark.slow
 def test_short_training_improves_validation(tmp_path: Path) -> None:
     """Seeded REINFORCE from a random network, ranked view, two loads and long jobsets."""
     config = ReinforceConfig(

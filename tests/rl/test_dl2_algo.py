@@ -95,6 +95,7 @@ def test_checkpoint_for_other_j_or_l_is_refused(tmp_path: Path) -> None:
         load(tmp_path, Dl2Shape(J=8, job_types=("a", "b", "c")))
 
 
+@pytest.mark.slow
 def test_short_rl_run_improves_validation_return_over_sl_start() -> None:
     """From a briefly imitated FIFO start, 100 seeded actor-critic updates raise the greedy
     policy's discounted return Σ γ^k r_k on unseen traces (measured: 3 of seeds 0-3 improve,

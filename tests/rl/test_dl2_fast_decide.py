@@ -97,6 +97,7 @@ def test_a_wrong_row_hint_gives_wrong_logits() -> None:
     )
 
 
+@pytest.mark.slow
 def test_shipped_weights_match_torch_along_real_slots() -> None:
     policy, cfg = load(SHIPPED)
     assert isinstance(policy, RowNet)

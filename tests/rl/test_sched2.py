@@ -161,6 +161,7 @@ def test_prioritized_replay_alpha_zero_is_uniform_and_weights_normalised():
     assert float(batch.weights.max()) == pytest.approx(1.0)
 
 
+@pytest.mark.slow
 def test_short_training_improves_average_effectiveness_on_a_tiny_setting():
     from dlsched.papers.sched2.algorithm import DQN
     from dlsched.papers.sched2.policy import evaluate

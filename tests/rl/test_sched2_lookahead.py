@@ -5,6 +5,7 @@ objective."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -105,6 +106,7 @@ def test_checkpoint_round_trip(tmp_path):
     assert isinstance(scheduler, LookaheadScheduler) and scheduler.params == params
 
 
+@pytest.mark.slow
 def test_short_search_improves_the_validation_objective(tmp_path):
     options = {"servers": 2, "num_jobs": 60, "load": 2.5}
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from dlsched.cli import app
@@ -15,6 +16,7 @@ runner = CliRunner()
 TINY = ["--servers", "3", "--load", "0.25", "-o", "num_jobs=8", "--J", "8", "--hidden", "16,16"]
 
 
+@pytest.mark.slow
 def test_train_dl2_tiny_run_on_fitted_speeds(tmp_path: Path) -> None:
     out = tmp_path / "run"
     args = ["train", "dl2", "--out", str(out), *TINY, "--sl-episodes", "1", "--sl-steps", "4"]

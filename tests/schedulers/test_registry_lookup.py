@@ -21,6 +21,7 @@ def _modules_after(code: str) -> list[str]:
     return list(ast.literal_eval(result.stdout.strip().splitlines()[-1]))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("name", "module"),
     [
@@ -37,6 +38,7 @@ def test_a_name_imports_its_own_module(name: str, module: str) -> None:
     assert "dlsched.papers.sched2.scheduler" not in loaded
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "name", ["offline-rl", "optimus-oracle-allreduce", "efficient-srtf-oracle"]
 )

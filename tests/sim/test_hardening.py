@@ -302,6 +302,7 @@ def _adversarial_case(seed: int, n: int, preemptive: bool, wrong_types: bool) ->
         assert len(result.records) == n, "the run ended with jobs unfinished and said nothing"
 
 
+@pytest.mark.slow
 @settings(
     max_examples=ADVERSARIAL_CASES, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )

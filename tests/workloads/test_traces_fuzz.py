@@ -273,6 +273,7 @@ def _outcome(load: Callable[[], object]) -> str:
     return "ok"
 
 
+@pytest.mark.slow
 def test_every_malformed_trace_loads_or_fails_with_one_line(cases: list[Path]) -> None:
     failed = 0
     for path in cases:

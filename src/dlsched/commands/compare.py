@@ -83,8 +83,8 @@ def compare(
         str,
         typer.Option(
             help="Comma-separated scheduler names, NAME=SPEC to name one "
-            "(mine=sched2:runs/mine/policy.pt), a [variants] name, or 'all' (every scheduler "
-            "made for the workload, and the variants)."
+            "(mine=sched2:runs/mine/policy.pt), a variant named in --experiment, or 'all' "
+            "(every scheduler made for the workload, and the variants)."
         ),
     ] = "fifo,drf",
     seeds: Annotated[
