@@ -127,8 +127,8 @@ class DeepRMEncoder:
                 return (
                     f"job {spec.job_id} runs {length:,} steps and needs {demand[0]} CPU and "
                     f"{demand[1]} memory units; DeepRM's image shows {shape.horizon} steps "
-                    f"ahead and {shape.res_slots} units of each resource (the deeprm "
-                    "workload's jobs)"
+                    f"ahead and {shape.res_slots} units of each resource, the deeprm "
+                    "workload's scale"
                 )
         return None
 
