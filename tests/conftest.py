@@ -24,10 +24,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def _root_logging_restored() -> Iterator[None]:
     """A command that sets up logging (``k8s run --log-level``) attaches a handler to the
     stderr of the Typer runner it ran under, closed once that run ends: later tests' records
-    would hit the closed stream. Each test gets the root logger back as it found it."""
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
+    would hit the closed stream. Each test gets the root logger back as it found it, and the
+    package logger's level (a test quieting ``dlsched`` hid later tests' warnings from caplog)."""
+    root, package = logging.getLogger(), logging.getLogger("dlsched")
+    handlers, level, package_level = list(root.handlers), root.level, package.level
     yield
+    package.setLevel(package_level)
     for handler in list(root.handlers):
         if handler not in handlers:
             root.removeHandler(handler)
