@@ -106,24 +106,15 @@ def options_command(
     ``dlsched k8s run``)."""
 
     def decorate(body: Callable[..., None]) -> Callable[..., None]:
-        parameters: list[inspect.Parameter] = []
-        options: list[_Option] = []
-        for index, section in enumerate(every):
-            for parameter, option in _section_options(section, index):
-                parameters.append(parameter)
-                options.append(option)
+        parameters, options = _options_of(every)
         by_flag = {o.flag: o for o in options}
-        for old in renamed:
-            parameters.append(_renamed_parameter(old))
+        parameters += [_renamed_parameter(old) for old in renamed]
 
         def command(**given: Any) -> None:
             notes: list[str] = []
             with one_line_errors():
                 _apply_renamed(given, renamed, by_flag, notes)
-                values: list[dict[str, Any]] = [{} for _ in every]
-                for option in options:
-                    values[option.section][option.field] = option.convert(given[option.param])
-                configs = [s.cls(**v) for s, v in zip(every, values, strict=True)]
+                configs = _configs(every, options, given)
             body(*configs)
             for note in notes:  # after success: never an extra line before an error
                 log.warning(note)
@@ -156,22 +147,17 @@ def with_sections(
             for p in inspect.signature(body).parameters.values()
             if p.name not in sections
         ]
-        added: list[inspect.Parameter] = []
-        options: list[_Option] = []
-        for index, name in enumerate(names):
-            for parameter, option in _section_options(sections[name], index):
-                if any(p.name == parameter.name for p in own):
-                    raise TypeError(f"{body.__name__}: option {option.flag} defined twice")
-                added.append(parameter)
-                options.append(option)
+        added, options = _options_of([sections[name] for name in names])
+        for parameter, option in zip(added, options, strict=True):
+            if any(p.name == parameter.name for p in own):
+                raise TypeError(f"{body.__name__}: option {option.flag} defined twice")
 
         def command(**given: Any) -> None:
             with one_line_errors():
-                values: list[dict[str, Any]] = [{} for _ in names]
-                for option in options:
-                    values[option.section][option.field] = option.convert(given.pop(option.param))
-                built = {n: sections[n].cls(**v) for n, v in zip(names, values, strict=True)}
-            body(**given, **built)
+                configs = _configs([sections[name] for name in names], options, given)
+            for option in options:
+                del given[option.param]
+            body(**given, **dict(zip(names, configs, strict=True)))
 
         as_command(command, body, own + added)
         return command
@@ -186,6 +172,27 @@ def as_command(command: Callable[..., None], body: Callable[..., None], params: 
     command.__name__ = body.__name__
     command.__doc__ = body.__doc__
     command.__module__ = body.__module__
+
+
+def _options_of(sections: Sequence[Section]) -> tuple[list[inspect.Parameter], list[_Option]]:
+    """The Typer parameters and the options of every section's fields, in order."""
+    parameters: list[inspect.Parameter] = []
+    options: list[_Option] = []
+    for index, section in enumerate(sections):
+        for parameter, option in _section_options(section, index):
+            parameters.append(parameter)
+            options.append(option)
+    return parameters, options
+
+
+def _configs(
+    sections: Sequence[Section], options: Sequence[_Option], given: Mapping[str, Any]
+) -> list[Any]:
+    """Each section's dataclass built from the values ``given`` to its options."""
+    values: list[dict[str, Any]] = [{} for _ in sections]
+    for option in options:
+        values[option.section][option.field] = option.convert(given[option.param])
+    return [s.cls(**v) for s, v in zip(sections, values, strict=True)]
 
 
 def _section_options(section: Section, index: int) -> list[tuple[inspect.Parameter, _Option]]:
