@@ -55,6 +55,7 @@ def simulate(
     cross_server_slowdown: bool = True,
     max_idle_retries: int | None = None,
     on_job_finished: Callable[[int, int], None] | None = None,
+    record_events: bool = False,
     **overrides: Any,
 ) -> Result:
     """Run one workload under one scheduler and return its `Result`.
@@ -80,6 +81,8 @@ def simulate(
             `SimConfig`'s.
         on_job_finished: called with (jobs finished, jobs in the workload) after each finish,
             e.g. to show progress.
+        record_events: keep the run's allocation events in ``result.event_log``
+            (`dlsched.sim.event_log`); the results are the same either way.
         **overrides: workload generator options (``num_jobs=50``, ``mix="large-jobs"``, …).
 
     Raises:
@@ -114,6 +117,7 @@ def simulate(
         config,
         workload_name=workload.name,
         on_job_finished=on_job_finished,
+        record_events=record_events,
     )
     result = sim.run()
     result.params = {**workload.params, "speed_model": speed_model(workload)}

@@ -27,6 +27,7 @@ from typing import Protocol
 
 from dlsched.core import Allocation, Arch, Cluster, Decision, JobRun, Status, Target
 from dlsched.placement.base import Placement
+from dlsched.sim.event_log import EventLog
 
 _Change = tuple[JobRun, int, int, Allocation | None]
 
@@ -140,6 +141,8 @@ class Executor:
         # for exactly that again passed every check when it was given (a job that finished
         # while holding it keeps its entry: one small entry a job, never read again)
         self._given: dict[int, Allocation] = {}
+        self.events: EventLog | None = None
+        """Where every change made is recorded (`dlsched.sim.event_log`); None: nowhere."""
 
     def apply(
         self,
@@ -251,7 +254,10 @@ class Executor:
         status = actuator.change(run, old, new)
         if not status.ok:
             self.cluster.allocate(spec, old)
-        elif new.is_empty:
+            return status
+        if self.events is not None:
+            self.events.change(run, old, new)
+        if new.is_empty:
             self._given.pop(spec.job_id, None)
         else:
             self._given[spec.job_id] = new

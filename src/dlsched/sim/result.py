@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from dlsched.core import JobRun
+from dlsched.sim.event_log import EventLog
 from dlsched.sim.metrics import Timeline, jain_index
 
 
@@ -110,6 +111,8 @@ class Result:
     params: dict[str, Any] = field(default_factory=dict)
     jct_bound_s: float = float("nan")
     """Mean no-wait lower bound of the finished jobs' JCT (s; `models.base.no_wait_bound_s`)."""
+    event_log: EventLog | None = None
+    """Every allocation change of the run, when it was recorded (`dlsched.sim.event_log`)."""
 
     @staticmethod
     def from_runs(
@@ -117,6 +120,7 @@ class Result:
         totals: RunTotals,
         timeline: Timeline,
         params: dict[str, Any] | None = None,
+        event_log: EventLog | None = None,
     ) -> Result:
         """The result of a run from its finished jobs (any order) and its totals."""
         records = [JobRecord.of(run) for run in sorted(finished, key=lambda r: r.job_id)]
@@ -135,6 +139,7 @@ class Result:
             cpu_util=totals.cpu_util,
             params=dict(params or {}),
             jct_bound_s=totals.jct_bound_s,
+            event_log=event_log,
         )
 
     def column(self, name: str) -> np.ndarray:

@@ -44,6 +44,7 @@ from dlsched.placement.base import Placement
 from dlsched.schedulers.base import Scheduler, check_scheduler
 from dlsched.sim.config import SimConfig
 from dlsched.sim.engine import EventKind, EventQueue
+from dlsched.sim.event_log import EventLog
 from dlsched.sim.executor import Executor
 from dlsched.sim.metrics import Timeline
 from dlsched.sim.pending import PendingList
@@ -86,6 +87,7 @@ class Simulator:
         workload_name: for the result.
         on_job_finished: called with (jobs finished so far, jobs in all) after each finish
             (progress display; it must not change the simulation).
+        record_events: keep the run's `EventLog` (``result().event_log``); nothing else changes.
     """
 
     def __init__(
@@ -98,6 +100,7 @@ class Simulator:
         config: SimConfig,
         workload_name: str = "",
         on_job_finished: Callable[[int, int], None] | None = None,
+        record_events: bool = False,
     ) -> None:
         self.specs = sorted(jobs, key=lambda j: (j.submit_time_s, j.job_id))
         if len({j.job_id for j in self.specs}) != len(self.specs):
@@ -125,6 +128,9 @@ class Simulator:
         )
         self.executor = Executor(cluster, placement)
         self._actuator = _Actuator(self)
+        self.event_log = (
+            EventLog.attach(self.executor, lambda: self.now_s) if record_events else None
+        )
         self._running_list: tuple[JobRun, ...] | None = ()  # running's values; None when stale
         self._slot_clock = [0]  # scheduling points so far, shared by the running jobs
         self._noise: dict[int, float] = {}
@@ -286,6 +292,7 @@ class Simulator:
                 jct_bound_s=bound,
             ),
             self.timeline,
+            event_log=self.event_log,
         )
 
     def _start(self) -> None:
@@ -302,12 +309,14 @@ class Simulator:
     def _check_all_finished(self) -> None:
         left = len(self.specs) - len(self.finished)
         if left:
-            first = self.pending[0] if self.pending else next(iter(self.running.values()))
-            reason = self.last_status.get(first.job_id, Status.unschedulable("never chosen"))
-            raise SimulationStalled(
-                f"{self.scheduler.name}: no event left with {left} of {len(self.specs)} jobs "
-                f"unfinished (job {first.job_id}: {reason.reason or 'no progress'})"
-            )
+            raise self._stalled(f"no event left with {left} of {len(self.specs)} jobs unfinished")
+
+    def _stalled(self, what: str) -> SimulationStalled:
+        """The error saying ``what`` and why the first waiting (else running) job is stuck."""
+        first = self.pending[0] if self.pending else next(iter(self.running.values()))
+        reason = self.last_status.get(first.job_id, Status.unschedulable("never chosen"))
+        why = reason.reason or "no progress"
+        return SimulationStalled(f"{self.scheduler.name}: {what} (job {first.job_id}: {why})")
 
     def _next_arrival_time(self) -> float:
         return self._arrival_times[self._next_arrival]
@@ -330,6 +339,8 @@ class Simulator:
             self.runs[spec.job_id] = run
             self.pending.add(run)
             changed = True
+            if self.event_log is not None:
+                self.event_log.submit(spec.job_id)
         queue = self.queue
         while queue.peek_time() <= t:
             _, kind, payload = queue.pop()
@@ -378,12 +389,8 @@ class Simulator:
             # no tick is coming (events left in the queue may be outdated completions): ask again
             self.queue.push(t + self.config.idle_retry_s, EventKind.RETRY)
         if self._idle_retries > self.config.max_idle_retries:
-            first = self.pending[0] if self.pending else next(iter(self.running.values()))
-            reason = self.last_status.get(first.job_id, Status.unschedulable("never chosen"))
-            raise SimulationStalled(
-                f"{self.scheduler.name}: {len(self.pending) + len(self.running)} jobs make no "
-                f"progress and nothing else will happen (job {first.job_id}: {reason.reason})"
-            )
+            stuck = len(self.pending) + len(self.running)
+            raise self._stalled(f"{stuck} jobs make no progress and nothing else will happen")
 
     # -- state changes (the only place job progress and rates change) -------------------------
 
@@ -460,6 +467,8 @@ class Simulator:
         self._stop_running(run)
         self.finished.append(run)
         self._refresh_usage()
+        if self.event_log is not None:
+            self.event_log.finish(run.job_id)
         if self.on_job_finished is not None:
             self.on_job_finished(len(self.finished), len(self.specs))
 
