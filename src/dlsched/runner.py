@@ -57,7 +57,7 @@ def simulate(
     on_job_finished: Callable[[int, int], None] | None = None,
     record_events: bool = False,
     **overrides: Any,
-) -> Result:
+) -> Result:  # over 80 lines: every simulator option a keyword, each documented
     """Run one workload under one scheduler and return its `Result`.
 
     Args:
@@ -81,8 +81,7 @@ def simulate(
             `SimConfig`'s.
         on_job_finished: called with (jobs finished, jobs in the workload) after each finish,
             e.g. to show progress.
-        record_events: keep the run's allocation events in ``result.event_log``
-            (`dlsched.sim.event_log`); the results are the same either way.
+        record_events: keep the run's events in ``result.event_log`` (same results).
         **overrides: workload generator options (``num_jobs=50``, ``mix="large-jobs"``, …).
 
     Raises:

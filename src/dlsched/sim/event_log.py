@@ -20,7 +20,8 @@ submissions before the decision's shrinks, then its growths). Columns:
 ``kind``
     ``server`` (one row a server at time 0: the cluster), ``submit``, ``start`` (from holding
     nothing: a first start or a resume), ``rescale`` (other task counts), ``migrate`` (the same
-    counts on other servers), ``preempt`` (to holding nothing, unfinished), ``finish``.
+    counts on other servers), ``preempt`` (to holding nothing, unfinished), ``finish``, ``fail``
+    (a live job that failed for good: it ends holding nothing, unfinished).
 ``gpus``, ``workers``, ``ps``
     GPUs and tasks the job holds after the event (``server`` rows: the server's GPUs, 0, 0).
 ``servers``
@@ -34,16 +35,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from dlsched.core import Allocation, JobRun
+from dlsched.core import Allocation, Cluster, JobRun
 
-if TYPE_CHECKING:
-    from dlsched.sim.executor import Executor
-
-KINDS = ("server", "submit", "start", "rescale", "migrate", "preempt", "finish")
+KINDS = ("server", "submit", "start", "rescale", "migrate", "preempt", "finish", "fail")
 """The event kinds, by code (`EventLog.kind` holds the codes)."""
-SERVER, SUBMIT, START, RESCALE, MIGRATE, PREEMPT, FINISH = range(len(KINDS))
+SERVER, SUBMIT, START, RESCALE, MIGRATE, PREEMPT, FINISH, FAIL = range(len(KINDS))
 
 EVENT_COLUMNS = (
     "time_s",
@@ -73,6 +71,13 @@ def _gpus_by_server(run: JobRun, alloc: Allocation) -> tuple[int, str]:
     return sum(gpus.values()), " ".join(f"{s}:{gpus[s]}" for s in sorted(gpus))
 
 
+class _Recorder(Protocol):
+    """What `EventLog.attach` needs of an executor (`dlsched.sim.executor.Executor`)."""
+
+    cluster: Cluster
+    events: EventLog | None
+
+
 @dataclass
 class EventLog:
     """Events of one run as columns of equal length (see the module docstring).
@@ -91,7 +96,7 @@ class EventLog:
     servers: list[str] = field(default_factory=list)
 
     @staticmethod
-    def attach(executor: Executor, clock: Callable[[], float]) -> EventLog:
+    def attach(executor: _Recorder, clock: Callable[[], float]) -> EventLog:
         """A new log of ``executor``'s changes (its cluster's servers recorded), timed by
         ``clock``."""
         log = EventLog(clock)
@@ -129,6 +134,9 @@ class EventLog:
 
     def finish(self, job_id: int) -> None:
         self._add(job_id, FINISH, 0, 0, 0, "")
+
+    def fail(self, job_id: int) -> None:
+        self._add(job_id, FAIL, 0, 0, 0, "")
 
     def change(self, run: JobRun, old: Allocation, new: Allocation) -> None:
         """Record the executor's change of ``run`` from ``old`` to ``new`` (they differ)."""

@@ -29,14 +29,12 @@ import numpy as np
 
 from dlsched.core import (
     Allocation,
-    Arch,
     Cluster,
     ClusterView,
     Decision,
     JobRun,
     JobSpec,
     QueueChanges,
-    Resources,
     Status,
 )
 from dlsched.models.base import ThroughputModel, no_wait_bound_s
@@ -147,23 +145,7 @@ class Simulator:
         self._point_s: float | None = None
         self._changes: QueueChanges | None = None  # since the previous point
         self._wall0 = time.perf_counter()
-        self._check_fits()
-
-    def _check_fits(self) -> None:
-        limit = (self.cluster.capacity_array.sum(axis=0) + 1e-9).tolist()
-        fit: set[tuple[Resources, Resources, int, int]] = set()  # smallest sizes known to fit
-        for spec in self.specs:
-            ps = min(spec.num_ps, 1) if spec.arch is Arch.PS else 0
-            key = (spec.worker_demand, spec.ps_demand, spec.min_workers, ps)
-            if key in fit:
-                continue
-            need = spec.demand(spec.min_workers, ps)
-            if need.gpu <= limit[0] and need.cpu <= limit[1] and need.mem <= limit[2]:
-                fit.add(key)
-            else:
-                raise ValueError(
-                    f"job {spec.job_id} needs {need} at its smallest, more than the whole cluster"
-                )
+        cluster.check_fits(self.specs)
 
     # -- main loop and stepping API ------------------------------------------------------------
 
