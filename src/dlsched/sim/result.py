@@ -174,5 +174,5 @@ class Result:
             "events": self.events,
             "decisions": self.decisions,
             "wall_s": self.wall_s,
-            **{k: self.params[k] for k in ("skipped_rows", "speed_model") if k in self.params},
+            **{k: self.params[k] for k in ("skipped_rows", "speed_model", "repack") if k in self.params},
         }
