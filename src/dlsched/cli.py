@@ -263,6 +263,9 @@ def trace_info(
 
 
 @app.command()
+@experiment_file(
+    "reproduce", unused="warn", why="a paper's experiment runs in the paper's own setting"
+)
 def reproduce(
     name: Annotated[str, typer.Argument(help="Experiment name (see dlsched list).")],
     out_dir: Annotated[

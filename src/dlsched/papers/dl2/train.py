@@ -243,7 +243,7 @@ class Dl2Learner:
             spec.val_seeds,
             spec.workload,
             transform=self.transform,
-            **spec.workload_options,
+            **_validation_options(spec),
         )
         self.val = (val, stalls)
         row: dict[str, object] = {
@@ -259,6 +259,7 @@ class Dl2Learner:
         val, stalls = self.val
         params = dict(make_workload(spec.workload, seed=0, **spec.workload_options).params)
         params.pop("seed", None)
+        params.pop("trace_ids", None)  # a job's id in your trace: one per job, not a setting
         if self.fitted is not None:
             params.update(self.fitted.params())
         card = policy_card(
@@ -307,6 +308,13 @@ class Dl2Learner:
             self._pool = None
 
 
+def _validation_options(spec: TrainSpec) -> dict[str, Any]:
+    """The validation traces' generator options (your trace's validation part, if split)."""
+    if spec.validation_options is None:
+        return spec.workload_options
+    return spec.validation_options
+
+
 def fitted_model(spec: TrainSpec) -> FittedPS | None:
     """The fitted speed model of ``spec.speed_model`` (None for the measured speeds)."""
     if spec.speed_model == "measured":
@@ -351,6 +359,12 @@ def _notes(spec: TrainSpec, probes: Sequence[Probe]) -> str:
         notes += f"; trained and validated with {spec.speed_model} speeds (OfflineRL)"
     if spec.clusters > 1:
         notes += f"; RL federated over {spec.clusters} clusters"
+    if spec.validation_options is not None:
+        notes += (
+            f"; trained on the {spec.workload_options.get('part')} part and validated on the "
+            f"{spec.validation_options.get('part')} part of split "
+            f"{spec.validation_options.get('split')} (the test part is left for compare)"
+        )
     if spec.vary:
         varied = ", ".join(f"{k}={'|'.join(map(str, v))}" for k, v in spec.vary.items())
         notes += f"; training traces drawn per episode with {varied}"
