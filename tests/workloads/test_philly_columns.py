@@ -25,8 +25,9 @@ def fresh_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pat
 
 
 def test_columns_are_pandas_reading_of_the_file() -> None:
-    import pandas as pd
     from importlib import resources
+
+    import pandas as pd
 
     with resources.as_file(resources.files("dlsched") / "data" / PHILLY_FILE) as path:
         frame = pd.read_csv(

@@ -15,6 +15,9 @@ import numpy as np
 from dlsched.core import JobRun
 from dlsched.sim.metrics import Timeline, jain_index
 
+_RECORDED_PARAMS = ("skipped_rows", "speed_model", "repack")
+"""Workload and run parameters every summary carries when the run has them."""
+
 
 @dataclass(frozen=True, slots=True)
 class JobRecord:
@@ -174,5 +177,5 @@ class Result:
             "events": self.events,
             "decisions": self.decisions,
             "wall_s": self.wall_s,
-            **{k: self.params[k] for k in ("skipped_rows", "speed_model", "repack") if k in self.params},
+            **{k: self.params[k] for k in _RECORDED_PARAMS if k in self.params},
         }
