@@ -74,6 +74,15 @@ def test_recording_changes_nothing_and_replays(scheduler: str) -> None:
     assert times == sorted(times)
 
 
+def test_repacking_logs_migrations() -> None:
+    options = dict(num_jobs=60, load=2.0, repack=True)
+    logged = dlsched.simulate("dl2", "drf", 1, record_events=True, **options)
+    assert _records(logged) == _records(dlsched.simulate("dl2", "drf", 1, **options))
+    assert logged.event_log is not None and logged.params.get("repack")
+    replay(logged.event_log)
+    assert KINDS.index("migrate") in logged.event_log.kind
+
+
 def test_preemptive_run_logs_preemptions() -> None:
     result = dlsched.simulate("dl2", "tiresias", 1, num_jobs=60, load=2.0, record_events=True)
     assert result.event_log is not None

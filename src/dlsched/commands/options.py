@@ -50,7 +50,8 @@ OptionOpt = Annotated[
         "--option",
         "-o",
         help="Workload generator option KEY=VALUE (repeatable); num_jobs <= 1,000,000; "
-        "simulator: horizon_s, interval_s, on_events, restart_s (s per restart).",
+        "simulator: horizon_s, interval_s, on_events, restart_s (s per restart), "
+        "cross_server_slowdown=false, repack=true (move split jobs onto one server).",
     ),
 ]
 OnBadRowOpt = Annotated[

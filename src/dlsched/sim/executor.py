@@ -17,6 +17,10 @@ Every backend uses it: the simulator (`dlsched.sim.simulator`), the live runtime
 
 A target that fails validation, placement or actuation changes nothing and is reported in the
 returned statuses, by job id.
+
+`Executor.repack` is the one change no scheduler asks for: with the simulator's ``repack``
+option (`dlsched.sim.SimConfig.repack`), a running job spread over several servers is moved
+onto one server once one has room for all its tasks.
 """
 
 from __future__ import annotations
@@ -43,6 +47,23 @@ class Actuator(Protocol):
         ``run.allocation = new``.
         """
         ...
+
+
+class Applying:
+    """An `Actuator` that hands each change to ``apply(run, new)`` and never refuses (the
+    simulator's: it sets progress, rates and completions)."""
+
+    __slots__ = ("apply",)
+
+    def __init__(self, apply: Callable[[JobRun, Allocation], None]) -> None:
+        self.apply = apply
+
+    def change(self, run: JobRun, old: Allocation, new: Allocation) -> Status:
+        self.apply(run, new)
+        return _SUCCESS
+
+
+_SUCCESS = Status.success()
 
 
 def _is_count(x: object) -> bool:
@@ -262,3 +283,49 @@ class Executor:
         else:
             self._given[spec.job_id] = new
         return status
+
+    def repack(self, running: Iterable[JobRun], actuator: Actuator) -> list[int]:
+        """Move each job of ``running`` (in that order) whose tasks span several servers onto
+        one server with room for all of them, the same task counts; return the moved job ids.
+
+        Room counts what the job itself holds there. Among the servers with room, the one
+        holding most of its workers (fewest tasks move), then the fullest (least free GPU: best
+        fit), then the lowest id. The cluster refuses what does not fit and the actuator may
+        refuse a move (the job then keeps its place), as for any change.
+        """
+        moved: list[int] = []
+        for run in list(running):
+            old = run.allocation
+            if len(old.workers) + len(old.ps) < 2 or len(old.servers()) < 2:
+                continue
+            server = self._one_server_for(run)
+            if server is None:
+                continue
+            ps = ((server, old.num_ps),) if old.num_ps else ()
+            new = Allocation(((server, old.num_workers),), ps)
+            if not self.cluster.allocate(run.spec, new).ok:
+                continue
+            if actuator.change(run, old, new).ok:
+                self._given[run.job_id] = new
+                moved.append(run.job_id)
+                if self.events is not None:
+                    self.events.change(run, old, new)
+            else:
+                self.cluster.allocate(run.spec, old)
+        return moved
+
+    def _one_server_for(self, run: JobRun) -> int | None:
+        """The server `repack` moves ``run`` to, or None if no server has room for it all."""
+        old = run.allocation
+        own = dict(old.workers)
+        free = self.cluster.free_rows()
+        best: tuple[int, float, int] | None = None
+        for server in range(self.cluster.num_servers):
+            ps = ((server, old.num_ps),) if old.num_ps else ()
+            whole = Allocation(((server, old.num_workers),), ps)
+            if not self.cluster.check(run.spec, whole).ok:
+                continue
+            key = (-own.get(server, 0), free[server][0], server)
+            if best is None or key < best:
+                best = key
+        return None if best is None else best[2]

@@ -16,6 +16,9 @@ from dlsched.core import JobRun
 from dlsched.sim.event_log import EventLog
 from dlsched.sim.metrics import Timeline, jain_index
 
+_RECORDED_PARAMS = ("skipped_rows", "speed_model", "repack")
+"""Workload and run parameters every summary carries when the run has them."""
+
 
 @dataclass(frozen=True, slots=True)
 class JobRecord:
@@ -179,5 +182,5 @@ class Result:
             "events": self.events,
             "decisions": self.decisions,
             "wall_s": self.wall_s,
-            **{k: self.params[k] for k in ("skipped_rows", "speed_model") if k in self.params},
+            **{k: self.params[k] for k in _RECORDED_PARAMS if k in self.params},
         }

@@ -43,7 +43,7 @@ from dlsched.schedulers.base import Scheduler, check_scheduler
 from dlsched.sim.config import SimConfig
 from dlsched.sim.engine import EventKind, EventQueue
 from dlsched.sim.event_log import EventLog
-from dlsched.sim.executor import Executor
+from dlsched.sim.executor import Applying, Executor
 from dlsched.sim.metrics import Timeline
 from dlsched.sim.pending import PendingList
 from dlsched.sim.result import Result, RunTotals
@@ -55,20 +55,7 @@ class SimulationStalled(RuntimeError):
     """Jobs wait or hold resources without progress, and nothing will ever change that."""
 
 
-_SUCCESS = Status.success()
-
-
-class _Actuator:
-    """Makes the executor's changes real in the simulation (progress, rates, completions)."""
-
-    __slots__ = ("sim",)
-
-    def __init__(self, sim: Simulator) -> None:
-        self.sim = sim
-
-    def change(self, run: JobRun, old: Allocation, new: Allocation) -> Status:
-        self.sim._set_allocation(run, new, self.sim.now_s)
-        return _SUCCESS
+_NEVER_CHOSEN = Status.unschedulable("never chosen")
 
 
 class Simulator:
@@ -125,7 +112,9 @@ class Simulator:
             config.timeline_step_s or config.interval_s or max(600.0, span_s / 2000)
         )
         self.executor = Executor(cluster, placement)
-        self._actuator = _Actuator(self)
+        self._actuator = Applying(lambda run, new: self._set_allocation(run, new, self.now_s))
+        self._mover = Applying(lambda run, new: self._set_allocation(run, new, self.now_s, True))
+        self.repacked = 0  # moves of split jobs onto one server (`SimConfig.repack`)
         self.event_log = (
             EventLog.attach(self.executor, lambda: self.now_s) if record_events else None
         )
@@ -243,6 +232,8 @@ class Simulator:
             actuator=self._actuator,
             source=self.scheduler.name,
         )
+        if self.config.repack:
+            self.repacked += len(self.executor.repack(self.running.values(), self._mover))
         self._slot_clock[0] += 1  # every running job's slots_run (see JobRun.count_slots)
         self._record_timeline(t)
         self._watch_for_stall(t)
@@ -291,14 +282,16 @@ class Simulator:
     def _check_all_finished(self) -> None:
         left = len(self.specs) - len(self.finished)
         if left:
-            raise self._stalled(f"no event left with {left} of {len(self.specs)} jobs unfinished")
+            job_id, reason = self._first_left()
+            raise SimulationStalled(
+                f"{self.scheduler.name}: no event left with {left} of {len(self.specs)} jobs "
+                f"unfinished (job {job_id}: {reason or 'no progress'})"
+            )
 
-    def _stalled(self, what: str) -> SimulationStalled:
-        """The error saying ``what`` and why the first waiting (else running) job is stuck."""
+    def _first_left(self) -> tuple[int, str]:
+        """The first job waiting (else running) and why it is not done, for a stall error."""
         first = self.pending[0] if self.pending else next(iter(self.running.values()))
-        reason = self.last_status.get(first.job_id, Status.unschedulable("never chosen"))
-        why = reason.reason or "no progress"
-        return SimulationStalled(f"{self.scheduler.name}: {what} (job {first.job_id}: {why})")
+        return first.job_id, self.last_status.get(first.job_id, _NEVER_CHOSEN).reason
 
     def _next_arrival_time(self) -> float:
         return self._arrival_times[self._next_arrival]
@@ -371,8 +364,11 @@ class Simulator:
             # no tick is coming (events left in the queue may be outdated completions): ask again
             self.queue.push(t + self.config.idle_retry_s, EventKind.RETRY)
         if self._idle_retries > self.config.max_idle_retries:
-            stuck = len(self.pending) + len(self.running)
-            raise self._stalled(f"{stuck} jobs make no progress and nothing else will happen")
+            job_id, reason = self._first_left()
+            raise SimulationStalled(
+                f"{self.scheduler.name}: {len(self.pending) + len(self.running)} jobs make no "
+                f"progress and nothing else will happen (job {job_id}: {reason})"
+            )
 
     # -- state changes (the only place job progress and rates change) -------------------------
 
@@ -391,7 +387,8 @@ class Simulator:
             run.progress_s = min(run.spec.total_work, run.progress_s + rate * (t - ran_from))
         run.progress_time_s = t
 
-    def _set_allocation(self, run: JobRun, new: Allocation, t: float) -> None:
+    def _set_allocation(self, run: JobRun, new: Allocation, t: float, moved: bool = False) -> None:
+        """Give ``run`` ``new`` at ``t`` (s); ``moved``: re-packed (`SimConfig.repack`)."""
         spec = run.spec
         old = run.allocation
         self._settle(run, t)
@@ -409,9 +406,10 @@ class Simulator:
                     run.first_start_s = t
                 else:
                     run.paused_until_s = t + self.config.rescale.resume_s(spec.model)
-            else:
-                run.rescales += 1
-                run.paused_until_s = t + self.config.rescale.rescale_s(spec.model)
+            else:  # a resize, or a move (a checkpoint-restart) that is not one
+                run.rescales += 0 if moved else 1
+                cost = self.config.rescale.resume_s if moved else self.config.rescale.rescale_s
+                run.paused_until_s = t + cost(spec.model)
             self._noise[spec.job_id] = self._draw_noise()
             self._update_rate(run, t)
         self._refresh_usage()
