@@ -133,6 +133,10 @@ class LiveOutput:
     are ignored): ended jobs keep their rows, the others go on from their last snapshot."""
     json_out: Annotated[bool, Opt(flags=("--json",))] = False
     """Print JSON metrics."""
+    report: Path | None = None
+    """Write an interactive HTML report of the run (timeline, usage, CDFs, job table) to this
+    .html file at the end; with --out the run's event log is OUT/events.csv (dlsched report OUT
+    draws it again)."""
 
 
 @options_command(Section(LiveSettings), Section(LiveOutput))
@@ -148,6 +152,10 @@ def live_run(settings: LiveSettings, output: LiveOutput) -> None:
     from dlsched.live.job import LiveJobError
 
     with one_line_errors():
+        if output.report is not None:
+            from dlsched.report import check_report_path
+
+            check_report_path(output.report, "--report")
         settings, out_dir = _resolve(settings, output)
         names = _model_names(settings.models)
         view = Live(console=err, auto_refresh=False, transient=False)
@@ -157,13 +165,14 @@ def live_run(settings: LiveSettings, output: LiveOutput) -> None:
         except LiveJobError as exc:
             raise ValueError(f"live run: {exc}") from None
         summary = _finish(cluster, result, learner)
+        _write_report(result, out_dir, output.report)
     failed = int(summary["failed"])
     if output.json_out:
         print(json.dumps(summary))
     else:
         _print_summary(summary, settings.jobs)
         if out_dir is not None:
-            err.print(f"wrote {out_dir}/summary.json, jobs.csv, scaling_events.csv")
+            err.print(f"wrote {out_dir}/summary.json, jobs.csv, scaling_events.csv, events.csv")
     if failed:
         err.print(f"{failed} job(s) failed: see the status and error columns of jobs.csv")
         raise typer.Exit(1)
@@ -288,6 +297,15 @@ def _finish(
         cluster.run_log.summary(summary)
         shutil.rmtree(cluster.run_log.work_dir, ignore_errors=True)  # the run is complete
     return summary
+
+
+def _write_report(result: LiveResult, out_dir: Path | None, report: Path | None) -> None:
+    """The run's event log to ``out_dir/events.csv`` and its page to ``report`` (each if
+    given)."""
+    from dlsched.commands.report import write_run_outputs
+
+    events = None if out_dir is None else out_dir / "events.csv"
+    write_run_outputs([result], report, events, f"live · {result.scheduler} · seed {result.seed}")
 
 
 def _print_summary(summary: dict[str, Any], jobs: int) -> None:

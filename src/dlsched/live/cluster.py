@@ -46,6 +46,7 @@ from dlsched.live.stream import LiveJobRequest, epochs_per_step, live_server
 from dlsched.live.workdirs import make_run_dir
 from dlsched.placement import make_placement
 from dlsched.schedulers.base import Scheduler, check_scheduler
+from dlsched.sim.event_log import EventLog
 from dlsched.sim.executor import Executor
 from dlsched.sim.metrics import Timeline
 from dlsched.sim.result import Result
@@ -113,6 +114,7 @@ class LiveCluster(FaultRepair):
         self.cluster = Cluster([live_server(cores)])
         self.placement = make_placement(placement)
         self.executor = Executor(self.cluster, self.placement)
+        self.event_log = EventLog.attach(self.executor, lambda: self._now)
         self.seed = seed
         self.poll_s = poll_s
         self.horizon_s = horizon_s
@@ -243,6 +245,7 @@ class LiveCluster(FaultRepair):
         for live in self.jobs.values():
             if not live.arrived and live.run.spec.submit_time_s <= now:
                 live.arrived = True
+                self.event_log.submit(live.run.job_id)
 
     def _all_done(self) -> bool:
         return all((lv.run.finished or lv.failed) and not lv.busy for lv in self.jobs.values())

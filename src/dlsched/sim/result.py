@@ -13,8 +13,12 @@ from typing import Any
 import numpy as np
 
 from dlsched.core import JobRun
+from dlsched.sim.event_log import EventLog
 from dlsched.sim.fairness import fairness_summary
 from dlsched.sim.metrics import Timeline, jain_index
+
+_RECORDED_PARAMS = ("skipped_rows", "speed_model", "repack")
+"""Workload and run parameters every summary carries when the run has them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +125,8 @@ class Result:
     """Each record's seconds submitted, unfinished and holding no resources: its wait before
     the first start plus every gap after a preemption (JCT − `JobRun.held_s`; beside the
     records, which are unchanged; empty if unknown)."""
+    event_log: EventLog | None = None
+    """Every allocation change of the run, when it was recorded (`dlsched.sim.event_log`)."""
 
     @staticmethod
     def from_runs(
@@ -128,6 +134,7 @@ class Result:
         totals: RunTotals,
         timeline: Timeline,
         params: dict[str, Any] | None = None,
+        event_log: EventLog | None = None,
     ) -> Result:
         """The result of a run from its finished jobs (any order) and its totals."""
         runs = sorted(finished, key=lambda r: r.job_id)
@@ -149,6 +156,7 @@ class Result:
             jct_bound_s=totals.jct_bound_s,
             cluster_gpus=totals.cluster_gpus,
             queued_s=[r.jct_s - run.held_s for r, run in zip(records, runs, strict=True)],
+            event_log=event_log,
         )
 
     def column(self, name: str) -> np.ndarray:
@@ -203,5 +211,5 @@ class Result:
             "events": self.events,
             "decisions": self.decisions,
             "wall_s": self.wall_s,
-            **{k: self.params[k] for k in ("skipped_rows", "speed_model") if k in self.params},
+            **{k: self.params[k] for k in _RECORDED_PARAMS if k in self.params},
         }

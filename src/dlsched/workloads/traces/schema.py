@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
 
 REQUIRED_COLUMNS: tuple[str, ...] = ("submit_time", "duration", "num_gpus")
 """Columns every generic trace must have."""
@@ -62,7 +61,6 @@ CSV_SUFFIXES = (".csv", ".csv.gz", ".csv.bz2", ".csv.xz", ".csv.zst")
 PARQUET_SUFFIXES = (".parquet", ".pq")
 NAN_WORDS = frozenset({"nan", "-nan", "+nan", "na", "n/a", "null", "none", "#n/a"})
 SHOWN_REASONS = 5
-EPOCH = pd.Timestamp("1970-01-01", tz="UTC")
 
 
 class TraceError(ValueError):

@@ -31,9 +31,9 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from dlsched.workloads.traces.cells import as_text
+from dlsched.workloads.traces.cells import EPOCH, as_text
 from dlsched.workloads.traces.options import PARTS, TIME_UNITS
-from dlsched.workloads.traces.schema import EPOCH, Table, TraceError
+from dlsched.workloads.traces.schema import Table, TraceError
 
 log = logging.getLogger(__name__)
 
