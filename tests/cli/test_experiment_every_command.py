@@ -151,3 +151,11 @@ def test_scheduling_rounds_from_the_command_line(tmp_path: Path) -> None:
     default = json.loads(runner.invoke(app, base).stdout)  # the dl2 workload's own rounds
     assert abs(rounds["decisions"] - rounds["makespan_s"] / 300) <= 2  # one per 300 s tick
     assert rounds["decisions"] != default["decisions"]
+
+
+def test_dash_o_on_train_sched2_says_where_a_traces_settings_go() -> None:
+    """Issue 36: ``train sched2 -o columns=…`` was a bare "No such option: -o"."""
+    one_error(
+        ["train", "sched2", "-o", "columns=duration=x", "--out", "r"],
+        "No such option: -o (here a trace's settings are options of their own: --columns",
+    )
