@@ -206,6 +206,8 @@ def run_data(run: RunInput) -> dict[str, Any]:
     series: dict[str, Any] = {"t": _step_series(times, np.zeros(times.size), end_s)[0]}
     for key, values in points.items():
         series[key] = _step_series(times, np.asarray(values, dtype=float), end_s)[1]
+    if not sum(capacity):
+        series["util"] = []  # no GPUs in the cluster, or none known (a jobs table alone)
     jobs = _job_columns(run, index, submit, start, finish, changes)
     jct = [f - s for f, s in zip(finish, submit, strict=True)]
     return {

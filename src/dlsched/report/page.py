@@ -46,7 +46,9 @@ def run_metrics(data: Mapping[str, Any]) -> dict[str, float]:
     first = min(jobs["submit"]) if jobs["submit"] else 0.0
     series = data["series"]
     t = np.asarray([*series["t"], data["end_s"]], dtype=float)
-    util = float(np.dot(series["util"], np.diff(t)) / max(t[-1] - t[0], 1e-9)) if t.size > 1 else 0
+    util = math.nan
+    if series["util"] and t.size > 1:
+        util = float(np.dot(series["util"], np.diff(t)) / max(t[-1] - t[0], 1e-9))
     return {
         "avg_jct_s": mean("jct"),
         "avg_wait_s": mean("wait"),
