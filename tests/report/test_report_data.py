@@ -147,3 +147,11 @@ def test_report_of_a_run_folder_and_of_a_jobs_table(tmp_path: Path) -> None:
     assert "Drawn from a per-job table" in html
     assert html.count('"open":[2,2,2,2,2,2,2,2,2,2,2,2,2,2,2]') == 1  # one start a job
     assert len(run_data(run)["bars"]["job"]) >= 15
+
+
+def test_live_run_refuses_a_bad_dashboard_address_or_report_before_starting() -> None:
+    runner = CliRunner()
+    done = runner.invoke(app, ["live", "run", "--dashboard", "host:port"])
+    assert done.exit_code == 2 and "--dashboard" in done.output
+    done = runner.invoke(app, ["live", "run", "--report", "r.txt"])
+    assert done.exit_code == 2 and "--report" in done.output

@@ -39,6 +39,8 @@ class RunInput:
             the log is known (``dlsched report FILE``).
         timeline: the simulator's sampled timeline (fragmentation); None when not known.
         jct_bound_s: mean no-wait lower bound of the finished jobs' JCT (s; NaN if unknown).
+        now_s: the run's time now (s) for one still going (a live dashboard): allocations still
+            held are drawn to it; NaN: the run ended at its last event.
     """
 
     workload: str
@@ -49,6 +51,7 @@ class RunInput:
     records: Sequence[JobRecord] | None = None
     timeline: Timeline | None = None
     jct_bound_s: float = math.nan
+    now_s: float = math.nan
 
 
 def _r(x: float) -> float | None:
@@ -199,6 +202,8 @@ def run_data(run: RunInput) -> dict[str, Any]:
         for key, value in zip(points, (t, used, waiting, len(held)), strict=True):
             points[key].append(value)
     end_s = max(log.time_s) if log.time_s else 0.0
+    if run.now_s > end_s:
+        end_s = run.now_s
     for job in list(builder.open):
         builder.close(job, end_s, _NO_JOB)
     times = np.asarray(points.pop("t"))

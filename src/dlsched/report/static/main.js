@@ -247,8 +247,8 @@
   }
 
   // ---- start-up ----------------------------------------------------------------------------
-  function drawRun() {
-    R.resetView();
+  function drawRun(keepView) {
+    if (!keepView) R.resetView();
     R.drawTimeline();
     drawSeries();
     drawTable();
@@ -281,6 +281,22 @@
     });
     R.firstRenderMs = performance.now() - t0;
     document.body.dataset.ready = "1";
+    if (D.live) follow();
+  }
+
+  // a live dashboard's page: each message of the event stream is the run's data so far; the
+  // view keeps its zoom unless it showed the whole run, which it then goes on showing
+  function follow() {
+    let updates = 0;
+    const stream = new EventSource("events");
+    stream.onmessage = (e) => {
+      const before = R.run();
+      const whole = st.t0 <= (before.jobs.submit[0] || 0) && st.t1 >= before.end_s - 1e-6;
+      D.runs[st.run] = JSON.parse(e.data);
+      drawRun(!whole);
+      drawCdfs();
+      document.body.dataset.updates = String(++updates);
+    };
   }
 
   Object.assign(R, { drawTable, drawMeans, drawCdfs, drawSeries, parseFilter });
