@@ -114,7 +114,7 @@ def compare(
     """Compare schedulers over seeds: means with 95 % confidence intervals."""
     from dlsched.cli_args import parse_seed_list
     from dlsched.commands.report import write_run_outputs
-    from dlsched.experiments.compare import METRICS, run_grid, summarise
+    from dlsched.experiments.compare import METRICS, QUEUEING_AND_FAIRNESS, run_grid, summarise
     from dlsched.schedulers.registry import make_scheduler
     from dlsched.sim.jobs_table import write_jobs
 
@@ -151,7 +151,11 @@ def compare(
     if json_out:
         print(json.dumps([clean(r.summary()) for r in results]))
         return
-    out.print(comparison_table(rows, metrics, f"{workload} · seeds {seeds}", results[0].params))
+    title = f"{workload} · seeds {seeds}"
+    out.print(comparison_table(rows, metrics, title, results[0].params))
+    if more.metric is None:  # a second table: the first fits 80 columns
+        title += " · queueing and fairness"
+        out.print(comparison_table(rows, QUEUEING_AND_FAIRNESS, title, results[0].params))
     for path in (plot, more.summary_out):
         if path is not None:
             err.print(f"wrote {path}", markup=False, emoji=False, highlight=False)
@@ -257,7 +261,12 @@ _HEADERS = {
     "makespan_s": "make-\nspan",
     "avg_slowdown": "avg\nslow-\ndown",
     "avg_wait_s": "avg\nwait",
+    "avg_queued_s": "avg\nqueued,\npre-\nemptions\nin",
     "gpu_util": "GPU\nutil",
+    "avg_ftf_rho": "avg\nfinish-\ntime\nfairness\nρ",
+    "max_ftf_rho": "worst\nfinish-\ntime\nfairness\nρ",
+    "user_fairness": "Jain's\nindex\nover\nusers'\nslowdown",
+    "worst_user_slowdown": "worst\nuser's\nslowdown",
 }
 
 

@@ -238,6 +238,7 @@ class LiveCluster(FaultRepair):
             for live in self._running():
                 run = live.run
                 run.attained_gpu_s += run.allocation.num_workers * run.spec.worker_demand.gpu * dt
+                run.held_s += dt
             self._now = now
 
     def _arrivals(self, now: float) -> None:
@@ -315,6 +316,7 @@ class LiveCluster(FaultRepair):
                 run.finish_s = float(row["finish_s"])
                 run.progress_s = run.spec.total_work
                 run.rescales = int(row.get("rescales") or 0)
+                run.held_s = run.finish_s - run.first_start_s  # not logged: as if never preempted
                 run.ideal_duration_s = float(row.get("ideal_s") or "nan")
                 live.steps = live.request.config.total_steps
                 live.steps_redone = int(row.get("steps_redone") or 0)

@@ -228,6 +228,7 @@ class ClusterReport:
             end_s=self._now,
             gpu_util=self._busy_gpu_s / (total.gpu * span) if total.gpu else 0.0,
             cpu_util=self._busy_cpu_s / (total.cpu * span) if total.cpu else 0.0,
+            cluster_gpus=float(total.gpu),
         )
         return Result.from_runs(finished, totals, self.timeline, self.params(), self.event_log)
 

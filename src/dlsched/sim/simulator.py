@@ -263,6 +263,7 @@ class Simulator:
                 gpu_util=self._busy_gpu_s / (total.gpu * span) if total.gpu else 0.0,
                 cpu_util=self._busy_cpu_s / (total.cpu * span) if total.cpu else 0.0,
                 jct_bound_s=bound,
+                cluster_gpus=float(total.gpu),
             ),
             self.timeline,
             event_log=self.event_log,
@@ -380,6 +381,7 @@ class Simulator:
         if alloc.workers:
             held = alloc.num_workers * run.spec.worker_demand.gpu
             run.attained_gpu_s += held * (t - since if t > since else 0.0)
+            run.held_s += t - since if t > since else 0.0
         ran_from = since if since >= run.paused_until_s else run.paused_until_s
         rate = run.rate
         if rate > 0.0 and t > ran_from:
