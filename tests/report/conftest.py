@@ -40,8 +40,7 @@ def browser() -> Iterator[Any]:
         "--disable-dev-shm-usage",
         "--disable-gpu",
         "--window-size=1280,900",
-        "--proxy-server=http://127.0.0.1:9",  # nothing listens there: no network
-        "--proxy-bypass-list=<-loopback>",
+        "--proxy-server=http://127.0.0.1:9",  # nothing listens there: no network but loopback
     ):
         options.add_argument(arg)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})

@@ -28,6 +28,9 @@ def known_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dlsched.s
 
 
 def _open(browser: Any, path: Path) -> list[dict[str, Any]]:
+    """Load ``path``; the console's errors and warnings since (not earlier pages')."""
+    browser.get("about:blank")
+    browser.get_log("browser")
     browser.get(path.resolve().as_uri())
     assert browser.execute_script("return document.body.dataset.ready") == "1"
     return [e for e in browser.get_log("browser") if e["level"] in ("SEVERE", "WARNING")]

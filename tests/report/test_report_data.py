@@ -127,3 +127,31 @@ def test_compare_report_has_means_of_every_seed(tmp_path: Path) -> None:
     html = path.read_text()
     assert html.count('"runs":3') == 2  # one means row a scheduler, over the three seeds
     assert "first seed of each scheduler" in html
+
+
+def test_report_of_a_run_folder_and_of_a_jobs_table(tmp_path: Path) -> None:
+    runner = CliRunner()
+    folder = tmp_path / "run"
+    args = ["simulate", "-s", "drf", "-o", "num_jobs=15", "--seed", "4"]
+    outputs = ["--events-out", str(folder / "events.csv"), "--jobs-out", str(folder / "jobs.csv")]
+    assert runner.invoke(app, [*args, *outputs]).exit_code == 0
+    from_folder = tmp_path / "folder.html"
+    done = runner.invoke(app, ["report", str(folder), "-o", str(from_folder)])
+    assert done.exit_code == 0, done.output
+    [run] = read_runs(folder / "events.csv")
+    assert '"slowdown":[null' not in from_folder.read_text()  # the jobs table's slowdowns
+    from_jobs = tmp_path / "jobs.html"
+    done = runner.invoke(app, ["report", str(folder / "jobs.csv"), "-o", str(from_jobs)])
+    assert done.exit_code == 0, done.output
+    html = from_jobs.read_text()
+    assert "Drawn from a per-job table" in html
+    assert html.count('"open":[2,2,2,2,2,2,2,2,2,2,2,2,2,2,2]') == 1  # one start a job
+    assert len(run_data(run)["bars"]["job"]) >= 15
+
+
+def test_live_run_refuses_a_bad_dashboard_address_or_report_before_starting() -> None:
+    runner = CliRunner()
+    done = runner.invoke(app, ["live", "run", "--dashboard", "host:port"])
+    assert done.exit_code == 2 and "--dashboard" in done.output
+    done = runner.invoke(app, ["live", "run", "--report", "r.txt"])
+    assert done.exit_code == 2 and "--report" in done.output

@@ -54,30 +54,50 @@ def report(
     source: Annotated[
         Path,
         typer.Argument(
-            help="An event log (.csv or .parquet, from --events-out), or a folder holding "
-            "events.csv or events.parquet."
+            help="An event log (.csv or .parquet, from --events-out), a per-job table (from "
+            "--jobs-out: one bar a job, no allocation changes), or a run folder holding "
+            "events.csv/.parquet and maybe jobs.csv (live run --out)."
         ),
     ],
     out_path: Annotated[Path, typer.Option("--out", "-o", help="The .html file to write.")] = Path(
         "report.html"
     ),
+    jobs: Annotated[
+        Path | None,
+        typer.Option(help="A per-job table of the same runs (--jobs-out): slowdown and model."),
+    ] = None,
     title: Annotated[
         str | None, typer.Option(help="The page's title [default: the file's].")
     ] = None,
 ) -> None:
-    """Draw an event log written earlier as one self-contained interactive HTML page."""
+    """Draw runs written earlier as one self-contained interactive HTML page."""
     from dlsched.report import check_report_path, render
     from dlsched.report.page import write_page
-    from dlsched.report.read import read_runs
+    from dlsched.report.read import is_event_log, read_runs, runs_from_jobs, with_jobs
 
     with one_line_errors():
         check_report_path(out_path, "--out")
+        notes = []
         if source.is_dir():
-            found = [source / n for n in ("events.parquet", "events.csv") if (source / n).is_file()]
+            names = ("events.parquet", "events.csv", "jobs.parquet", "jobs.csv")
+            found = [source / n for n in names if (source / n).is_file()]
             if not found:
-                raise ValueError(f"{source}: no events.csv or events.parquet in this folder")
+                raise ValueError(f"{source}: no events.csv, events.parquet or jobs.csv here")
             source = found[0]
-        runs = read_runs(source)
-        page = render(title or f"{source.name} · event log", runs)
+            beside = [p for p in found[1:] if p.stem == "jobs"]
+            jobs = jobs or (beside[0] if beside and source.stem == "events" else None)
+        if not source.is_file():
+            raise ValueError(f"{source}: no such event log or jobs file")
+        if is_event_log(source):
+            runs = read_runs(source)
+            if jobs is not None:
+                runs = with_jobs(runs, jobs)
+        else:
+            runs = runs_from_jobs(source)
+            notes.append(
+                "Drawn from a per-job table: one bar a job from its first start to its finish "
+                "(no rescales, preemptions or servers: write --events-out for those)."
+            )
+        page = render(title or f"{source.name}", runs, notes=notes)
         write_page(out_path, page, "--out")
     err.print(f"wrote {out_path}", markup=False, emoji=False, highlight=False)

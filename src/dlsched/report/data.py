@@ -39,6 +39,8 @@ class RunInput:
             the log is known (``dlsched report FILE``).
         timeline: the simulator's sampled timeline (fragmentation); None when not known.
         jct_bound_s: mean no-wait lower bound of the finished jobs' JCT (s; NaN if unknown).
+        now_s: the run's time now (s) for one still going (a live dashboard): allocations still
+            held are drawn to it; NaN: the run ended at its last event.
     """
 
     workload: str
@@ -49,6 +51,7 @@ class RunInput:
     records: Sequence[JobRecord] | None = None
     timeline: Timeline | None = None
     jct_bound_s: float = math.nan
+    now_s: float = math.nan
 
 
 def _r(x: float) -> float | None:
@@ -198,14 +201,9 @@ def run_data(run: RunInput) -> dict[str, Any]:
                 values.pop()
         for key, value in zip(points, (t, used, waiting, len(held)), strict=True):
             points[key].append(value)
-    end_s = max(log.time_s) if log.time_s else 0.0
+    end_s = max(max(log.time_s, default=0.0), run.now_s if run.now_s == run.now_s else 0.0)
     for job in list(builder.open):
         builder.close(job, end_s, _NO_JOB)
-    times = np.asarray(points.pop("t"))
-    points["util"] = [u / max(sum(capacity), 1) for u in points["util"]]
-    series: dict[str, Any] = {"t": _step_series(times, np.zeros(times.size), end_s)[0]}
-    for key, values in points.items():
-        series[key] = _step_series(times, np.asarray(values, dtype=float), end_s)[1]
     jobs = _job_columns(run, index, submit, start, finish, changes)
     jct = [f - s for f, s in zip(finish, submit, strict=True)]
     return {
@@ -218,11 +216,24 @@ def run_data(run: RunInput) -> dict[str, Any]:
         "jobs": jobs,
         "bars": builder.bars,
         "segs": builder.segs,
-        "series": series,
+        "series": _series(points, sum(capacity), end_s),
         "frag": _fragmentation(run.timeline),
         "cdf": {"jct": _cdf(jct), "slowdown": _cdf(jobs["slowdown"])},
         "bound_s": _r(run.jct_bound_s),
     }
+
+
+def _series(points: dict[str, list[float]], gpus: int, end_s: float) -> dict[str, list]:
+    """The page's time series from the state after each instant (``points``: ``t``, GPUs held
+    ``util``, ``queue``, ``running``), GPUs held as a fraction of the cluster's ``gpus``."""
+    times = np.asarray(points["t"])
+    series: dict[str, list] = {"t": _step_series(times, np.zeros(times.size), end_s)[0]}
+    for key in ("util", "queue", "running"):
+        values = np.asarray(points[key], dtype=float) / (max(gpus, 1) if key == "util" else 1)
+        series[key] = _step_series(times, values, end_s)[1]
+    if not gpus:
+        series["util"] = []  # no GPUs in the cluster, or none known (a jobs table alone)
+    return series
 
 
 def _fragmentation(timeline: Timeline | None) -> dict[str, list]:

@@ -46,7 +46,9 @@ def run_metrics(data: Mapping[str, Any]) -> dict[str, float]:
     first = min(jobs["submit"]) if jobs["submit"] else 0.0
     series = data["series"]
     t = np.asarray([*series["t"], data["end_s"]], dtype=float)
-    util = float(np.dot(series["util"], np.diff(t)) / max(t[-1] - t[0], 1e-9)) if t.size > 1 else 0
+    util = math.nan
+    if series["util"] and t.size > 1:
+        util = float(np.dot(series["util"], np.diff(t)) / max(t[-1] - t[0], 1e-9))
     return {
         "avg_jct_s": mean("jct"),
         "avg_wait_s": mean("wait"),
@@ -81,9 +83,12 @@ def render(
     runs: Sequence[RunInput],
     per_run_metrics: Sequence[tuple[str, Mapping[str, float]]] | None = None,
     notes: Sequence[str] = (),
+    live: bool = False,
 ) -> str:
     """The page of ``runs`` (each drawn in full); ``per_run_metrics``: (scheduler, metrics) of
-    every run behind the means chart (None: the drawn runs' own, from their logs)."""
+    every run behind the means chart (None: the drawn runs' own, from their logs). ``live``:
+    the page follows its server's event stream (`dlsched.report.dashboard`), the only thing
+    its security policy then lets it connect to; otherwise it connects to nothing."""
     datas = [run_data(run) for run in runs]
     if per_run_metrics is None:
         per_run_metrics = [(d["scheduler"], run_metrics(d)) for d in datas]
@@ -94,11 +99,13 @@ def render(
         "runs": datas,
         "means": means(per_run_metrics),
         "bounds": {d["scheduler"]: d["bound_s"] for d in datas},
+        "live": live,
     }
     # "</" inside a script element would end it; JSON allows "<\/" for "</"
     data = json.dumps(payload, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
     page = _static("report.html")
     for key, value in (
+        ("CONNECT", "; connect-src 'self'" if live else ""),
         ("TITLE", _html_escape(title)),
         ("STYLE", _static("report.css")),
         ("DATA", data),

@@ -13,6 +13,7 @@
     const { ctx, w, h } = R.fit(canvas, 220);
     const pw = w - M.left - M.right;
     const ph = h - M.top - M.bottom;
+    lines = lines.filter((l) => l.y.length > 0);
     let xs = [];
     lines.forEach((l) => { xs = xs.concat(l.x.filter((v) => v !== null && (!opts.logX || v > 0))); });
     (opts.vlines || []).forEach((v) => { if (v.x !== null) xs.push(v.x); });
@@ -94,7 +95,8 @@
   function drawSeries() {
     const r = R.run();
     const s = r.series;
-    lineChart($("util"), [{ x: s.t, y: s.util, colour: "#1f77b4", step: true }], { xTime: true, yMax: 1, yPercent: true });
+    lineChart($("util"), [{ x: s.t, y: s.util, colour: "#1f77b4", step: true }],
+      { xTime: true, yMax: 1, yPercent: true, empty: "no GPUs in this cluster, or its servers are not known" });
     lineChart($("queue"), [
       { x: s.t, y: s.queue, colour: "#d62728", step: true, label: "waiting" },
       { x: s.t, y: s.running, colour: "#2ca02c", step: true, label: "running" },
@@ -245,8 +247,8 @@
   }
 
   // ---- start-up ----------------------------------------------------------------------------
-  function drawRun() {
-    R.resetView();
+  function drawRun(keepView) {
+    if (!keepView) R.resetView();
     R.drawTimeline();
     drawSeries();
     drawTable();
@@ -279,6 +281,22 @@
     });
     R.firstRenderMs = performance.now() - t0;
     document.body.dataset.ready = "1";
+    if (D.live) follow();
+  }
+
+  // a live dashboard's page: each message of the event stream is the run's data so far; the
+  // view keeps its zoom unless it showed the whole run, which it then goes on showing
+  function follow() {
+    let updates = 0;
+    const stream = new EventSource("events");
+    stream.onmessage = (e) => {
+      const before = R.run();
+      const whole = st.t0 <= (before.jobs.submit[0] || 0) && st.t1 >= before.end_s - 1e-6;
+      D.runs[st.run] = JSON.parse(e.data);
+      drawRun(!whole);
+      drawCdfs();
+      document.body.dataset.updates = String(++updates);
+    };
   }
 
   Object.assign(R, { drawTable, drawMeans, drawCdfs, drawSeries, parseFilter });
