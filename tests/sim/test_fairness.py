@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
@@ -95,3 +96,11 @@ def test_a_trace_user_column_gives_per_user_fairness_and_compare_can_pick_it(
     assert out.exit_code == 0, out.output
     rows = json.loads(out.stdout)
     assert all("user_fairness" in row and "worst_user_slowdown" in row for row in rows)
+
+
+def test_queued_time_counts_the_waits_after_a_preemption_that_the_first_wait_hides() -> None:
+    # issue 36: LAS and Tiresias preempt, so their avg_wait_s (before a first start) is small
+    las = dlsched.simulate("dl2", "las", seed=1).summary()
+    assert las["avg_queued_s"] > 10 * las["avg_wait_s"]
+    fifo = dlsched.simulate("dl2", "fifo", seed=1)  # never preempts: every queued s is a wait
+    assert fifo.queued_s == pytest.approx([r.wait_s for r in fifo.records], abs=1e-6)
