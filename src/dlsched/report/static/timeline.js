@@ -10,7 +10,10 @@
   const $ = (id) => document.getElementById(id);
   const run = () => D.runs[st.run];
 
-  function colour(k) { return "hsl(" + ((k * 137.508) % 360).toFixed(1) + ",62%," + (42 + (k % 3) * 9) + "%)"; }
+  const COLOURS = []; // job index -> its colour, made once (parsing colour text costs per bar)
+  function colour(k) {
+    return COLOURS[k] || (COLOURS[k] = "hsl(" + ((k * 137.508) % 360).toFixed(1) + ",62%," + (42 + (k % 3) * 9) + "%)");
+  }
   const RUN_COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"];
   const runColour = (k) => RUN_COLOURS[k % RUN_COLOURS.length];
 
