@@ -88,3 +88,12 @@ def test_a_tiny_budget_stops_a_run_whose_validation_alone_would_take_far_longer(
     assert card.steps["sl"] < 10_000  # the supervised phase stopped early
     assert card.validation["seeds_validated"] < 300  # and so did the validation
     assert "stopped by the wall-time budget of 1 s" in card.notes
+
+
+def test_a_cut_validation_never_outranks_a_whole_one(tmp_path: Path):
+    learner = _learner(tmp_path, Budget(None), teacher=None, val_seeds=(201, 202, 203))
+    whole = learner.validate()
+    learner.budget = CountedBudget(calls=9)  # before seed 1 and its 8 jobs, then cut
+    cut = learner.validate()
+    assert learner.val_cut_after == 1 and cut.rank > whole.rank
+    assert cut.row["val_avg_jct_s"] != "inf"  # the log still shows the mean of that seed

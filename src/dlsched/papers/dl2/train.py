@@ -234,7 +234,7 @@ class Dl2Learner:
     def validate(self) -> Validation:
         """Validation average JCT (and stalls on the probes, if any) of the current policy;
         cut once the budget and its grace are spent (`Budget.validation_over`): the mean over
-        the seeds finished (inf if none)."""
+        the seeds finished (inf if none), ranked behind every whole validation."""
         spec = self.spec
         stop = self.budget.validation_over
         stalls = 0
@@ -267,7 +267,8 @@ class Dl2Learner:
         }
         if self.phase == "init":  # validated before any step (a run out of time)
             row.update(phase="init", step=0, stat="0.0000")
-        return Validation((float(stalls), val), row)
+        # a cut validation (fewer seeds) is never ranked above a whole one: it ranks inf
+        return Validation((float(stalls), val if self.val_cut_after is None else math.inf), row)
 
     def policy_files(self) -> tuple[Mapping[str, torch.Tensor], PolicyCard]:
         spec = self.spec
