@@ -57,8 +57,9 @@ def simulate(
     repack: bool = False,
     max_idle_retries: int | None = None,
     on_job_finished: Callable[[int, int], None] | None = None,
+    record_events: bool = False,
     **overrides: Any,
-) -> Result:
+) -> Result:  # over 80 lines: every simulator option a keyword, each documented
     """Run one workload under one scheduler and return its `Result`.
 
     Args:
@@ -85,6 +86,7 @@ def simulate(
             `SimConfig`'s.
         on_job_finished: called with (jobs finished, jobs in the workload) after each finish,
             e.g. to show progress.
+        record_events: keep the run's events in ``result.event_log`` (same results).
         **overrides: workload generator options (``num_jobs=50``, ``mix="large-jobs"``, …).
 
     Raises:
@@ -122,6 +124,7 @@ def simulate(
         config,
         workload_name=workload.name,
         on_job_finished=on_job_finished,
+        record_events=record_events,
     )
     result = sim.run()
     moves = f"on ({sim.repacked} moves)" if repack else "off"

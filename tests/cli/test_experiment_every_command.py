@@ -5,6 +5,7 @@ validation use)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -138,4 +139,23 @@ def test_train_deeprm_reads_the_file_and_refuses_a_workload_it_cannot_train_on(
     one_error(
         ["train", "deeprm", "--experiment", str(trace)],
         "exp.toml: workload, split do not apply here (train deeprm trains on DeepRM's own",
+    )
+
+
+def test_scheduling_rounds_from_the_command_line(tmp_path: Path) -> None:
+    """Blox's 300 s rounds, not only in the Python API: ``-o interval_s=300 -o on_events=false``
+    (or ``option = [...]`` under ``[simulate]``) decides only on the round's tick."""
+    exp = write(tmp_path, '[simulate]\noption = ["interval_s=300", "on_events=false"]\n')
+    base = ["simulate", "-w", "dl2", "-s", "fifo", "--json"]
+    rounds = json.loads(runner.invoke(app, [*base, "--experiment", str(exp)]).stdout)
+    default = json.loads(runner.invoke(app, base).stdout)  # the dl2 workload's own rounds
+    assert abs(rounds["decisions"] - rounds["makespan_s"] / 300) <= 2  # one per 300 s tick
+    assert rounds["decisions"] != default["decisions"]
+
+
+def test_dash_o_on_train_sched2_says_where_a_traces_settings_go() -> None:
+    """Issue 36: ``train sched2 -o columns=…`` was a bare "No such option: -o"."""
+    one_error(
+        ["train", "sched2", "-o", "columns=duration=x", "--out", "r"],
+        "No such option: -o (here a trace's settings are options of their own: --columns",
     )

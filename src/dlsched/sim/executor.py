@@ -31,6 +31,7 @@ from typing import Protocol
 
 from dlsched.core import Allocation, Arch, Cluster, Decision, JobRun, Status, Target
 from dlsched.placement.base import Placement
+from dlsched.sim.event_log import EventLog
 
 _Change = tuple[JobRun, int, int, Allocation | None]
 
@@ -161,6 +162,8 @@ class Executor:
         # for exactly that again passed every check when it was given (a job that finished
         # while holding it keeps its entry: one small entry a job, never read again)
         self._given: dict[int, Allocation] = {}
+        self.events: EventLog | None = None
+        """Where every change made is recorded (`dlsched.sim.event_log`); None: nowhere."""
 
     def apply(
         self,
@@ -272,7 +275,10 @@ class Executor:
         status = actuator.change(run, old, new)
         if not status.ok:
             self.cluster.allocate(spec, old)
-        elif new.is_empty:
+            return status
+        if self.events is not None:
+            self.events.change(run, old, new)
+        if new.is_empty:
             self._given.pop(spec.job_id, None)
         else:
             self._given[spec.job_id] = new
@@ -302,6 +308,8 @@ class Executor:
             if actuator.change(run, old, new).ok:
                 self._given[run.job_id] = new
                 moved.append(run.job_id)
+                if self.events is not None:
+                    self.events.change(run, old, new)
             else:
                 self.cluster.allocate(run.spec, old)
         return moved

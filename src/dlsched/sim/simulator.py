@@ -29,14 +29,12 @@ import numpy as np
 
 from dlsched.core import (
     Allocation,
-    Arch,
     Cluster,
     ClusterView,
     Decision,
     JobRun,
     JobSpec,
     QueueChanges,
-    Resources,
     Status,
 )
 from dlsched.models.base import ThroughputModel, no_wait_bound_s
@@ -44,6 +42,7 @@ from dlsched.placement.base import Placement
 from dlsched.schedulers.base import Scheduler, check_scheduler
 from dlsched.sim.config import SimConfig
 from dlsched.sim.engine import EventKind, EventQueue
+from dlsched.sim.event_log import EventLog
 from dlsched.sim.executor import Applying, Executor
 from dlsched.sim.metrics import Timeline
 from dlsched.sim.pending import PendingList
@@ -73,6 +72,7 @@ class Simulator:
         workload_name: for the result.
         on_job_finished: called with (jobs finished so far, jobs in all) after each finish
             (progress display; it must not change the simulation).
+        record_events: keep the run's `EventLog` (``result().event_log``); nothing else changes.
     """
 
     def __init__(
@@ -85,6 +85,7 @@ class Simulator:
         config: SimConfig,
         workload_name: str = "",
         on_job_finished: Callable[[int, int], None] | None = None,
+        record_events: bool = False,
     ) -> None:
         self.specs = sorted(jobs, key=lambda j: (j.submit_time_s, j.job_id))
         if len({j.job_id for j in self.specs}) != len(self.specs):
@@ -114,6 +115,9 @@ class Simulator:
         self._actuator = Applying(lambda run, new: self._set_allocation(run, new, self.now_s))
         self._mover = Applying(lambda run, new: self._set_allocation(run, new, self.now_s, True))
         self.repacked = 0  # moves of split jobs onto one server (`SimConfig.repack`)
+        self.event_log = (
+            EventLog.attach(self.executor, lambda: self.now_s) if record_events else None
+        )
         self._running_list: tuple[JobRun, ...] | None = ()  # running's values; None when stale
         self._slot_clock = [0]  # scheduling points so far, shared by the running jobs
         self._noise: dict[int, float] = {}
@@ -130,23 +134,7 @@ class Simulator:
         self._point_s: float | None = None
         self._changes: QueueChanges | None = None  # since the previous point
         self._wall0 = time.perf_counter()
-        self._check_fits()
-
-    def _check_fits(self) -> None:
-        limit = (self.cluster.capacity_array.sum(axis=0) + 1e-9).tolist()
-        fit: set[tuple[Resources, Resources, int, int]] = set()  # smallest sizes known to fit
-        for spec in self.specs:
-            ps = min(spec.num_ps, 1) if spec.arch is Arch.PS else 0
-            key = (spec.worker_demand, spec.ps_demand, spec.min_workers, ps)
-            if key in fit:
-                continue
-            need = spec.demand(spec.min_workers, ps)
-            if need.gpu <= limit[0] and need.cpu <= limit[1] and need.mem <= limit[2]:
-                fit.add(key)
-            else:
-                raise ValueError(
-                    f"job {spec.job_id} needs {need} at its smallest, more than the whole cluster"
-                )
+        cluster.check_fits(self.specs)
 
     # -- main loop and stepping API ------------------------------------------------------------
 
@@ -275,8 +263,10 @@ class Simulator:
                 gpu_util=self._busy_gpu_s / (total.gpu * span) if total.gpu else 0.0,
                 cpu_util=self._busy_cpu_s / (total.cpu * span) if total.cpu else 0.0,
                 jct_bound_s=bound,
+                cluster_gpus=float(total.gpu),
             ),
             self.timeline,
+            event_log=self.event_log,
         )
 
     def _start(self) -> None:
@@ -325,6 +315,8 @@ class Simulator:
             self.runs[spec.job_id] = run
             self.pending.add(run)
             changed = True
+            if self.event_log is not None:
+                self.event_log.submit(spec.job_id)
         queue = self.queue
         while queue.peek_time() <= t:
             _, kind, payload = queue.pop()
@@ -389,6 +381,7 @@ class Simulator:
         if alloc.workers:
             held = alloc.num_workers * run.spec.worker_demand.gpu
             run.attained_gpu_s += held * (t - since if t > since else 0.0)
+            run.held_s += t - since if t > since else 0.0
         ran_from = since if since >= run.paused_until_s else run.paused_until_s
         rate = run.rate
         if rate > 0.0 and t > ran_from:
@@ -456,6 +449,8 @@ class Simulator:
         self._stop_running(run)
         self.finished.append(run)
         self._refresh_usage()
+        if self.event_log is not None:
+            self.event_log.finish(run.job_id)
         if self.on_job_finished is not None:
             self.on_job_finished(len(self.finished), len(self.specs))
 

@@ -54,7 +54,6 @@ def train_dl2_command(
     and validation its validation part (the card records both)."""
     import torch
 
-    from dlsched.papers.dl2.elastic import require_elastic
     from dlsched.papers.dl2.train import train_dl2
     from dlsched.rl.checkpoint import read_card
     from dlsched.rl.files import LOG_FILE
@@ -63,18 +62,11 @@ def train_dl2_command(
         torch.set_num_threads(1)
         if spec.rl_method == "es" and spec.clusters > 1:
             raise ValueError("--clusters: federated training is actor-critic only")
-        options = parse_options(args.option)
-        options.update(
-            {k: v for k, v in (("servers", args.servers), ("load", args.load)) if v is not None}
-        )
-        if args.paper and trace.given():
-            raise ValueError("--paper trains on the dl2 workload; trace options do not apply")
-        options.update(_trace_options(spec.workload, trace))
-        require_elastic(spec.workload, options)
+        options = _generator_options(spec.workload, args, trace)
         if args.paper:  # DL2's own preset on batched environments (its own run, paper.py)
             _run_paper(run, spec, config, args, options)
             return
-        split = options.get("split") is not None
+        split = options.get("split") is not None  # your trace's parts: train, validation
         spec = dataclasses.replace(
             spec,
             workload_options={**options, "part": "train"} if split else options,
@@ -88,6 +80,22 @@ def train_dl2_command(
         with progress_bar(TextColumn("{task.fields[val]}")) as progress:
             best = train_dl2(spec, run, progress=_progress(progress, spec))
         _print_summary(best, LOG_FILE, read_card(best))
+
+
+def _generator_options(workload: str, args: Dl2RunArgs, trace: TraceOptions) -> dict[str, Any]:
+    """The workload generator's options (-o, --servers, --load, your trace's); ValueError for
+    trace options with --paper or on another workload, or a workload without elastic jobs."""
+    from dlsched.papers.dl2.elastic import require_elastic
+
+    options = parse_options(args.option)
+    options.update(
+        {k: v for k, v in (("servers", args.servers), ("load", args.load)) if v is not None}
+    )
+    if args.paper and trace.given():
+        raise ValueError("--paper trains on the dl2 workload; trace options do not apply")
+    options.update(_trace_options(workload, trace))
+    require_elastic(workload, options)
+    return options
 
 
 def _trace_options(workload: str, trace: TraceOptions) -> dict[str, Any]:

@@ -201,6 +201,12 @@ def build_workload(
         params["trace_ids"] = dict(
             zip(table.job_id.tolist(), table.trace_ids.tolist(), strict=True)
         )
+    if table.users is not None:  # per-user fairness (`dlsched.sim.fairness`); empty: unknown
+        params["users"] = {
+            job: user
+            for job, user in zip(table.job_id.tolist(), table.users.tolist(), strict=True)
+            if user
+        }
     return Workload(
         name=name,
         jobs=tuple(jobs),

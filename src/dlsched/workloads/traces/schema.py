@@ -22,6 +22,7 @@ OPTIONAL_COLUMNS: tuple[str, ...] = (
     "cpu",
     "mem_gb",
     "status",
+    "user",
 )
 """Columns a generic trace may have (see the module docstring for their rules)."""
 
@@ -159,6 +160,8 @@ class Table:
     ignored_columns: list[str]
     trace_ids: npt.NDArray[np.str_] | None = None
     """The trace's own job ids when they are not numbers (``job_id`` is then the data row)."""
+    users: npt.NDArray[np.str_] | None = None
+    """Who submitted each job (the ``user`` column; empty: unknown), when the trace says."""
     mapped: dict[str, str] = field(default_factory=dict)
     """Schema column → the file's column it was read from, where the names differ."""
     inferred: list[str] = field(default_factory=list)

@@ -126,6 +126,8 @@ def take(table: Table, index: npt.NDArray[np.int64]) -> Table:
     changes: dict[str, Any] = {name: getattr(table, name)[index] for name in per_job}
     if table.trace_ids is not None:
         changes["trace_ids"] = table.trace_ids[index]
+    if table.users is not None:
+        changes["users"] = table.users[index]
     return replace(table, **changes)
 
 
