@@ -293,14 +293,17 @@ def reproduce(
         ),
     ] = None,
     full: Annotated[bool, typer.Option(help="Run the paper's full size (slow).")] = False,
+    report: ReportOpt = None,
 ) -> None:
     """Regenerate a paper's table or figure as CSV + PNG + Markdown."""
+    from dlsched.commands.report import reproduce_report
     from dlsched.experiments.registry import experiments, run_experiment
 
     with _one_line_errors():
         if out_dir is not None and name in experiments():
             check_out_folder(out_dir, "--out")
-        paths = run_experiment(name, out_dir or Path("out") / name, full=full)
+        with reproduce_report(report, f"reproduce {name}") as paths:
+            paths += run_experiment(name, out_dir or Path("out") / name, full=full)
     for path in paths:
         out.print(f"wrote {path}", markup=False, emoji=False, highlight=False)
 

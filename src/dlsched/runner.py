@@ -12,7 +12,9 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from dlsched.models.locality import SENSITIVITY, Locality
@@ -26,6 +28,21 @@ from dlsched.workloads.registry import make_workload
 log = logging.getLogger(__name__)
 
 _UNSET: Any = object()
+
+_KEPT: ContextVar[list[Result] | None] = ContextVar("dlsched_kept_runs", default=None)
+
+
+@contextmanager
+def keeping_runs() -> Iterator[list[Result]]:
+    """Inside the block every `simulate` in this process records its event log and its result
+    is appended to the list yielded (what ``dlsched reproduce --report`` draws). Runs in worker
+    processes are not kept."""
+    kept: list[Result] = []
+    token = _KEPT.set(kept)
+    try:
+        yield kept
+    finally:
+        _KEPT.reset(token)
 
 
 class CannotRun(SimulationStalled):
@@ -115,6 +132,7 @@ def simulate(
         repack=repack,
         **({} if max_idle_retries is None else {"max_idle_retries": max_idle_retries}),
     )
+    kept = _KEPT.get()
     sim = Simulator(
         workload.jobs,
         workload.make_cluster(),
@@ -124,11 +142,13 @@ def simulate(
         config,
         workload_name=workload.name,
         on_job_finished=on_job_finished,
-        record_events=record_events,
+        record_events=record_events or kept is not None,
     )
     result = sim.run()
     moves = f"on ({sim.repacked} moves)" if repack else "off"
     result.params = {**workload.params, "speed_model": speed_model(workload), "repack": moves}
+    if kept is not None:
+        kept.append(result)
     return result
 
 

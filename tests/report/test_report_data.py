@@ -155,3 +155,13 @@ def test_live_run_refuses_a_bad_dashboard_address_or_report_before_starting() ->
     assert done.exit_code == 2 and "--dashboard" in done.output
     done = runner.invoke(app, ["live", "run", "--report", "r.txt"])
     assert done.exit_code == 2 and "--report" in done.output
+
+
+def test_reproduce_draws_the_runs_the_experiment_simulated(tmp_path: Path) -> None:
+    page = tmp_path / "kubeflow.html"
+    args = ["reproduce", "kubeflow", "--out", str(tmp_path / "kf"), "--report", str(page)]
+    done = CliRunner().invoke(app, args)
+    assert done.exit_code == 0, done.output
+    html = page.read_text()
+    assert '"scheduler":"kubeflow-dynamic"' in html and '"scheduler":"kubeflow-static"' in html
+    assert (tmp_path / "kf" / "summary.csv").is_file()  # the experiment's own outputs as before

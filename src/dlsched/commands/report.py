@@ -3,7 +3,8 @@ the interactive HTML page of runs (`dlsched.report`) and their event logs."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -48,6 +49,29 @@ def write_run_outputs(
 
         report_results(results, report, title)
         err.print(f"wrote {report}", markup=False, emoji=False, highlight=False)
+
+
+@contextmanager
+def reproduce_report(report: Path | None, title: str) -> Iterator[list[Path]]:
+    """Around an experiment: with ``report``, keep every run it simulates in this process and
+    draw them, labelled scheduler · workload when it ran several workloads; the paths written
+    (the experiment's, then the page) are the list yielded."""
+    written: list[Path] = []
+    if report is None:
+        yield written
+        return
+    from dlsched.report import check_report_path, report_results
+    from dlsched.runner import keeping_runs
+
+    check_report_path(report, "--report")
+    with keeping_runs() as kept:
+        yield written
+    if not kept:
+        raise ValueError("--report: the experiment simulated nothing in this process to draw")
+    if len({r.workload for r in kept}) > 1:
+        for r in kept:
+            r.scheduler = f"{r.scheduler} · {r.workload}"
+    written.append(report_results(kept, report, title))
 
 
 def report(
