@@ -58,6 +58,9 @@ def test_dl2slot_normalises_rewards_but_not_observations(example: ModuleType) ->
         example.PpoSettings()
     )
     assert example.training_env(make_env, example.PpoSettings()) is made[-1]
+    # 30 held-out seeds by default: 10 did not resolve the difference; never training seeds
+    seeds = example.parse_seeds(example.DEFAULT_EVAL_SEEDS["dlsched/DL2Slot-v0"])
+    assert len(seeds) == 30 and max(seeds) < 1_000_000
 
 
 class RawReturns(gym.Wrapper[Any, Any, Any, Any]):
