@@ -45,6 +45,7 @@ def run_input(result: Result) -> RunInput:
         records=result.records,
         timeline=result.timeline,
         jct_bound_s=result.jct_bound_s,
+        decisions=result.decision_trace,
     )
 
 

@@ -197,6 +197,11 @@ class NumpyPolicy:
         nk.scores(obs, self._wflat, self._meta, self._state, self._scores)
         return self._scores
 
+    @property
+    def last_scores(self) -> npt.NDArray[np.floating[Any]]:
+        """Every action's score at the last `act_after` (a buffer the next call reuses)."""
+        return self._scores
+
     def act_after(
         self, obs: npt.NDArray[np.float32], mask: npt.NDArray[np.bool_], row: int | None
     ) -> int:
@@ -204,6 +209,7 @@ class NumpyPolicy:
         ``row`` as in `logits_after`."""
         if not self.row_net:
             scores = self.logits(obs)
+            self._scores[:] = scores  # for last_scores
             action = int(np.argmax(np.where(mask, scores, -np.inf)))
             return action if mask[action] else -1
         if row is None:
