@@ -22,7 +22,8 @@ install-rl: $(STAMP)
 	$(PY) -m pip install -q torch==2.13.0 -e '.[dev,rl]'
 
 demo: $(STAMP)
-	$(VENV)/bin/dlsched compare --workload dl2 --schedulers fifo,drf --seeds 1-3 --plot out/demo.png
+	$(VENV)/bin/dlsched compare --workload dl2 --schedulers fifo,drf --seeds 1-3 --plot out/demo.png \
+		--report out/demo.html
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks examples

@@ -5,8 +5,11 @@ Workloads whose speeds follow `dlsched.models.locality.Locality` (``sched2``, ``
 ``trace:PATH``) slow a job spread over ``k`` servers by ``1 + 2 (S - 1) (k - 1) / k`` (``S`` the
 model's slowdown at two servers, SCED² Fig. 1). ``simulate(..., cross_server_slowdown=False)``
 (CLI: ``-o cross_server_slowdown=false``) runs the same jobs, cluster and scheduler with every
-``S = 1``. Printed per workload and scheduler: average JCT and makespan (s) on and off, and the
-share of the average JCT the slowdown accounts for, ``(on - off) / on``::
+``S = 1``. A third run keeps the slowdown on and re-packs (``repack=True``, CLI ``-o
+repack=true``): a running job spread over servers moves onto one server once one has room,
+pausing for the workload's checkpoint-restart (`dlsched.sim.SimConfig.repack`). Printed per
+workload and scheduler: average JCT and makespan (s) on, off and on with re-packing, the share
+of the average JCT the slowdown accounts for, ``(on - off) / on``, and the moves made::
 
     PYTHONPATH=src python benchmarks/locality_share.py --workloads philly:ee9e8c,sched2 \\
         --schedulers fifo,las --seeds 0
@@ -37,21 +40,23 @@ def main() -> None:
         options["max_jobs"] = args.max_jobs
     if args.start is not None:
         options["start"] = args.start
-    print("workload | scheduler | seed | avg JCT on / off (s) | share | makespan on / off (s)")
+    print(
+        "workload | scheduler | seed | avg JCT on / off / on+repack (s) | share | "
+        "makespan on / off / on+repack (s) | moves"
+    )
+    runs = ({"cross_server_slowdown": False}, {}, {"repack": True})
     for workload in args.workloads.split(","):
         for scheduler in args.schedulers.split(","):
             for seed in (int(s) for s in args.seeds.split(",")):
-                on, off = (
-                    simulate(
-                        workload, scheduler, seed, cross_server_slowdown=flag, **options
-                    ).summary()
-                    for flag in (True, False)
+                off, on, repack = (
+                    simulate(workload, scheduler, seed, **run, **options).summary() for run in runs
                 )
                 share = (on["avg_jct_s"] - off["avg_jct_s"]) / on["avg_jct_s"]
+                jct = " / ".join(f"{r['avg_jct_s']:,.0f}" for r in (on, off, repack))
+                span = " / ".join(f"{r['makespan_s']:,.0f}" for r in (on, off, repack))
+                moves = repack["repack"].removeprefix("on (").removesuffix(" moves)")
                 print(
-                    f"{workload} | {scheduler} | {seed} | {on['avg_jct_s']:,.0f} / "
-                    f"{off['avg_jct_s']:,.0f} | {share:.1%} | {on['makespan_s']:,.0f} / "
-                    f"{off['makespan_s']:,.0f}",
+                    f"{workload} | {scheduler} | {seed} | {jct} | {share:.1%} | {span} | {moves}",
                     flush=True,
                 )
     print(f"load average (1, 5, 15 min) after: {os.getloadavg()}")

@@ -36,7 +36,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("dlsched.schedulers", "dlsched.workloads"),  # policies and generators, by name
     ("dlsched.rl",),  # what every learned policy shares
     ("dlsched.runner",),  # one run by name
-    ("dlsched.experiments", "dlsched.live", "dlsched.k8s"),  # many runs; the real runtimes
+    ("dlsched.experiments", "dlsched.live", "dlsched.k8s", "dlsched.report"),  # many runs;
+    # the real runtimes; HTML reports of runs
     ("dlsched.commands",),  # CLI pieces shared by the papers' commands
     ("dlsched.papers",),  # plugins: reached from below only through the plugin table
     ("dlsched.api",),  # the public front door

@@ -37,3 +37,16 @@ def test_a_spec_looked_up_first_keeps_the_hook() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True
     )
     assert result.stdout.splitlines() == ["[]", "['colorsys']"]
+
+
+def test_the_registration_module_imported_first_registers_the_ids() -> None:
+    """``import dlsched.rl.registration`` before Gymnasium: its own ``import gymnasium`` fires
+    the package's hook while the module is half made; the ids are still registered once."""
+    probe = (
+        "import dlsched.rl.registration\nimport gymnasium as gym\n"
+        "print(sorted(i for i in gym.registry if i.startswith('dlsched/')))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    )
+    assert "dlsched/DL2-v0" in result.stdout and "dlsched/SCED2-v0" in result.stdout

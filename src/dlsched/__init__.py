@@ -15,6 +15,7 @@ as soon as Gymnasium is imported (at once if it already is; `dlsched.when_import
 run that does not use Gymnasium does not import it; it does not import PyTorch.
 """
 
+import importlib
 from types import ModuleType
 
 from dlsched.api import compare, make_scheduler, make_workload, simulate
@@ -24,10 +25,10 @@ from dlsched.when_imported import when_imported
 
 
 def _register_envs(_gymnasium: ModuleType) -> None:
-    """Register dlsched's Gymnasium ids (called once Gymnasium is imported)."""
-    from dlsched.rl.registration import register_envs
-
-    register_envs()
+    """Register dlsched's Gymnasium ids (called once Gymnasium is imported): the registration
+    module registers them when its import ends, so this also works when that module's own
+    ``import gymnasium`` is what called it (then the import returns the half-made module)."""
+    importlib.import_module("dlsched.rl.registration")
 
 
 when_imported("gymnasium", _register_envs)

@@ -27,6 +27,7 @@ from dlsched.commands.common import one_line_errors as _one_line_errors
 from dlsched.commands.config_options import Section, with_sections
 from dlsched.commands.experiment import experiment_file, scheduler_specs
 from dlsched.commands.options import (
+    EventsOutOpt,
     JobsOutOpt,
     JsonOpt,
     LoadOpt,
@@ -35,6 +36,7 @@ from dlsched.commands.options import (
     OptionOpt,
     PlacementOpt,
     PlotOpt,
+    ReportOpt,
     SeedOpt,
     ServersOpt,
     WorkloadOpt,
@@ -99,6 +101,8 @@ def simulate(
     json_out: JsonOpt = False,
     plot: PlotOpt = None,
     jobs_out: JobsOutOpt = None,
+    report: ReportOpt = None,
+    events_out: EventsOutOpt = None,
     jobs_csv: Annotated[
         Path | None, typer.Option(hidden=True, help="Deprecated: --jobs-out PATH.csv.")
     ] = None,
@@ -108,24 +112,15 @@ def simulate(
 ) -> None:
     """Simulate one workload under one scheduler and print its metrics."""
     import dlsched
+    from dlsched.commands.report import write_run_outputs
     from dlsched.experiments.parallel import labelled
-    from dlsched.sim.jobs_table import check_jobs_path, write_jobs
+    from dlsched.sim.jobs_table import write_jobs
 
     [(name, spec)] = scheduler_specs([scheduler], variants)
     label = escape(f"{workload} · {name}")
     with _one_line_errors(hold_warnings=True), _job_progress(label) as on_job_finished:
-        check_outputs(
-            {"--jobs-out": jobs_out, "--jobs-csv": jobs_csv, "--plot": plot},
-            workload_inputs(workload),
-        )
-        if jobs_csv is not None:
-            log.warning(
-                "--jobs-csv is deprecated and will be removed; use --jobs-out %s (the same table)",
-                jobs_csv,
-            )
-            check_jobs_path(jobs_csv, "--jobs-csv")
-        if jobs_out is not None:
-            check_jobs_path(jobs_out, "--jobs-out")
+        outputs = {"--jobs-out": jobs_out, "--jobs-csv": jobs_csv, "--plot": plot}
+        _check_outputs(workload, outputs | {"--report": report, "--events-out": events_out})
         options = workload_options(option, on_bad_row, trace)
         if horizon is not None and "horizon_s" in options:
             raise ValueError("give the stop time once: --horizon or -o horizon_s, not both")
@@ -139,6 +134,7 @@ def simulate(
                 placement=placement,
                 noise=noise,
                 on_job_finished=on_job_finished,
+                record_events=report is not None or events_out is not None,
                 **{"horizon_s": horizon, **options},
             ),
             spec,
@@ -153,11 +149,31 @@ def simulate(
             from dlsched.experiments.plots import plot_run
 
             plot_run(result, plot)
+        write_run_outputs([result], report, events_out, f"{workload} · {name} · seed {seed}")
     summary = _clean(result.summary())
     if json_out:
         print(json.dumps(summary))
         return
     out.print(_summary_table(summary, seed, result.params))
+
+
+def _check_outputs(workload: str, outputs: Mapping[str, Path | None]) -> None:
+    """`ValueError` naming the option for an output of ``simulate`` that would replace an
+    input or is malformed, before the run; a warning for the deprecated ``--jobs-csv``."""
+    from dlsched.commands.report import check_run_outputs
+    from dlsched.sim.jobs_table import check_jobs_path
+
+    check_outputs(outputs, workload_inputs(workload))
+    check_run_outputs(outputs["--report"], outputs["--events-out"])
+    jobs_csv = outputs["--jobs-csv"]
+    if jobs_csv is not None:
+        log.warning(
+            "--jobs-csv is deprecated and will be removed; use --jobs-out %s (the same table)",
+            jobs_csv,
+        )
+        check_jobs_path(jobs_csv, "--jobs-csv")
+    if outputs["--jobs-out"] is not None:
+        check_jobs_path(outputs["--jobs-out"], "--jobs-out")
 
 
 def _summary_table(summary: dict[str, Any], seed: int, params: Mapping[str, Any]) -> Table:
@@ -182,6 +198,7 @@ def _summary_table(summary: dict[str, Any], seed: int, params: Mapping[str, Any]
 
 
 app.command()(resolve("dlsched.commands.compare:compare"))
+app.command()(resolve("dlsched.commands.report:report"))
 
 
 @app.command("list")
@@ -263,6 +280,9 @@ def trace_info(
 
 
 @app.command()
+@experiment_file(
+    "reproduce", unused="warn", why="a paper's experiment runs in the paper's own setting"
+)
 def reproduce(
     name: Annotated[str, typer.Argument(help="Experiment name (see dlsched list).")],
     out_dir: Annotated[
@@ -273,14 +293,17 @@ def reproduce(
         ),
     ] = None,
     full: Annotated[bool, typer.Option(help="Run the paper's full size (slow).")] = False,
+    report: ReportOpt = None,
 ) -> None:
     """Regenerate a paper's table or figure as CSV + PNG + Markdown."""
+    from dlsched.commands.report import reproduce_report
     from dlsched.experiments.registry import experiments, run_experiment
 
     with _one_line_errors():
         if out_dir is not None and name in experiments():
             check_out_folder(out_dir, "--out")
-        paths = run_experiment(name, out_dir or Path("out") / name, full=full)
+        with reproduce_report(report, f"reproduce {name}") as paths:
+            paths += run_experiment(name, out_dir or Path("out") / name, full=full)
     for path in paths:
         out.print(f"wrote {path}", markup=False, emoji=False, highlight=False)
 

@@ -69,7 +69,25 @@ def _message(exc: Exception) -> str:
     """Click's message, one line; ``Invalid value for '--seed': …`` names the option."""
     format_message: Callable[[], str] | None = getattr(exc, "format_message", None)
     text = format_message() if format_message is not None else str(exc)
-    return " ".join(text.split())
+    return " ".join(text.split()) + _no_option_o_hint(exc)
+
+
+def _no_option_o_hint(exc: Exception) -> str:
+    """For ``-o KEY=VALUE`` on a command without ``-o`` but with the trace options (``train
+    sched2``): where those settings go instead (issue 36)."""
+    if type(exc).__name__ != "NoSuchOption" or getattr(exc, "option_name", "") not in (
+        "-o",
+        "--option",
+    ):
+        return ""
+    ctx = getattr(exc, "ctx", None)
+    flags = {flag for p in getattr(ctx and ctx.command, "params", []) for flag in p.opts}
+    if "--columns" not in flags:
+        return ""
+    return (
+        " (here a trace's settings are options of their own: --columns NAME=COLUMN,…, "
+        "--time-unit, --drop-status, --split …; see --help)"
+    )
 
 
 def finite_range(

@@ -12,13 +12,15 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from dlsched.models.locality import SENSITIVITY, Locality
 from dlsched.placement import make_placement
 from dlsched.schedulers.base import Scheduler, cannot_run
-from dlsched.schedulers.registry import made_for, make_scheduler
+from dlsched.schedulers.registry import made_for, make_scheduler, refusal
 from dlsched.sim import RescaleCost, Result, SimConfig, SimulationStalled, Simulator
 from dlsched.workloads.base import Workload
 from dlsched.workloads.registry import make_workload
@@ -26,6 +28,21 @@ from dlsched.workloads.registry import make_workload
 log = logging.getLogger(__name__)
 
 _UNSET: Any = object()
+
+_KEPT: ContextVar[list[Result] | None] = ContextVar("dlsched_kept_runs", default=None)
+
+
+@contextmanager
+def keeping_runs() -> Iterator[list[Result]]:
+    """Inside the block every `simulate` in this process records its event log and its result
+    is appended to the list yielded (what ``dlsched reproduce --report`` draws). Runs in worker
+    processes are not kept."""
+    kept: list[Result] = []
+    token = _KEPT.set(kept)
+    try:
+        yield kept
+    finally:
+        _KEPT.reset(token)
 
 
 class CannotRun(SimulationStalled):
@@ -38,6 +55,7 @@ _WARNED: set[tuple[str, str]] = set()
 _WARNED_SETTING: set[tuple[str, ...]] = set()
 
 
+# over 80 lines: half of it the docstring of its keyword arguments (the public front door)
 def simulate(
     workload: str | Workload = "dl2",
     scheduler: str | Scheduler = "drf",
@@ -53,10 +71,12 @@ def simulate(
     rescale: RescaleCost | None = None,
     restart_s: float | None = None,
     cross_server_slowdown: bool = True,
+    repack: bool = False,
     max_idle_retries: int | None = None,
     on_job_finished: Callable[[int, int], None] | None = None,
+    record_events: bool = False,
     **overrides: Any,
-) -> Result:
+) -> Result:  # over 80 lines: every simulator option a keyword, each documented
     """Run one workload under one scheduler and return its `Result`.
 
     Args:
@@ -76,10 +96,14 @@ def simulate(
         restart_s: seconds of a checkpoint-restart (resize in restart mode, resume) in ``rescale``.
         cross_server_slowdown: False: a `Locality` workload's jobs spread over servers are not
             slowed down; the model in force is in ``params["speed_model"]`` (`speed_model`).
+        repack: move a running job spread over servers onto one server once one has room, at a
+            checkpoint-restart's cost (`SimConfig.repack`); ``params["repack"]`` says whether
+            it was on and how many moves it made.
         max_idle_retries: fruitless retries in a row before `SimulationStalled`; default
             `SimConfig`'s.
         on_job_finished: called with (jobs finished, jobs in the workload) after each finish,
             e.g. to show progress.
+        record_events: keep the run's events in ``result.event_log`` (same results).
         **overrides: workload generator options (``num_jobs=50``, ``mix="large-jobs"``, …).
 
     Raises:
@@ -93,6 +117,8 @@ def simulate(
         workload = _without_cross_server_slowdown(workload)
     if isinstance(scheduler, str):
         warn_if_not_made_for(scheduler, workload.name)
+        why = refusal(scheduler, workload.jobs, workload.servers)  # before any checkpoint loads
+        _refuse(scheduler.partition(":")[0], workload, why)
         scheduler = make_scheduler(scheduler)
     _refuse_if_it_cannot_run(scheduler, workload)
     warn_if_out_of_setting(scheduler, workload)
@@ -103,8 +129,10 @@ def simulate(
         noise=workload.noise if noise is None else noise,
         rescale=_rescale_cost(rescale or workload.rescale or RescaleCost(), restart_s),
         seed=seed,
+        repack=repack,
         **({} if max_idle_retries is None else {"max_idle_retries": max_idle_retries}),
     )
+    kept = _KEPT.get()
     sim = Simulator(
         workload.jobs,
         workload.make_cluster(),
@@ -114,9 +142,13 @@ def simulate(
         config,
         workload_name=workload.name,
         on_job_finished=on_job_finished,
+        record_events=record_events or kept is not None,
     )
     result = sim.run()
-    result.params = {**workload.params, "speed_model": speed_model(workload)}
+    moves = f"on ({sim.repacked} moves)" if repack else "off"
+    result.params = {**workload.params, "speed_model": speed_model(workload), "repack": moves}
+    if kept is not None:
+        kept.append(result)
     return result
 
 
@@ -135,8 +167,12 @@ def _refuse_if_it_cannot_run(scheduler: Scheduler, workload: Workload) -> None:
     """Raise `CannotRun` with the scheduler's reason when it says it could never run
     ``workload``'s jobs (`dlsched.schedulers.base.BaseScheduler.cannot_run`)."""
     why = cannot_run(scheduler, workload.jobs, workload.servers)
+    _refuse(getattr(scheduler, "name", type(scheduler).__name__), workload, why)
+
+
+def _refuse(name: str, workload: Workload, why: str | None) -> None:
+    """Raise `CannotRun` saying ``why`` scheduler ``name`` cannot run ``workload`` (if it can't)."""
     if why is not None:
-        name = getattr(scheduler, "name", type(scheduler).__name__)
         raise CannotRun(f"{name} cannot run the {workload.name} workload: {why}")
 
 

@@ -39,6 +39,7 @@ SMOKE: dict[str, str] = {
     "live_attacks.py": "--jobs 1 --attack-s 0.2 --steps 20",
     "live_scaling.py": "--quick --max-ps 1 --repeats 1 --no-cold",
     "locality_share.py": "--workloads sched2 --schedulers fifo --seeds 1",
+    "outside_setting.py": "--schedulers deeprm --workloads pollux --timeout-s 120",
     "paired_eval.py": "dlsched/DeepRM-v0 --seeds 1-2 --baselines sjf --rule first "
     "-o horizon_steps=5 --metric avg_slowdown",
     "peer_side_by_side.py": "",  # needs Blox's checkout and venv: see test_peer_side_by_side

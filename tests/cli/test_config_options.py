@@ -126,3 +126,9 @@ def test_field_docs_parses_a_module_once_and_finds_nested_classes() -> None:
 def test_old_spellings_are_still_options(command: str, old: str) -> None:
     opts = {o for p in _train_commands()[command].params for o in (*p.opts, *p.secondary_opts)}
     assert old in opts
+
+
+def test_help_text_is_not_read_as_rich_markup() -> None:
+    """``Needs dlsched[dask]`` in a docstring must not lose ``[dask]`` as a Rich tag."""
+    result = CliRunner().invoke(app, ["compare", "--help"], env={"COLUMNS": "300"})
+    assert "dlsched[dask]" in result.output

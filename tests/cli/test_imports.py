@@ -46,11 +46,14 @@ imported), Typer's Rich help module (needed for help only), any other policy mod
 
 
 @pytest.mark.slow
-def test_a_simulate_run_imports_only_what_it_uses() -> None:
+@pytest.mark.parametrize(
+    "workload", [["-w", "deeprm", "-o", "num_jobs=5"], ["-w", "philly:ee9e8c", "-o", "max_jobs=20"]]
+)
+def test_a_simulate_run_imports_only_what_it_uses(workload: list[str]) -> None:
+    """The packaged Philly trace is read without pandas too (`philly_columns`)."""
     probe = (
         "import sys\nfrom dlsched.cli import main\n"
-        "sys.argv = ['dlsched', 'simulate', '-w', 'deeprm', '-s', 'fifo', '-o', 'num_jobs=5',"
-        " '--json']\n"
+        f"sys.argv = ['dlsched', 'simulate', *{workload!r}, '-s', 'fifo', '--json']\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
         f"print([m for m in {LAZY!r} if m in sys.modules])"
     )

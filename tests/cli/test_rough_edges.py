@@ -59,7 +59,8 @@ def test_compare_time_columns_are_seconds_whatever_the_values():
         )
         assert result.exit_code == 0, result.output
         assert "(h)" not in result.stdout
-        assert result.stdout.count("(s)") == 4  # avg JCT, p95 JCT, makespan, avg wait
+        # avg JCT, p95 JCT, makespan, avg wait; avg queued in the second table
+        assert result.stdout.count("(s)") == 5
 
 
 # -- full width off a terminal ----------------------------------------------------------------
@@ -120,7 +121,9 @@ def test_deeprm_fig5_has_y_labels_and_intervals(monkeypatch: pytest.MonkeyPatch,
         assert bars and all(b.errorbar is not None for b in bars)  # a 95 % interval each
 
 
-def test_deeprm_fig6_labels_both_y_axes(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+def test_deeprm_fig6_labels_every_y_axis_and_gives_mean_and_max_reward_their_own(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+):
     from dlsched.papers.deeprm import experiments
 
     figures = _closed_figures(monkeypatch, experiments)
@@ -128,8 +131,14 @@ def test_deeprm_fig6_labels_both_y_axes(monkeypatch: pytest.MonkeyPatch, tmp_pat
     if not paths:
         pytest.skip("no shipped DeepRM learning curve")
     (fig,) = figures
-    assert [bool(ax.get_ylabel()) for ax in fig.axes] == [True, True]
+    assert [bool(ax.get_ylabel()) for ax in fig.axes] == [True, True, True]
     assert all(ax.get_xlabel() for ax in fig.axes)
+    _, mean, best = fig.axes  # issue 36: mean and max reward are not on one axis
+    assert len(mean.lines) == len(best.lines) == 1
+    assert "mean" in mean.get_ylabel() and "max" in best.get_ylabel()
+    lines = experiments.fig6_lines(tmp_path)
+    assert any(line.startswith("Mean total reward") for line in lines)
+    assert any(line.startswith("Max total reward") for line in lines)
 
 
 def test_simulate_plot_labels_every_y_axis(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):

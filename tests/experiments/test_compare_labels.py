@@ -41,7 +41,7 @@ def test_two_specs_of_one_policy_are_two_rows_and_labels(tmp_path: Path, workers
     table = _compare(*common)
     lines = [line.split() for line in table.splitlines() if "seeds" not in line]  # no title
     names = [words[0] for words in lines if words and words[0].startswith("deeprm")]
-    assert names == ["deeprm", "deeprm:1.3"]
+    assert names == ["deeprm", "deeprm:1.3"] * 2  # the metrics' table, then fairness's
 
 
 def test_the_rows_are_the_runs_of_each_spec_alone() -> None:

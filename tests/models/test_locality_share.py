@@ -31,3 +31,13 @@ def test_cli_option() -> None:
     done = CliRunner().invoke(app, [*args, "-o", "cross_server_slowdown=false"])
     assert done.exit_code == 0, done.output
     assert json.loads(done.stdout)["speed_model"] == "locality: cross-server slowdown off"
+
+
+def test_cli_repack_option_is_recorded_and_off_by_default() -> None:
+    args = ["simulate", "-w", "philly:ee9e8c", "-s", "fifo", "-o", "max_jobs=300", "--json"]
+    runs = [CliRunner().invoke(app, [*args, *extra]) for extra in ([], ["-o", "repack=true"])]
+    assert all(done.exit_code == 0 for done in runs), runs[-1].output
+    off, on = (json.loads(done.stdout) for done in runs)
+    assert off["repack"] == "off"
+    assert on["repack"].startswith("on (") and on["repack"] != "on (0 moves)"
+    assert on["avg_jct_s"] != off["avg_jct_s"]

@@ -67,7 +67,9 @@ def test_validation_never_prefers_a_checkpoint_that_stalls_a_probe(
 ) -> None:
     # The main validation is faked: the stalling candidate comes second with a better JCT.
     jcts = iter([9000.0, 5000.0])
-    monkeypatch.setattr(train_module, "evaluate", lambda *a, **k: next(jcts))
+    monkeypatch.setattr(
+        train_module, "evaluate_seeds", lambda _p, _c, seeds, *a, **k: [next(jcts)] * len(seeds)
+    )
     spec = TrainSpec(
         workload_options={"servers": 2, "num_jobs": 8}, config=CFG, stall_probes=probes
     )

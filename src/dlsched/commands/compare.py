@@ -33,6 +33,7 @@ from dlsched.commands.common import (
 from dlsched.commands.config_options import Section, with_sections
 from dlsched.commands.experiment import experiment_file, scheduler_specs
 from dlsched.commands.options import (
+    EventsOutOpt,
     JobsOutOpt,
     JsonOpt,
     LoadOpt,
@@ -41,6 +42,7 @@ from dlsched.commands.options import (
     OptionOpt,
     PlacementOpt,
     PlotOpt,
+    ReportOpt,
     ServersOpt,
     WorkloadOpt,
     workload_options,
@@ -102,6 +104,8 @@ def compare(
     json_out: JsonOpt = False,
     plot: PlotOpt = None,
     jobs_out: JobsOutOpt = None,
+    report: ReportOpt = None,
+    events_out: EventsOutOpt = None,
     *,
     trace: TraceOptions,
     more: CompareOptions,
@@ -109,18 +113,20 @@ def compare(
 ) -> None:
     """Compare schedulers over seeds: means with 95 % confidence intervals."""
     from dlsched.cli_args import parse_seed_list
-    from dlsched.experiments.compare import METRICS, run_grid, summarise
+    from dlsched.commands.report import write_run_outputs
+    from dlsched.experiments.compare import METRICS, QUEUEING_AND_FAIRNESS, run_grid, summarise
     from dlsched.schedulers.registry import make_scheduler
     from dlsched.sim.jobs_table import write_jobs
 
     with one_line_errors(hold_warnings=True):
-        _check_outputs(workload, jobs_out, plot, more)
+        _check_outputs(workload, jobs_out, plot, more, report, events_out)
         pairs = scheduler_specs(_scheduler_names(schedulers, workload, variants), variants)
         seed_list = parse_seed_list(seeds)
         for _, spec in pairs:
             make_scheduler(spec)  # fail fast on unknown names, before any run
         options: dict[str, Any] = dict(servers=servers, load=load, placement=placement, noise=noise)
         options.update(workload_options(option, on_bad_row, trace))
+        options["record_events"] = report is not None or events_out is not None
         with progress_bar(transient=True) as progress:
             task = progress.add_task(escape(workload), total=len(pairs) * len(seed_list))
             results = run_grid(
@@ -141,24 +147,38 @@ def compare(
             write_summary(rows, more.summary_out)
         if plot is not None:
             _plot(rows, plot, metrics[0], f"{workload}, seeds {seeds}", more.log_scale, results)
+        write_run_outputs(results, report, events_out, f"{workload} · seeds {seeds}")
     if json_out:
         print(json.dumps([clean(r.summary()) for r in results]))
         return
-    out.print(comparison_table(rows, metrics, f"{workload} · seeds {seeds}", results[0].params))
+    title = f"{workload} · seeds {seeds}"
+    out.print(comparison_table(rows, metrics, title, results[0].params))
+    if more.metric is None:  # a second table: the first fits 80 columns
+        title += " · queueing and fairness"
+        out.print(comparison_table(rows, QUEUEING_AND_FAIRNESS, title, results[0].params))
     for path in (plot, more.summary_out):
         if path is not None:
             err.print(f"wrote {path}", markup=False, emoji=False, highlight=False)
 
 
 def _check_outputs(
-    workload: str, jobs_out: Path | None, plot: Path | None, more: CompareOptions
+    workload: str,
+    jobs_out: Path | None,
+    plot: Path | None,
+    more: CompareOptions,
+    report: Path | None = None,
+    events_out: Path | None = None,
 ) -> None:
     """`ValueError` for an output that would replace an input, or a bad ``--summary-out``,
-    ``--jobs-out``, or both ``--workers`` and ``--dask``: before any run."""
+    ``--jobs-out``, ``--report``, ``--events-out``, or both ``--workers`` and ``--dask``: before
+    any run."""
+    from dlsched.commands.report import check_run_outputs
     from dlsched.sim.jobs_table import check_jobs_path
 
     outputs = {"--jobs-out": jobs_out, "--plot": plot, "--summary-out": more.summary_out}
+    outputs |= {"--report": report, "--events-out": events_out}
     check_outputs(outputs, workload_inputs(workload))
+    check_run_outputs(report, events_out)
     if jobs_out is not None:
         check_jobs_path(jobs_out, "--jobs-out")
     if more.summary_out is not None and more.summary_out.suffix.lower() != ".csv":
@@ -241,7 +261,12 @@ _HEADERS = {
     "makespan_s": "make-\nspan",
     "avg_slowdown": "avg\nslow-\ndown",
     "avg_wait_s": "avg\nwait",
+    "avg_queued_s": "avg\nqueued,\npre-\nemptions\nin",
     "gpu_util": "GPU\nutil",
+    "avg_ftf_rho": "avg\nfinish-\ntime\nfairness\nρ",
+    "max_ftf_rho": "worst\nfinish-\ntime\nfairness\nρ",
+    "user_fairness": "Jain's\nindex\nover\nusers'\nslowdown",
+    "worst_user_slowdown": "worst\nuser's\nslowdown",
 }
 
 

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
 import typer
+from rich.markup import escape
 
 from dlsched.cli_errors import finite_range
 from dlsched.commands.common import one_line_errors
@@ -226,7 +227,8 @@ def _option(
     default = section.defaults.get(fld.name, _default(fld))
     if isinstance(default, tuple) and cli_type is str:
         default = ",".join(str(x) for x in default)
-    text = doc.replace("``", "").replace("`", "") or None
+    # Typer renders help as Rich markup: escape it so "dlsched[dask]" is not read as a tag.
+    text = escape(doc.replace("``", "").replace("`", "")) or None
     names = opt.flags or ((f"{flag}/--no-{flag[2:]}",) if base is bool else (flag,))
     info = typer.Option(*names, help=text, metavar=opt.metavar, **extra)
     annotation = Annotated[cli_type | None if optional else cli_type, info]  # type: ignore[valid-type]

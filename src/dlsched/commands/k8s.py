@@ -9,6 +9,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -109,6 +110,13 @@ class ControllerOptions:
     """Log from this level up: debug, info, warning, error (one line each)."""
     once: Annotated[bool, Opt(flags=("--once",))] = False
     """Run one round and exit."""
+    events_out: Path | None = None
+    """Write the controller's event log (submit/start/rescale/migrate/preempt/finish, as
+    simulate --events-out) to this .csv or .parquet file when it stops; dlsched report draws
+    it."""
+    dashboard: str | None = None
+    """[HOST:]PORT: serve a live dashboard of the rounds there (host 127.0.0.1 unless given),
+    the report's views updating as jobs change. Needs dlsched[dashboard]."""
 
 
 @options_command(Section(ControllerOptions))
@@ -119,14 +127,64 @@ def k8s_run(options: ControllerOptions) -> None:
         _check(options)
         setup_logging(options.log_level)
         controller = _controller(options)
+        on_exit = _event_outputs(controller, options)
         if options.once:
             try:
                 report = controller.reconcile()
             finally:
                 controller.lease.release()
+                on_exit()
             print(report.skipped or f"reclaimed {report.reclaimed}, refused {len(report.refused)}")
             return
-    _run_until_signalled(controller)
+    _run_until_signalled(controller, on_exit)
+
+
+def _event_outputs(controller: Any, options: ControllerOptions) -> Callable[[], None]:
+    """With ``--events-out`` or ``--dashboard``: record the rounds' events, serve the
+    dashboard now; return what to do on the way out (stop it, write the log)."""
+    from dlsched.commands.report import check_run_outputs
+
+    if options.events_out is None and options.dashboard is None:
+        return lambda: None
+    from dlsched.k8s.event_record import ControllerLog
+    from dlsched.report.data import RunInput
+
+    check_run_outputs(None, options.events_out)
+    recorder = controller.event_log = ControllerLog(controller.clock)
+    name = controller.scheduler.name
+
+    def source() -> RunInput:
+        log = recorder.log
+        return RunInput("k8s", name, 0, log, recorder.trace_ids, now_s=log.clock())
+
+    dashboard = _dashboard(source, options.dashboard)
+
+    def on_exit() -> None:
+        if dashboard is not None:
+            dashboard.stop()
+        if options.events_out is not None:
+            from dlsched.sim.event_log import write_event_rows
+
+            rows = recorder.log.rows(name, 0, recorder.trace_ids)
+            write_event_rows(rows, options.events_out)
+
+    return on_exit
+
+
+def _dashboard(source: Callable[[], Any], address: str | None) -> Any:
+    """The dashboard serving ``source`` at ``address`` ([HOST:]PORT), started; None if no
+    address."""
+    if address is None:
+        return None
+    from importlib.util import find_spec
+
+    if find_spec("starlette") is None or find_spec("uvicorn") is None:
+        raise ValueError("--dashboard needs the dashboard extra: pip install 'dlsched[dashboard]'")
+    from dlsched.report.dashboard import Dashboard, parse_address
+
+    dashboard = Dashboard(source, *parse_address(address)).start()
+    logging.getLogger(__name__).info("dashboard: %s", dashboard.url)
+    return dashboard
 
 
 def _check(options: ControllerOptions) -> None:
@@ -240,9 +298,10 @@ def _check_reachable(api: Any) -> None:
             time.sleep(0.5)
 
 
-def _run_until_signalled(controller: Any) -> None:
+def _run_until_signalled(controller: Any, on_exit: Callable[[], None]) -> None:
     """Run the loop in a thread until SIGTERM or SIGINT; then give the round
-    `EXIT_GRACE_S` to stop writing and release the lease (which the loop does), and exit."""
+    `EXIT_GRACE_S` to stop writing and release the lease (which the loop does), run
+    ``on_exit`` and exit."""
     stop = threading.Event()
 
     def handler(_signum: int, _frame: FrameType | None) -> None:
@@ -261,5 +320,9 @@ def _run_until_signalled(controller: Any) -> None:
             "expires by itself",
             EXIT_GRACE_S,
         )
+    try:
+        on_exit()
+    except (OSError, ValueError) as exc:
+        logging.getLogger(__name__).error("--events-out: %s", exc)
     logging.shutdown()
     os._exit(0)  # the lease is released (or left to expire): no wait for module finalizers

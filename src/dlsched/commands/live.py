@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # the live runtime imports PyTorch: only when `live run` runs
     from dlsched.live.cluster import LiveCluster
     from dlsched.live.online import OnlineLearner
     from dlsched.live.snapshot import LiveSnapshot
+    from dlsched.report.dashboard import Dashboard
     from dlsched.sim.result import Result as LiveResult
 
 SNAPSHOT_EVERY = 20
@@ -133,6 +134,14 @@ class LiveOutput:
     are ignored): ended jobs keep their rows, the others go on from their last snapshot."""
     json_out: Annotated[bool, Opt(flags=("--json",))] = False
     """Print JSON metrics."""
+    dashboard: str | None = None
+    """[HOST:]PORT: serve a live dashboard of the run there (host 127.0.0.1 unless given; port
+    0 picks a free one): the report's views updating as the run goes, and Prometheus metrics
+    at /metrics. Needs dlsched[dashboard]."""
+    report: Path | None = None
+    """Write an interactive HTML report of the run (timeline, usage, CDFs, job table) to this
+    .html file at the end; with --out the run's event log is OUT/events.csv (dlsched report OUT
+    draws it again)."""
 
 
 @options_command(Section(LiveSettings), Section(LiveOutput))
@@ -148,22 +157,35 @@ def live_run(settings: LiveSettings, output: LiveOutput) -> None:
     from dlsched.live.job import LiveJobError
 
     with one_line_errors():
+        if output.report is not None:
+            from dlsched.report import check_report_path
+
+            check_report_path(output.report, "--report")
+        if output.dashboard is not None:
+            from dlsched.report.dashboard import parse_address
+
+            parse_address(output.dashboard)  # a bad address before any job starts
         settings, out_dir = _resolve(settings, output)
         names = _model_names(settings.models)
         view = Live(console=err, auto_refresh=False, transient=False)
         cluster, learner = _cluster(settings, names, out_dir, output.resume, view)
+        dashboard = _dashboard(cluster, output.dashboard)
         try:
             result = _run_in_view(cluster, view, out_dir)
         except LiveJobError as exc:
             raise ValueError(f"live run: {exc}") from None
+        finally:
+            if dashboard is not None:
+                dashboard.stop()
         summary = _finish(cluster, result, learner)
+        _write_report(result, out_dir, output.report)
     failed = int(summary["failed"])
     if output.json_out:
         print(json.dumps(summary))
     else:
         _print_summary(summary, settings.jobs)
         if out_dir is not None:
-            err.print(f"wrote {out_dir}/summary.json, jobs.csv, scaling_events.csv")
+            err.print(f"wrote {out_dir}/summary.json, jobs.csv, scaling_events.csv, events.csv")
     if failed:
         err.print(f"{failed} job(s) failed: see the status and error columns of jobs.csv")
         raise typer.Exit(1)
@@ -288,6 +310,37 @@ def _finish(
         cluster.run_log.summary(summary)
         shutil.rmtree(cluster.run_log.work_dir, ignore_errors=True)  # the run is complete
     return summary
+
+
+def _dashboard(cluster: LiveCluster, address: str | None) -> Dashboard | None:
+    """The dashboard of ``cluster``'s run, serving at ``address`` ([HOST:]PORT), if given."""
+    if address is None:
+        return None
+    from importlib.util import find_spec
+
+    if find_spec("starlette") is None or find_spec("uvicorn") is None:
+        raise ValueError("--dashboard needs the dashboard extra: pip install 'dlsched[dashboard]'")
+    from dlsched.report.dashboard import Dashboard, parse_address
+    from dlsched.report.data import RunInput
+
+    host, port = parse_address(address)
+
+    def source() -> RunInput:
+        log = cluster.event_log
+        return RunInput("live", cluster.scheduler.name, cluster.seed, log, {}, now_s=log.clock())
+
+    dashboard = Dashboard(source, host, port).start()
+    err.print(f"dashboard: {dashboard.url}", markup=False, emoji=False, highlight=False)
+    return dashboard
+
+
+def _write_report(result: LiveResult, out_dir: Path | None, report: Path | None) -> None:
+    """The run's event log to ``out_dir/events.csv`` and its page to ``report`` (each if
+    given)."""
+    from dlsched.commands.report import write_run_outputs
+
+    events = None if out_dir is None else out_dir / "events.csv"
+    write_run_outputs([result], report, events, f"live · {result.scheduler} · seed {result.seed}")
 
 
 def _print_summary(summary: dict[str, Any], jobs: int) -> None:

@@ -50,7 +50,8 @@ OptionOpt = Annotated[
         "--option",
         "-o",
         help="Workload generator option KEY=VALUE (repeatable); num_jobs <= 1,000,000; "
-        "simulator: horizon_s, interval_s, on_events, restart_s (s per restart).",
+        "simulator: horizon_s, interval_s, on_events, restart_s (s per restart), "
+        "cross_server_slowdown=false, repack=true (move split jobs onto one server).",
     ),
 ]
 OnBadRowOpt = Annotated[
@@ -62,6 +63,22 @@ OnBadRowOpt = Annotated[
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 PlotOpt = Annotated[Path | None, typer.Option(help="Write a PNG figure to this path.")]
+ReportOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--report",
+        help="Write an interactive HTML report (schedule timeline, utilisation, queue, CDFs, "
+        "job table) to this .html file: one self-contained file that opens offline.",
+    ),
+]
+EventsOutOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--events-out",
+        help="Write the event log (submit/start/rescale/migrate/preempt/finish, time in s, "
+        "GPUs per server) to a .csv or .parquet file; `dlsched report` draws it.",
+    ),
+]
 JobsOutOpt = Annotated[
     Path | None,
     typer.Option(

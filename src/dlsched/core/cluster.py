@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dlsched.core.decision import Allocation, Status
-from dlsched.core.job import JobSpec
+from dlsched.core.job import Arch, JobSpec
 from dlsched.core.resources import Resources
 
 _EPS = 1e-9
@@ -340,6 +340,24 @@ class Cluster:
         self._free[server] = [cap[0] - used[0], cap[1] - used[1], cap[2] - used[2]]
         for stale in self._stale.values():
             stale.add(server)
+
+    def check_fits(self, specs: Iterable[JobSpec]) -> None:
+        """Raise ValueError naming the first job that needs more than the whole cluster at its
+        smallest size (its fewest workers, one PS if it has any), before a run."""
+        limit = (self.capacity_array.sum(axis=0) + 1e-9).tolist()
+        fit: set[tuple[Resources, Resources, int, int]] = set()  # smallest sizes known to fit
+        for spec in specs:
+            ps = min(spec.num_ps, 1) if spec.arch is Arch.PS else 0
+            key = (spec.worker_demand, spec.ps_demand, spec.min_workers, ps)
+            if key in fit:
+                continue
+            need = spec.demand(spec.min_workers, ps)
+            if need.gpu <= limit[0] and need.cpu <= limit[1] and need.mem <= limit[2]:
+                fit.add(key)
+            else:
+                raise ValueError(
+                    f"job {spec.job_id} needs {need} at its smallest, more than the whole cluster"
+                )
 
     def assert_consistent(self) -> None:
         """Raise AssertionError if any server is over capacity (used by tests)."""

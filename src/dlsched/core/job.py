@@ -90,6 +90,8 @@ class JobRun:
         slots_run: scheduling points at which it held resources (DL2's ``d``); a property,
             counted by the engine's shared clock while the job runs (see `count_slots`).
         attained_gpu_s: GPU-seconds received so far (Tiresias' attained service).
+        held_s: seconds it has held resources so far (a rescale's pause included); JCT minus
+            this is the time it queued, preemptions included (``avg_queued_s``).
         observed: (num_ps, num_workers, speed) samples the scheduler could have measured.
         rescales: times its allocation changed while it was running.
         ideal_duration_s: duration at its requested allocation and best placement, for slowdown.
@@ -105,6 +107,7 @@ class JobRun:
     first_start_s: float | None = None
     finish_s: float | None = None
     attained_gpu_s: float = 0.0
+    held_s: float = 0.0
     observed: list[tuple[int, int, float]] = field(default_factory=list)
     rescales: int = 0
     ideal_duration_s: float = 0.0

@@ -28,6 +28,16 @@ METRICS = (
 )
 """Compared metrics; ``jct_over_bound`` is average JCT ÷ the no-wait lower bound (≥ 1 without
 interference noise): how far a scheduler is from the physical limit."""
+QUEUEING_AND_FAIRNESS = (
+    "avg_queued_s",
+    "avg_ftf_rho",
+    "max_ftf_rho",
+    "user_fairness",
+    "worst_user_slowdown",
+)
+"""The second table of ``dlsched compare``: ``avg_wait_s`` counts only the wait before a
+job's first start, ``avg_queued_s`` every period it held nothing (after preemptions too);
+finish-time fairness (mean, worst) and per-user fairness (`dlsched.sim.fairness`)."""
 
 
 def parse_seeds(text: str, option: str = "--seeds") -> list[int]:

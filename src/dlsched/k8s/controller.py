@@ -36,6 +36,7 @@ from kubernetes import client
 from dlsched.core import Allocation, JobRun, Status
 from dlsched.k8s import events
 from dlsched.k8s.actuator import K8sActuator
+from dlsched.k8s.event_record import ControllerLog
 from dlsched.k8s.kinds import KINDS, JobKind, ServedKind, discover
 from dlsched.k8s.lease import LeaderLease, NotLeading
 from dlsched.k8s.metrics import Metrics
@@ -154,6 +155,8 @@ class Controller:
             clock,
         )
         self.runs: dict[int, JobRun] = {}
+        self.event_log: ControllerLog | None = None
+        """Set to record the rounds' events (`dlsched.k8s.event_record`); None: not kept."""
         self._unreadable: set[str] = set()
         self.last_status: dict[int, Status] = {}
         self._bad: set[tuple[str, str]] = set()
@@ -277,6 +280,8 @@ class Controller:
         decision = self.scheduler.decide(view)
         t1 = time.perf_counter()
         executor = Executor(state.cluster, self.placement)
+        if self.event_log is not None:
+            self.event_log.round(state, executor)
         refused = executor.apply(
             decision,
             active=lambda job_id: self.runs.get(job_id) if job_id in state.jobs else None,

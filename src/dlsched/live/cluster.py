@@ -46,6 +46,7 @@ from dlsched.live.stream import LiveJobRequest, epochs_per_step, live_server
 from dlsched.live.workdirs import make_run_dir
 from dlsched.placement import make_placement
 from dlsched.schedulers.base import Scheduler, check_scheduler
+from dlsched.sim.event_log import EventLog
 from dlsched.sim.executor import Executor
 from dlsched.sim.metrics import Timeline
 from dlsched.sim.result import Result
@@ -113,6 +114,7 @@ class LiveCluster(FaultRepair):
         self.cluster = Cluster([live_server(cores)])
         self.placement = make_placement(placement)
         self.executor = Executor(self.cluster, self.placement)
+        self.event_log = EventLog.attach(self.executor, lambda: self._now)
         self.seed = seed
         self.poll_s = poll_s
         self.horizon_s = horizon_s
@@ -236,12 +238,14 @@ class LiveCluster(FaultRepair):
             for live in self._running():
                 run = live.run
                 run.attained_gpu_s += run.allocation.num_workers * run.spec.worker_demand.gpu * dt
+                run.held_s += dt
             self._now = now
 
     def _arrivals(self, now: float) -> None:
         for live in self.jobs.values():
             if not live.arrived and live.run.spec.submit_time_s <= now:
                 live.arrived = True
+                self.event_log.submit(live.run.job_id)
 
     def _all_done(self) -> bool:
         return all((lv.run.finished or lv.failed) and not lv.busy for lv in self.jobs.values())
@@ -312,6 +316,7 @@ class LiveCluster(FaultRepair):
                 run.finish_s = float(row["finish_s"])
                 run.progress_s = run.spec.total_work
                 run.rescales = int(row.get("rescales") or 0)
+                run.held_s = run.finish_s - run.first_start_s  # not logged: as if never preempted
                 run.ideal_duration_s = float(row.get("ideal_s") or "nan")
                 live.steps = live.request.config.total_steps
                 live.steps_redone = int(row.get("steps_redone") or 0)

@@ -194,6 +194,7 @@ class FaultRepair(ClusterReport):
         log.error("job %d failed: %s", live.run.job_id, reason)
         live.failed = reason
         self._release(live)
+        self.event_log.fail(live.run.job_id)
         self._record(
             ScalingEvent(now, live.run.job_id, "job_failed", (0, 0), (0, 0), 0.0, error=reason)
         )
@@ -208,6 +209,7 @@ class FaultRepair(ClusterReport):
         run.progress_s = run.spec.total_work
         live.steps = live.request.config.total_steps
         self._release(live)
+        self.event_log.finish(run.job_id)
         run.ideal_duration_s = self._ideal_s(live)
         self._write_job(live)
         log.info("job %d finished at %.2f s", run.job_id, now)

@@ -18,6 +18,7 @@ from dlsched.live.snapshot import JobRow, LiveSnapshot, ScalingEvent, job_state
 from dlsched.live.stream import epochs_per_step
 from dlsched.placement.base import Placement
 from dlsched.schedulers.base import Scheduler
+from dlsched.sim.event_log import EventLog
 from dlsched.sim.metrics import Timeline
 from dlsched.sim.result import JobRecord, Result, RunTotals
 
@@ -31,6 +32,7 @@ class ClusterReport:
     placement: Placement
     events: list[ScalingEvent]
     timeline: Timeline
+    event_log: EventLog
     run_log: RunLog | None
     on_slot: Callable[[LiveSnapshot], None] | None
     seed: int
@@ -226,8 +228,9 @@ class ClusterReport:
             end_s=self._now,
             gpu_util=self._busy_gpu_s / (total.gpu * span) if total.gpu else 0.0,
             cpu_util=self._busy_cpu_s / (total.cpu * span) if total.cpu else 0.0,
+            cluster_gpus=float(total.gpu),
         )
-        return Result.from_runs(finished, totals, self.timeline, self.params())
+        return Result.from_runs(finished, totals, self.timeline, self.params(), self.event_log)
 
     def params(self) -> dict[str, Any]:
         """The run's settings, for the result."""

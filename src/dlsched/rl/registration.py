@@ -42,3 +42,6 @@ def register_envs() -> None:
     for entry in env_entries():
         if entry.id not in gym.registry:
             gym.register(entry.id, entry_point=entry.entry_point, kwargs=dict(entry.kwargs))
+
+
+register_envs()

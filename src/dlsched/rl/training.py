@@ -77,6 +77,10 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+VALIDATION_GRACE = 0.1
+"""Share of the budget a validation may run past it (`Budget.validation_over`)."""
+VALIDATION_GRACE_MAX_S = 60.0
+"""Most seconds a validation may run past the budget."""
 LAST_DIR = "last"
 """``OUT/last/``: the latest policy and `TRAIN_STATE`, written at every validation."""
 TRAIN_STATE = "train_state.pt"
@@ -141,6 +145,15 @@ class Budget:
     def spent(self) -> bool:
         """Whether the budget is spent."""
         return self.seconds is not None and self.elapsed_s() >= self.seconds
+
+    def validation_over(self) -> bool:
+        """Whether a validation must stop: the budget and a grace after it spent (a learner
+        that can cut its validation asks this, so that the validation of the step that spent
+        the budget still gets `VALIDATION_GRACE` of it, at most `VALIDATION_GRACE_MAX_S`)."""
+        if self.seconds is None:
+            return False
+        grace = min(VALIDATION_GRACE * self.seconds, VALIDATION_GRACE_MAX_S)
+        return self.elapsed_s() >= self.seconds + grace
 
 
 @dataclass

@@ -57,6 +57,10 @@ class SimConfig:
             scheduler again after this many seconds (policies that delay jobs on purpose).
         max_idle_retries: after this many fruitless retries in a row the run stops with
             `SimulationStalled`.
+        repack: after each decision, move every running job whose tasks span several servers
+            onto one server that has room for all of them (`Executor.repack`); the move is a
+            checkpoint-restart: the job pauses ``rescale.resume_s(model)`` seconds (the
+            workload's restart cost). Off by default (jobs stay where they were placed).
     """
 
     interval_s: float | None = None
@@ -68,6 +72,7 @@ class SimConfig:
     timeline_step_s: float | None = None
     idle_retry_s: float = 60.0
     max_idle_retries: int = 1000
+    repack: bool = False
 
     def __post_init__(self) -> None:
         if self.interval_s is None and not self.on_events:

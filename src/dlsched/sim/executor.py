@@ -17,6 +17,10 @@ Every backend uses it: the simulator (`dlsched.sim.simulator`), the live runtime
 
 A target that fails validation, placement or actuation changes nothing and is reported in the
 returned statuses, by job id.
+
+`Executor.repack` is the one change no scheduler asks for: with the simulator's ``repack``
+option (`dlsched.sim.SimConfig.repack`), a running job spread over several servers is moved
+onto one server once one has room for all its tasks.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from typing import Protocol
 
 from dlsched.core import Allocation, Arch, Cluster, Decision, JobRun, Status, Target
 from dlsched.placement.base import Placement
+from dlsched.sim.event_log import EventLog
 
 _Change = tuple[JobRun, int, int, Allocation | None]
 
@@ -42,6 +47,23 @@ class Actuator(Protocol):
         ``run.allocation = new``.
         """
         ...
+
+
+class Applying:
+    """An `Actuator` that hands each change to ``apply(run, new)`` and never refuses (the
+    simulator's: it sets progress, rates and completions)."""
+
+    __slots__ = ("apply",)
+
+    def __init__(self, apply: Callable[[JobRun, Allocation], None]) -> None:
+        self.apply = apply
+
+    def change(self, run: JobRun, old: Allocation, new: Allocation) -> Status:
+        self.apply(run, new)
+        return _SUCCESS
+
+
+_SUCCESS = Status.success()
 
 
 def _is_count(x: object) -> bool:
@@ -140,6 +162,8 @@ class Executor:
         # for exactly that again passed every check when it was given (a job that finished
         # while holding it keeps its entry: one small entry a job, never read again)
         self._given: dict[int, Allocation] = {}
+        self.events: EventLog | None = None
+        """Where every change made is recorded (`dlsched.sim.event_log`); None: nowhere."""
 
     def apply(
         self,
@@ -251,8 +275,57 @@ class Executor:
         status = actuator.change(run, old, new)
         if not status.ok:
             self.cluster.allocate(spec, old)
-        elif new.is_empty:
+            return status
+        if self.events is not None:
+            self.events.change(run, old, new)
+        if new.is_empty:
             self._given.pop(spec.job_id, None)
         else:
             self._given[spec.job_id] = new
         return status
+
+    def repack(self, running: Iterable[JobRun], actuator: Actuator) -> list[int]:
+        """Move each job of ``running`` (in that order) whose tasks span several servers onto
+        one server with room for all of them, the same task counts; return the moved job ids.
+
+        Room counts what the job itself holds there. Among the servers with room, the one
+        holding most of its workers (fewest tasks move), then the fullest (least free GPU: best
+        fit), then the lowest id. The cluster refuses what does not fit and the actuator may
+        refuse a move (the job then keeps its place), as for any change.
+        """
+        moved: list[int] = []
+        for run in list(running):
+            old = run.allocation
+            if len(old.workers) + len(old.ps) < 2 or len(old.servers()) < 2:
+                continue
+            server = self._one_server_for(run)
+            if server is None:
+                continue
+            ps = ((server, old.num_ps),) if old.num_ps else ()
+            new = Allocation(((server, old.num_workers),), ps)
+            if not self.cluster.allocate(run.spec, new).ok:
+                continue
+            if actuator.change(run, old, new).ok:
+                self._given[run.job_id] = new
+                moved.append(run.job_id)
+                if self.events is not None:
+                    self.events.change(run, old, new)
+            else:
+                self.cluster.allocate(run.spec, old)
+        return moved
+
+    def _one_server_for(self, run: JobRun) -> int | None:
+        """The server `repack` moves ``run`` to, or None if no server has room for it all."""
+        old = run.allocation
+        own = dict(old.workers)
+        free = self.cluster.free_rows()
+        best: tuple[int, float, int] | None = None
+        for server in range(self.cluster.num_servers):
+            ps = ((server, old.num_ps),) if old.num_ps else ()
+            whole = Allocation(((server, old.num_workers),), ps)
+            if not self.cluster.check(run.spec, whole).ok:
+                continue
+            key = (-own.get(server, 0), free[server][0], server)
+            if best is None or key < best:
+                best = key
+        return None if best is None else best[2]

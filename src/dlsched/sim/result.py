@@ -13,7 +13,12 @@ from typing import Any
 import numpy as np
 
 from dlsched.core import JobRun
+from dlsched.sim.event_log import EventLog
+from dlsched.sim.fairness import fairness_summary
 from dlsched.sim.metrics import Timeline, jain_index
+
+_RECORDED_PARAMS = ("skipped_rows", "speed_model", "repack")
+"""Workload and run parameters every summary carries when the run has them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +28,8 @@ class JobRecord:
     Attributes:
         effectiveness: SCED² Eq. 2, ``T_ideal / (T_wait + T_actual)`` = ideal / JCT.
         slowdown: JCT / ideal duration (ideal = at its requested allocation, best placement).
+        wait_s: first start − submit: the wait before it first ran only (a preempted job's
+            later waits are in `Result.queued_s`, the summary's ``avg_queued_s``).
     """
 
     job_id: int
@@ -76,6 +83,7 @@ class RunTotals:
         wall_s: wall-clock time of the run (s); end_s: simulated or live time at the end (s).
         gpu_util, cpu_util: time-averaged fraction of the cluster's GPUs / CPUs held.
         jct_bound_s: mean no-wait lower bound of the finished jobs' JCT (s; NaN if unknown).
+        cluster_gpus: GPUs in the cluster (finish-time fairness; NaN if unknown).
     """
 
     workload: str
@@ -89,6 +97,7 @@ class RunTotals:
     gpu_util: float
     cpu_util: float
     jct_bound_s: float = float("nan")
+    cluster_gpus: float = float("nan")
 
 
 @dataclass
@@ -110,6 +119,14 @@ class Result:
     params: dict[str, Any] = field(default_factory=dict)
     jct_bound_s: float = float("nan")
     """Mean no-wait lower bound of the finished jobs' JCT (s; `models.base.no_wait_bound_s`)."""
+    cluster_gpus: float = float("nan")
+    """GPUs in the cluster (the fair share of `dlsched.sim.fairness`; NaN if unknown)."""
+    queued_s: list[float] = field(default_factory=list)
+    """Each record's seconds submitted, unfinished and holding no resources: its wait before
+    the first start plus every gap after a preemption (JCT − `JobRun.held_s`; beside the
+    records, which are unchanged; empty if unknown)."""
+    event_log: EventLog | None = None
+    """Every allocation change of the run, when it was recorded (`dlsched.sim.event_log`)."""
 
     @staticmethod
     def from_runs(
@@ -117,9 +134,11 @@ class Result:
         totals: RunTotals,
         timeline: Timeline,
         params: dict[str, Any] | None = None,
+        event_log: EventLog | None = None,
     ) -> Result:
         """The result of a run from its finished jobs (any order) and its totals."""
-        records = [JobRecord.of(run) for run in sorted(finished, key=lambda r: r.job_id)]
+        runs = sorted(finished, key=lambda r: r.job_id)
+        records = [JobRecord.of(run) for run in runs]
         return Result(
             workload=totals.workload,
             scheduler=totals.scheduler,
@@ -135,6 +154,9 @@ class Result:
             cpu_util=totals.cpu_util,
             params=dict(params or {}),
             jct_bound_s=totals.jct_bound_s,
+            cluster_gpus=totals.cluster_gpus,
+            queued_s=[r.jct_s - run.held_s for r, run in zip(records, runs, strict=True)],
+            event_log=event_log,
         )
 
     def column(self, name: str) -> np.ndarray:
@@ -165,14 +187,29 @@ class Result:
             "avg_slowdown": stat(self.column("slowdown"), np.mean),
             "avg_effectiveness": stat(self.column("effectiveness"), np.mean),
             "avg_wait_s": stat(self.column("wait_s"), np.mean),
+            "avg_queued_s": (
+                stat(np.asarray(self.queued_s), np.mean)
+                if len(self.queued_s) == len(self.records)
+                else float("nan")
+            ),
             "gpu_util": self.gpu_util,
             "cpu_util": self.cpu_util,
             "avg_fragmentation": self.timeline.time_average(
                 self.timeline.fragmentation, self.end_s
             ),
             "jain_fairness": jain_index(self.column("effectiveness").tolist()),
+            **fairness_summary(
+                [r.job_id for r in self.records],
+                self.column("submit_s"),
+                self.column("finish_s"),
+                self.column("ideal_s"),
+                self.column("slowdown"),
+                self.column("num_gpus"),
+                self.cluster_gpus,
+                self.params.get("users"),
+            ),
             "events": self.events,
             "decisions": self.decisions,
             "wall_s": self.wall_s,
-            **{k: self.params[k] for k in ("skipped_rows", "speed_model") if k in self.params},
+            **{k: self.params[k] for k in _RECORDED_PARAMS if k in self.params},
         }

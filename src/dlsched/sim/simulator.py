@@ -29,14 +29,12 @@ import numpy as np
 
 from dlsched.core import (
     Allocation,
-    Arch,
     Cluster,
     ClusterView,
     Decision,
     JobRun,
     JobSpec,
     QueueChanges,
-    Resources,
     Status,
 )
 from dlsched.models.base import ThroughputModel, no_wait_bound_s
@@ -44,7 +42,8 @@ from dlsched.placement.base import Placement
 from dlsched.schedulers.base import Scheduler, check_scheduler
 from dlsched.sim.config import SimConfig
 from dlsched.sim.engine import EventKind, EventQueue
-from dlsched.sim.executor import Executor
+from dlsched.sim.event_log import EventLog
+from dlsched.sim.executor import Applying, Executor
 from dlsched.sim.metrics import Timeline
 from dlsched.sim.pending import PendingList
 from dlsched.sim.result import Result, RunTotals
@@ -56,20 +55,7 @@ class SimulationStalled(RuntimeError):
     """Jobs wait or hold resources without progress, and nothing will ever change that."""
 
 
-_SUCCESS = Status.success()
-
-
-class _Actuator:
-    """Makes the executor's changes real in the simulation (progress, rates, completions)."""
-
-    __slots__ = ("sim",)
-
-    def __init__(self, sim: Simulator) -> None:
-        self.sim = sim
-
-    def change(self, run: JobRun, old: Allocation, new: Allocation) -> Status:
-        self.sim._set_allocation(run, new, self.sim.now_s)
-        return _SUCCESS
+_NEVER_CHOSEN = Status.unschedulable("never chosen")
 
 
 class Simulator:
@@ -86,6 +72,7 @@ class Simulator:
         workload_name: for the result.
         on_job_finished: called with (jobs finished so far, jobs in all) after each finish
             (progress display; it must not change the simulation).
+        record_events: keep the run's `EventLog` (``result().event_log``); nothing else changes.
     """
 
     def __init__(
@@ -98,6 +85,7 @@ class Simulator:
         config: SimConfig,
         workload_name: str = "",
         on_job_finished: Callable[[int, int], None] | None = None,
+        record_events: bool = False,
     ) -> None:
         self.specs = sorted(jobs, key=lambda j: (j.submit_time_s, j.job_id))
         if len({j.job_id for j in self.specs}) != len(self.specs):
@@ -124,7 +112,12 @@ class Simulator:
             config.timeline_step_s or config.interval_s or max(600.0, span_s / 2000)
         )
         self.executor = Executor(cluster, placement)
-        self._actuator = _Actuator(self)
+        self._actuator = Applying(lambda run, new: self._set_allocation(run, new, self.now_s))
+        self._mover = Applying(lambda run, new: self._set_allocation(run, new, self.now_s, True))
+        self.repacked = 0  # moves of split jobs onto one server (`SimConfig.repack`)
+        self.event_log = (
+            EventLog.attach(self.executor, lambda: self.now_s) if record_events else None
+        )
         self._running_list: tuple[JobRun, ...] | None = ()  # running's values; None when stale
         self._slot_clock = [0]  # scheduling points so far, shared by the running jobs
         self._noise: dict[int, float] = {}
@@ -142,23 +135,7 @@ class Simulator:
         self._changes: QueueChanges | None = None  # since the previous point
         self._wall0 = time.perf_counter()
         self._type_speeds = getattr(model, "estimates", None)  # per-type estimates, not truth
-        self._check_fits()
-
-    def _check_fits(self) -> None:
-        limit = (self.cluster.capacity_array.sum(axis=0) + 1e-9).tolist()
-        fit: set[tuple[Resources, Resources, int, int]] = set()  # smallest sizes known to fit
-        for spec in self.specs:
-            ps = min(spec.num_ps, 1) if spec.arch is Arch.PS else 0
-            key = (spec.worker_demand, spec.ps_demand, spec.min_workers, ps)
-            if key in fit:
-                continue
-            need = spec.demand(spec.min_workers, ps)
-            if need.gpu <= limit[0] and need.cpu <= limit[1] and need.mem <= limit[2]:
-                fit.add(key)
-            else:
-                raise ValueError(
-                    f"job {spec.job_id} needs {need} at its smallest, more than the whole cluster"
-                )
+        cluster.check_fits(self.specs)
 
     # -- main loop and stepping API ------------------------------------------------------------
 
@@ -257,6 +234,8 @@ class Simulator:
             actuator=self._actuator,
             source=self.scheduler.name,
         )
+        if self.config.repack:
+            self.repacked += len(self.executor.repack(self.running.values(), self._mover))
         self._slot_clock[0] += 1  # every running job's slots_run (see JobRun.count_slots)
         self._record_timeline(t)
         self._watch_for_stall(t)
@@ -286,8 +265,10 @@ class Simulator:
                 gpu_util=self._busy_gpu_s / (total.gpu * span) if total.gpu else 0.0,
                 cpu_util=self._busy_cpu_s / (total.cpu * span) if total.cpu else 0.0,
                 jct_bound_s=bound,
+                cluster_gpus=float(total.gpu),
             ),
             self.timeline,
+            event_log=self.event_log,
         )
 
     def _start(self) -> None:
@@ -304,12 +285,16 @@ class Simulator:
     def _check_all_finished(self) -> None:
         left = len(self.specs) - len(self.finished)
         if left:
-            first = self.pending[0] if self.pending else next(iter(self.running.values()))
-            reason = self.last_status.get(first.job_id, Status.unschedulable("never chosen"))
+            job_id, reason = self._first_left()
             raise SimulationStalled(
                 f"{self.scheduler.name}: no event left with {left} of {len(self.specs)} jobs "
-                f"unfinished (job {first.job_id}: {reason.reason or 'no progress'})"
+                f"unfinished (job {job_id}: {reason or 'no progress'})"
             )
+
+    def _first_left(self) -> tuple[int, str]:
+        """The first job waiting (else running) and why it is not done, for a stall error."""
+        first = self.pending[0] if self.pending else next(iter(self.running.values()))
+        return first.job_id, self.last_status.get(first.job_id, _NEVER_CHOSEN).reason
 
     def _next_arrival_time(self) -> float:
         return self._arrival_times[self._next_arrival]
@@ -332,6 +317,8 @@ class Simulator:
             self.runs[spec.job_id] = run
             self.pending.add(run)
             changed = True
+            if self.event_log is not None:
+                self.event_log.submit(spec.job_id)
         queue = self.queue
         while queue.peek_time() <= t:
             _, kind, payload = queue.pop()
@@ -380,11 +367,10 @@ class Simulator:
             # no tick is coming (events left in the queue may be outdated completions): ask again
             self.queue.push(t + self.config.idle_retry_s, EventKind.RETRY)
         if self._idle_retries > self.config.max_idle_retries:
-            first = self.pending[0] if self.pending else next(iter(self.running.values()))
-            reason = self.last_status.get(first.job_id, Status.unschedulable("never chosen"))
+            job_id, reason = self._first_left()
             raise SimulationStalled(
                 f"{self.scheduler.name}: {len(self.pending) + len(self.running)} jobs make no "
-                f"progress and nothing else will happen (job {first.job_id}: {reason.reason})"
+                f"progress and nothing else will happen (job {job_id}: {reason})"
             )
 
     # -- state changes (the only place job progress and rates change) -------------------------
@@ -397,6 +383,7 @@ class Simulator:
         if alloc.workers:
             held = alloc.num_workers * run.spec.worker_demand.gpu
             run.attained_gpu_s += held * (t - since if t > since else 0.0)
+            run.held_s += t - since if t > since else 0.0
         ran_from = since if since >= run.paused_until_s else run.paused_until_s
         rate = run.rate
         if rate > 0.0 and t > ran_from:
@@ -404,7 +391,8 @@ class Simulator:
             run.progress_s = min(run.spec.total_work, run.progress_s + rate * (t - ran_from))
         run.progress_time_s = t
 
-    def _set_allocation(self, run: JobRun, new: Allocation, t: float) -> None:
+    def _set_allocation(self, run: JobRun, new: Allocation, t: float, moved: bool = False) -> None:
+        """Give ``run`` ``new`` at ``t`` (s); ``moved``: re-packed (`SimConfig.repack`)."""
         spec = run.spec
         old = run.allocation
         self._settle(run, t)
@@ -422,9 +410,10 @@ class Simulator:
                     run.first_start_s = t
                 else:
                     run.paused_until_s = t + self.config.rescale.resume_s(spec.model)
-            else:
-                run.rescales += 1
-                run.paused_until_s = t + self.config.rescale.rescale_s(spec.model)
+            else:  # a resize, or a move (a checkpoint-restart) that is not one
+                run.rescales += 0 if moved else 1
+                cost = self.config.rescale.resume_s if moved else self.config.rescale.rescale_s
+                run.paused_until_s = t + cost(spec.model)
             self._noise[spec.job_id] = self._draw_noise()
             self._update_rate(run, t)
         self._refresh_usage()
@@ -462,6 +451,8 @@ class Simulator:
         self._stop_running(run)
         self.finished.append(run)
         self._refresh_usage()
+        if self.event_log is not None:
+            self.event_log.finish(run.job_id)
         if self.on_job_finished is not None:
             self.on_job_finished(len(self.finished), len(self.specs))
 

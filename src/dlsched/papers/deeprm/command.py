@@ -14,6 +14,7 @@ from rich.table import Table
 
 from dlsched.commands.common import one_line_errors, out, progress_bar
 from dlsched.commands.config_options import Renamed, Section, train_command
+from dlsched.commands.experiment import experiment_file
 from dlsched.papers.deeprm.config import DeepRMRunArgs, ReinforceConfig
 from dlsched.rl.run_options import RunOptions
 
@@ -21,6 +22,14 @@ if TYPE_CHECKING:
     from dlsched.papers.deeprm.train import TrainOutcome
 
 
+@experiment_file(
+    "train",
+    sub="deeprm",
+    unused="refuse",
+    why="train deeprm trains on DeepRM's own jobsets; its image state cannot show another "
+    "workload's jobs",
+    accepts={"workload": "deeprm"},
+)
 @train_command(
     Section(ReinforceConfig, skip=("shape",)),
     Section(DeepRMRunArgs),

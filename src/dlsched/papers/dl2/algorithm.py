@@ -151,6 +151,7 @@ def supervised(
     *,
     optimizer: torch.optim.Optimizer | None = None,
     on_step: Callable[[int, float, float], None] | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> float:
     """Cross-entropy on the teacher's actions for ``steps`` mini-batches; returns agreement.
 
@@ -159,12 +160,15 @@ def supervised(
 
     Args:
         on_step: called as ``on_step(step, loss, batch_agreement)`` after every update.
+        stop: asked before every update; True ends the updates there (a spent budget).
     """
     obs, masks, actions = data.tensors()
     opt = optimizer or torch.optim.Adam(policy.parameters(), lr=cfg.sl_lr)
     gen = torch.Generator().manual_seed(cfg.seed)
     policy.train()
     for step in range(steps):
+        if stop is not None and stop():
+            break
         idx = torch.randint(len(actions), (min(cfg.batch_size, len(actions)),), generator=gen)
         logits = masked_logits(policy(obs[idx]), masks[idx])
         loss = nn.functional.cross_entropy(logits, actions[idx])
@@ -382,11 +386,15 @@ def actor_critic(
     steps: int,
     *,
     on_step: Callable[[int, dict[str, float]], None] | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> None:
-    """``steps`` actor-critic updates, each after ``slots_per_update`` simulated slots."""
+    """``steps`` actor-critic updates, each after ``slots_per_update`` simulated slots (fewer
+    if ``stop``, asked before each, says True)."""
     cfg = learner.cfg
     rng = np.random.default_rng(cfg.seed + learner.updates)
     for _ in range(steps):
+        if stop is not None and stop():
+            break
         batch = next_batch(cfg, rollout, rng)
         stats = learner.update(batch)
         if on_step is not None:

@@ -17,13 +17,16 @@ from rich.table import Table
 from dlsched.cli_args import VARY_BOUNDS, parse_option_value
 from dlsched.commands.common import one_line_errors, out, parse_options, progress_bar
 from dlsched.commands.config_options import Section, train_command
+from dlsched.commands.experiment import experiment_file
 from dlsched.papers.dl2.config import Dl2Config, Dl2RunArgs, EsConfig, FitSpec, TrainSpec
 from dlsched.rl.run_options import RunOptions
+from dlsched.workloads.traces.options import TraceOptions
 
-NOT_OPTIONS = ("workload_options", "config", "fit", "vary", "es")
+NOT_OPTIONS = ("workload_options", "validation_options", "config", "fit", "vary", "es")
 """`TrainSpec` fields set from other options (or sections of their own)."""
 
 
+@experiment_file("train", sub="dl2")
 @train_command(
     Section(TrainSpec, skip=NOT_OPTIONS, defaults={"stall_probes": 24}),
     Section(Dl2Config, defaults={"hidden": (64, 64)}),
@@ -35,6 +38,7 @@ NOT_OPTIONS = ("workload_options", "config", "fit", "vary", "es")
     ),
     Section(FitSpec, prefix="fit_", skip=("seed",)),
     Section(Dl2RunArgs),
+    Section(TraceOptions),
 )
 def train_dl2_command(
     run: RunOptions,
@@ -43,11 +47,13 @@ def train_dl2_command(
     es: EsConfig,
     fit: FitSpec,
     args: Dl2RunArgs,
+    trace: TraceOptions,
 ) -> None:
-    """Train DL2: imitate TEACHER, then improve by RL; the best policy goes to OUT."""
+    """Train DL2: imitate TEACHER, then improve by RL; the best policy goes to OUT. On your
+    trace (-w trace:PATH, with elastic jobs) with --split, training traces are its train part
+    and validation its validation part (the card records both)."""
     import torch
 
-    from dlsched.papers.dl2.elastic import require_elastic
     from dlsched.papers.dl2.train import train_dl2
     from dlsched.rl.checkpoint import read_card
     from dlsched.rl.files import LOG_FILE
@@ -56,17 +62,15 @@ def train_dl2_command(
         torch.set_num_threads(1)
         if spec.rl_method == "es" and spec.clusters > 1:
             raise ValueError("--clusters: federated training is actor-critic only")
-        options = parse_options(args.option)
-        options.update(
-            {k: v for k, v in (("servers", args.servers), ("load", args.load)) if v is not None}
-        )
-        require_elastic(spec.workload, options)
+        options = _generator_options(spec.workload, args, trace)
         if args.paper:  # DL2's own preset on batched environments (its own run, paper.py)
             _run_paper(run, spec, config, args, options)
             return
+        split = options.get("split") is not None  # your trace's parts: train, validation
         spec = dataclasses.replace(
             spec,
-            workload_options=options,
+            workload_options={**options, "part": "train"} if split else options,
+            validation_options={**options, "part": "validation"} if split else None,
             sl_steps=spec.sl_steps if spec.teacher is not None else 0,
             config=config,
             fit=dataclasses.replace(fit, seed=config.seed),
@@ -76,6 +80,37 @@ def train_dl2_command(
         with progress_bar(TextColumn("{task.fields[val]}")) as progress:
             best = train_dl2(spec, run, progress=_progress(progress, spec))
         _print_summary(best, LOG_FILE, read_card(best))
+
+
+def _generator_options(workload: str, args: Dl2RunArgs, trace: TraceOptions) -> dict[str, Any]:
+    """The workload generator's options (-o, --servers, --load, your trace's); ValueError for
+    trace options with --paper or on another workload, or a workload without elastic jobs."""
+    from dlsched.papers.dl2.elastic import require_elastic
+
+    options = parse_options(args.option)
+    options.update(
+        {k: v for k, v in (("servers", args.servers), ("load", args.load)) if v is not None}
+    )
+    if args.paper and trace.given():
+        raise ValueError("--paper trains on the dl2 workload; trace options do not apply")
+    options.update(_trace_options(workload, trace))
+    require_elastic(workload, options)
+    return options
+
+
+def _trace_options(workload: str, trace: TraceOptions) -> dict[str, Any]:
+    """The trace options given, as generator options; ValueError for a workload that is no
+    trace of yours, or a --part (training and validation take their own parts)."""
+    given = trace.given()
+    if given and not workload.startswith("trace:"):
+        flag = "--" + next(iter(given)).replace("_", "-")
+        raise ValueError(f"{flag} applies to your own trace (-w trace:PATH), not {workload}")
+    if "part" in given:
+        raise ValueError(
+            "--part: training takes the train part of --split and validation its validation "
+            "part; give --split alone"
+        )
+    return given
 
 
 def _progress(progress: Progress, spec: TrainSpec) -> Callable[[int, Mapping[str, object]], None]:

@@ -139,7 +139,10 @@ class TrainSpec:
     workload: Annotated[str, Opt(flags=("--workload", "-w"))] = "dl2"
     """Elastic workload."""
     workload_options: dict[str, Any] = field(default_factory=dict)
-    """Generator options (servers, load, num_jobs)."""
+    """Generator options (servers, load, num_jobs) of the training traces."""
+    validation_options: dict[str, Any] | None = None
+    """Generator options of the validation traces when they differ from training's (your
+    trace's validation part of its split; None: workload_options)."""
     teacher: Annotated[str | None, Opt(parse=_teacher, metavar="NAME")] = "drf"
     """Heuristic to imitate first (drf, fifo, srtf, tetris, optimus, …); none: RL from
     scratch."""

@@ -142,9 +142,12 @@ def evolve(
     iterations: int,
     *,
     on_iteration: Callable[[int, dict[str, float]], None] | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> None:
-    """``iterations`` ES iterations."""
+    """``iterations`` ES iterations (fewer if ``stop``, asked before each, says True)."""
     for _ in range(iterations):
+        if stop is not None and stop():
+            break
         stats = learner.iterate()
         log.debug("es iteration %d: %s", learner.iterations, stats)
         if on_iteration is not None:

@@ -184,8 +184,11 @@ class FederatedPool:
         steps: int,
         *,
         on_step: Callable[[int, dict[str, float]], None] | None = None,
+        stop: Callable[[], bool] | None = None,
     ) -> None:
-        """Apply exactly ``steps`` asynchronous gradients from the clusters to ``learner``.
+        """Apply exactly ``steps`` asynchronous gradients from the clusters to ``learner``
+        (fewer once ``stop`` says True: no more rollouts are sent out, and the gradients of
+        those out are applied).
 
         Args:
             on_step: called as ``on_step(learner.updates, stats)`` after every global update;
@@ -193,11 +196,11 @@ class FederatedPool:
         """
         dispatched = 0
         for rank in range(len(self.procs)):
-            if dispatched < steps:
+            if dispatched < steps and not (stop is not None and stop()):
                 self._send(rank, learner)
                 dispatched += 1
         applied = 0
-        while applied < steps:
+        while applied < dispatched:
             rank, policy_g, value_g, stats = self._receive()
             for p, g in zip(learner.policy.parameters(), policy_g, strict=True):
                 p.grad = torch.from_numpy(g)
@@ -206,7 +209,7 @@ class FederatedPool:
             learner.step()
             applied += 1
             self.contributions[rank] += 1
-            if dispatched < steps:
+            if dispatched < steps and not (stop is not None and stop()):
                 self._send(rank, learner)
                 dispatched += 1
             if on_step is not None:

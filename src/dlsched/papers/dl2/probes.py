@@ -82,6 +82,7 @@ def count_stalls(
     *,
     transform: Callable[[Workload], Workload] | None = None,
     first_only: bool = False,
+    stop: Callable[[], bool] | None = None,
     **workload_options: Any,
 ) -> int:
     """How many of ``probes`` the greedy policy stalls (the deployed scheduler, its view only).
@@ -89,17 +90,22 @@ def count_stalls(
     Args:
         transform: applied to each generated trace before simulating it (as `evaluate`'s).
         first_only: stop at the first stall (returns 0 or 1).
+        stop: asked before each probe and after each of its jobs finishes; True ends the
+            count there (a probe cut part way is not counted).
         workload_options: generator options of every probe; its own size, load and job count
             replace these.
     """
     from dlsched.workloads.registry import make_workload
 
     stalls = 0
-    for probe in probes:
+    for done, probe in enumerate(probes):
+        if stop is not None and stop():
+            log.warning("stall probes: stopped after %d (wall-time budget spent)", done)
+            break
         trace = make_workload(workload, seed=probe.seed, **{**workload_options, **probe.options})
         if transform is not None:
             trace = transform(trace)
-        if _stalls(trace, make_scheduler_for(policy, cfg), probe.seed):
+        if _stalls(trace, make_scheduler_for(policy, cfg), probe.seed, stop):
             log.debug("probe seed %d %s: stalled", probe.seed, probe.options)
             stalls += 1
             if first_only:
@@ -107,13 +113,32 @@ def count_stalls(
     return stalls
 
 
-def _stalls(trace: Workload, scheduler: Scheduler, seed: int) -> bool:
-    """Whether ``scheduler`` stalls ``trace`` (`dlsched.simulate` with `IDLE_ROUNDS`)."""
+class _Stopped(Exception):
+    """Raised from a probe's job-finished callback to cut it (`count_stalls`' ``stop``)."""
+
+
+def _stalls(
+    trace: Workload, scheduler: Scheduler, seed: int, stop: Callable[[], bool] | None = None
+) -> bool:
+    """Whether ``scheduler`` stalls ``trace`` (`dlsched.simulate` with `IDLE_ROUNDS`); False
+    for a run ``stop`` cut."""
     from dlsched.runner import simulate
     from dlsched.sim import SimulationStalled
 
+    def check(finished: int, total: int) -> None:
+        if stop is not None and stop():
+            raise _Stopped
+
     try:
-        simulate(trace, scheduler, seed, max_idle_retries=IDLE_ROUNDS)
+        simulate(
+            trace,
+            scheduler,
+            seed,
+            max_idle_retries=IDLE_ROUNDS,
+            on_job_finished=None if stop is None else check,
+        )
     except SimulationStalled:
         return True
+    except _Stopped:
+        return False
     return False

@@ -24,10 +24,12 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from dlsched.papers.dl2.algorithm import (
@@ -44,7 +46,7 @@ from dlsched.papers.dl2.es import Es, evolve
 from dlsched.papers.dl2.federated import FederatedPool
 from dlsched.papers.dl2.network import (
     Dl2Config,
-    evaluate,
+    evaluate_seeds,
     load,
     make_policy,
     policy_card,
@@ -100,6 +102,8 @@ class Dl2Learner:
         self.phase = "init"
         self.val = (float("nan"), 0)
         """(validation average JCT in s, probes stalled) of the last validation."""
+        self.val_cut_after: int | None = None
+        """Seeds the last validation finished if the budget cut it (else None)."""
         self.env = Dl2Env(
             spec.workload,
             shape=self.cfg.shape(),
@@ -148,6 +152,7 @@ class Dl2Learner:
                 learner=self.learner.policy,
                 dagger=cfg.dagger,
                 seed=cfg.seed + 7919 * self._sl_rounds,
+                stop=self.budget.spent,
             )
             data.obs += more.obs
             data.masks += more.masks
@@ -162,8 +167,9 @@ class Dl2Learner:
             chunk,
             optimizer=opt,
             on_step=lambda step, loss, agree: agreements.append(agree),
+            stop=self.budget.spent,
         )
-        self.sl_done += chunk
+        self.sl_done += len(agreements)  # the chunk, or fewer: the budget stopped it
         return sum(agreements) / max(1, len(agreements))
 
     def _rl_chunk(self) -> float:
@@ -189,11 +195,11 @@ class Dl2Learner:
             entropies.append(stats["entropy"])
 
         if self._pool is not None:
-            self._pool.train(self.learner, chunk, on_step=on_rl)
+            self._pool.train(self.learner, chunk, on_step=on_rl, stop=self.budget.spent)
         else:
             assert self._rollout is not None
-            actor_critic(self.learner, self._rollout, chunk, on_step=on_rl)
-        self.rl_done += chunk
+            actor_critic(self.learner, self._rollout, chunk, on_step=on_rl, stop=self.budget.spent)
+        self.rl_done += len(entropies)  # the chunk, or fewer: the budget stopped it
         return sum(entropies) / max(1, len(entropies))
 
     def _es_chunk(self) -> float:
@@ -220,13 +226,17 @@ class Dl2Learner:
             self._es,
             chunk,
             on_iteration=lambda i, stats: train_jct.append(stats["train_avg_jct_s"]),
+            stop=self.budget.spent,
         )
-        self.rl_done += chunk
+        self.rl_done += len(train_jct)  # the chunk, or fewer: the budget stopped it
         return sum(train_jct) / max(1, len(train_jct))
 
     def validate(self) -> Validation:
-        """Validation average JCT (and stalls on the probes, if any) of the current policy."""
+        """Validation average JCT (and stalls on the probes, if any) of the current policy;
+        cut once the budget and its grace are spent (`Budget.validation_over`): the mean over
+        the seeds finished (inf if none), ranked behind every whole validation."""
         spec = self.spec
+        stop = self.budget.validation_over
         stalls = 0
         if self.probes:
             stalls = count_stalls(
@@ -235,16 +245,21 @@ class Dl2Learner:
                 self.probes,
                 spec.workload,
                 transform=self.transform,
+                stop=stop,
                 **spec.workload_options,
             )
-        val = evaluate(
+        jcts = evaluate_seeds(
             self.learner.policy,
             self.cfg,
             spec.val_seeds,
             spec.workload,
             transform=self.transform,
-            **spec.workload_options,
+            stop=stop,
+            **_validation_options(spec),
         )
+        val = float(np.mean(jcts)) if jcts else float("inf")
+        stalled = bool(jcts) and math.isinf(jcts[-1])
+        self.val_cut_after = len(jcts) if len(jcts) < len(spec.val_seeds) and not stalled else None
         self.val = (val, stalls)
         row: dict[str, object] = {
             "val_avg_jct_s": f"{val:.1f}",
@@ -252,13 +267,16 @@ class Dl2Learner:
         }
         if self.phase == "init":  # validated before any step (a run out of time)
             row.update(phase="init", step=0, stat="0.0000")
-        return Validation((float(stalls), val), row)
+        # a cut validation (fewer seeds) is never ranked above a whole one: it ranks inf
+        return Validation((float(stalls), val if self.val_cut_after is None else math.inf), row)
 
     def policy_files(self) -> tuple[Mapping[str, torch.Tensor], PolicyCard]:
         spec = self.spec
         val, stalls = self.val
         params = dict(make_workload(spec.workload, seed=0, **spec.workload_options).params)
         params.pop("seed", None)
+        for per_job in ("trace_ids", "users"):  # your trace's, one per job: not a setting
+            params.pop(per_job, None)
         if self.fitted is not None:
             params.update(self.fitted.params())
         card = policy_card(
@@ -274,6 +292,13 @@ class Dl2Learner:
             ),
             notes=_notes(spec, self.probes),
         )
+        if self.val_cut_after is not None:
+            card.validation["seeds_validated"] = self.val_cut_after
+            card.notes += (
+                f"; its validation was cut by the wall-time budget after {self.val_cut_after} "
+                f"of {len(spec.val_seeds)} seeds ("
+                + ("mean over those)" if self.val_cut_after else "none finished: avg_jct_s inf)")
+            )
         return self.learner.policy.state_dict(), card
 
     def state_dict(self) -> dict[str, Any]:
@@ -305,6 +330,13 @@ class Dl2Learner:
             log.info("federated updates per cluster: %s", self._pool.contributions)
             self._pool.close()
             self._pool = None
+
+
+def _validation_options(spec: TrainSpec) -> dict[str, Any]:
+    """The validation traces' generator options (your trace's validation part, if split)."""
+    if spec.validation_options is None:
+        return spec.workload_options
+    return spec.validation_options
 
 
 def fitted_model(spec: TrainSpec) -> FittedPS | None:
@@ -351,6 +383,12 @@ def _notes(spec: TrainSpec, probes: Sequence[Probe]) -> str:
         notes += f"; trained and validated with {spec.speed_model} speeds (OfflineRL)"
     if spec.clusters > 1:
         notes += f"; RL federated over {spec.clusters} clusters"
+    if spec.validation_options is not None:
+        notes += (
+            f"; trained on the {spec.workload_options.get('part')} part and validated on the "
+            f"{spec.validation_options.get('part')} part of split "
+            f"{spec.validation_options.get('split')} (the test part is left for compare)"
+        )
     if spec.vary:
         varied = ", ".join(f"{k}={'|'.join(map(str, v))}" for k, v in spec.vary.items())
         notes += f"; training traces drawn per episode with {varied}"

@@ -19,7 +19,7 @@ from dlsched.rl.run_options import RunOptions
 from dlsched.workloads.traces.options import TraceOptions
 
 
-@experiment_file("train")
+@experiment_file("train", sub="sched2")
 @train_command(
     Section(Sched2RunArgs),
     Section(DQNConfig, skip=("extra",), defaults={"episodes": None}),  # 100, --paper 2400

@@ -28,6 +28,8 @@ column             required  meaning and rule
 ``mem_gb``         no        memory (GB) of **each GPU worker**, >= 0, at most a server's;
                              default `MEM_GB_PER_GPU`
 ``num_workers``    no        must equal ``num_gpus`` (one GPU per worker)
+``user``           no        who submitted the job (any text; empty: unknown), read only by
+                             the per-user fairness of a run's summary (`dlsched.sim.fairness`)
 ``num_ps``         no        must be 0: parameter-server jobs are not supported here
 ``epochs``         no        ignored with a warning: a trace job's work is its duration
 ``status``         no        read only by ``drop_status`` (e.g. ``failed,killed``: those rows

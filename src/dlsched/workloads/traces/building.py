@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import datetime
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
 
 from dlsched.core import Arch, JobSpec, Resources
 from dlsched.workloads.base import Workload
@@ -30,6 +31,13 @@ def seconds_shown(values: npt.NDArray[np.float64], dated: bool) -> Callable[[int
 
 
 def iso(unix_s: float) -> str:
+    """``unix_s`` (s since 1970-01-01 UTC) as a UTC date and time, e.g. ``2017-10-03 12:34:56``."""
+    if float(unix_s).is_integer():
+        # pandas' text for a whole second, without importing pandas (CLI start-up, issue 34)
+        with contextlib.suppress(OverflowError):
+            return str(datetime.datetime(1970, 1, 1) + datetime.timedelta(seconds=int(unix_s)))
+    import pandas as pd
+
     return str(pd.Timestamp(unix_s, unit="s", tz="UTC").tz_localize(None))
 
 
@@ -193,6 +201,12 @@ def build_workload(
         params["trace_ids"] = dict(
             zip(table.job_id.tolist(), table.trace_ids.tolist(), strict=True)
         )
+    if table.users is not None:  # per-user fairness (`dlsched.sim.fairness`); empty: unknown
+        params["users"] = {
+            job: user
+            for job, user in zip(table.job_id.tolist(), table.users.tolist(), strict=True)
+            if user
+        }
     return Workload(
         name=name,
         jobs=tuple(jobs),

@@ -9,7 +9,10 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from dlsched.workloads.traces.schema import EPOCH, MAX_REASONS_KEPT, NAN_WORDS, TraceError
+from dlsched.workloads.traces.schema import MAX_REASONS_KEPT, NAN_WORDS, TraceError
+
+EPOCH = pd.Timestamp("1970-01-01", tz="UTC")
+"""Origin of the seconds dates are read as (1970-01-01 UTC)."""
 
 
 class Checker:

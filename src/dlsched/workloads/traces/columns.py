@@ -36,6 +36,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "start_time": ("start", "started_time", "start_ts", "begin_time"),
     "end_time": ("end", "finish_time", "finished_time", "end_ts", "completion_time"),
     "status": ("state", "job_status", "final_status", "jobstatus"),
+    "user": ("user_name", "username", "user_id", "owner"),
 }
 """Other names (lower case) accepted for each column, tried in order when it is missing."""
 

@@ -1,5 +1,5 @@
 """`TraceOptions`: how your own trace is read, the same options on every command that reads one
-(``simulate``, ``compare``, ``trace info``, ``train sched2``) and the same keys in an
+(``simulate``, ``compare``, ``trace info``, ``train sched2``, ``train dl2``) and the same keys in an
 experiment file (`dlsched.commands.experiment`). Each field is a `load_trace` argument.
 
 No pandas here: every command's options are built from this module at the CLI's start-up."""

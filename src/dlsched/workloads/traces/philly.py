@@ -3,26 +3,20 @@
 from __future__ import annotations
 
 import logging
-from importlib import resources
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
+import numpy.typing as npt
 
 from dlsched.workloads.base import Workload
 from dlsched.workloads.traces.building import build_workload, check_options, draw_models
+from dlsched.workloads.traces.philly_columns import PhillyColumns, philly_columns, philly_rows
 from dlsched.workloads.traces.schema import PHILLY_FILE, PHILLY_JOBS, Table, TraceError
-from dlsched.workloads.traces.validation import validate
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 log = logging.getLogger(__name__)
-
-
-def _philly_frame() -> pd.DataFrame:
-    with resources.as_file(resources.files("dlsched") / "data" / PHILLY_FILE) as path:
-        return pd.read_csv(
-            path,
-            dtype={"duration": np.float64, "num_gpus": np.int64, "gpu_time": np.float64},
-            engine="c",
-        )
 
 
 def philly_table(
@@ -34,49 +28,42 @@ def philly_table(
     gpus_per_server: int,
     seed: int,
 ) -> Table:
-    frame = _philly_frame()
-    if len(frame) != PHILLY_JOBS:
-        log.warning("%s has %d jobs, expected %d", PHILLY_FILE, len(frame), PHILLY_JOBS)
-    models = draw_models(len(frame), seed)
-    rows = np.arange(2, len(frame) + 2, dtype=np.int64)
-    submit = pd.to_datetime(frame["timestamp"], format="%Y-%m-%d %H:%M:%S", utc=True)
-    keep = np.ones(len(frame), dtype=bool)
+    columns = philly_columns()
+    n = len(columns.submit_s)
+    if n != PHILLY_JOBS:
+        log.warning("%s has %d jobs, expected %d", PHILLY_FILE, n, PHILLY_JOBS)
+    models = draw_models(n, seed)
+    rows = np.arange(2, n + 2, dtype=np.int64)
+    keep = np.ones(n, dtype=bool)
     if vc is not None:
-        clusters = sorted(frame["cluster"].unique().tolist())
-        if vc not in clusters:
+        keep &= columns.cluster == vc
+        if not keep.any():
+            clusters = np.unique(columns.cluster).tolist()
             raise TraceError(
                 f"{PHILLY_FILE}: unknown virtual cluster {vc!r}; choose one of "
                 + ", ".join(clusters),
                 path=PHILLY_FILE,
                 column="cluster",
             )
-        keep &= (frame["cluster"] == vc).to_numpy()
     lo = _when(start, "start")
     hi = _when(end, "end")
     if lo is not None and hi is not None and lo >= hi:
         raise ValueError(f"start {start} is not before end {end}")
+    submit_ns = columns.submit_s * 10**9  # compared with the bounds to the nanosecond
     if lo is not None:
-        keep &= (submit >= lo).to_numpy()
+        keep &= submit_ns >= lo.value
     if hi is not None:
-        keep &= (submit < hi).to_numpy()
+        keep &= submit_ns < hi.value
     if not keep.any():
         where = f" of virtual cluster {vc}" if vc else ""
         raise TraceError(
             f"{PHILLY_FILE}: no jobs{where} between {start or 'the start'} and {end or 'the end'}",
             path=PHILLY_FILE,
         )
-    chosen = frame.loc[keep, ["duration", "num_gpus"]].reset_index(drop=True)
-    chosen["submit_time"] = submit[keep].reset_index(drop=True)
-    table = validate(
-        chosen,
-        source=PHILLY_FILE,
-        rows=rows[keep],
-        on_bad_row="fail",
-        cluster_gpus=None if servers is None else servers * gpus_per_server,
-        gpus_per_server=gpus_per_server,
-        seed=seed,
-        models=models[keep],
-    )
+    cluster_gpus = None if servers is None else servers * gpus_per_server
+    table = philly_rows(columns, keep, rows, models, cluster_gpus, seed)
+    if table is None:  # a row breaks a rule: `validate` says which
+        table = _validated(columns, keep, rows, models, cluster_gpus, gpus_per_server, seed)
     table.job_id = table.rows - 2  # job id = 0-based row of the packaged file
     if max_jobs is not None:
         if max_jobs < 1:
@@ -98,10 +85,46 @@ def philly_table(
     return table
 
 
+def _validated(
+    columns: PhillyColumns,
+    keep: npt.NDArray[np.bool_],
+    rows: npt.NDArray[np.int64],
+    models: npt.NDArray[np.str_],
+    cluster_gpus: int | None,
+    gpus_per_server: int,
+    seed: int,
+) -> Table:
+    """The kept rows through the generic trace checks (`validate`, with pandas), which raise
+    the first bad row's error."""
+    import pandas as pd
+
+    from dlsched.workloads.traces.validation import validate
+
+    chosen = pd.DataFrame(
+        {
+            "duration": columns.duration_s[keep],
+            "num_gpus": columns.num_gpus[keep],
+            "submit_time": pd.to_datetime(columns.submit_s[keep], unit="s", utc=True),
+        }
+    )
+    return validate(
+        chosen,
+        source=PHILLY_FILE,
+        rows=rows[keep],
+        on_bad_row="fail",
+        cluster_gpus=cluster_gpus,
+        gpus_per_server=gpus_per_server,
+        seed=seed,
+        models=models[keep],
+    )
+
+
 def _when(text: str | None, what: str) -> pd.Timestamp | None:
     """Parse an ISO-8601 date/time (UTC unless it says otherwise); None stays None."""
     if text is None:
         return None
+    import pandas as pd
+
     try:
         stamp = pd.to_datetime(str(text), format="ISO8601")
     except (ValueError, TypeError):

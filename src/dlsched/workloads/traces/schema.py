@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
 
 REQUIRED_COLUMNS: tuple[str, ...] = ("submit_time", "duration", "num_gpus")
 """Columns every generic trace must have."""
@@ -23,6 +22,7 @@ OPTIONAL_COLUMNS: tuple[str, ...] = (
     "cpu",
     "mem_gb",
     "status",
+    "user",
 )
 """Columns a generic trace may have (see the module docstring for their rules)."""
 
@@ -61,7 +61,6 @@ CSV_SUFFIXES = (".csv", ".csv.gz", ".csv.bz2", ".csv.xz", ".csv.zst")
 PARQUET_SUFFIXES = (".parquet", ".pq")
 NAN_WORDS = frozenset({"nan", "-nan", "+nan", "na", "n/a", "null", "none", "#n/a"})
 SHOWN_REASONS = 5
-EPOCH = pd.Timestamp("1970-01-01", tz="UTC")
 
 
 class TraceError(ValueError):
@@ -161,6 +160,8 @@ class Table:
     ignored_columns: list[str]
     trace_ids: npt.NDArray[np.str_] | None = None
     """The trace's own job ids when they are not numbers (``job_id`` is then the data row)."""
+    users: npt.NDArray[np.str_] | None = None
+    """Who submitted each job (the ``user`` column; empty: unknown), when the trace says."""
     mapped: dict[str, str] = field(default_factory=dict)
     """Schema column → the file's column it was read from, where the names differ."""
     inferred: list[str] = field(default_factory=list)

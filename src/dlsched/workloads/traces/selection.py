@@ -31,9 +31,9 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from dlsched.workloads.traces.cells import as_text
+from dlsched.workloads.traces.cells import EPOCH, as_text
 from dlsched.workloads.traces.options import PARTS, TIME_UNITS
-from dlsched.workloads.traces.schema import EPOCH, Table, TraceError
+from dlsched.workloads.traces.schema import Table, TraceError
 
 log = logging.getLogger(__name__)
 
@@ -126,6 +126,8 @@ def take(table: Table, index: npt.NDArray[np.int64]) -> Table:
     changes: dict[str, Any] = {name: getattr(table, name)[index] for name in per_job}
     if table.trace_ids is not None:
         changes["trace_ids"] = table.trace_ids[index]
+    if table.users is not None:
+        changes["users"] = table.users[index]
     return replace(table, **changes)
 
 

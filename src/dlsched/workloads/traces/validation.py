@@ -426,4 +426,5 @@ def validate(
         blank_rows=0,
         ignored_columns=ignored,
         trace_ids=None if text_ids is None else text_ids.to_numpy(dtype=str)[order],
+        users=as_text(frame["user"]).to_numpy(dtype=str)[order] if r.has("user") else None,
     )

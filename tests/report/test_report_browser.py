@@ -1,0 +1,93 @@
+"""The report in a real browser (headless Chromium, network off; see conftest.py): it loads
+with no console error, draws one bar per job allocation of a small known run (counted in its
+event log), filters and sorts the job table, and its screenshot is not blank."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import dlsched
+from dlsched.report import report_results
+from dlsched.sim.event_log import KINDS
+
+pytestmark = pytest.mark.integration  # a real browser process
+
+
+@pytest.fixture(scope="module")
+def known_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dlsched.sim.Result]:
+    """A preemptive run with rescales and preemptions (40 jobs), and its page."""
+    result = dlsched.simulate("dl2", "tiresias", 1, num_jobs=40, load=2.0, record_events=True)
+    path = tmp_path_factory.mktemp("report") / "known.html"
+    report_results([result], path, "known run")
+    return path, result
+
+
+def _open(browser: Any, path: Path) -> list[dict[str, Any]]:
+    """Load ``path``; the console's errors and warnings since (not earlier pages')."""
+    browser.get("about:blank")
+    browser.get_log("browser")
+    browser.get(path.resolve().as_uri())
+    assert browser.execute_script("return document.body.dataset.ready") == "1"
+    return [e for e in browser.get_log("browser") if e["level"] in ("SEVERE", "WARNING")]
+
+
+def test_loads_without_console_errors(browser: Any, known_run: tuple[Path, Any]) -> None:
+    assert _open(browser, known_run[0]) == []
+    assert browser.title == "known run"
+
+
+def test_one_bar_per_allocation(browser: Any, known_run: tuple[Path, Any]) -> None:
+    path, result = known_run
+    _open(browser, path)
+    kinds = [KINDS[k] for k in result.event_log.kind]
+    allocations = sum(k in ("start", "rescale", "migrate") for k in kinds)
+    assert "preempt" in kinds and allocations > 40  # the run is the kind the test needs
+    from selenium.webdriver.support.ui import Select
+
+    Select(browser.find_element("id", "rows")).select_by_value("job")
+    canvas = browser.find_element("id", "timeline")
+    assert canvas.get_attribute("data-rows") == "job"
+    assert int(canvas.get_attribute("data-bars")) == allocations
+    Select(browser.find_element("id", "rows")).select_by_value("server")
+    segments = browser.execute_script("return window.dlschedReport.run().segs.bar.length")
+    assert int(canvas.get_attribute("data-bars")) == segments >= allocations
+
+
+def test_filter_and_sort_the_job_table(browser: Any, known_run: tuple[Path, Any]) -> None:
+    path, result = known_run
+    _open(browser, path)
+    table = browser.find_element("id", "jobs")
+    assert table.get_attribute("data-matching") == "40"
+    box = browser.find_element("id", "filter")
+    box.send_keys("17")  # job IDs holding "17": 17 only, among 0..39
+    browser.execute_script("window.dlschedReport.drawTable()")
+    rows = table.find_elements("css selector", "tbody tr")
+    assert [r.find_element("css selector", "td").text for r in rows] == ["17"]
+    box.clear()
+    long_jct = sorted(r.jct_s for r in result.records)[-5]
+    box.send_keys(f"jct>={long_jct - 0.05:.1f}")  # the five longest (times rounded to 0.1 s)
+    browser.execute_script("window.dlschedReport.drawTable()")
+    assert table.get_attribute("data-matching") == "5"
+    box.clear()
+    browser.execute_script("window.dlschedReport.drawTable()")
+    browser.find_element("css selector", "th[data-column='jct']").click()  # ascending
+    browser.find_element("css selector", "th[data-column='jct']").click()  # descending
+    first = table.find_element("css selector", "tbody tr td").text
+    longest = max(result.records, key=lambda r: r.jct_s)
+    assert first == str(longest.job_id)
+
+
+def test_screenshot_is_not_blank(browser: Any, known_run: tuple[Path, Any]) -> None:
+    from PIL import Image
+
+    _open(browser, known_run[0])
+    png = browser.find_element("id", "timeline").screenshot_as_png
+    pixels = np.asarray(Image.open(io.BytesIO(png)).convert("RGB")).reshape(-1, 3)
+    colours = {tuple(p) for p in pixels[:: max(1, len(pixels) // 20000)]}
+    white = np.all(pixels > 245, axis=1).mean()
+    assert len(colours) > 20 and white < 0.9, (len(colours), white)
