@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from dlsched.models.locality import SENSITIVITY, Locality
 from dlsched.placement import make_placement
 from dlsched.schedulers.base import Scheduler, cannot_run
-from dlsched.schedulers.registry import made_for, make_scheduler
+from dlsched.schedulers.registry import made_for, make_scheduler, refusal
 from dlsched.sim import RescaleCost, Result, SimConfig, SimulationStalled, Simulator
 from dlsched.workloads.base import Workload
 from dlsched.workloads.registry import make_workload
@@ -120,6 +120,8 @@ def simulate(
         workload = _without_cross_server_slowdown(workload)
     if isinstance(scheduler, str):
         warn_if_not_made_for(scheduler, workload.name)
+        why = refusal(scheduler, workload.jobs, workload.servers)  # before any checkpoint loads
+        _refuse(scheduler.partition(":")[0], workload, why)
         scheduler = make_scheduler(scheduler)
     _refuse_if_it_cannot_run(scheduler, workload)
     warn_if_out_of_setting(scheduler, workload)
@@ -188,8 +190,12 @@ def _refuse_if_it_cannot_run(scheduler: Scheduler, workload: Workload) -> None:
     """Raise `CannotRun` with the scheduler's reason when it says it could never run
     ``workload``'s jobs (`dlsched.schedulers.base.BaseScheduler.cannot_run`)."""
     why = cannot_run(scheduler, workload.jobs, workload.servers)
+    _refuse(getattr(scheduler, "name", type(scheduler).__name__), workload, why)
+
+
+def _refuse(name: str, workload: Workload, why: str | None) -> None:
+    """Raise `CannotRun` saying ``why`` scheduler ``name`` cannot run ``workload`` (if it can't)."""
     if why is not None:
-        name = getattr(scheduler, "name", type(scheduler).__name__)
         raise CannotRun(f"{name} cannot run the {workload.name} workload: {why}")
 
 

@@ -35,6 +35,7 @@ import numpy.typing as npt
 import torch
 
 from dlsched.core import ClusterView, Decision, JobSpec, Resources
+from dlsched.rl.blas_threads import one_blas_thread
 from dlsched.rl.decision_trace import DecisionTrace
 from dlsched.schedulers.base import BaseScheduler, cannot_run
 
@@ -244,6 +245,10 @@ class PolicyScheduler(SlotLoopScheduler):
     def decide(self, view: ClusterView) -> Decision:
         if self.trace is not None:
             self.trace.begin(view)
+        with one_blas_thread():  # a few dozen rows: threads only add waits (blas_threads)
+            return self._decide(view)
+
+    def _decide(self, view: ClusterView) -> Decision:
         builder = self.encoder.start(view)
         net = self.net
         if self._generator is None:

@@ -13,14 +13,18 @@ not register a name already registered by the module named after that name.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from dlsched.core import JobSpec, Resources
 from dlsched.plugins import plugins
 from dlsched.schedulers.arguments import Check, check_argument
 from dlsched.schedulers.base import Scheduler
 
 Factory = Callable[[str | None], Scheduler]
+Refusal = Callable[[Sequence[JobSpec], Sequence[Resources]], str | None]
+"""``(jobs, servers) -> why it could never run them (one line), or None``: what the built
+scheduler's `cannot_run` would say, asked without building it (no checkpoint read)."""
 
 
 @dataclass(frozen=True)
@@ -35,6 +39,8 @@ class SchedulerEntry:
         description: one line for ``dlsched list``.
         argument: what the text after ``name:`` is and its check (None: the built-in table,
             `dlsched.schedulers.arguments.ARGUMENTS`, or no argument).
+        refuses: its refusal asked before it is built (`refusal`), where it needs no
+            checkpoint: a refused run then stops before PyTorch is even imported.
     """
 
     name: str
@@ -43,6 +49,7 @@ class SchedulerEntry:
     source: str
     description: str
     argument: tuple[str, Check] | None = None
+    refuses: Refusal | None = None
 
 
 REGISTRY: dict[str, SchedulerEntry] = {}
@@ -55,12 +62,16 @@ def register(
     source: str,
     description: str,
     argument: tuple[str, Check] | None = None,
+    refuses: Refusal | None = None,
 ) -> Callable[[Factory], Factory]:
     """Decorator registering a factory (a class whose constructor takes no argument works too);
-    ``argument``: (what the text after ``name:`` is, its check), for a factory that reads it."""
+    ``argument``: (what the text after ``name:`` is, its check), for a factory that reads it;
+    ``refuses``: `SchedulerEntry.refuses`."""
 
     def wrap(factory: Factory) -> Factory:
-        REGISTRY[name] = SchedulerEntry(name, factory, setting, source, description, argument)
+        REGISTRY[name] = SchedulerEntry(
+            name, factory, setting, source, description, argument, refuses
+        )
         return factory
 
     return wrap
@@ -130,6 +141,15 @@ def made_for(spec: str) -> frozenset[str] | None:
         inside = part.partition("(")[2].partition(")")[0]
         names.update(n.strip() for n in inside.split(",") if n.strip())
     return frozenset(names)
+
+
+def refusal(spec: str, jobs: Sequence[JobSpec], servers: Sequence[Resources]) -> str | None:
+    """Why the scheduler ``spec`` names could never run ``jobs`` on ``servers``, asked before
+    it is built (`SchedulerEntry.refuses`); None when it does not say (or is unknown)."""
+    name = spec.partition(":")[0]
+    _load(name)
+    entry = REGISTRY.get(name)
+    return entry.refuses(jobs, servers) if entry is not None and entry.refuses else None
 
 
 def make_scheduler(spec: str) -> Scheduler:

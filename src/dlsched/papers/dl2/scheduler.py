@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from dlsched.papers.dl2.elastic import no_elastic_job
 from dlsched.schedulers.arguments import checkpoint_path
 from dlsched.schedulers.base import Scheduler
 from dlsched.schedulers.registry import register
@@ -89,6 +90,7 @@ def _paper_or_path(name: str, arg: str) -> None:
     description="policy network (shipped: see its card.json); dl2:paper is the one trained by "
     "the paper's own method; dl2:PATH loads another",
     argument=("paper|PATH", _paper_or_path),
+    refuses=no_elastic_job,
 )
 def _make(arg: str | None) -> Scheduler:
     return load_dl2(policy_dir(f"dl2:{arg}") if arg else None)
@@ -100,6 +102,7 @@ def _make(arg: str | None) -> Scheduler:
     source="DL2 §6.1's OfflineRL baseline, trained here",
     description="DL2's RL trained only on fitted Optimus speeds; offline-rl:PATH loads another",
     argument=("PATH", checkpoint_path),
+    refuses=no_elastic_job,
 )
 def _make_offline_rl(arg: str | None) -> Scheduler:
     return load_dl2(arg, default=SHIPPED_OFFLINE_RL, name="offline-rl")

@@ -40,6 +40,7 @@ import numpy.typing as npt
 
 from dlsched.core import Arch, ClusterView, Decision, JobRun, JobSpec, Resources
 from dlsched.papers.dl2 import slot_kernels as sk
+from dlsched.papers.dl2.elastic import no_elastic_job
 from dlsched.schedulers.common import FreeTracker
 from dlsched.workloads.dl2 import JOB_TYPES
 
@@ -408,15 +409,8 @@ class Dl2Encoder:
         self._statics: dict[int, Static] = {}
 
     def cannot_run(self, jobs: Sequence[JobSpec], servers: Sequence[Resources]) -> str | None:
-        """DL2 decides each job's workers and parameter servers: with no elastic job
-        (`JobSpec.elastic`) it has nothing to decide (issue 35); None otherwise."""
-        if any(job.elastic for job in jobs):
-            return None
-        return (
-            f"none of its {len(jobs):,} jobs is elastic (each runs at one fixed size), so DL2 "
-            "has no workers or parameter servers to decide; run it on an elastic workload "
-            "such as dl2"
-        )
+        """`no_elastic_job`: with no elastic job DL2 has nothing to decide; None otherwise."""
+        return no_elastic_job(jobs)
 
     def start(self, view: ClusterView) -> Dl2Slot:
         if len(self._statics) > _STATICS_KEPT:

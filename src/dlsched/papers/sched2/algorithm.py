@@ -23,7 +23,7 @@ from __future__ import annotations
 import copy
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
@@ -363,9 +363,10 @@ class DQN:
         """Whether the episode numbered ``episodes`` (1-based) ends with DQfD pre-training."""
         return self.teacher is not None and episodes == self.config.demo_episodes > 0
 
-    def episode(self) -> EpisodeLog:
+    def episode(self, stop: Callable[[], bool] | None = None) -> EpisodeLog:
         """Play and learn from one episode; its log row (evaluation columns NaN, ``wall_s``
-        NaN: the training run fills them)."""
+        NaN: the training run fills them). ``stop``, asked before each agent step, ends the
+        episode there when True (a spent budget; its training columns are then NaN)."""
         config, env, teacher = self.config, self.env, self.teacher
         episode = self.episodes
         obs, info = env.reset(seed=int(self.rng.integers(0, 2**31 - 1)))
@@ -377,6 +378,10 @@ class DQN:
         losses: list[float] = []
         result: dict[str, Any] = {}
         while not done:
+            if stop is not None and stop():
+                log.warning("sched2 episode %d: stopped part way (budget spent)", episode)
+                info = {}
+                break
             action = self._act(obs, mask, demo)
             next_obs, reward, terminated, truncated, info = env.step(action)
             next_mask = info["action_mask"]

@@ -15,7 +15,8 @@ card says ``algorithm: "sched2"`` and, in ``hyperparams["policy"]``, which kind 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -121,18 +122,44 @@ def save_policy(directory: str | Path, net: Sched2QNet, config: DQNConfig, **car
     return save_checkpoint(directory, *dqn_files(net, config, **card))
 
 
+class _Stopped(Exception):
+    """Raised from a simulation's job-finished callback to cut it (`evaluate`'s ``stop``)."""
+
+
 def evaluate(
-    net: Sched2QNet, workloads: Sequence[Workload], *, profile_seed: int = 0
+    net: Sched2QNet,
+    workloads: Sequence[Workload],
+    *,
+    profile_seed: int = 0,
+    stop: Callable[[], bool] | None = None,
 ) -> dict[str, float]:
-    """Greedy policy on each workload through `dlsched.simulate`; mean of the summaries."""
+    """Greedy policy on each workload through `dlsched.simulate`; mean of the summaries. With
+    ``stop`` (asked before each workload and after each job finishes), only the workloads
+    finished before it said True count, and ``workloads_validated`` says how many (every
+    mean NaN if none)."""
     from dlsched.runner import simulate
+
+    def check(finished: int, total: int) -> None:
+        if stop is not None and stop():
+            raise _Stopped
 
     scheduler = make_scheduler_from(net, net.shape, profile_seed=profile_seed)
     was_training = net.training
-    summaries = [simulate(w, scheduler).summary() for w in workloads]
+    summaries = []
+    for workload in workloads:
+        try:
+            if stop is not None and stop():
+                raise _Stopped
+            hook = None if stop is None else check
+            summaries.append(simulate(workload, scheduler, on_job_finished=hook).summary())
+        except _Stopped:
+            break
     net.train(was_training)
     keys = ("avg_effectiveness", "avg_jct_s", "makespan_s", "avg_fragmentation", "avg_wait_s")
-    return {k: float(np.mean([s[k] for s in summaries])) for k in keys}
+    means = {k: float(np.mean([s[k] for s in summaries])) if summaries else math.nan for k in keys}
+    if len(summaries) < len(workloads):
+        means["workloads_validated"] = len(summaries)
+    return means
 
 
 def lookahead_files(

@@ -13,6 +13,7 @@ training windows come from its train part and validation windows from its valida
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
@@ -132,14 +133,19 @@ class DQNLearner:
         self.metrics: dict[str, float] = {}
 
     def step(self) -> dict[str, object]:
-        return asdict(self.dqn.episode())
+        return asdict(self.dqn.episode(stop=self.budget.spent))
 
     def validate(self) -> Validation:
-        self.metrics = evaluate(self.dqn.net, self.validation)
+        """Greedy effectiveness on the validation traces; cut once the budget and its grace
+        are spent (`Budget.validation_over`): the traces finished, ranked behind every whole
+        validation."""
+        self.metrics = evaluate(self.dqn.net, self.validation, stop=self.budget.validation_over)
         row: dict[str, object] = {
             "eval_effectiveness": self.metrics["avg_effectiveness"],
             "eval_avg_jct_s": self.metrics["avg_jct_s"],
         }
+        if "workloads_validated" in self.metrics:
+            return Validation((math.inf,), row)
         return Validation((-self.metrics["avg_effectiveness"],), row)
 
     def policy_files(self) -> tuple[Mapping[str, torch.Tensor], PolicyCard]:
@@ -149,6 +155,12 @@ class DQNLearner:
             f" ({dqn.steps} agent steps, {self.budget.elapsed_s():.0f} s wall) as the best "
             "greedy validation effectiveness so far"
         )
+        cut = self.metrics.get("workloads_validated")
+        if cut is not None:
+            notes += (
+                f"; its validation was cut by the wall-time budget after {cut:.0f} of "
+                f"{len(self.validation)} traces"
+            )
         return dqn_files(
             dqn.net, dqn.config, steps=dqn.steps, validation=self.metrics, notes=notes, **self.card
         )
