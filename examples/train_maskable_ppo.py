@@ -3,15 +3,17 @@
 Needs the ``rl`` extra (``pip install torch==2.13.0 -e '.[rl]'``; torch pinned in the same
 command so pip keeps the CPU build). Example::
 
-    python examples/train_maskable_ppo.py dlsched/DL2Slot-v0 --minutes 25 --baselines drf \\
+    python examples/train_maskable_ppo.py dlsched/DL2Slot-v0 --minutes 12 --baselines drf \\
         --out runs/ppo_dl2
     python examples/train_maskable_ppo.py dlsched/DeepRM-v0 -o load=1.3 -o horizon_steps=50 \\
         -o reward=wait -o observation=compact -o work_conserving=True -o window=shortest \\
         --minutes 25 --baselines sjf,tetris-star --out runs/ppo_deeprm
 
 (the DeepRM options are the ones MaskablePPO learns with; without them it gets the paper's image
-state and reward: ``benchmarks/RESULTS.md``, issue 19). MaskablePPO runs with its default
-hyper-parameters (``MlpPolicy``, γ = 0.99, 2,048 steps per rollout) for ``--minutes`` of wall time;
+state and reward: ``benchmarks/RESULTS.md``, issue 19). MaskablePPO (``MlpPolicy``) runs with the
+`PpoSettings` of `PPO_SETTINGS` for the environment — on ``DL2Slot-v0`` rewards normalised by
+SB3's ``VecNormalize`` and 512-step rollouts, elsewhere SB3's defaults (γ = 0.99, 2,048 steps
+per rollout) — for ``--minutes`` of wall time;
 the model is saved as ``OUT/model.zip``, each training episode's return in ``OUT/episodes.csv``
 (and a progress line is logged every minute). It is then evaluated greedily with
 `dlsched.rl.adapter.from_sb3` in `dlsched.compare` against the baselines, on held-out seeds: the
@@ -30,6 +32,7 @@ import json
 import logging
 import sys
 import time
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,20 +40,60 @@ import gymnasium as gym
 import torch
 from sb3_contrib import MaskablePPO
 from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecNormalize
 
-import dlsched
-from dlsched.experiments.compare import parse_seeds
+import dlsched  # noqa: F401 - registers the environments
+from dlsched.experiments.compare import mean_ci95, parse_seeds, run_grid, summarise
 from dlsched.papers.deeprm.env import DeepRMEnv
 from dlsched.papers.dl2.env import Dl2Env
 from dlsched.papers.sched2.env import Sched2Env
 from dlsched.rl.adapter import from_sb3
-from dlsched.sim import SimulationStalled
+from dlsched.sim import Result, SimulationStalled
 from dlsched.workloads.deeprm import STEP_S
 
 log = logging.getLogger("train_maskable_ppo")
 
 DEFAULT_EVAL_SEEDS = {"dlsched/DeepRM-v0": "900000-900009"}
 SCHED2_ENV_ONLY = {"slots", "order", "max_steps", "profile_seed", "reward"}
+METRICS = ("avg_jct_s", "avg_slowdown")
+
+
+@dataclass(frozen=True)
+class PpoSettings:
+    """MaskablePPO's hyper-parameters (Stable-Baselines3's names; its defaults unless set).
+
+    Attributes:
+        n_steps: environment steps per rollout (one policy update a rollout).
+        batch_size: samples per gradient mini-batch.
+        n_epochs: passes over each rollout.
+        learning_rate: Adam's step size.
+        gamma: discount per environment step.
+        gae_lambda: GAE's λ.
+        normalize_reward: divide rewards by a running standard deviation of the discounted
+            return (SB3's ``VecNormalize(norm_obs=False, norm_reward=True)``), so the value
+            function's targets are O(1) whatever the reward's units. Observations are left as
+            the environment gives them, so the saved model is evaluated on raw observations.
+    """
+
+    n_steps: int = 2048
+    batch_size: int = 64
+    n_epochs: int = 10
+    learning_rate: float = 3e-4
+    gamma: float = 0.99
+    gae_lambda: float = 0.95
+    normalize_reward: bool = False
+
+
+PPO_SETTINGS = {
+    # Unnormalised, the value function explained nothing (explained variance < 0) and the
+    # policy learned nothing in 180k steps; normalised, with short rollouts and cheap updates
+    # (8 mini-batch steps a rollout instead of 320), it beat DRF within 20k steps on a loaded
+    # box: benchmarks/RESULTS.md, issue 34.
+    "dlsched/DL2Slot-v0": PpoSettings(
+        n_steps=512, batch_size=256, n_epochs=4, normalize_reward=True
+    ),
+}
+"""Settings per environment id; others get SB3's defaults (DeepRM's figures were made so)."""
 
 
 class TimeLimit(BaseCallback):
@@ -75,7 +118,9 @@ class TimeLimit(BaseCallback):
         for info in self.locals.get("infos", []):
             if "trace_seed" in info and info["trace_seed"] is not None:
                 self.trace_seeds.add(int(info["trace_seed"]))
-        self._return += float(self.locals["rewards"][0])
+        original = getattr(self.training_env, "get_original_reward", None)  # VecNormalize
+        rewards = original() if original is not None else self.locals["rewards"]
+        self._return += float(rewards[0])
         now = time.monotonic()
         if self.locals["dones"][0]:
             self._log.write(f"{now - self.start:.1f},{self.num_timesteps},{self._return:.6g}\n")
@@ -129,6 +174,31 @@ def evaluation_setting(env: gym.Env[Any, Any], options: dict[str, Any]) -> dict[
     raise ValueError(f"no evaluation setting for {type(env).__name__}")
 
 
+def training_env(env: gym.Env[Any, Any], settings: PpoSettings) -> gym.Env[Any, Any] | VecEnv:
+    """``env``, wrapped to normalise rewards when ``settings`` say so."""
+    if not settings.normalize_reward:
+        return env
+    return VecNormalize(
+        DummyVecEnv([lambda: env]), norm_obs=False, norm_reward=True, gamma=settings.gamma
+    )
+
+
+def paired_differences(
+    results: list[Result], schedulers: int
+) -> dict[str, dict[str, tuple[float, float]]]:
+    """`run_grid`'s ``results`` (seed by seed, the learner first of ``schedulers``): per
+    baseline and metric, the mean over seeds of the learner's value minus the baseline's on the
+    same seed (s for ``avg_jct_s``), and its Student-t 95 % half-width."""
+    runs = [results[i : i + schedulers] for i in range(0, len(results), schedulers)]
+    return {
+        runs[0][k].scheduler: {
+            m: mean_ci95([float(r[0].summary()[m]) - float(r[k].summary()[m]) for r in runs])
+            for m in METRICS
+        }
+        for k in range(1, schedulers)
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -180,7 +250,16 @@ def main(argv: list[str] | None = None) -> int:
         episodes = None
         log.info("evaluating %s (%d steps trained)", args.load, model.num_timesteps)
     else:
-        model = MaskablePPO("MlpPolicy", env, seed=args.seed, device="cpu", verbose=0)
+        settings = PPO_SETTINGS.get(args.env_id, PpoSettings())
+        model = MaskablePPO(
+            "MlpPolicy",
+            training_env(env, settings),
+            seed=args.seed,
+            device="cpu",
+            verbose=0,
+            **{k: v for k, v in asdict(settings).items() if k != "normalize_reward"},
+        )
+        log.info("MaskablePPO settings: %s", settings)
         limit = TimeLimit(args.minutes * 60.0, args.out / "episodes.csv")
         log.info("training %s for %.1f min", args.env_id, args.minutes)
         model.learn(total_timesteps=10**9, callback=limit)
@@ -203,11 +282,13 @@ def main(argv: list[str] | None = None) -> int:
     baselines = [name for name in args.baselines.split(",") if name]
     try:
         ppo = from_sb3(model, args.env_id, name="maskable-ppo", **options)
-        rows = dlsched.compare(workload, [ppo, *baselines], seeds, **setting)
+        results = run_grid(workload, [ppo, *baselines], seeds, **setting)
     except SimulationStalled as exc:  # the greedy policy leaves every job idle for good
         log.warning("greedy actions stall (%s); evaluating sampled actions instead", exc)
         ppo = from_sb3(model, args.env_id, deterministic=False, name="ppo-sampled", **options)
-        rows = dlsched.compare(workload, [ppo, *baselines], seeds, **setting)
+        results = run_grid(workload, [ppo, *baselines], seeds, **setting)
+    rows = summarise(results)
+    paired = paired_differences(results, 1 + len(baselines))
     report = {
         "env_id": args.env_id,
         "options": {k: repr(v) for k, v in options.items()},
@@ -218,10 +299,8 @@ def main(argv: list[str] | None = None) -> int:
         "eval_workload": workload,
         "eval_options": setting,
         "eval_seeds": seeds,
-        "results": {
-            r.scheduler: {m: [r.mean[m], r.ci95[m]] for m in ("avg_jct_s", "avg_slowdown")}
-            for r in rows
-        },
+        "results": {r.scheduler: {m: [r.mean[m], r.ci95[m]] for m in METRICS} for r in rows},
+        "paired": paired,
     }
     (args.out / "eval.json").write_text(json.dumps(report, indent=2))
     print(f"{'scheduler':<14} {'avg JCT (s)':>22} {'avg slowdown':>18}")
@@ -230,6 +309,13 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"{r.scheduler:<14} {r.mean[jct]:>12,.1f} ± {r.ci95[jct]:>7,.1f} "
             f"{r.mean[slow]:>9.3f} ± {r.ci95[slow]:.3f}"
+        )
+    for baseline, diffs in paired.items():
+        (jct, jct_ci), (slow, slow_ci) = diffs["avg_jct_s"], diffs["avg_slowdown"]
+        print(
+            f"{ppo.name} − {baseline}, paired over {len(seeds)} seeds (95 % CI): avg JCT "
+            f"{jct:+,.1f} s [{jct - jct_ci:+,.1f}, {jct + jct_ci:+,.1f}], avg slowdown "
+            f"{slow:+.3f} [{slow - slow_ci:+.3f}, {slow + slow_ci:+.3f}]"
         )
     return 0
 

@@ -91,11 +91,15 @@ def test_a_trace_user_column_gives_per_user_fairness_and_compare_can_pick_it(
     out = CliRunner().invoke(
         app,
         ["compare", "-w", f"trace:{trace}", "--servers", "1", "--schedulers", "fifo,sjf",
-         "--seeds", "1", "--metric", "user_fairness,max_ftf_rho", "--json"],
+         "--seeds", "1", "--metric", "user_fairness,max_ftf_rho", "--json",
+         "--summary-out", str(tmp_path / "summary.csv")],
     )  # fmt: skip
     assert out.exit_code == 0, out.output
     rows = json.loads(out.stdout)
     assert all("user_fairness" in row and "worst_user_slowdown" in row for row in rows)
+    header = (tmp_path / "summary.csv").read_text().splitlines()[0].split(",")
+    assert {"avg_ftf_rho_mean", "max_ftf_rho_ci95", "user_fairness_mean"} <= set(header)
+    assert "avg_queued_s_mean" in header
 
 
 def test_queued_time_counts_the_waits_after_a_preemption_that_the_first_wait_hides() -> None:

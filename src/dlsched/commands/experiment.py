@@ -12,10 +12,10 @@ unknown key or table is one line naming the file and the key (exit 2). A shared 
 command has no option for is skipped quietly by ``trace info`` (``servers``, ``load``: a
 trace's summary does not depend on them), said in one warning by ``reproduce`` (a paper's
 experiment runs in its own setting) and refused by ``train deeprm`` (DeepRM trains on its own
-jobsets) — each command's `experiment_file` says which. Values are read as the command line reads
-them (bounds, choices): a list is joined with commas (``schedulers = ["drf", "mine"]``), a
-table becomes ``KEY=VALUE,…`` (``columns = {duration = "runtime_min"}``). Paths are as on
-the command line (relative to the current folder).
+jobsets) — each command's `experiment_file` says which. Values are read as the command line
+reads them (bounds, choices): a list is joined with commas (``schedulers = ["drf",
+"mine"]``), a table becomes ``KEY=VALUE,…`` (``columns = {duration = "runtime_min"}``).
+Paths are as on the command line (relative to the current folder).
 
 Example::
 

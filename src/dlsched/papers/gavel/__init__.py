@@ -1,0 +1,23 @@
+"""Gavel (Narayanan et al., *Heterogeneity-Aware Cluster Scheduling Policies for Deep Learning
+Workloads*, OSDI 2020): its round-based mechanism (`rounds`), its policies on heterogeneous
+clusters (`las`, `fifo`, `makespan`, `ftf`; LPs in `lp`, solved with SciPy's HiGHS) and its
+generated workload (`workload`). Gavel's code is MIT-licensed; none of it is copied here, only
+its measured throughput matrix (``dlsched/data``, see its README).
+"""
+
+from dlsched.plugins import Plugin, WorkloadEntry
+
+PLUGIN = Plugin(
+    name="gavel",
+    scheduler_modules=tuple(
+        f"dlsched.papers.gavel.{module}" for module in ("las", "fifo", "makespan", "ftf")
+    ),
+    workloads=(
+        WorkloadEntry(
+            "gavel",
+            "dlsched.papers.gavel.workload:make_gavel",
+            False,
+            "Gavel §7: Poisson arrivals of its 26 job types on K80/P100/V100 (-o cluster=...)",
+        ),
+    ),
+)
