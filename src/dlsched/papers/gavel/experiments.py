@@ -3,16 +3,19 @@
 variant on a 36:36:36 K80/P100/V100 cluster, continuous Poisson arrivals).
 
 For each input rate (jobs per hour), seed and policy the ``gavel`` workload runs to completion;
-the experiment writes
+the average JCT is taken over the middle third of the jobs by arrival (a window, as Gavel
+measures jobs 4,000-5,000 of a continuous stream: the first jobs find an empty cluster and the
+last ones a draining one). The experiment writes
 
-* ``runs.csv`` — one row per (policy, rate, seed): average JCT, makespan, jobs finished;
+* ``runs.csv`` — one row per (policy, rate, seed): average JCT of the window and of every job,
+  makespan, jobs finished;
 * ``summary.csv`` and ``README.md`` — mean and 95 % CI half-width over seeds per (policy, rate),
   and the aware policy's JCT relative to the agnostic one's;
 * ``gavel.png`` — average JCT (hours) against input job rate, one line per policy.
 
-Differences from Gavel's figure, said in the README it writes: every job of a run is measured
-(Gavel measures jobs 4,000–5,000 of a continuous stream, in steady state), and the runs are far
-shorter (`REDUCED`: 120 jobs, seeds 1–2; `FULL`: 400 jobs, seeds 1–3).
+Differences from Gavel's figure, said in the README it writes: runs are far shorter than Gavel's
+(`REDUCED`: 300 jobs, window of 100; `FULL`: 1,200 jobs, window of 400), so the window is
+closer to a transient than to Gavel's steady state.
 """
 
 from __future__ import annotations
@@ -48,21 +51,24 @@ class Size:
     seeds: tuple[int, ...]
 
 
-REDUCED = Size(num_jobs=120, rates=(2.0, 4.0, 6.0, 8.0), seeds=(1, 2))
-FULL = Size(num_jobs=400, rates=(1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0), seeds=(1, 2, 3))
+REDUCED = Size(num_jobs=300, rates=(2.0, 4.0, 6.0, 8.0, 10.0), seeds=(1, 2, 3))
+FULL = Size(num_jobs=1200, rates=(1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 12.0), seeds=(1, 2, 3))
 
 
 def run_one(policy: str, rate: float, seed: int, num_jobs: int) -> dict[str, Any]:
     """One run's row of ``runs.csv``."""
     result = simulate("gavel", policy, seed, num_jobs=num_jobs, jobs_per_hour=rate)
     summary = result.summary()
+    low, high = num_jobs // 3, 2 * num_jobs // 3  # job ids are arrival order
+    window = [r.jct_s for r in result.records if low <= r.job_id < high]
     return {
         "policy": policy,
         "jobs_per_hour": rate,
         "seed": seed,
         "jobs": summary["jobs"],
         "finished": summary["finished"],
-        "avg_jct_s": summary["avg_jct_s"],
+        "avg_jct_s": sum(window) / len(window) if window else float("nan"),
+        "avg_jct_all_s": summary["avg_jct_s"],
         "makespan_s": summary["makespan_s"],
     }
 
@@ -129,10 +135,11 @@ def _write_markdown(path: Path, summary: list[dict[str, Any]], size: Size, full:
         "",
         f"Workload `gavel`: {size.num_jobs} one-GPU jobs a run, Poisson arrivals, Gavel's job"
         " types and durations, 36 GPUs of each type, 360 s rounds; seeds"
-        f" {', '.join(map(str, size.seeds))}. Every job of a run is measured (Gavel measures"
-        " jobs 4,000-5,000 of a continuous stream): the shape, not Gavel's numbers, is the target.",
+        f" {', '.join(map(str, size.seeds))}. Average JCT over the middle third of the jobs by"
+        " arrival (Gavel measures jobs 4,000-5,000 of a continuous stream, in steady state; these"
+        " runs are far shorter): the shape, not Gavel's numbers, is the target.",
         "",
-        "| policy | jobs/h | avg JCT (h) | makespan (h) |",
+        "| policy | jobs/h | avg JCT of the window (h) | makespan (h) |",
         "| --- | ---: | ---: | ---: |",
     ]
     for r in summary:

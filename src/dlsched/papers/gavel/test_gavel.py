@@ -292,3 +292,22 @@ def test_reproduce_gavel_writes_its_table_figure_and_ratios(tmp_path: Path) -> N
     readme = (tmp_path / "README.md").read_text()
     assert all(f"| {policy} | 4 |" in readme for policy in POLICIES)
     assert "gavel-las-het / gavel-las at 4 jobs/h:" in readme
+
+
+def test_any_workload_runs_typed_with_a_jobs_gavel_type_from_its_model() -> None:
+    from dataclasses import replace
+
+    from dlsched.workloads.hetero import with_types
+    from dlsched.workloads.registry import make_workload
+
+    base = make_workload("sched2", seed=1, servers=2, num_jobs=4)
+    named = replace(base, jobs=(replace(base.jobs[0], model="A3C"), *base.jobs[1:]))
+    typed = with_types(named, ["v100", "k80"], seed=1)
+    model = typed.model
+    assert isinstance(model, TypedSpeed) and typed.make_cluster().gpu_types == ("v100", "k80")
+    a3c = throughputs()
+    expected = a3c["k80"][("A3C", 1)] / a3c["v100"][("A3C", 1)]
+    assert model.rate(typed.jobs[0], "k80") == pytest.approx(expected)
+    assert model.rate(typed.jobs[0], "v100") == 1.0  # the reference type: as the workload says
+    with pytest.raises(ValueError, match="3 GPU types for 2 servers"):
+        with_types(base, ["v100", "k80", "k80"])
