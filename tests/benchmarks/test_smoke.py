@@ -51,6 +51,7 @@ SMOKE: dict[str, str] = {
     "peer_side_by_side.py": "",  # needs Blox's checkout and venv: see test_peer_side_by_side
     "pollux_side_by_side.py": "",  # the peer faked: see test_pollux_side_by_side
     "records_fingerprint.py": "--workers 1 --match deeprm --schedulers fifo --out {tmp}/fp.json",
+    "report_size.py": "--repeat 1 --cases dl2-drf-200 --out-dir {tmp}/out",  # headless Chromium
     "sched2_paper.py": "--traces 1 --no-lookahead",
     "sched2_policy.py": "--traces 1 --loads 1.8",
     "sim_speed.py": "--repeat 1",
@@ -60,7 +61,7 @@ SMOKE: dict[str, str] = {
 }
 """Script → the options that make it smallest (``{tmp}``: a scratch folder, ``{src}``: this
 tree's ``src``)."""
-NEEDS_MODULE = {"paired_eval.py": "sb3_contrib"}  # the ``rl`` extra (MaskablePPO)
+NEEDS_MODULE = {"paired_eval.py": "sb3_contrib", "report_size.py": "selenium"}  # optional extras
 
 
 def _run(args: list[str], cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:

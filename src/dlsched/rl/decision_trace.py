@@ -1,5 +1,6 @@
 """What a learned policy saw and weighed at its decision points, for the report's decision view
-(``--report`` on a run of DL2, DeepRM or SCED²).
+(``--report`` on a run of DL2, DeepRM or SCED²'s Q-network, ``sched2:policies/sched2_dqn``; the
+shipped ``sched2`` is a look-ahead rule with no scores, and records nothing).
 
 A `DecisionTrace` set on a `dlsched.rl.policy_scheduler.SlotLoopScheduler` (``scheduler.trace``;
 None, the default, costs one test an action) records, at each of the first `max_points`

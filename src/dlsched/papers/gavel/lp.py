@@ -15,11 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
-from scipy.optimize import linprog
-from scipy.sparse import csr_matrix, hstack, vstack
+
+if TYPE_CHECKING:
+    from scipy.sparse import csr_matrix
 
 Array = npt.NDArray[np.float64]
 _TOL = 1e-7
@@ -51,6 +53,8 @@ def capacity_rows(problem: Problem, extra: int = 0) -> tuple[csr_matrix, Array]:
 
     A job cannot be given time on a type where its rate is 0 (bounds, see `bounds`).
     """
+    from scipy.sparse import csr_matrix  # SciPy on first use: `-s fifo` must not load it
+
     m, n = problem.shape
     cells = np.arange(m * n)
     job_of, type_of = np.divmod(cells, n)
@@ -63,6 +67,8 @@ def capacity_rows(problem: Problem, extra: int = 0) -> tuple[csr_matrix, Array]:
 
 def _per_job(coef: Array) -> csr_matrix:
     """The ``(m, m*n)`` matrix whose row ``j`` is ``coef[j]`` on job ``j``'s variables."""
+    from scipy.sparse import csr_matrix
+
     m, n = coef.shape
     cells = np.arange(m * n)
     return csr_matrix((coef.ravel(), (cells // n, cells)), shape=(m, m * n))
@@ -80,6 +86,8 @@ def solve(c: Array, a_ub: csr_matrix, b_ub: Array, var_bounds: list, where: str)
     Raises:
         RuntimeError: HiGHS failed otherwise (unbounded, numerical trouble), naming ``where``.
     """
+    from scipy.optimize import linprog
+
     res = linprog(c, A_ub=a_ub, b_ub=b_ub, bounds=var_bounds, method="highs")
     if res.status == 2:
         return None
@@ -103,6 +111,8 @@ def max_min(problem: Problem, weights: Array) -> Array:
     zero priority where GPUs remain (a second stage maximising the total weighted throughput was
     tried and moved makespans 10-20 % away from Gavel's: `benchmarks/gavel_side_by_side.py`).
     """
+    from scipy.sparse import csr_matrix, hstack, vstack
+
     m, n = problem.shape
     if m == 0:
         return np.zeros((0, n))
@@ -130,6 +140,8 @@ def feasible_with_floor(
     (`benchmarks/gavel_side_by_side.py`): ``most_time`` for the makespan policy, the vertex for
     finish-time fairness.
     """
+    from scipy.sparse import vstack
+
     m, n = problem.shape
     a_cap, b_cap = capacity_rows(problem)
     a_ub = vstack([a_cap, _per_job(-problem.rates)]).tocsr()

@@ -1,5 +1,5 @@
 // dlsched report, the decision view: at a chosen decision point of a learned policy (DL2,
-// DeepRM), what it saw and the scores of its legal actions (dlsched/rl/decision_trace.py).
+// DeepRM, SCED²'s Q-network), what it saw and the scores of its legal actions (dlsched/rl/decision_trace.py).
 "use strict";
 (function () {
   const R = window.dlschedReport;
@@ -23,7 +23,8 @@
       $("decisions-note").textContent = "The first " + d.points.length + " decision points are kept" +
         (d.skipped ? " (" + d.skipped.toLocaleString("en") + " later ones are not)" : "") +
         "; each action shows the " + d.top + " legal actions with the highest scores. Scores are the " +
-        "network's outputs: DL2's and DeepRM's policy logits, whose softmax is the policy's action distribution.";
+        "network's outputs: DL2's and DeepRM's policy logits, whose softmax is the policy's action " +
+        "distribution, or SCED²'s Q-values, whose softmax only ranks them.";
     }
     drawStep();
   }
