@@ -41,7 +41,7 @@ class Las(BaseScheduler):
         self.queue.clear()
 
     def decide(self, view: ClusterView) -> Decision:
-        return run_in_order(view, self.queue.update(view).rank(view))
+        return run_in_order(view, self.queue.update(view).rank(view), changes_only=True)
 
 
 @register(

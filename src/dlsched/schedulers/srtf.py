@@ -67,12 +67,12 @@ class Srtf(BaseScheduler):
     def decide(self, view: ClusterView) -> Decision:
         self.queue.update(view)
         if not self.queue.flagged and not any(_is_ps(run) for run in view.running):
-            return run_in_order(view, self.queue.rank(view))
+            return run_in_order(view, self.queue.rank(view), changes_only=True)
         jobs = view.jobs()
         now = view.now_s
         self.speeds.update(jobs)
         order = sorted(jobs, key=lambda r: (self.remaining_s(r, now), r.spec.submit_time_s))
-        return run_in_order(view, order)
+        return run_in_order(view, order, changes_only=True)
 
 
 def _is_ps(run: JobRun) -> bool:
