@@ -5,10 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, ClassVar
-
-if TYPE_CHECKING:
-    from dlsched.core.job import JobRun
+from typing import ClassVar, Protocol
 
 
 def _normalise(counts: Iterable[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
@@ -93,6 +90,16 @@ class Target:
             raise ValueError(f"task counts must be >= 0, got {self.num_workers}, {self.num_ps}")
 
 
+class Holder(Protocol):
+    """A running job as `Decision.whole` reads it (a `dlsched.core.JobRun`)."""
+
+    @property
+    def job_id(self) -> int: ...
+
+    @property
+    def allocation(self) -> Allocation: ...
+
+
 @dataclass(slots=True)
 class Decision:
     """What a scheduler wants for this round.
@@ -111,7 +118,7 @@ class Decision:
     targets: dict[int, Target] = field(default_factory=dict)
     changes_only: bool = False
 
-    def whole(self, running: Iterable[JobRun]) -> Decision:
+    def whole(self, running: Iterable[Holder]) -> Decision:
         """This decision as the whole desired state, given the jobs running now: each running job
         not listed kept at its counts (in ``running`` order), then the listed targets other
         than suspensions of running jobs. A decision that is not ``changes_only`` is returned

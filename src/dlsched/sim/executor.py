@@ -149,6 +149,20 @@ def check_target(run: JobRun, target: object, preemptive: bool, num_servers: int
     return Status.success()
 
 
+def _suspensions(decision: Decision, running: Iterable[JobRun], preemptive: bool) -> list[_Change]:
+    """The running jobs ``decision`` suspends, in ``running`` order: those a preemptive
+    scheduler's whole-state decision leaves out, or those a ``changes_only`` one lists as
+    ``Target(0, 0)`` (its running jobs not listed keep what they hold)."""
+    targets = decision.targets
+    if not preemptive:
+        return []
+    if not decision.changes_only:
+        return [(run, 0, 0, None) for run in running if run.job_id not in targets]
+    if not any(map(is_suspension, targets.values())):
+        return []
+    return [(run, 0, 0, None) for run in running if is_suspension(targets.get(run.job_id))]
+
+
 class Executor:
     """Applies decisions to one cluster with one placement policy.
 
@@ -200,21 +214,9 @@ class Executor:
         targets = decision.targets
         if not targets and (not preemptive or decision.changes_only):
             return statuses  # nothing changes
-        shrink: list[_Change] = []
+        shrink = _suspensions(decision, running, preemptive)
+        suspended = {run.job_id for run, _, _, _ in shrink}
         grow: list[_Change] = []
-        suspended: set[int] = set()
-        if decision.changes_only:
-            # suspensions listed as Target(0, 0), made in ``running`` order as for the running
-            # jobs a whole-state decision leaves out; the running jobs not listed keep theirs
-            if preemptive and any(map(is_suspension, targets.values())):
-                for run in running:
-                    if is_suspension(targets.get(run.job_id)):
-                        shrink.append((run, 0, 0, None))
-                        suspended.add(run.job_id)
-        elif preemptive:
-            for run in running:
-                if run.job_id not in targets:
-                    shrink.append((run, 0, 0, None))
         num_servers = self.cluster.num_servers
         for job_id, target in targets.items():
             if job_id in suspended:
