@@ -15,7 +15,7 @@ import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dlsched.models.locality import SENSITIVITY, Locality
 from dlsched.placement import make_placement
@@ -24,6 +24,9 @@ from dlsched.schedulers.registry import made_for, make_scheduler, refusal
 from dlsched.sim import RescaleCost, Result, SimConfig, SimulationStalled, Simulator
 from dlsched.workloads.base import Workload
 from dlsched.workloads.registry import make_workload
+
+if TYPE_CHECKING:
+    from dlsched.rl.decision_trace import DecisionTrace
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +58,6 @@ _WARNED: set[tuple[str, str]] = set()
 _WARNED_SETTING: set[tuple[str, ...]] = set()
 
 
-# over 80 lines: half of it the docstring of its keyword arguments (the public front door)
 def simulate(
     workload: str | Workload = "dl2",
     scheduler: str | Scheduler = "drf",
@@ -133,6 +135,7 @@ def simulate(
         **({} if max_idle_retries is None else {"max_idle_retries": max_idle_retries}),
     )
     kept = _KEPT.get()
+    record_events = record_events or kept is not None
     sim = Simulator(
         workload.jobs,
         workload.make_cluster(),
@@ -142,14 +145,33 @@ def simulate(
         config,
         workload_name=workload.name,
         on_job_finished=on_job_finished,
-        record_events=record_events or kept is not None,
+        record_events=record_events,
     )
-    result = sim.run()
+    with _tracing(scheduler, record_events) as trace:
+        result = sim.run()
+    result.decision_trace = None if trace is None else trace.as_dict()
     moves = f"on ({sim.repacked} moves)" if repack else "off"
     result.params = {**workload.params, "speed_model": speed_model(workload), "repack": moves}
     if kept is not None:
         kept.append(result)
     return result
+
+
+@contextmanager
+def _tracing(scheduler: Scheduler, on: bool) -> Iterator[DecisionTrace | None]:
+    """With ``on``, a `DecisionTrace` set on ``scheduler`` for the block when it is a learned
+    policy's loop with none set (`SlotLoopScheduler.trace`); None otherwise."""
+    if not on or getattr(scheduler, "trace", False) is not None:
+        yield None
+        return
+    from dlsched.rl.decision_trace import DecisionTrace
+
+    trace = DecisionTrace()
+    setattr(scheduler, "trace", trace)  # noqa: B010 - an attribute of some schedulers only
+    try:
+        yield trace
+    finally:
+        setattr(scheduler, "trace", None)  # noqa: B010
 
 
 def _without_cross_server_slowdown(workload: Workload) -> Workload:

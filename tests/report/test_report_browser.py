@@ -91,3 +91,26 @@ def test_screenshot_is_not_blank(browser: Any, known_run: tuple[Path, Any]) -> N
     colours = {tuple(p) for p in pixels[:: max(1, len(pixels) // 20000)]}
     white = np.all(pixels > 245, axis=1).mean()
     assert len(colours) > 20 and white < 0.9, (len(colours), white)
+
+
+def test_decision_view_of_a_learned_policy(browser: Any, tmp_path: Path) -> None:
+    from selenium.webdriver.support.ui import Select
+
+    result = dlsched.simulate("dl2", "dl2", 1, num_jobs=20, record_events=True)
+    path = report_results([result], tmp_path / "dl2.html", "dl2 policy")
+    assert _open(browser, path) == []
+    box = browser.find_element("id", "decisions-box")
+    assert box.is_displayed()
+    probs = browser.find_element("id", "probs")
+    first = result.decision_trace["points"][0]["steps"][0]
+    assert int(probs.get_attribute("data-actions")) == len(first["actions"])
+    assert first["chosen"] in browser.find_element("id", "seen").text
+    steps = Select(browser.find_element("id", "step"))
+    steps.select_by_index(len(steps.options) - 1)
+    last = result.decision_trace["points"][0]["steps"][-1]
+    assert last["chosen"] in browser.find_element("id", "seen").text
+
+
+def test_no_decision_view_for_a_rule(browser: Any, known_run: tuple[Path, Any]) -> None:
+    _open(browser, known_run[0])
+    assert not browser.find_element("id", "decisions-box").is_displayed()

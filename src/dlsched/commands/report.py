@@ -1,5 +1,6 @@
-"""``--report`` and ``--events-out`` of ``simulate`` and ``compare``, and ``dlsched report``:
-the interactive HTML page of runs (`dlsched.report`) and their event logs."""
+"""``--report`` and ``--events-out`` of ``simulate``, ``compare``, ``reproduce`` and ``live run``
+(``k8s run`` has its own, `dlsched.commands.k8s`), and ``dlsched report``: the interactive HTML
+page of runs (`dlsched.report`) and their event logs."""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from dlsched.report.data import RunInput, run_data
 from dlsched.report.page import render
-from dlsched.sim.event_log import KINDS, EventLog
+from dlsched.sim.event_log import KINDS, EventLog, no_clock
 
 POLL_S = 0.2
 """Seconds between looks at the event log (an allocation change shows within about this)."""
@@ -33,7 +33,7 @@ def snapshot(log: EventLog) -> EventLog:
     already has)."""
     columns = ("time_s", "job_id", "kind", "gpus", "workers", "ps", "servers")
     n = min(len(getattr(log, c)) for c in columns)
-    copy = EventLog(float)
+    copy = EventLog(no_clock)
     for c in columns:
         setattr(copy, c, list(getattr(log, c)[:n]))
     return copy

@@ -41,6 +41,7 @@ class RunInput:
         jct_bound_s: mean no-wait lower bound of the finished jobs' JCT (s; NaN if unknown).
         now_s: the run's time now (s) for one still going (a live dashboard): allocations still
             held are drawn to it; NaN: the run ended at its last event.
+        decisions: a learned policy's decision points (`dlsched.rl.decision_trace`), if kept.
     """
 
     workload: str
@@ -52,6 +53,7 @@ class RunInput:
     timeline: Timeline | None = None
     jct_bound_s: float = math.nan
     now_s: float = math.nan
+    decisions: dict[str, Any] | None = None
 
 
 def _r(x: float) -> float | None:
@@ -220,6 +222,7 @@ def run_data(run: RunInput) -> dict[str, Any]:
         "frag": _fragmentation(run.timeline),
         "cdf": {"jct": _cdf(jct), "slowdown": _cdf(jobs["slowdown"])},
         "bound_s": _r(run.jct_bound_s),
+        "decisions": run.decisions,
     }
 
 

@@ -2,8 +2,10 @@
 
 `on_cluster` rebuilds the workload's servers from a cluster spec (``-o cluster=v100:4x8,k80:4x8``,
 `dlsched.core.gpu_types`), keeping its cores and memory per GPU; `with_types` names the types of
-the servers it has. Either way each job is mapped to one of Gavel's job types (drawn per job from
-the 26, seeded; or given by ``job_types``, job id -> Gavel job type name), and its speed on a type
+the servers it has. Either way each job is mapped to one of Gavel's job types: ``job_types`` (job
+id -> Gavel job type name) where given, else the job's own model where it is one of Gavel's type
+names (a trace's ``model`` column: ``ResNet-50 (batch size 64)``), else one drawn per job from the
+26 (seeded). Its speed on a type
 is its workload speed times that job type's measured one-GPU throughput on the type relative to
 the reference type (the first in the spec): jobs run as the workload says on the reference type,
 faster or slower on the others. A job spanning types runs at its slowest type's speed.
@@ -44,6 +46,7 @@ def with_types(
     types = tuple(dict.fromkeys(server_types))
     reference = types[0]
     names = [j.name for j in JOB_TYPES]
+    known = set(names)
     rng = np.random.default_rng([seed, 2])
     profile: dict[int, dict[str, float]] = {}
     truth: dict[int, dict[str, float]] = {}
@@ -52,6 +55,8 @@ def with_types(
             kind = job_types[spec.job_id]
             if kind not in names:
                 raise ValueError(f"job {spec.job_id}: {kind!r} is not one of Gavel's job types")
+        elif spec.model in known:
+            kind = spec.model
         else:
             kind = names[int(rng.integers(len(names)))]
         rates = rates_of(kind, 1, tuple(dict.fromkeys((*types, reference))))

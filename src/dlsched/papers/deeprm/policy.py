@@ -301,6 +301,13 @@ class DeepRMBuilder:
         self._fits = None
         return True
 
+    def action_label(self, action: int) -> str:
+        """What ``action`` does, in words (the report's decision view)."""
+        if action == 0:
+            return "void: end this step"
+        job = self.encoder.slots[action - 1]
+        return f"slot {action}: job {job}" if job is not None else f"slot {action}: empty"
+
     def apply(self, action: int) -> bool:
         fits, _ = self._fit()
         if action == 0 or not fits[action - 1]:

@@ -5,7 +5,7 @@ generated workload (`workload`). Gavel's code is MIT-licensed; none of it is cop
 its measured throughput matrix (``dlsched/data``, see its README).
 """
 
-from dlsched.plugins import Plugin, WorkloadEntry
+from dlsched.plugins import ExperimentEntry, Plugin, WorkloadEntry
 
 PLUGIN = Plugin(
     name="gavel",
@@ -18,6 +18,13 @@ PLUGIN = Plugin(
             "dlsched.papers.gavel.workload:make_gavel",
             False,
             "Gavel §7: Poisson arrivals of its 26 job types on K80/P100/V100 (-o cluster=...)",
+        ),
+    ),
+    experiments=(
+        ExperimentEntry(
+            "gavel",
+            "dlsched.papers.gavel.experiments:run",
+            "Gavel: average JCT vs input job rate, agnostic vs heterogeneity-aware LAS and FIFO",
         ),
     ),
 )

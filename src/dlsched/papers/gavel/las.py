@@ -4,8 +4,8 @@
 effective throughput ``sum_t rates[j, t] * scale[j] * X[j, t] / proportional[j]``, where
 ``proportional[j]`` is the job's throughput under an equal share of every type (Gavel's
 ``ProportionalPolicy``). ``gavel-las`` is Gavel's ``max_min_fairness``: the same with every rate
-1.0 (types look alike). Solved by `dlsched.papers.gavel.lp.max_min` (HiGHS), two-stage (see
-there), through Gavel's round-based mechanism (`GavelRounds`).
+1.0 (types look alike). Solved by `dlsched.papers.gavel.lp.max_min` (one LP, HiGHS), through
+Gavel's round-based mechanism (`GavelRounds`).
 """
 
 from __future__ import annotations

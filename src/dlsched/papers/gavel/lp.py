@@ -15,11 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
-from scipy.optimize import linprog
-from scipy.sparse import csr_matrix, hstack, vstack
+
+if TYPE_CHECKING:
+    from scipy.sparse import csr_matrix
 
 Array = npt.NDArray[np.float64]
 _TOL = 1e-7
@@ -51,6 +53,8 @@ def capacity_rows(problem: Problem, extra: int = 0) -> tuple[csr_matrix, Array]:
 
     A job cannot be given time on a type where its rate is 0 (bounds, see `bounds`).
     """
+    from scipy.sparse import csr_matrix  # SciPy on first use: `-s fifo` must not load it
+
     m, n = problem.shape
     cells = np.arange(m * n)
     job_of, type_of = np.divmod(cells, n)
@@ -63,6 +67,8 @@ def capacity_rows(problem: Problem, extra: int = 0) -> tuple[csr_matrix, Array]:
 
 def _per_job(coef: Array) -> csr_matrix:
     """The ``(m, m*n)`` matrix whose row ``j`` is ``coef[j]`` on job ``j``'s variables."""
+    from scipy.sparse import csr_matrix
+
     m, n = coef.shape
     cells = np.arange(m * n)
     return csr_matrix((coef.ravel(), (cells // n, cells)), shape=(m, m * n))
@@ -80,6 +86,8 @@ def solve(c: Array, a_ub: csr_matrix, b_ub: Array, var_bounds: list, where: str)
     Raises:
         RuntimeError: HiGHS failed otherwise (unbounded, numerical trouble), naming ``where``.
     """
+    from scipy.optimize import linprog
+
     res = linprog(c, A_ub=a_ub, b_ub=b_ub, bounds=var_bounds, method="highs")
     if res.status == 2:
         return None
@@ -97,11 +105,14 @@ def clip(x: Array, problem: Problem) -> Array:
 def max_min(problem: Problem, weights: Array) -> Array:
     """Maximise ``min_j weights[j] * sum_t rates[j, t] * scale[j] * X[j, t]`` (Gavel's LAS).
 
-    Two stages: the max-min value ``z*``, then, among allocations giving every job at least
-    ``z*`` (less a relative 1e-6), the one with the largest sum of those weighted throughputs.
-    A max-min LP has many optima; the second stage picks one that leaves no GPU idle that some
-    job could use, where Gavel's interior-point solver returns an unspecified one.
+    One LP over ``X`` and the minimum ``z``, as Gavel's. Its optimum is not unique; HiGHS returns
+    a vertex of the optimal face where Gavel's interior-point solver (ECOS) returns a point inside
+    it. GPUs the allocation leaves idle are filled by the round mechanism, which schedules jobs of
+    zero priority where GPUs remain (a second stage maximising the total weighted throughput was
+    tried and moved makespans 10-20 % away from Gavel's: `benchmarks/gavel_side_by_side.py`).
     """
+    from scipy.sparse import csr_matrix, hstack, vstack
+
     m, n = problem.shape
     if m == 0:
         return np.zeros((0, n))
@@ -115,28 +126,27 @@ def max_min(problem: Problem, weights: Array) -> Array:
     x = solve(c, a_ub, b_ub, bounds(problem, [(0.0, None)]), "max-min fairness")
     if x is None:  # cannot happen: X = 0, z = 0 is feasible
         return np.zeros((m, n))
-    z = x[-1] * (1.0 - 1e-6)
-    # stage 2: every job at least z; maximise the sum of weighted throughputs
-    a_floor = a_z[:, : m * n]  # -eff·X[j] <= -z
-    a_ub2 = vstack([a_cap[:, : m * n], a_floor]).tocsr()
-    b_ub2 = np.concatenate([b_cap, np.full(m, -z)])
-    c2 = -eff.ravel()
-    x2 = solve(c2, a_ub2, b_ub2, bounds(problem, []), "max-min fairness, stage 2")
-    return clip(x if x2 is None else x2, problem)
+    return clip(x, problem)
 
 
-def feasible_with_floor(problem: Problem, floor: Array, where: str) -> Array | None:
+def feasible_with_floor(
+    problem: Problem, floor: Array, where: str, most_time: bool = False
+) -> Array | None:
     """A feasible ``X`` giving job ``j`` at least ``floor[j]`` throughput, or None.
 
-    Among such allocations, the one with the largest total throughput (so no GPU a job could use
-    is left idle).
+    Which one, among many: HiGHS's first vertex, or with ``most_time`` the one giving jobs the
+    most time in all (no GPU a job could use left idle). Gavel takes any feasible point of its
+    solver; these choices came out closest to Gavel's own runs
+    (`benchmarks/gavel_side_by_side.py`): ``most_time`` for the makespan policy, the vertex for
+    finish-time fairness.
     """
+    from scipy.sparse import vstack
+
+    m, n = problem.shape
     a_cap, b_cap = capacity_rows(problem)
-    a_floor = _per_job(-problem.rates)
-    a_ub = vstack([a_cap, a_floor]).tocsr()
+    a_ub = vstack([a_cap, _per_job(-problem.rates)]).tocsr()
     b_ub = np.concatenate([b_cap, -floor])
-    norm = np.maximum(problem.rates.max(axis=1, keepdims=True), 1e-12)
-    c = -(problem.rates / norm).ravel()
+    c = -np.ones(m * n) if most_time else np.zeros(m * n)
     x = solve(c, a_ub, b_ub, bounds(problem, []), where)
     return None if x is None else clip(x, problem)
 

@@ -25,7 +25,7 @@ def makespan_allocation(problem: Problem, remaining: Array) -> tuple[float, Arra
     """``(T, X)``: the smallest makespan found (s) and an allocation meeting it."""
 
     def meets(t: float) -> Array | None:
-        return feasible_with_floor(problem, remaining / t, "min makespan")
+        return feasible_with_floor(problem, remaining / t, "min makespan", most_time=True)
 
     return bisect(meets, 100.0, 1e6, rel=0.05)
 

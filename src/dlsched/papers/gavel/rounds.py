@@ -248,7 +248,8 @@ class GavelRounds(BaseScheduler):
             alloc = run.allocation
             same_type = all(server_types[s] == t for s, _ in alloc.workers)
             if alloc.workers and same_type and alloc.num_workers == scale_of(run.spec):
-                targets[run.job_id] = Target(alloc.num_workers, alloc.num_ps, alloc)
+                # no placement: the executor keeps what it gave without checking it again
+                targets[run.job_id] = Target(alloc.num_workers, alloc.num_ps)
                 continue
             (movers if alloc.workers else starters).append((run, t))
         pending = movers
