@@ -58,7 +58,6 @@ _WARNED: set[tuple[str, str]] = set()
 _WARNED_SETTING: set[tuple[str, ...]] = set()
 
 
-# over 80 lines: half of it the docstring of its keyword arguments (the public front door)
 def simulate(
     workload: str | Workload = "dl2",
     scheduler: str | Scheduler = "drf",
