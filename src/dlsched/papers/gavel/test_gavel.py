@@ -22,11 +22,11 @@ from dlsched.core import (
 from dlsched.core.gpu_types import ClusterSpec
 from dlsched.models.gavel_table import JOB_TYPES, throughputs
 from dlsched.models.typed import TypedSpeed
-from dlsched.papers.gavel.fifo import GavelFifoHet
+from dlsched.papers.gavel.fifo_rounds import GavelFifoHet
 from dlsched.papers.gavel.ftf import ftf_allocation
-from dlsched.papers.gavel.las import GavelLas, GavelLasHet, las_allocation
 from dlsched.papers.gavel.lp import Problem, check_feasible, max_min
 from dlsched.papers.gavel.makespan import makespan_allocation
+from dlsched.papers.gavel.max_min_fairness import GavelLas, GavelLasHet, las_allocation
 from dlsched.papers.gavel.workload import draw_jobs, gavel_workload, make_gavel
 from dlsched.placement import make_placement
 from dlsched.runner import simulate
