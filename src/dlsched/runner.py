@@ -38,14 +38,20 @@ _KEPT: ContextVar[list[Result] | None] = ContextVar("dlsched_kept_runs", default
 @contextmanager
 def keeping_runs() -> Iterator[list[Result]]:
     """Inside the block every `simulate` in this process records its event log and its result
-    is appended to the list yielded (what ``dlsched reproduce --report`` draws). Runs in worker
-    processes are not kept."""
+    is appended to the list yielded (what ``dlsched reproduce --report`` draws); so do the runs
+    `dlsched.experiments.compare.run_grid` sends to worker processes or Dask (they carry their
+    event logs back). Other processes' simulations (training rollouts) are not kept."""
     kept: list[Result] = []
     token = _KEPT.set(kept)
     try:
         yield kept
     finally:
         _KEPT.reset(token)
+
+
+def kept_runs() -> list[Result] | None:
+    """The list `keeping_runs` appends to, inside its block; None outside."""
+    return _KEPT.get()
 
 
 class CannotRun(SimulationStalled):
