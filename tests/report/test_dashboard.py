@@ -70,8 +70,8 @@ def test_routes(served: tuple[FakeRun, Dashboard]) -> None:
     fake.move(1, Allocation.of([(1, 2)]))
     assert json.loads(_get(dashboard.url + "data"))["bars"]["job"] == [0, 1]
     metrics = _get(dashboard.url + "metrics")
-    assert 'dlsched_events_total{kind="start"} 2' in metrics
-    assert "dlsched_jobs_running 2" in metrics
+    assert 'dlsched_events_total{kind="start"} 2.0' in metrics
+    assert "dlsched_running_jobs 2.0" in metrics and "dlsched_gpus_held 4.0" in metrics
     assert "connect-src 'self'" in _get(dashboard.url)
 
 
