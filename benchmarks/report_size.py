@@ -1,5 +1,6 @@
 """Size and first-render time of the HTML report (issue 32, point 4): the full Philly trace under
-FIFO (82,247 jobs), and a small dl2 run beside it, each simulated with its event log, written as
+FIFO (82,247 jobs), its virtual cluster 6214e9 alone (41,226 jobs, ``--cases
+philly-6214e9-fifo``) and a small dl2 run, each simulated with its event log, written as
 a report, then opened in headless Chromium (Debian's ``chromium`` + ``chromium-driver``, network
 off) several times.
 
@@ -25,6 +26,7 @@ from dlsched.runner import simulate
 
 CASES = {
     "philly-fifo": dict(workload="philly", scheduler="fifo", seed=0),
+    "philly-6214e9-fifo": dict(workload="philly:6214e9", scheduler="fifo", seed=0),
     "dl2-drf-200": dict(workload="dl2", scheduler="drf", seed=1),
 }
 TARGET_MB, TARGET_S = 30.0, 3.0
@@ -76,7 +78,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--out-dir", type=Path, default=Path("out/bench"))
-    parser.add_argument("--cases", default=",".join(CASES))
+    parser.add_argument("--cases", default="philly-fifo,dl2-drf-200")
     args = parser.parse_args()
     args.out_dir.mkdir(parents=True, exist_ok=True)
     driver = open_browser()

@@ -11,9 +11,12 @@ start-up beyond the simulation: median of (process wall − simulation wall) (s)
     python benchmarks/startup_time.py --src before=/tmp/before/src --src after=src --repeat 5
     python benchmarks/startup_time.py --trace trace_1000.csv --src now=src
 
-``--breakdown`` adds, per tree and repetition, the CPU seconds of each phase before the
-simulation in one fresh process: interpreter, NumPy, pandas, Typer + Rich, ``dlsched.cli``
-(with every command registered) and building the workload.
+``--breakdown`` adds, per tree and repetition, the CPU seconds of each phase of one fresh
+process running the same command in-process: interpreter, NumPy, Typer + Rich, ``dlsched.cli``
+(with every command registered), option parsing and building the workload (Typer's pydantic
+adapters included), the simulation, and the output; then the start-up CPU beyond the simulation
+(the steadier figure on a loaded machine, where the wall times above mostly wait for a core)
+and whether pandas was imported.
 
 The packaged Philly trace is read once and its columns cached in the user's cache folder
 (``DLSCHED_CACHE_DIR``; `dlsched.workloads.traces.philly_columns`): the runs use the cache
@@ -42,23 +45,39 @@ def _child_cpu_s() -> float:
 
 
 BREAKDOWN = """
-import time
+import os, sys, time
 c = [time.process_time()]
 import numpy
-c.append(time.process_time())
-import pandas
 c.append(time.process_time())
 import typer, rich
 c.append(time.process_time())
 import dlsched.cli
 c.append(time.process_time())
-from dlsched.workloads.registry import make_workload
-make_workload(WORKLOAD, seed=0)
+from dlsched.sim.simulator import Simulator
+run = Simulator.run
+def timed(self):
+    c.append(time.process_time())
+    result = run(self)
+    c.append(time.process_time())
+    return result
+Simulator.run = timed
+sys.argv = ["dlsched", *ARGS]
+out, sys.stdout = sys.stdout, open(os.devnull, "w")
+try:
+    dlsched.cli.main()
+except SystemExit:
+    pass
 c.append(time.process_time())
-names = ("interpreter", "numpy", "pandas", "typer+rich", "dlsched.cli", "workload build")
-print(", ".join(f"{n} {b - a:.3f}" for n, a, b in zip(names, [0.0, *c], c)))
+sys.stdout = out
+names = ("interpreter", "numpy", "typer+rich", "dlsched.cli", "options+workload", "simulation",
+         "output")
+print(", ".join(f"{n} {b - a:.3f}" for n, a, b in zip(names, [0.0, *c], c)), end="; ")
+print(f"start-up CPU beyond the simulation {c[-1] - (c[5] - c[4]):.3f}; "
+      f"pandas imported: {'pandas' in sys.modules}")
 """
-"""One fresh process: CPU seconds (s) of each phase before the simulation starts."""
+"""One fresh process running the CLI in-process: CPU seconds (s) of each phase, and the
+start-up: all of the process's CPU but the simulation's (interpreter start-up before
+``process_time`` counts is left out: about 0.01 s)."""
 
 
 def main() -> None:
@@ -95,7 +114,7 @@ def main() -> None:
     print(f"load average (1, 5, 15 min) after: {os.getloadavg()}")
     for label, src in trees.items() if args.breakdown else ():
         env = {**os.environ, "PYTHONPATH": str(Path(src).resolve())}
-        code = BREAKDOWN.replace("WORKLOAD", repr(workload))
+        code = BREAKDOWN.replace("ARGS", repr(sim))
         for _ in range(args.repeat):
             phases = subprocess.run(
                 [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True

@@ -115,6 +115,11 @@ OPTION_BOUNDS: dict[str, Bound] = {
     "part": Bound("str"),
     "number": Bound("int", 1, 8),  # pollux: which of its 8 workloads
     "jobs": Bound("str"),  # pollux: adaptive, tuned or tuned-batch
+    "cluster": Bound("str"),  # every workload: a heterogeneous cluster, v100:4x8,k80:4x8
+    "speed_spread": Bound("float", 0.0, 10.0),  # heterogeneous: true rates around the profile
+    "jobs_per_hour": Bound("float", 0.0, 1e6, low_open=True),  # gavel: arrival rate
+    "multi_gpu": Bound("bool"),  # gavel: jobs of 1-8 GPUs
+    "round_s": Bound("float", 0.0, 1e6, low_open=True),  # gavel: round length
     # simulator keywords reachable through -o
     "interval_s": Bound("float", 0.0, 1e9, low_open=True),
     "horizon_s": Bound("float", 0.0, MAX_HORIZON_S),

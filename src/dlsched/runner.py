@@ -15,7 +15,7 @@ import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dlsched.models.locality import SENSITIVITY, Locality
 from dlsched.placement import make_placement
@@ -24,6 +24,9 @@ from dlsched.schedulers.registry import made_for, make_scheduler, refusal
 from dlsched.sim import RescaleCost, Result, SimConfig, SimulationStalled, Simulator
 from dlsched.workloads.base import Workload
 from dlsched.workloads.registry import make_workload
+
+if TYPE_CHECKING:
+    from dlsched.rl.decision_trace import DecisionTrace
 
 log = logging.getLogger(__name__)
 
@@ -35,14 +38,20 @@ _KEPT: ContextVar[list[Result] | None] = ContextVar("dlsched_kept_runs", default
 @contextmanager
 def keeping_runs() -> Iterator[list[Result]]:
     """Inside the block every `simulate` in this process records its event log and its result
-    is appended to the list yielded (what ``dlsched reproduce --report`` draws). Runs in worker
-    processes are not kept."""
+    is appended to the list yielded (what ``dlsched reproduce --report`` draws); so do the runs
+    `dlsched.experiments.compare.run_grid` sends to worker processes or Dask (they carry their
+    event logs back). Other processes' simulations (training rollouts) are not kept."""
     kept: list[Result] = []
     token = _KEPT.set(kept)
     try:
         yield kept
     finally:
         _KEPT.reset(token)
+
+
+def kept_runs() -> list[Result] | None:
+    """The list `keeping_runs` appends to, inside its block; None outside."""
+    return _KEPT.get()
 
 
 class CannotRun(SimulationStalled):
@@ -55,7 +64,6 @@ _WARNED: set[tuple[str, str]] = set()
 _WARNED_SETTING: set[tuple[str, ...]] = set()
 
 
-# over 80 lines: half of it the docstring of its keyword arguments (the public front door)
 def simulate(
     workload: str | Workload = "dl2",
     scheduler: str | Scheduler = "drf",
@@ -133,6 +141,7 @@ def simulate(
         **({} if max_idle_retries is None else {"max_idle_retries": max_idle_retries}),
     )
     kept = _KEPT.get()
+    record_events = record_events or kept is not None
     sim = Simulator(
         workload.jobs,
         workload.make_cluster(),
@@ -142,9 +151,11 @@ def simulate(
         config,
         workload_name=workload.name,
         on_job_finished=on_job_finished,
-        record_events=record_events or kept is not None,
+        record_events=record_events,
     )
-    result = sim.run()
+    with _tracing(scheduler, record_events) as trace:
+        result = sim.run()
+    result.decision_trace = None if trace is None else trace.as_dict()
     moves = f"on ({sim.repacked} moves)" if repack else "off"
     result.params = {**workload.params, "speed_model": speed_model(workload), "repack": moves}
     if kept is not None:
@@ -152,15 +163,36 @@ def simulate(
     return result
 
 
+@contextmanager
+def _tracing(scheduler: Scheduler, on: bool) -> Iterator[DecisionTrace | None]:
+    """With ``on``, a `DecisionTrace` set on ``scheduler`` for the block when it is a learned
+    policy's loop with none set (`SlotLoopScheduler.trace`); None otherwise."""
+    if not on or getattr(scheduler, "trace", False) is not None:
+        yield None
+        return
+    from dlsched.rl.decision_trace import DecisionTrace
+
+    trace = DecisionTrace()
+    setattr(scheduler, "trace", trace)  # noqa: B010 - an attribute of some schedulers only
+    try:
+        yield trace
+    finally:
+        setattr(scheduler, "trace", None)  # noqa: B010
+
+
 def _without_cross_server_slowdown(workload: Workload) -> Workload:
     """``workload`` with every sensitivity of its `Locality` model 1 (no slowdown for jobs
-    spread over servers); any other workload as it is."""
-    if not isinstance(workload.model, Locality):
+    spread over servers), also under a heterogeneous cluster's `TypedSpeed`; any other workload
+    as it is."""
+    from dlsched.models.typed import TypedSpeed
+
+    model = workload.model
+    inner = model.inner if isinstance(model, TypedSpeed) else model
+    if not isinstance(inner, Locality):
         return workload
-    flat = {model: 1.0 for model in workload.model.sensitivity}
-    return dataclasses.replace(
-        workload, model=Locality(workload.model.gpus_per_server, sensitivity=flat)
-    )
+    flat = Locality(inner.gpus_per_server, sensitivity={m: 1.0 for m in inner.sensitivity})
+    typed = model.with_inner(flat) if isinstance(model, TypedSpeed) else flat
+    return dataclasses.replace(workload, model=typed)
 
 
 def _refuse_if_it_cannot_run(scheduler: Scheduler, workload: Workload) -> None:
@@ -178,8 +210,14 @@ def _refuse(name: str, workload: Workload, why: str | None) -> None:
 
 def speed_model(workload: Workload) -> str:
     """What decides the jobs' speeds in ``workload``'s runs, in words: the model's name, and for
-    `Locality` whether jobs spread over servers are slowed down."""
+    `Locality` whether jobs spread over servers are slowed down (under a heterogeneous
+    cluster's `TypedSpeed`, its GPU types first)."""
+    from dlsched.models.typed import TypedSpeed
+
     model = workload.model
+    if isinstance(model, TypedSpeed):
+        inner = speed_model(dataclasses.replace(workload, model=model.inner))
+        return f"per GPU type ({', '.join(dict.fromkeys(model.server_types))}) x {inner}"
     if not isinstance(model, Locality):
         return str(getattr(model, "name", type(model).__name__))
     if all(s == 1.0 for s in model.sensitivity.values()):

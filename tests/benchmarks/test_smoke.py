@@ -19,6 +19,11 @@ BENCHMARKS = ROOT / "benchmarks"
 PEERS = ROOT.parent.parent / "shared" / "peers"  # /work/shared/peers beside the worktrees
 TIMEOUT_S = 600
 
+FAKE_GAVEL_DRIVER = (
+    "import sys\nprint('Total duration: 5000.0 seconds')\n"
+    "print('Average job completion time: 1000.0 seconds', sys.argv[1:])\n"
+)
+"""Stands in for Gavel's ``simulate_scheduler_with_trace.py`` (its own venv, minutes a run)."""
 FAKE_POLLUX_PEER = 'import sys\nprint("Average JCT: 1000.0", sys.argv[1:])\n'
 """Stands in for Pollux's ``simulator.py``: the peer needs its own venv and minutes per run."""
 
@@ -34,6 +39,7 @@ SMOKE: dict[str, str] = {
     "dl2_paper_variants.py": "sl --minutes 0 --out {tmp}/out",
     "dl2_policy.py": "--seeds 101-101 --servers 2 --skip-timing",
     "dl2_stalls.py": "--seeds 0-0 --jobs 4",
+    "gavel_side_by_side.py": "",  # the peer faked: see test_gavel_side_by_side
     "env_steps.py": "--seconds 0.2 --deeprm-batch 4 --dl2-batch 2 --sched2-envs 2",
     "k8s_reconcile.py": "--jobs 10 --nodes 5",
     "live_attacks.py": "--jobs 1 --attack-s 0.2 --steps 20",
@@ -45,6 +51,7 @@ SMOKE: dict[str, str] = {
     "peer_side_by_side.py": "",  # needs Blox's checkout and venv: see test_peer_side_by_side
     "pollux_side_by_side.py": "",  # the peer faked: see test_pollux_side_by_side
     "records_fingerprint.py": "--workers 1 --match deeprm --schedulers fifo --out {tmp}/fp.json",
+    "report_size.py": "--repeat 1 --cases dl2-drf-200 --out-dir {tmp}/out",  # headless Chromium
     "sched2_paper.py": "--traces 1 --no-lookahead",
     "sched2_policy.py": "--traces 1 --loads 1.8",
     "sim_speed.py": "--repeat 1",
@@ -54,7 +61,7 @@ SMOKE: dict[str, str] = {
 }
 """Script → the options that make it smallest (``{tmp}``: a scratch folder, ``{src}``: this
 tree's ``src``)."""
-NEEDS_MODULE = {"paired_eval.py": "sb3_contrib"}  # the ``rl`` extra (MaskablePPO)
+NEEDS_MODULE = {"paired_eval.py": "sb3_contrib", "report_size.py": "selenium"}  # optional extras
 
 
 def _run(args: list[str], cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
@@ -121,3 +128,19 @@ def test_peer_side_by_side(tmp_path: Path) -> None:
     args = ["--blox", str(PEERS / "blox"), "--blox-run", str(PEERS / "blox-run")]
     args += ["--blox-python", "/work/peer-venvs/blox/bin/python", "--jobs", "20"]
     _ok(_run([script, *args, "--policies", "fifo", "--out", str(tmp_path)]))
+
+
+@pytest.mark.slow
+def test_gavel_side_by_side(tmp_path: Path) -> None:
+    scheduler = tmp_path / "peer" / "scheduler"
+    (scheduler / "scripts" / "drivers").mkdir(parents=True)
+    (scheduler / "runtime" / "protobuf").mkdir(parents=True)
+    (scheduler / "scheduler.py").write_text("")
+    (scheduler / "scripts" / "drivers" / "simulate_scheduler_with_trace.py").write_text(
+        FAKE_GAVEL_DRIVER
+    )
+    script = str(BENCHMARKS / "gavel_side_by_side.py")
+    args = ["--gavel-python", sys.executable, "--jobs", "6", "--cluster", "4:4:4"]
+    done = _run([script, str(tmp_path / "peer"), *args, "--policies", "gavel-las-het"])
+    _ok(done)
+    assert "gavel-las-het" in done.stdout and "x" in done.stdout.splitlines()[-1]

@@ -59,3 +59,23 @@ def test_once_writes_the_events_file(server: FakeApiServer, tmp_path: Path) -> N
     assert {r["trace_id"] for r in rows if r["kind"] == "submit"} == {
         f"{NS}/j{i}" for i in range(3)
     }
+
+
+def test_run_options_record_serve_and_write(
+    server: FakeApiServer, api_client: client.ApiClient, tmp_path: Path
+) -> None:
+    """``--events-out`` and ``--dashboard``: the rounds are recorded, a dashboard serves them
+    (on a free port of 127.0.0.1) and the log is written on the way out."""
+    from dlsched.commands.k8s import ControllerOptions, _event_outputs
+
+    _cluster(server)
+    ctl = controller(api_client, "fifo")
+    out = tmp_path / "events.parquet"
+    on_exit = _event_outputs(ctl, ControllerOptions(events_out=out, dashboard="127.0.0.1:0"))
+    assert isinstance(ctl.event_log, ControllerLog)
+    ctl.reconcile()
+    on_exit()
+    import pyarrow.parquet as pq
+
+    kinds = pq.read_table(out).column("kind").to_pylist()
+    assert kinds.count("server") == 2 and kinds.count("start") == 2

@@ -64,14 +64,15 @@ def _get(url: str) -> str:
 def test_routes(served: tuple[FakeRun, Dashboard]) -> None:
     fake, dashboard = served
     assert dashboard.host == "127.0.0.1" and dashboard.port > 0
+    time.sleep(0.2)  # times are rounded to 0.1 s: "now" past job 0's start
     data = json.loads(_get(dashboard.url + "data"))
     assert data["bars"]["job"] == [0]
     assert data["bars"]["t1"][0] == data["end_s"] > data["bars"]["t0"][0]  # held till now
     fake.move(1, Allocation.of([(1, 2)]))
     assert json.loads(_get(dashboard.url + "data"))["bars"]["job"] == [0, 1]
     metrics = _get(dashboard.url + "metrics")
-    assert 'dlsched_events_total{kind="start"} 2' in metrics
-    assert "dlsched_jobs_running 2" in metrics
+    assert 'dlsched_events_total{kind="start"} 2.0' in metrics
+    assert "dlsched_running_jobs 2.0" in metrics and "dlsched_gpus_held 4.0" in metrics
     assert "connect-src 'self'" in _get(dashboard.url)
 
 

@@ -223,6 +223,7 @@ def checked_run(
                     interval_s=view.interval_s,
                     last_status=view.last_status,
                     _oracle=oracle_for_all,
+                    type_speeds=view.type_speeds,
                 )
             )
 

@@ -22,10 +22,11 @@ from dlsched.core import Allocation, JobSpec
 from dlsched.schedulers.base import Scheduler
 from dlsched.schedulers.registry import make_scheduler, schedulers
 from dlsched.workloads.base import Workload
+from dlsched.workloads.hetero import with_types
 from dlsched.workloads.registry import make_workload
 from tests.schedulers.helpers import checked_run
 
-GENERATED = ("dl2", "deeprm", "sched2", "kubeflow", "pollux")
+GENERATED = ("dl2", "deeprm", "sched2", "kubeflow", "pollux", "gavel")
 """Generated workloads a scheduler's setting can name (traces are tested elsewhere)."""
 
 SMALL = {
@@ -34,6 +35,12 @@ SMALL = {
     "sched2": {"servers": 2, "num_jobs": 25},
     "kubeflow": {"servers": 2, "num_jobs": 20},
     "pollux": {"servers": 2, "num_jobs": 12},
+    "gavel": {
+        "servers": 1,
+        "num_jobs": 12,
+        "cluster": "v100:1x4,p100:1x4,k80:1x4",
+        "round_s": 7200,
+    },
 }
 
 
@@ -118,3 +125,36 @@ def test_scheduler_keeps_invariants_on_random_small_workloads(name, workload_nam
     assert first.num_jobs == len(first.records) == len(workload.jobs)
     again, _ = checked_run(workload, scheduler, seed, oracle_for_all=spy([]))
     assert again.records == first.records, f"{name} is not deterministic under a seed"
+
+
+HETERO_TYPES = ("v100", "k80")
+
+
+@pytest.mark.parametrize(
+    ("name", "workload_name"),
+    [case for case in CASES if f"{case.values[0]}-{case.values[1]}" not in SLOW_CASES],
+)
+@settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000))
+def test_scheduler_keeps_invariants_on_a_heterogeneous_cluster(name, workload_name, seed):
+    """The same invariants with the workload's servers alternately V100 and K80 servers: every
+    policy runs there (type-agnostic unless taught otherwise), reading no true speed."""
+    scheduler = build(name)
+    workload = make_workload(workload_name, seed=seed, **SMALL[workload_name])
+    if workload.server_types is None:
+        types = [HETERO_TYPES[i % 2] for i in range(len(workload.servers))]
+        workload = with_types(workload, types, seed=seed)
+    oracle = bool(getattr(scheduler, "is_oracle", False))
+    calls: list[int] = []
+    try:
+        result, finished = checked_run(workload, scheduler, seed, oracle_for_all=spy(calls))
+    except ValueError as err:
+        if type(scheduler).__module__.startswith("dlsched.schedulers.") or not (
+            CLUSTER_SHAPE.search(str(err))
+        ):
+            raise
+        pytest.skip(f"{name}: a learned policy made for another cluster ({err})")
+    if not oracle:
+        assert not calls, f"{name} read true speeds but is not labelled an oracle"
+    assert sorted(finished) == sorted(j.job_id for j in workload.jobs)
+    assert result.num_jobs == len(result.records) == len(workload.jobs)

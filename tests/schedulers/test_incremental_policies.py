@@ -286,7 +286,8 @@ PAIRS: dict[str, tuple[Callable[[], Scheduler], Callable[[], Scheduler]]] = {
 
 
 class Recorder(WrappingScheduler):
-    """Keeps every decision (job id → counts and placement) of the scheduler it wraps."""
+    """Keeps every decision (job id → counts and placement) of the scheduler it wraps, as the
+    whole desired state (`Decision.whole`: a changes-only decision restated)."""
 
     def __init__(self, inner: Scheduler) -> None:
         super().__init__(inner)
@@ -294,8 +295,9 @@ class Recorder(WrappingScheduler):
 
     def decide(self, view: ClusterView) -> Decision:
         decision = self.inner.decide(view)
+        whole = decision.whole(view.running)
         self.decisions.append(
-            {job: (t.num_workers, t.num_ps, t.placement) for job, t in decision.targets.items()}
+            {job: (t.num_workers, t.num_ps, t.placement) for job, t in whole.targets.items()}
         )
         return decision
 

@@ -193,7 +193,9 @@ def metrics_line(metrics: Mapping[str, object]) -> str:
     (a command's last line, never a raw Python dict)."""
     parts = []
     for key, value in metrics.items():
-        if isinstance(value, int | float) and not isinstance(value, bool):
+        if isinstance(value, int) and not isinstance(value, bool):
+            parts.append(f"{key} {value:,}")  # a count
+        elif isinstance(value, float):
             unit = metric_unit(key)
             parts.append(f"{key} {fmt_metric(key, float(value))}" + (f" {unit}" if unit else ""))
         else:

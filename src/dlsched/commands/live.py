@@ -6,7 +6,7 @@ import dataclasses
 import json
 import shutil
 import signal
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,10 +24,13 @@ from dlsched.option_fields import Opt
 from dlsched.schedulers.registry import make_scheduler
 
 if TYPE_CHECKING:  # the live runtime imports PyTorch: only when `live run` runs
+    from wsgiref.simple_server import WSGIServer
+
     from dlsched.live.cluster import LiveCluster
     from dlsched.live.online import OnlineLearner
     from dlsched.live.snapshot import LiveSnapshot
     from dlsched.report.dashboard import Dashboard
+    from dlsched.report.data import RunInput
     from dlsched.sim.result import Result as LiveResult
 
 SNAPSHOT_EVERY = 20
@@ -138,6 +141,10 @@ class LiveOutput:
     """[HOST:]PORT: serve a live dashboard of the run there (host 127.0.0.1 unless given; port
     0 picks a free one): the report's views updating as the run goes, and Prometheus metrics
     at /metrics. Needs dlsched[dashboard]."""
+    metrics_port: Annotated[int, Opt(min=0, max=65535)] = 0
+    """Serve Prometheus metrics on 127.0.0.1:PORT/metrics (0: off), as k8s run does: events by
+    kind, jobs running and waiting, GPUs held, jobs finished and failed, repairs, steps redone.
+    Needs prometheus-client (dlsched[dashboard] or dlsched[k8s])."""
     report: Path | None = None
     """Write an interactive HTML report of the run (timeline, usage, CDFs, job table) to this
     .html file at the end; with --out the run's event log is OUT/events.csv (dlsched report OUT
@@ -170,13 +177,18 @@ def live_run(settings: LiveSettings, output: LiveOutput) -> None:
         view = Live(console=err, auto_refresh=False, transient=False)
         cluster, learner = _cluster(settings, names, out_dir, output.resume, view)
         dashboard = _dashboard(cluster, output.dashboard)
+        metrics = None
         try:
+            metrics = _metrics_server(cluster, output.metrics_port)
             result = _run_in_view(cluster, view, out_dir)
         except LiveJobError as exc:
             raise ValueError(f"live run: {exc}") from None
         finally:
             if dashboard is not None:
                 dashboard.stop()
+            if metrics is not None:
+                metrics.shutdown()
+                metrics.server_close()
         summary = _finish(cluster, result, learner)
         _write_report(result, out_dir, output.report)
     failed = int(summary["failed"])
@@ -321,17 +333,37 @@ def _dashboard(cluster: LiveCluster, address: str | None) -> Dashboard | None:
     if find_spec("starlette") is None or find_spec("uvicorn") is None:
         raise ValueError("--dashboard needs the dashboard extra: pip install 'dlsched[dashboard]'")
     from dlsched.report.dashboard import Dashboard, parse_address
-    from dlsched.report.data import RunInput
 
-    host, port = parse_address(address)
+    dashboard = Dashboard(_run_source(cluster), *parse_address(address)).start()
+    err.print(f"dashboard: {dashboard.url}", markup=False, emoji=False, highlight=False)
+    return dashboard
+
+
+def _run_source(cluster: LiveCluster) -> Callable[[], RunInput]:
+    """The run of ``cluster`` as it stands, for the dashboard and the metrics."""
+    from dlsched.report.data import RunInput
 
     def source() -> RunInput:
         log = cluster.event_log
         return RunInput("live", cluster.scheduler.name, cluster.seed, log, {}, now_s=log.clock())
 
-    dashboard = Dashboard(source, host, port).start()
-    err.print(f"dashboard: {dashboard.url}", markup=False, emoji=False, highlight=False)
-    return dashboard
+    return source
+
+
+def _metrics_server(cluster: LiveCluster, port: int) -> WSGIServer | None:
+    """Prometheus metrics of ``cluster``'s run served on 127.0.0.1:``port`` (None if 0)."""
+    if not port:
+        return None
+    from importlib.util import find_spec
+
+    if find_spec("prometheus_client") is None:
+        raise ValueError("--metrics-port needs prometheus-client: pip install 'dlsched[dashboard]'")
+    from dlsched.report.metrics import registry, serve
+
+    server = serve(registry(_run_source(cluster), cluster.counts), port)
+    err.print(f"metrics: http://127.0.0.1:{server.server_address[1]}/metrics", markup=False,
+              emoji=False, highlight=False)  # fmt: skip
+    return server
 
 
 def _write_report(result: LiveResult, out_dir: Path | None, report: Path | None) -> None:

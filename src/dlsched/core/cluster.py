@@ -114,14 +114,21 @@ class Cluster:
 
     Attributes:
         version: counts changes of usage; equal versions mean nothing was taken or given back.
+        server_types: the GPU type of each server (``"v100"``), or None for a cluster of one
+            unnamed type (every cluster before heterogeneous ones; see `dlsched.core.gpu_types`).
     """
 
-    def __init__(self, servers: Iterable[Server | Resources]) -> None:
+    def __init__(
+        self, servers: Iterable[Server | Resources], types: Sequence[str] | None = None
+    ) -> None:
         self.servers: tuple[Server, ...] = tuple(
             s if isinstance(s, Server) else Server(i, s) for i, s in enumerate(servers)
         )
         if not self.servers:
             raise ValueError("a cluster needs at least one server")
+        if types is not None and len(types) != len(self.servers):
+            raise ValueError(f"{len(types)} GPU types for {len(self.servers)} servers")
+        self.server_types: tuple[str, ...] | None = None if types is None else tuple(types)
         self._capacity = np.array([s.capacity.as_tuple() for s in self.servers], dtype=np.float64)
         self._capacity.flags.writeable = False
         self._cap_rows: list[list[float]] = self._capacity.tolist()
@@ -150,6 +157,18 @@ class Cluster:
     @property
     def num_servers(self) -> int:
         return len(self.servers)
+
+    @property
+    def gpu_types(self) -> tuple[str, ...]:
+        """The GPU types of the cluster, in order of first server; ``()`` if it names none."""
+        return () if self.server_types is None else tuple(dict.fromkeys(self.server_types))
+
+    def gpus_by_type(self) -> dict[str, int]:
+        """GPUs of each type (whole GPUs of the servers' capacity); ``{}`` if it names none."""
+        counts: dict[str, int] = {}
+        for gpu_type, row in zip(self.server_types or (), self._cap_rows, strict=False):
+            counts[gpu_type] = counts.get(gpu_type, 0) + int(row[0])
+        return counts
 
     @property
     def capacity_array(self) -> npt.NDArray[np.float64]:

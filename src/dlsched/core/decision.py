@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import ClassVar
+from typing import ClassVar, Protocol
 
 
 def _normalise(counts: Iterable[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
@@ -90,6 +90,16 @@ class Target:
             raise ValueError(f"task counts must be >= 0, got {self.num_workers}, {self.num_ps}")
 
 
+class Holder(Protocol):
+    """A running job as `Decision.whole` reads it (a `dlsched.core.JobRun`)."""
+
+    @property
+    def job_id(self) -> int: ...
+
+    @property
+    def allocation(self) -> Allocation: ...
+
+
 @dataclass(slots=True)
 class Decision:
     """What a scheduler wants for this round.
@@ -97,9 +107,35 @@ class Decision:
     ``targets`` maps job id to its `Target`; insertion order is the order in which the engine
     places jobs, so put the most important first. For a preemptive (elastic) scheduler, running
     jobs left out are suspended; for a non-preemptive one they keep what they hold.
+
+    With ``changes_only`` the targets list only what changes — jobs to start or resize, and
+    ``Target(0)`` for each running job to suspend — and running jobs left out keep what they
+    hold, whatever the scheduler. A preemptive policy that keeps most running jobs at most points
+    (SRTF, LAS, Tiresias on a large cluster) then costs the engine what changes, not every
+    running job at every point. `whole` restates such a decision as the whole desired state.
     """
 
     targets: dict[int, Target] = field(default_factory=dict)
+    changes_only: bool = False
+
+    def whole(self, running: Iterable[Holder]) -> Decision:
+        """This decision as the whole desired state, given the jobs running now: each running job
+        not listed kept at its counts (in ``running`` order), then the listed targets other
+        than suspensions of running jobs. A decision that is not ``changes_only`` is returned
+        as it is."""
+        if not self.changes_only:
+            return self
+        targets: dict[int, Target] = {}
+        held = set()
+        for run in running:
+            held.add(run.job_id)
+            if run.job_id not in self.targets:
+                alloc = run.allocation
+                targets[run.job_id] = Target(alloc.num_workers, alloc.num_ps)
+        for job_id, target in self.targets.items():
+            if not (job_id in held and is_suspension(target)):
+                targets[job_id] = target
+        return Decision(targets)
 
     def set(self, job_id: int, num_workers: int, num_ps: int = 0) -> None:
         self.targets[job_id] = Target(num_workers, num_ps)
@@ -113,6 +149,19 @@ class Decision:
     @staticmethod
     def from_counts(counts: Mapping[int, tuple[int, int]]) -> Decision:
         return Decision({j: Target(w, p) for j, (w, p) in counts.items()})
+
+
+def is_suspension(target: object) -> bool:
+    """Whether ``target`` is ``Target(0, 0)`` with plain int counts (a changes-only decision's
+    way to suspend a running job)."""
+    return (
+        type(target) is Target
+        and type(target.num_workers) is int
+        and type(target.num_ps) is int
+        and target.num_workers == 0
+        and target.num_ps == 0
+        and target.placement is None
+    )
 
 
 class Code(str, Enum):

@@ -10,6 +10,7 @@ from typing import Any, overload
 
 from dlsched.core.cluster import Cluster
 from dlsched.core.decision import Allocation, Status
+from dlsched.core.gpu_types import TypeSpeeds
 from dlsched.core.job import JobRun, JobSpec
 
 SpeedOracle = Callable[[JobSpec, Allocation], float]
@@ -121,6 +122,8 @@ class ClusterView:
             (read-only).
         changes: how ``pending`` changed since the previous point, where the backend knows
             (`QueueChanges`); None otherwise.
+        type_speeds: on a heterogeneous cluster, each job's *estimated* speed on each GPU type
+            (`TypeSpeeds`; the servers' types are ``cluster.server_types``); None otherwise.
     """
 
     now_s: float
@@ -131,6 +134,7 @@ class ClusterView:
     last_status: dict[int, Status] = field(default_factory=dict)
     _oracle: SpeedOracle | None = None
     changes: QueueChanges | None = None
+    type_speeds: TypeSpeeds | None = None
 
     def jobs(self) -> list[JobRun]:
         """Every active job (running and pending), in arrival order."""

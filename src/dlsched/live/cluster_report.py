@@ -126,8 +126,9 @@ class ClusterReport:
         return row
 
     def counts(self) -> dict[str, int]:
-        """Jobs finished and failed, repairs and steps redone so far."""
-        jobs = self.jobs.values()
+        """Jobs finished and failed, repairs and steps redone so far (also asked from the
+        metrics server's thread: the jobs copied first)."""
+        jobs = list(self.jobs.values())
         return {
             "finished": sum(1 for lv in jobs if lv.run.finished),
             "failed": sum(1 for lv in jobs if lv.failed),

@@ -1,10 +1,13 @@
 """Interactive HTML reports of runs: one self-contained file (``--report FILE.html`` on
-``simulate`` and ``compare``, ``dlsched report EVENTS_FILE`` for an event log written
-earlier) with the schedule timeline, utilisation, queue and fragmentation over time, JCT and
-slowdown CDFs, per-scheduler means with 95 % intervals and a sortable, filterable job table.
+``simulate``, ``compare``, ``reproduce`` and ``live run``; ``dlsched report EVENTS|JOBS|RUN_DIR``
+for runs written earlier) with the schedule timeline, utilisation, queue and fragmentation over
+time, JCT and slowdown CDFs, per-scheduler means with 95 % intervals, a sortable, filterable job
+table and, for DL2 and DeepRM, the decision view (`dlsched.rl.decision_trace`); and the live
+dashboard serving the same page as a run goes (`dlsched.report.dashboard`).
 
 Everything the page shows comes from the runs' event logs (`dlsched.sim.event_log`), plus the
-simulator's records (slowdown) and timeline (fragmentation) where the run is at hand.
+simulator's records (slowdown), timeline (fragmentation) and decision trace where the run is at
+hand.
 """
 
 from __future__ import annotations
@@ -19,7 +22,14 @@ from dlsched.sim.result import Result
 MAX_DRAWN = 12
 """Runs a page draws in full (timeline, series, job table); the means take every run."""
 
-__all__ = ["RunInput", "check_report_path", "render", "report_results", "run_metrics"]
+__all__ = [
+    "RunInput",
+    "check_report_path",
+    "render",
+    "report_results",
+    "run_input",
+    "run_metrics",
+]
 
 
 def check_report_path(path: str | Path, option: str = "--report") -> Path:
@@ -45,17 +55,20 @@ def run_input(result: Result) -> RunInput:
         records=result.records,
         timeline=result.timeline,
         jct_bound_s=result.jct_bound_s,
+        decisions=result.decision_trace,
     )
 
 
-def report_results(results: Sequence[Result], path: str | Path, title: str) -> Path:
+def report_results(
+    results: Sequence[Result], path: str | Path, title: str, notes: Sequence[str] = ()
+) -> Path:
     """Write the page of ``results`` to ``path``: the first seed of each scheduler drawn in
-    full, every run in the means (their summaries)."""
+    full, every run in the means (their summaries); ``notes`` shown first on the page."""
     drawn: dict[str, Result] = {}
     for result in results:
         drawn.setdefault(result.scheduler, result)
     seeds = sorted({r.seed for r in results})
-    notes = []
+    notes = list(notes)
     if len(drawn) > MAX_DRAWN:
         notes.append(f"{len(drawn)} schedulers (or scheduler × workload): the first {MAX_DRAWN} "
                      "are drawn, every one is in the means.")  # fmt: skip

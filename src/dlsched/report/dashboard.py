@@ -4,8 +4,8 @@ updated by server-sent events, with Prometheus metrics beside it (``live run --d
 A Starlette app served by uvicorn in a background thread (the ``dashboard`` extra), bound to
 127.0.0.1 unless told otherwise. Routes: ``/`` the page (the run so far, then its own updates),
 ``/events`` an event stream sending the run's page data each time its event log grew (checked
-every `POLL_S`), ``/data`` the same data once, ``/metrics`` Prometheus text: events by kind,
-jobs running and waiting, GPUs held.
+every `POLL_S`), ``/data`` the same data once, ``/metrics`` Prometheus text
+(`dlsched.report.metrics`: events by kind, jobs running and waiting, GPUs held).
 """
 
 from __future__ import annotations
@@ -18,25 +18,13 @@ import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from dlsched.report.data import RunInput, run_data
+from dlsched.report.data import RunInput, run_data, snapshot
 from dlsched.report.page import render
-from dlsched.sim.event_log import KINDS, EventLog
 
 POLL_S = 0.2
 """Seconds between looks at the event log (an allocation change shows within about this)."""
 HEARTBEAT_S = 10.0
 """Seconds between comments on an idle event stream (keeps proxies from closing it)."""
-
-
-def snapshot(log: EventLog) -> EventLog:
-    """A consistent copy of ``log`` while another thread appends to it (the rows every column
-    already has)."""
-    columns = ("time_s", "job_id", "kind", "gpus", "workers", "ps", "servers")
-    n = min(len(getattr(log, c)) for c in columns)
-    copy = EventLog(float)
-    for c in columns:
-        setattr(copy, c, list(getattr(log, c)[:n]))
-    return copy
 
 
 class Dashboard:
@@ -53,6 +41,7 @@ class Dashboard:
         self.port = port
         self._server: Any = None
         self._thread: threading.Thread | None = None
+        self._metrics: Any = None  # its Prometheus registry, made at the first scrape
 
     def data(self) -> tuple[int, dict[str, Any]]:
         """(events so far, the page's data of the run so far)."""
@@ -69,23 +58,12 @@ class Dashboard:
         return render(title, [frozen], notes=notes, live=True)
 
     def metrics(self) -> str:
-        """Prometheus text exposition of the run so far."""
-        log = snapshot(self.source().log)
-        counts = [0] * len(KINDS)
-        for kind in log.kind:
-            counts[kind] += 1
-        data = self.data()[1]
-        series = data["series"]
-        lines = ["# HELP dlsched_events_total Events of the run's event log, by kind.",
-                 "# TYPE dlsched_events_total counter"]  # fmt: skip
-        lines += [f'dlsched_events_total{{kind="{k}"}} {counts[i]}' for i, k in enumerate(KINDS)]
-        for name, key, what in (
-            ("dlsched_jobs_running", "running", "Jobs holding resources."),
-            ("dlsched_jobs_waiting", "queue", "Jobs submitted and waiting."),
-        ):
-            value = series[key][-1] if series[key] else 0
-            lines += [f"# HELP {name} {what}", f"# TYPE {name} gauge", f"{name} {value:g}"]
-        return "\n".join(lines) + "\n"
+        """Prometheus text of the run so far (`dlsched.report.metrics`)."""
+        from dlsched.report.metrics import exposition, registry
+
+        if self._metrics is None:
+            self._metrics = registry(self.source)
+        return exposition(self._metrics)
 
     def app(self) -> Any:
         from starlette.applications import Starlette
@@ -106,7 +84,9 @@ class Dashboard:
             return JSONResponse(self.data()[1])
 
         async def metrics(request: Request) -> Response:
-            return PlainTextResponse(self.metrics(), media_type="text/plain; version=0.0.4")
+            from dlsched.report.metrics import CONTENT_TYPE
+
+            return PlainTextResponse(self.metrics(), media_type=CONTENT_TYPE)
 
         async def stream() -> AsyncIterator[str]:
             seen, quiet = -1, time.monotonic()

@@ -19,7 +19,16 @@ from typing import Any
 
 import numpy as np
 
-from dlsched.sim.event_log import FAIL, FINISH, KINDS, PREEMPT, SERVER, SUBMIT, EventLog
+from dlsched.sim.event_log import (
+    FAIL,
+    FINISH,
+    KINDS,
+    PREEMPT,
+    SERVER,
+    SUBMIT,
+    EventLog,
+    no_clock,
+)
 from dlsched.sim.metrics import Timeline
 from dlsched.sim.result import JobRecord
 
@@ -41,6 +50,7 @@ class RunInput:
         jct_bound_s: mean no-wait lower bound of the finished jobs' JCT (s; NaN if unknown).
         now_s: the run's time now (s) for one still going (a live dashboard): allocations still
             held are drawn to it; NaN: the run ended at its last event.
+        decisions: a learned policy's decision points (`dlsched.rl.decision_trace`), if kept.
     """
 
     workload: str
@@ -52,6 +62,18 @@ class RunInput:
     timeline: Timeline | None = None
     jct_bound_s: float = math.nan
     now_s: float = math.nan
+    decisions: dict[str, Any] | None = None
+
+
+def snapshot(log: EventLog) -> EventLog:
+    """A consistent copy of ``log`` while another thread appends to it (the rows every column
+    already has)."""
+    columns = ("time_s", "job_id", "kind", "gpus", "workers", "ps", "servers")
+    n = min(len(getattr(log, c)) for c in columns)
+    copy = EventLog(no_clock)
+    for c in columns:
+        setattr(copy, c, list(getattr(log, c)[:n]))
+    return copy
 
 
 def _r(x: float) -> float | None:
@@ -220,6 +242,7 @@ def run_data(run: RunInput) -> dict[str, Any]:
         "frag": _fragmentation(run.timeline),
         "cdf": {"jct": _cdf(jct), "slowdown": _cdf(jobs["slowdown"])},
         "bound_s": _r(run.jct_bound_s),
+        "decisions": run.decisions,
     }
 
 

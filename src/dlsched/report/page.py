@@ -110,6 +110,7 @@ def render(
         ("STYLE", _static("report.css")),
         ("DATA", data),
         ("TIMELINE", _static("timeline.js")),
+        ("DECISIONS", _static("decisions.js")),
         ("MAIN", _static("main.js")),
     ):
         page = page.replace(f"/*{key}*/", value, 1)

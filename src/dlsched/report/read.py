@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from dlsched.report.data import RunInput
-from dlsched.sim.event_log import EVENT_COLUMNS, FINISH, KINDS, START, SUBMIT, EventLog
+from dlsched.sim.event_log import EVENT_COLUMNS, FINISH, KINDS, START, SUBMIT, EventLog, no_clock
 from dlsched.sim.result import JobRecord
 
 _RECORD_COLUMNS = (
@@ -52,7 +52,6 @@ def read_runs(path: str | Path, workload: str = "") -> list[RunInput]:
         what = f"column {missing[0]!r}" if missing else "any row"
         raise ValueError(f"{path}: not an event log (no {what}; see dlsched.sim.event_log)")
     runs: dict[tuple[str, int], tuple[EventLog, dict[int, str]]] = {}
-    clock_never_read = float  # a log read back records nothing more
     for number, row in enumerate(rows, start=2):
         column = ""
         try:
@@ -76,7 +75,7 @@ def read_runs(path: str | Path, workload: str = "") -> list[RunInput]:
             raise ValueError(
                 f"{path}: row {number}, column {column}: bad value {row.get(column)!r}"
             ) from None
-        log, ids = runs.setdefault(key, (EventLog(clock_never_read), {}))
+        log, ids = runs.setdefault(key, (EventLog(no_clock), {}))
         log.time_s.append(t)
         log.job_id.append(job_id)
         log.kind.append(kind)
@@ -158,7 +157,7 @@ def runs_from_jobs(path: str | Path) -> list[RunInput]:
                 (r.start_s, 1, r.job_id, START, r.num_gpus),
             ]
             timed.append((r.finish_s, 0, r.job_id, FINISH, 0))
-        log = EventLog(float)
+        log = EventLog(no_clock)
         for t, _, job_id, kind, gpus in sorted(timed):
             log.time_s.append(t)
             log.job_id.append(job_id)

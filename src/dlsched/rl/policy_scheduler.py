@@ -36,6 +36,7 @@ import torch
 
 from dlsched.core import ClusterView, Decision, JobSpec, Resources
 from dlsched.rl.blas_threads import one_blas_thread
+from dlsched.rl.decision_trace import DecisionTrace
 from dlsched.schedulers.base import BaseScheduler, cannot_run
 
 log = logging.getLogger(__name__)
@@ -155,6 +156,8 @@ class SlotLoopScheduler(BaseScheduler):
         self.encoder = encoder
         self.preemptive = preemptive  # type: ignore[misc]  # per instance, read by the engine
         self.max_actions = max_actions
+        self.trace: DecisionTrace | None = None
+        """Set to record the decision points (`dlsched.rl.decision_trace`); None: not."""
 
     def cannot_run(self, jobs: Sequence[JobSpec], servers: Sequence[Resources]) -> str | None:
         """The encoder's reason (its ``cannot_run``, where it has one): what its fixed state
@@ -162,6 +165,8 @@ class SlotLoopScheduler(BaseScheduler):
         return cannot_run(self.encoder, jobs, servers)  # type: ignore[arg-type]
 
     def decide(self, view: ClusterView) -> Decision:
+        if self.trace is not None:
+            self.trace.begin(view)
         return self._loop(self.encoder.start(view))
 
     def _loop(self, builder: SlotBuilder) -> Decision:
@@ -171,7 +176,11 @@ class SlotLoopScheduler(BaseScheduler):
                 mask = builder.action_mask()
                 if not mask.any():
                     break
-                if builder.apply(self.choose(builder.observation(), mask)):
+                obs = builder.observation()
+                action = self.choose(obs, mask)
+                if self.trace is not None:
+                    self.trace.step(builder, self.scores(obs), mask, action)
+                if builder.apply(action):
                     break
             else:
                 log.warning(
@@ -184,6 +193,10 @@ class SlotLoopScheduler(BaseScheduler):
     ) -> int:  # pragma: no cover - abstract
         """A legal action (``mask[action]`` True) for observation ``obs``."""
         raise NotImplementedError
+
+    def scores(self, obs: npt.NDArray[np.float32]) -> npt.NDArray[np.floating[Any]] | None:
+        """Every action's score for ``obs`` (for `trace`; None: not known)."""
+        return None
 
 
 class PolicyScheduler(SlotLoopScheduler):
@@ -230,6 +243,8 @@ class PolicyScheduler(SlotLoopScheduler):
             self._generator = torch.Generator().manual_seed(self.sample_seed)
 
     def decide(self, view: ClusterView) -> Decision:
+        if self.trace is not None:
+            self.trace.begin(view)
         with one_blas_thread():  # a few dozen rows: threads only add waits (blas_threads)
             return self._decide(view)
 
@@ -250,15 +265,24 @@ class PolicyScheduler(SlotLoopScheduler):
     def _greedy_incremental(self, builder: IncrementalBuilder, net: IncrementalPolicy) -> Decision:
         """The greedy loop with in-place arrays and part-wise recomputation."""
         part: int | None = None
-        act, apply = net.act_after, builder.apply
+        act, apply, trace = net.act_after, builder.apply, self.trace
         for _ in range(self.max_actions):
             action = act(builder.observation_view(), builder.mask_view(), part)
+            if trace is not None and action >= 0:  # the scores act computed, read after it
+                trace.step(builder, getattr(net, "last_scores", None), builder.mask_view(), action)
             if action < 0 or apply(action):  # nothing legal, or the round is over
                 break
             part = builder.changed_part
         else:
             log.warning("%s: stopped after %d actions in one round", self.name, self.max_actions)
         return builder.decision()
+
+    def scores(self, obs: npt.NDArray[np.float32]) -> npt.NDArray[np.floating[Any]]:
+        """The network's scores of every action for ``obs`` (a second pass: same values)."""
+        if isinstance(self.net, torch.nn.Module):
+            with torch.inference_mode():
+                return self.net(torch.from_numpy(obs).unsqueeze(0))[0].double().numpy()
+        return np.asarray(self.net.logits(obs), dtype=np.float64)
 
     def choose(self, obs: npt.NDArray[np.float32], mask: npt.NDArray[np.bool_]) -> int:
         """Arg-max of the network's scores over the legal actions, or a sample of their

@@ -24,7 +24,23 @@ from dlsched.schedulers.registry import register
 def service_key(run: JobRun, now_s: float) -> tuple[float, float, int]:
     """Least GPU-seconds received by ``now_s`` first, then arrival (a waiting job's service
     does not grow, so its key is the same at any time)."""
-    return (run.attained_gpu_s_at(now_s), run.spec.submit_time_s, run.job_id)
+    # `JobRun.attained_gpu_s_at` inlined, the same float operations: every running job is
+    # keyed at every point
+    spec = run.spec
+    workers = run.allocation.workers
+    if not workers:
+        count = 0
+    elif len(workers) == 1:
+        count = workers[0][1]
+    else:
+        count = sum(n for _, n in workers)
+    since = now_s - run.progress_time_s
+    held_s = since if since > 0.0 else 0.0
+    return (
+        run.attained_gpu_s + count * spec.worker_demand.gpu * held_s,
+        spec.submit_time_s,
+        spec.job_id,
+    )
 
 
 class Las(BaseScheduler):
@@ -41,7 +57,7 @@ class Las(BaseScheduler):
         self.queue.clear()
 
     def decide(self, view: ClusterView) -> Decision:
-        return run_in_order(view, self.queue.update(view).rank(view))
+        return run_in_order(view, self.queue.update(view).rank(view), changes_only=True)
 
 
 @register(

@@ -91,7 +91,11 @@ def start_in_order(
 
 
 def run_in_order(
-    view: ClusterView, runs: Sequence[JobRun] | Ranking, size: Size = requested_size
+    view: ClusterView,
+    runs: Sequence[JobRun] | Ranking,
+    size: Size = requested_size,
+    *,
+    changes_only: bool = False,
 ) -> Decision:
     """Preemptive priority scheduling of fixed-size jobs (module docstring).
 
@@ -103,10 +107,14 @@ def run_in_order(
         runs: every active job, highest priority first (a `Ranking` is in its key order and
             its queue must size jobs as ``size`` does).
         size: (workers, PS) of a job that starts; running jobs keep their counts.
+        changes_only: return only what changes (`Decision.changes_only`): the jobs to start,
+            then ``Target(0, 0)`` for each running job to preempt. The engine does the same as
+            with the whole state, at the cost of what changes.
 
     Returns:
         The whole desired state: running jobs kept (unchanged counts), then jobs to start in
-        priority order; running jobs left out are preempted by the engine.
+        priority order; running jobs left out are preempted by the engine. With
+        ``changes_only``, the jobs to start and the jobs to preempt.
     """
     cluster = view.cluster
     running = view.running
@@ -115,7 +123,7 @@ def run_in_order(
     else:
         chosen = _choose(view, runs, size)
     running_ids = {run.job_id for run in running}
-    decision = Decision()
+    decision = Decision(changes_only=changes_only)
     targets = decision.targets
     chosen_ids = set()
     starting = []
@@ -124,6 +132,8 @@ def run_in_order(
         chosen_ids.add(job)
         if job not in running_ids:
             starting.append(run)
+        elif changes_only:
+            continue
         elif shape is not None:  # the counts it holds
             targets[job] = _target(shape[2], shape[3])
         else:
@@ -138,12 +148,13 @@ def run_in_order(
             targets[run.job_id] = _target(workers, ps)
     by_rank = runs.running_jobs() if isinstance(runs, Ranking) else runs
     for run in by_rank:  # preempt only those whose place a chosen job really needs
-        if (
-            run.running
-            and run.job_id not in chosen_ids
-            and tracker.take_exact(run.spec, run.allocation)
-        ):
-            targets[run.job_id] = _target(run.allocation.num_workers, run.allocation.num_ps)
+        if not run.running or run.job_id in chosen_ids:
+            continue
+        if tracker.take_exact(run.spec, run.allocation):
+            if not changes_only:
+                targets[run.job_id] = _target(run.allocation.num_workers, run.allocation.num_ps)
+        elif changes_only:
+            targets[run.job_id] = _target(0, 0)
     return decision
 
 

@@ -62,17 +62,26 @@ class Srtf(BaseScheduler):
         return left / speed if speed > 0 else float("inf")
 
     def _key(self, run: JobRun, now_s: float) -> tuple[float, float, int]:
-        return (self.remaining_s(run, now_s), run.spec.submit_time_s, run.job_id)
+        spec = run.spec
+        if spec.arch is Arch.PS:
+            return (self.remaining_s(run, now_s), spec.submit_time_s, spec.job_id)
+        # `JobRun.remaining_work` inlined, the same float operations: every running job is
+        # keyed at every point
+        done = run.progress_s
+        start = max(run.progress_time_s, run.paused_until_s)
+        if run.rate > 0.0 and now_s > start:
+            done = min(spec.total_work, done + run.rate * (now_s - start))
+        return (max(0.0, spec.total_work - done), spec.submit_time_s, spec.job_id)
 
     def decide(self, view: ClusterView) -> Decision:
         self.queue.update(view)
         if not self.queue.flagged and not any(_is_ps(run) for run in view.running):
-            return run_in_order(view, self.queue.rank(view))
+            return run_in_order(view, self.queue.rank(view), changes_only=True)
         jobs = view.jobs()
         now = view.now_s
         self.speeds.update(jobs)
         order = sorted(jobs, key=lambda r: (self.remaining_s(r, now), r.spec.submit_time_s))
-        return run_in_order(view, order)
+        return run_in_order(view, order, changes_only=True)
 
 
 def _is_ps(run: JobRun) -> bool:

@@ -198,7 +198,7 @@ class Tiresias(BaseScheduler):
     def decide(self, view: ClusterView) -> Decision:
         self.queue.update(view)
         self._track(view)
-        return run_in_order(view, self.queue.rank(view))
+        return run_in_order(view, self.queue.rank(view), changes_only=True)
 
 
 @register(

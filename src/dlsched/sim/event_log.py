@@ -59,6 +59,11 @@ _INT_COLUMNS = ("seed", "job_id", "gpus", "workers", "ps")
 _TEXT_COLUMNS = ("scheduler", "trace_id", "kind", "servers")
 
 
+def no_clock() -> float:
+    """The clock of a log that is only read (read back from a file, a copy): never asked."""
+    raise RuntimeError("this event log is a copy: nothing more is recorded into it")
+
+
 def _gpus_by_server(run: JobRun, alloc: Allocation) -> tuple[int, str]:
     """GPUs ``alloc`` holds for ``run``'s job, and its ``server:gpus`` text."""
     spec = run.spec

@@ -7,7 +7,8 @@ Every backend uses it: the simulator (`dlsched.sim.simulator`), the live runtime
 2. validates every target before anything changes: integer counts >= 0, within the job's caps,
    both kinds of task for a parameter-server job, a placement of real servers whose counts are
    integers >= 0 and sum to the target, no resizing by a non-preemptive scheduler;
-3. suspends the running jobs a preemptive scheduler left out;
+3. suspends the running jobs a preemptive scheduler left out (or, in a `Decision` that lists
+   only changes, marked with `Target(0, 0)`: the others keep what they hold);
 4. applies shrinks first, then growth in decision order, asking the placement policy where tasks
    go unless the target says, and takes the resources in the `Cluster` (which refuses anything
    that does not fit);
@@ -30,6 +31,7 @@ from numbers import Integral
 from typing import Protocol
 
 from dlsched.core import Allocation, Arch, Cluster, Decision, JobRun, Status, Target
+from dlsched.core.decision import is_suspension
 from dlsched.placement.base import Placement
 from dlsched.sim.event_log import EventLog
 
@@ -147,6 +149,20 @@ def check_target(run: JobRun, target: object, preemptive: bool, num_servers: int
     return Status.success()
 
 
+def _suspensions(decision: Decision, running: Iterable[JobRun], preemptive: bool) -> list[_Change]:
+    """The running jobs ``decision`` suspends, in ``running`` order: those a preemptive
+    scheduler's whole-state decision leaves out, or those a ``changes_only`` one lists as
+    ``Target(0, 0)`` (its running jobs not listed keep what they hold)."""
+    targets = decision.targets
+    if not preemptive:
+        return []
+    if not decision.changes_only:
+        return [(run, 0, 0, None) for run in running if run.job_id not in targets]
+    if not any(map(is_suspension, targets.values())):
+        return []
+    return [(run, 0, 0, None) for run in running if is_suspension(targets.get(run.job_id))]
+
+
 class Executor:
     """Applies decisions to one cluster with one placement policy.
 
@@ -181,7 +197,8 @@ class Executor:
         Args:
             active: job id → its run if the job is submitted and not done, else None.
             running: the jobs holding resources, in the order suspensions happen.
-            preemptive: whether running jobs left out are suspended and listed ones resized.
+            preemptive: whether running jobs left out (or, in a ``changes_only`` decision,
+                listed as ``Target(0, 0)``) are suspended and listed ones resized.
             actuator: makes each change real.
             source: the scheduler's name, for errors.
 
@@ -195,16 +212,15 @@ class Executor:
             )
         statuses: dict[int, Status] = {}
         targets = decision.targets
-        if not targets and not preemptive:
-            return statuses  # nothing to start
-        shrink: list[_Change] = []
+        if not targets and (not preemptive or decision.changes_only):
+            return statuses  # nothing changes
+        shrink = _suspensions(decision, running, preemptive)
+        suspended = {run.job_id for run, _, _, _ in shrink}
         grow: list[_Change] = []
-        if preemptive:
-            for run in running:
-                if run.job_id not in targets:
-                    shrink.append((run, 0, 0, None))
         num_servers = self.cluster.num_servers
         for job_id, target in targets.items():
+            if job_id in suspended:
+                continue
             try:
                 maybe = active(job_id)
             except TypeError:  # an unhashable or odd key

@@ -127,6 +127,8 @@ class Result:
     records, which are unchanged; empty if unknown)."""
     event_log: EventLog | None = None
     """Every allocation change of the run, when it was recorded (`dlsched.sim.event_log`)."""
+    decision_trace: dict[str, Any] | None = None
+    """A learned policy's decision points, when recorded (`dlsched.rl.decision_trace`)."""
 
     @staticmethod
     def from_runs(

@@ -134,6 +134,7 @@ class Simulator:
         self._point_s: float | None = None
         self._changes: QueueChanges | None = None  # since the previous point
         self._wall0 = time.perf_counter()
+        self._type_speeds = getattr(model, "estimates", None)  # per-type estimates, not truth
         cluster.check_fits(self.specs)
 
     # -- main loop and stepping API ------------------------------------------------------------
@@ -209,6 +210,7 @@ class Simulator:
             last_status=MappingProxyType(self.last_status),  # type: ignore[arg-type]
             _oracle=self.model.speed if self.scheduler.is_oracle else None,
             changes=self._changes,
+            type_speeds=self._type_speeds,
         )
 
     def apply(self, decision: Decision) -> dict[int, Status]:

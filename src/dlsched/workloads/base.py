@@ -27,6 +27,8 @@ class Workload:
         rescale: what resizing and resuming a job cost in this setting (Pollux: a 30 s restart
             at every reallocation); None: `RescaleCost`'s defaults (1 s hot, 30 s restart).
         params: everything that generated it (seed, load, servers, …), for cards and reports.
+        server_types: the GPU type of each server (a heterogeneous cluster, see
+            `dlsched.core.gpu_types`), or None for one unnamed type.
     """
 
     name: str
@@ -39,7 +41,8 @@ class Workload:
     noise: float = 0.0
     rescale: RescaleCost | None = None
     params: Mapping[str, Any] = field(default_factory=dict)
+    server_types: tuple[str, ...] | None = None
 
     def make_cluster(self) -> Cluster:
-        """A fresh, empty cluster of this workload's servers."""
-        return Cluster(self.servers)
+        """A fresh, empty cluster of this workload's servers (and their GPU types)."""
+        return Cluster(self.servers, self.server_types)

@@ -39,6 +39,9 @@ def make_workload(
 ) -> Workload:
     """Build the workload named ``spec`` (``name`` or ``name:ARG``).
 
+    Every workload takes ``cluster="v100:4x8,k80:4x8"`` (and ``speed_spread``): a generator
+    without its own runs on that heterogeneous cluster (`dlsched.workloads.hetero.on_cluster`).
+
     Raises:
         ValueError: unknown name, a missing or unexpected argument, or a bad option value.
     """
@@ -53,6 +56,11 @@ def make_workload(
         raise ValueError(f"workload {name!r} takes no ':' argument")
     fn: Callable[..., Workload] = entry.function()
     params = inspect.signature(fn).parameters
+    hetero: dict[str, Any] = {}
+    if "cluster" in overrides and "cluster" not in params:
+        hetero = {"cluster": overrides.pop("cluster")}
+        if "speed_spread" in overrides and "speed_spread" not in params:
+            hetero["speed_spread"] = overrides.pop("speed_spread")
     if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
         accepted = [k for k, p in params.items() if p.kind is inspect.Parameter.KEYWORD_ONLY]
         unknown = sorted(set(overrides) - set(accepted))
@@ -62,5 +70,11 @@ def make_workload(
                 f"its options are {', '.join(accepted)}"
             )
     if entry.takes_arg:
-        return fn(arg or None, seed=seed, servers=servers, load=load, **overrides)
-    return fn(seed=seed, servers=servers, load=load, **overrides)
+        built = fn(arg or None, seed=seed, servers=servers, load=load, **overrides)
+    else:
+        built = fn(seed=seed, servers=servers, load=load, **overrides)
+    if hetero:
+        from dlsched.workloads.hetero import on_cluster
+
+        return on_cluster(built, str(hetero.pop("cluster")), seed=seed, **hetero)
+    return built

@@ -120,7 +120,7 @@ def collect_teacher(
             if scheduler.is_oracle and env.workload is not None:
                 # a privileged teacher in simulation labels; the learner never sees the oracle
                 view = dataclasses.replace(view, _oracle=env.workload.model.speed)
-            decision = scheduler.decide(view)
+            decision = scheduler.decide(view).whole(view.running)
             targets = {j: (t.num_workers, t.num_ps) for j, t in decision.targets.items()}
             order = list(decision.targets)
             learner_acts = learner is not None and rng.random() < dagger

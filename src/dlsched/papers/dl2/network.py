@@ -139,6 +139,7 @@ class NumpyPolicy:
         elif isinstance(net, nn.Sequential):
             self.row_net = False
             self.mlp = _linear_layers(net)
+            self._last_mlp_scores: npt.NDArray[np.floating[Any]] = np.empty(0)
         else:
             raise ValueError(f"no NumPy inference for {type(net).__name__}")
 
@@ -197,13 +198,18 @@ class NumpyPolicy:
         nk.scores(obs, self._wflat, self._meta, self._state, self._scores)
         return self._scores
 
+    @property
+    def last_scores(self) -> npt.NDArray[np.floating[Any]]:
+        """Every action's score at the last `act_after` (a buffer the next call reuses)."""
+        return self._scores if self.row_net else self._last_mlp_scores
+
     def act_after(
         self, obs: npt.NDArray[np.float32], mask: npt.NDArray[np.bool_], row: int | None
     ) -> int:
         """The legal action with the highest logit (the first on ties), -1 if none is legal;
         ``row`` as in `logits_after`."""
         if not self.row_net:
-            scores = self.logits(obs)
+            scores = self._last_mlp_scores = self.logits(obs)  # for last_scores
             action = int(np.argmax(np.where(mask, scores, -np.inf)))
             return action if mask[action] else -1
         if row is None:

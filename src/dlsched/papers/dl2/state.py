@@ -269,6 +269,14 @@ class Dl2Slot:
         """`action_mask` in place (no copy): valid until the next `apply`; do not change it."""
         return self._mask
 
+    def action_label(self, action: int) -> str:
+        """What ``action`` does, in words (the report's decision view)."""
+        if action == self._void:
+            return "void: end this batch" if self.batch + 1 < self._num_batches else "void: done"
+        i, kind = divmod(int(action), 3)
+        what = ("+1 worker", "+1 PS", "+1 worker +1 PS")[kind]
+        return f"job {self._ids[i]}: {what}" if i < len(self._ids) else f"row {i}: {what}"
+
     def apply(self, action: int) -> bool:
         """Take ``action`` (must be legal); True once the last batch's void ends the slot."""
         if self.done:

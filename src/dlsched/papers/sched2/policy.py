@@ -158,7 +158,7 @@ def evaluate(
     keys = ("avg_effectiveness", "avg_jct_s", "makespan_s", "avg_fragmentation", "avg_wait_s")
     means = {k: float(np.mean([s[k] for s in summaries])) if summaries else math.nan for k in keys}
     if len(summaries) < len(workloads):
-        means["workloads_validated"] = float(len(summaries))
+        means["workloads_validated"] = len(summaries)
     return means
 
 

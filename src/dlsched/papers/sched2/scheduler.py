@@ -23,6 +23,9 @@ This module only registers the scheduler; PyTorch is imported when one is built
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from dlsched.core import JobSpec, Resources
 from dlsched.schedulers.arguments import checkpoint_path
 from dlsched.schedulers.base import Scheduler
 from dlsched.schedulers.registry import register
@@ -34,6 +37,16 @@ def _paper_or_path(name: str, arg: str) -> None:
         checkpoint_path(name, arg)
 
 
+def _unprofiled(
+    arg: str | None, jobs: Sequence[JobSpec], servers: Sequence[Resources]
+) -> str | None:
+    """The built scheduler's refusal (`Profiler.cannot_profile`), asked before a checkpoint
+    loads: every SCED² policy profiles with the default locality model, whatever its cluster."""
+    from dlsched.papers.sched2.profiling import Profiler
+
+    return Profiler(gpus_per_server=8).cannot_profile(jobs)
+
+
 @register(
     "sched2",
     setting="fixed-GPU (sched2, philly, trace)",
@@ -42,6 +55,7 @@ def _paper_or_path(name: str, arg: str) -> None:
     "reservation over estimated durations; sched2:paper the paper's DQN (train sched2 "
     "--paper); sched2:PATH loads a checkpoint (DQN or rule)",
     argument=("paper|PATH", _paper_or_path),
+    refuses=_unprofiled,
 )
 def _make(arg: str | None) -> Scheduler:
     from dlsched.papers.sched2.policy import load_scheduler

@@ -237,6 +237,13 @@ class Sched2Builder:
 
     # -- acting ------------------------------------------------------------------------------
 
+    def action_label(self, action: int) -> str:
+        """What ``action`` does, in words (the report's decision view)."""
+        window = self.window()
+        if action >= self.shape.slots or action >= len(window):
+            return "φ: end the round"
+        return f"slot {action}: start job {window[action].job_id}"
+
     def apply(self, action: int) -> bool:
         """Pick slot ``action`` (or φ = J); True when the round is over."""
         if action >= self.shape.slots:

@@ -252,6 +252,7 @@
     R.drawTimeline();
     drawSeries();
     drawTable();
+    R.drawDecisions(true);
     const r = R.run();
     $("meta").textContent = r.workload + " · " + r.scheduler + " · seed " + r.seed + " · " +
       r.jobs.id.length.toLocaleString("en") + " jobs on " + r.servers.length + " servers (" +
@@ -277,7 +278,7 @@
     let resize = null;
     window.addEventListener("resize", () => {
       clearTimeout(resize);
-      resize = setTimeout(() => { R.drawTimeline(); drawSeries(); drawCdfs(); drawMeans(); }, 200);
+      resize = setTimeout(() => { R.drawTimeline(); drawSeries(); drawCdfs(); drawMeans(); R.drawDecisions(false); }, 200);
     });
     R.firstRenderMs = performance.now() - t0;
     document.body.dataset.ready = "1";

@@ -1,0 +1,189 @@
+"""dlsched's Gavel policies side by side with Gavel's own simulator, on the same jobs.
+
+    python benchmarks/gavel_side_by_side.py /work/shared/peers/gavel --jobs 60 --rate 6
+
+PEER is a checkout of Gavel (its ``scheduler/`` folder is read, never changed: it is copied to
+a temporary folder where its gRPC stubs are generated, as its ``make`` does). Gavel runs in its
+own virtual environment (``--gavel-python``; by default one is made with ``python -m venv`` in
+``--venv-dir`` and its dependencies installed with pip from the registry: cvxpy, ecos, numpy,
+psutil, grpcio, grpcio-tools, matrix-completion, scikit-learn).
+
+One job list is drawn with dlsched's Gavel generator (`dlsched.papers.gavel.workload.draw_jobs`)
+and written as a Gavel trace (whole steps); Gavel's ``simulate_scheduler_with_trace.py`` runs
+it on ``-c V:P:K`` GPUs (one GPU per server, Gavel's default) and dlsched on the same GPUs (servers
+of 4). Printed per policy: average JCT and makespan of each, their ratio (target: within ±10 %)
+and the wall time of each (target: dlsched ≥ 50× faster).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from dlsched.models.gavel_table import throughputs
+from dlsched.papers.gavel.workload import draw_jobs, gavel_workload
+from dlsched.placement import make_placement
+from dlsched.schedulers.registry import make_scheduler
+from dlsched.sim import RescaleCost, SimConfig, Simulator
+
+POLICIES = {
+    "gavel-las": "max_min_fairness",
+    "gavel-las-het": "max_min_fairness_perf",
+    "gavel-ftf": "finish_time_fairness",
+    "gavel-ftf-het": "finish_time_fairness_perf",
+    "gavel-makespan": "min_total_duration",
+    "gavel-makespan-het": "min_total_duration_perf",
+    "gavel-fifo": "fifo",
+    "gavel-fifo-het": "fifo_perf",
+}
+"""dlsched's name -> Gavel's policy name."""
+PACKAGES = (
+    "cvxpy",
+    "ecos",
+    "numpy",
+    "psutil",
+    "grpcio",
+    "grpcio-tools",
+    "matrix-completion",
+    "scikit-learn",
+)
+_JCT = re.compile(r"Average job completion time: ([0-9.]+) seconds")
+_SPAN = re.compile(r"Total duration: ([0-9.]+) seconds")
+
+
+def gavel_python(venv_dir: Path) -> Path:
+    """The Python of Gavel's own venv in ``venv_dir``, made and filled with pip if missing."""
+    python = venv_dir / "bin" / "python"
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv_dir)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", *PACKAGES], check=True)
+    return python
+
+
+def prepare_gavel(peer: Path, python: Path, work: Path) -> Path:
+    """A copy of ``peer/scheduler`` in ``work`` with its gRPC stubs generated."""
+    source = peer / "scheduler"
+    if not (source / "scheduler.py").exists():
+        raise SystemExit(f"{peer}: no scheduler/scheduler.py (give the Gavel checkout)")
+    copy = work / "scheduler"
+    shutil.copytree(source, copy)
+    for proto in sorted((copy / "runtime" / "protobuf").glob("*.proto")):
+        subprocess.run(
+            [str(python), "-m", "grpc_tools.protoc", "-Iruntime/protobuf",
+             "--python_out=runtime/rpc_stubs", "--grpc_python_out=runtime/rpc_stubs",
+             str(proto.relative_to(copy))],
+            cwd=copy, check=True,
+        )  # fmt: skip
+    return copy
+
+
+def write_trace(drawn: list[tuple[float, str, int, float]], path: Path) -> list[int]:
+    """Gavel's trace format, one job a line; the whole steps of each job."""
+    v100 = throughputs()["v100"]
+    steps = [max(1, int(d * v100[(kind, scale)])) for _, kind, scale, d in drawn]
+    with path.open("w") as out:
+        for (t, kind, scale, _), n in zip(drawn, steps, strict=True):
+            out.write(f"{kind}\tcmd\tdir\t--num_steps\t0\t{n}\t{scale}\t1\t-1\t{t!r}\n")
+    return steps
+
+
+def run_gavel(
+    python: Path, copy: Path, trace: Path, policy: str, cluster: str, seed: int, timeout_s: float
+) -> tuple[float, float, float]:
+    """(average JCT s, makespan s, wall s) of Gavel's simulator on ``trace``."""
+    start = time.perf_counter()
+    done = subprocess.run(
+        [str(python), "scripts/drivers/simulate_scheduler_with_trace.py", "-t", str(trace),
+         "-p", policy, "-c", cluster, "--seed", str(seed)],
+        cwd=copy, capture_output=True, text=True, timeout=timeout_s,
+    )  # fmt: skip
+    wall = time.perf_counter() - start
+    jct, span = _JCT.search(done.stdout + done.stderr), _SPAN.search(done.stdout + done.stderr)
+    if done.returncode != 0 or jct is None or span is None:
+        tail = (done.stdout + done.stderr)[-2000:]
+        raise RuntimeError(f"Gavel {policy} failed (exit {done.returncode}):\n{tail}")
+    return float(jct.group(1)), float(span.group(1)), wall
+
+
+def run_dlsched(
+    drawn: list[tuple[float, str, int, float]], steps: list[int], name: str, cluster: str
+) -> tuple[float, float, float]:
+    """(average JCT s, makespan s, wall s) of dlsched on the same jobs and GPUs."""
+    v100 = throughputs()["v100"]
+    exact = [(t, k, s, n / v100[(k, s)]) for (t, k, s, _), n in zip(drawn, steps, strict=True)]
+    v, p, k = (int(x) for x in cluster.split(":"))
+    groups = [f"{t}:{n // 4}x4" for t, n in (("v100", v), ("p100", p), ("k80", k)) if n]
+    workload = gavel_workload(exact, cluster=",".join(groups), name="gavel")
+    scheduler = make_scheduler(name)
+    start = time.perf_counter()
+    sim = Simulator(
+        workload.jobs,
+        workload.make_cluster(),
+        workload.model,
+        scheduler,
+        make_placement(workload.placement),
+        SimConfig(
+            interval_s=workload.interval_s,
+            on_events=workload.on_events,
+            rescale=workload.rescale or RescaleCost(),
+        ),
+    )
+    summary = sim.run().summary()
+    return float(summary["avg_jct_s"]), float(summary["makespan_s"]), time.perf_counter() - start
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("peer", type=Path, help="Gavel checkout (holds scheduler/)")
+    parser.add_argument(
+        "--policies", default="gavel-las,gavel-las-het,gavel-ftf-het,gavel-makespan-het"
+    )
+    parser.add_argument("--jobs", type=int, default=60)
+    parser.add_argument("--rate", type=float, default=6.0, help="jobs per hour")
+    parser.add_argument("--multi-gpu", action="store_true")
+    parser.add_argument("--cluster", default="12:12:12", help="V100:P100:K80 GPUs (multiples of 4)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--gavel-python", type=Path, help="Python of Gavel's venv")
+    parser.add_argument("--venv-dir", type=Path, default=Path(tempfile.gettempdir()) / "gavel-venv")
+    parser.add_argument("--timeout-s", type=float, default=1800.0, help="per Gavel run")
+    args = parser.parse_args()
+    unknown = [p for p in args.policies.split(",") if p not in POLICIES]
+    if unknown:
+        parser.error(f"--policies: {unknown[0]!r} is not one of {', '.join(POLICIES)}")
+    if any(int(x) % 4 for x in args.cluster.split(":")):
+        parser.error(f"--cluster {args.cluster}: GPU counts must be multiples of 4")
+    python = args.gavel_python or gavel_python(args.venv_dir)
+    drawn = draw_jobs(np.random.default_rng(args.seed), args.jobs, args.rate, args.multi_gpu)
+    print(f"{args.jobs} jobs, {args.rate:g}/h, cluster {args.cluster}, seed {args.seed}")
+    print(
+        f"{'policy':20} {'JCT gavel':>11} {'dlsched':>11} {'ratio':>6} {'span gavel':>11} "
+        f"{'dlsched':>11} {'ratio':>6} {'wall gavel':>10} {'dlsched':>8} {'speed-up':>8}"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        copy = prepare_gavel(args.peer, python, work)
+        trace = work / "jobs.trace"
+        steps = write_trace(drawn, trace)
+        for name in args.policies.split(","):
+            g = run_gavel(
+                python, copy, trace, POLICIES[name], args.cluster, args.seed, args.timeout_s
+            )
+            d = run_dlsched(drawn, steps, name, args.cluster)
+            print(
+                f"{name:20} {g[0]:11,.0f} {d[0]:11,.0f} {d[0] / g[0]:6.3f} {g[1]:11,.0f} "
+                f"{d[1]:11,.0f} {d[1] / g[1]:6.3f} {g[2]:9.1f}s {d[2]:7.2f}s {g[2] / d[2]:7.0f}x",
+                flush=True,
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

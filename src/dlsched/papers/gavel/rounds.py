@@ -1,0 +1,325 @@
+"""Gavel's round-based mechanism (Narayanan et al., OSDI 2020, §4): turns a policy's allocation
+``X`` (the fraction of time each job should get on each GPU type) into the jobs that run in the
+next round, and where.
+
+Every round (the workload's scheduling interval, 360 s in Gavel):
+
+1. the time each job ran on each type last round is added to its account (``job_time``, and
+   the type's ``worker_time``);
+2. when the set of jobs changed and at least ``reset_every_s`` passed since the last reset (or
+   none happened yet), the policy computes a new ``X`` and the accounts restart (Gavel's
+   ``_reset_time_run_so_far``: every job starts at half a round on every type; the gap between
+   what it should have had and what it got accrues to its ``deficit``);
+3. each job's priority on type ``t`` is ``X[j, t]`` divided by the fraction of type ``t``'s time
+   it got since the reset (``X * 1e9`` before it got any; 0 where ``X`` is 0);
+4. per type (the fastest first for a heterogeneity-aware policy, a seeded shuffle otherwise),
+   jobs in decreasing (priority, deficit, X) order are scheduled while the type has GPUs left,
+   each job once;
+5. a job keeps its servers where it ran on the same type and they are still free; others get
+   servers of their type (one server if one fits them, else the emptiest first).
+
+Jobs are placed in an order the executor can apply (jobs moving between servers first, each on
+room free at its turn, then jobs starting), so no target fails for want of room another target
+would free. A policy subclass gives ``allocation``.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from typing import ClassVar
+
+import numpy as np
+
+from dlsched.core import Allocation, Arch, ClusterView, Decision, JobRun, JobSpec, Resources, Target
+from dlsched.core.cluster import tasks_that_fit
+from dlsched.papers.gavel.lp import Array, Problem
+from dlsched.schedulers.base import BaseScheduler
+
+UNTYPED = "gpu"
+"""The one type of a cluster that names none."""
+_BIG = 1e9
+
+
+class GavelRounds(BaseScheduler):
+    """The mechanism; subclasses give `allocation` (the policy).
+
+    Attributes:
+        aware: whether the policy reads the per-type speed estimates (``view.type_speeds``);
+            an agnostic policy sees every type as equally fast (rates of 1.0).
+        reset_every_s: least time between allocation resets (Gavel's
+            ``minimum_time_between_allocation_resets``), seconds.
+        skip_zero_priority: schedule only jobs the allocation gives time (Gavel's FIFO).
+    """
+
+    preemptive: ClassVar[bool] = True
+    aware: ClassVar[bool] = True
+    reset_every_s: ClassVar[float] = 1920.0
+    skip_zero_priority: ClassVar[bool] = False
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self._x: dict[int, dict[str, float]] = {}
+        self._job_time: dict[int, dict[str, float]] = {}
+        self._worker_time: dict[str, float] = {}
+        self._deficit: dict[int, dict[str, float]] = {}
+        self._last_reset_s: float | None = None
+        self._last_point_s: float | None = None
+        self._known: set[int] = set()
+        self._changed = False
+        self._shuffle = random.Random(5)
+
+    def cannot_run(self, jobs: Sequence[JobSpec], servers: Sequence[Resources]) -> str | None:
+        """Gavel schedules GPU jobs of a fixed size: no parameter servers, at least one GPU."""
+        for spec in jobs:
+            if spec.arch is Arch.PS or spec.worker_demand.gpu <= 0:
+                return f"{self.name} schedules fixed-size GPU jobs; job {spec.job_id} " + (
+                    "has parameter servers" if spec.arch is Arch.PS else "uses no GPU"
+                )
+        return None
+
+    # -- the policy ----------------------------------------------------------------------------
+
+    def allocation(self, problem: Problem, runs: Sequence[JobRun], now_s: float) -> Array:
+        """``(m, n)`` time fractions for ``runs`` on the problem's types (the policy)."""
+        raise NotImplementedError
+
+    def policy_rates(self, rates: Array) -> Array:
+        """The rates the policy plans with: the estimates if aware, else all 1.0 (types alike).
+
+        The mechanism itself never runs a job on a type whose estimate is 0, aware or not (as
+        Gavel's)."""
+        return rates if self.aware else np.ones_like(rates)
+
+    # -- the mechanism -------------------------------------------------------------------------
+
+    def decide(self, view: ClusterView) -> Decision:
+        cluster = view.cluster
+        server_types = cluster.server_types or (UNTYPED,) * cluster.num_servers
+        types = tuple(dict.fromkeys(server_types))
+        runs = view.jobs()
+        round_s = view.interval_s or 360.0
+        self._account(view, server_types, types, round_s)
+        rates = self._rates(view, runs, types)
+        if self._changed and (
+            self._last_reset_s is None or view.now_s - self._last_reset_s >= self.reset_every_s
+        ):
+            self._reset_accounts(view.now_s, types, round_s)
+            self._recompute(view, runs, types, rates)
+        chosen = self._choose(runs, types, rates, cluster.gpus_by_type() or _gpus(view))
+        return self._place(view, server_types, chosen)
+
+    def _rates(self, view: ClusterView, runs: Sequence[JobRun], types: tuple[str, ...]) -> Array:
+        """``(m, n)`` estimated rates (all 1.0 without estimates)."""
+        estimates = view.type_speeds
+        if estimates is None:
+            return np.ones((len(runs), len(types)))
+        return np.array([[estimates.of(r.spec).get(t, 0.0) for t in types] for r in runs])
+
+    def _recompute(
+        self, view: ClusterView, runs: Sequence[JobRun], types: tuple[str, ...], rates: Array
+    ) -> None:
+        gpus = view.cluster.gpus_by_type() or _gpus(view)
+        problem = Problem(
+            rates=self.policy_rates(rates),
+            scale=np.array([float(scale_of(r.spec)) for r in runs]),
+            gpus=np.array([float(gpus.get(t, 0)) for t in types]),
+        )
+        x = self.allocation(problem, runs, view.now_s) if runs else np.zeros((0, len(types)))
+        self._x = {
+            r.job_id: {t: float(x[i, k]) for k, t in enumerate(types)} for i, r in enumerate(runs)
+        }
+        self._changed = False
+
+    def _account(
+        self,
+        view: ClusterView,
+        server_types: Sequence[str],
+        types: tuple[str, ...],
+        round_s: float,
+    ) -> None:
+        """Add last round's time to each job's account; note arrivals and departures."""
+        now = view.now_s
+        elapsed = 0.0 if self._last_point_s is None else now - self._last_point_s
+        self._last_point_s = now
+        for t in types:
+            self._worker_time.setdefault(t, 0.0)
+        for run in view.running:
+            if run.allocation.workers and run.job_id in self._job_time:
+                t = server_types[run.allocation.workers[0][0]]
+                self._job_time[run.job_id][t] = self._job_time[run.job_id].get(t, 0.0) + elapsed
+                self._worker_time[t] += elapsed
+        active = {r.job_id for r in view.running} | {r.job_id for r in view.pending}
+        for job_id in active - self._known:  # Gavel's add_job: half a round on every type
+            self._job_time[job_id] = dict.fromkeys(types, round_s / 2)
+            self._deficit[job_id] = dict.fromkeys(types, 0.0)
+            for t in types:
+                self._worker_time[t] += round_s / 2
+        for job_id in self._known - active:
+            self._job_time.pop(job_id, None)
+            self._deficit.pop(job_id, None)
+            self._x.pop(job_id, None)
+        if active != self._known:
+            self._changed = True
+            self._known = active
+
+    def _reset_accounts(self, now: float, types: tuple[str, ...], round_s: float) -> None:
+        since = 0.0 if self._last_reset_s is None else now - self._last_reset_s
+        for t in types:
+            self._worker_time[t] = 0.0
+            for job_id, times in self._job_time.items():
+                got = times.get(t, 0.0) - round_s / 2
+                owed = self._x.get(job_id, {}).get(t, 0.0) * since
+                self._deficit[job_id][t] = self._deficit[job_id].get(t, 0.0) + owed - got
+                times[t] = round_s / 2
+                self._worker_time[t] += round_s / 2
+        self._last_reset_s = now
+
+    def _type_order(self, types: tuple[str, ...], rates: Array) -> list[str]:
+        """Fastest type first (mean estimated rate) when aware; a seeded shuffle otherwise."""
+        order = list(types)
+        if self.aware and rates.size:
+            mean = rates.mean(axis=0)
+            order = [types[k] for k in sorted(range(len(types)), key=lambda k: -mean[k])]
+        elif len(order) > 1:
+            self._shuffle.shuffle(order)
+        return order
+
+    def _choose(
+        self,
+        runs: Sequence[JobRun],
+        types: tuple[str, ...],
+        rates: Array,
+        gpus: Mapping[str, int],
+    ) -> list[tuple[JobRun, str]]:
+        """The jobs to run next round and their types (Gavel's greedy over priorities)."""
+        entries = []
+        for t in self._type_order(types, rates):
+            k = types.index(t)
+            per_type = []
+            for i, run in enumerate(runs):
+                x = self._x.get(run.job_id, {}).get(t, 0.0)
+                worker_time = self._worker_time.get(t, 0.0)
+                job_time = self._job_time.get(run.job_id, {}).get(t, 0.0)
+                fraction = job_time / worker_time if worker_time > 0 else 0.0
+                if x <= 0.0 or rates[i, k] <= 0.0:
+                    priority = 0.0
+                else:
+                    priority = x / fraction if fraction > 0 else x * _BIG
+                deficit = self._deficit.get(run.job_id, {}).get(t, 0.0)
+                per_type.append((priority, deficit, x, i, t))
+            per_type.sort(key=lambda e: (-e[0], -e[1], -e[2], e[3]))
+            entries.extend(per_type)
+        left = {t: int(gpus.get(t, 0)) for t in types}
+        chosen: list[tuple[JobRun, str]] = []
+        taken: set[int] = set()
+        for priority, _, _, i, t in entries:
+            run = runs[i]
+            if left[t] <= 0 or run.job_id in taken or rates[i, types.index(t)] <= 0.0:
+                continue
+            if self.skip_zero_priority and priority <= 0.0:
+                continue
+            scale = scale_of(run.spec)
+            if scale > left[t]:
+                continue
+            left[t] -= scale
+            taken.add(run.job_id)
+            chosen.append((run, t))
+        return chosen
+
+    def _place(
+        self, view: ClusterView, server_types: Sequence[str], chosen: list[tuple[JobRun, str]]
+    ) -> Decision:
+        """Servers for the chosen jobs, in an order the executor applies without conflicts."""
+        cluster = view.cluster
+        chosen_ids = {run.job_id for run, _ in chosen}
+        # what is held once the jobs not chosen are suspended (the executor does that first)
+        used = [[0.0, 0.0, 0.0] for _ in range(cluster.num_servers)]
+        for run in view.running:
+            if run.job_id in chosen_ids:
+                _add(used, run.spec, run.allocation, 1.0)
+        cap = cluster.capacity_rows
+        targets: dict[int, Target] = {}
+        movers: list[tuple[JobRun, str]] = []
+        starters: list[tuple[JobRun, str]] = []
+        for run, t in sorted(chosen, key=lambda c: -scale_of(c[0].spec)):
+            alloc = run.allocation
+            same_type = all(server_types[s] == t for s, _ in alloc.workers)
+            if alloc.workers and same_type and alloc.num_workers == scale_of(run.spec):
+                # no placement: the executor keeps what it gave without checking it again
+                targets[run.job_id] = Target(alloc.num_workers, alloc.num_ps)
+                continue
+            (movers if alloc.workers else starters).append((run, t))
+        pending = movers
+        while pending:  # a mover goes where there is room now; its old room frees up after
+            later = []
+            for run, t in pending:
+                new = _fit(run.spec, t, server_types, cap, used)
+                if new is None:
+                    later.append((run, t))
+                    continue
+                _add(used, run.spec, run.allocation, -1.0)
+                _add(used, run.spec, new, 1.0)
+                targets[run.job_id] = Target(new.num_workers, new.num_ps, new)
+            if len(later) == len(pending):
+                break  # left out this round (suspended)
+            pending = later
+        for run, t in starters:
+            new = _fit(run.spec, t, server_types, cap, used)
+            if new is not None:
+                _add(used, run.spec, new, 1.0)
+                targets[run.job_id] = Target(new.num_workers, new.num_ps, new)
+        return Decision(targets)
+
+
+def scale_of(spec: JobSpec) -> int:
+    """GPUs the job runs on (Gavel's scale factor): its requested workers."""
+    return max(spec.num_workers, 1)
+
+
+def _gpus(view: ClusterView) -> dict[str, int]:
+    return {UNTYPED: int(view.cluster.total.gpu)}
+
+
+def _add(used: list[list[float]], spec: JobSpec, alloc: Allocation, sign: float) -> None:
+    for tasks, demand in ((alloc.workers, spec.worker_demand), (alloc.ps, spec.ps_demand)):
+        g, c, m = demand.as_tuple()
+        for server, n in tasks:
+            row = used[server]
+            row[0] += sign * g * n
+            row[1] += sign * c * n
+            row[2] += sign * m * n
+
+
+def _fit(
+    spec: JobSpec,
+    gpu_type: str,
+    server_types: Sequence[str],
+    cap: list[list[float]],
+    used: list[list[float]],
+) -> Allocation | None:
+    """The job's workers on servers of ``gpu_type`` with room: the fullest single server that
+    fits them all, else the emptiest servers first; None if they do not fit."""
+    need = spec.worker_demand.as_tuple()
+    want = scale_of(spec)
+    room = []
+    for s, t in enumerate(server_types):
+        if t != gpu_type:
+            continue
+        free = [cap[s][0] - used[s][0], cap[s][1] - used[s][1], cap[s][2] - used[s][2]]
+        n = tasks_that_fit(free, need) if any(need) else want
+        if n > 0:
+            room.append((n, s))
+    single = [(n, s) for n, s in room if n >= want]
+    if single:
+        _, s = min(single)
+        return Allocation.of([(s, want)])
+    placed: list[tuple[int, int]] = []
+    for n, s in sorted(room, key=lambda r: (-r[0], r[1])):
+        take = min(n, want - sum(k for _, k in placed))
+        placed.append((s, take))
+        if sum(k for _, k in placed) == want:
+            return Allocation.of(placed)
+    return None
