@@ -314,7 +314,16 @@ def reproduce(
         ),
     ] = None,
     full: Annotated[bool, typer.Option(help="Run the paper's full size (slow).")] = False,
-    report: ReportOpt = None,
+    report: Annotated[
+        Path | None,
+        typer.Option(
+            "--report",
+            help="Write an interactive HTML report of the runs the experiment simulates (in "
+            "this process, and its comparisons' runs in worker processes), labelled scheduler "
+            "· workload when it ran several; training rollouts are not drawn. One "
+            "self-contained .html file that opens offline.",
+        ),
+    ] = None,
 ) -> None:
     """Regenerate a paper's table or figure as CSV + PNG + Markdown."""
     from dlsched.commands.report import reproduce_report

@@ -38,14 +38,20 @@ _KEPT: ContextVar[list[Result] | None] = ContextVar("dlsched_kept_runs", default
 @contextmanager
 def keeping_runs() -> Iterator[list[Result]]:
     """Inside the block every `simulate` in this process records its event log and its result
-    is appended to the list yielded (what ``dlsched reproduce --report`` draws). Runs in worker
-    processes are not kept."""
+    is appended to the list yielded (what ``dlsched reproduce --report`` draws); so do the runs
+    `dlsched.experiments.compare.run_grid` sends to worker processes or Dask (they carry their
+    event logs back). Other processes' simulations (training rollouts) are not kept."""
     kept: list[Result] = []
     token = _KEPT.set(kept)
     try:
         yield kept
     finally:
         _KEPT.reset(token)
+
+
+def kept_runs() -> list[Result] | None:
+    """The list `keeping_runs` appends to, inside its block; None outside."""
+    return _KEPT.get()
 
 
 class CannotRun(SimulationStalled):
@@ -176,13 +182,17 @@ def _tracing(scheduler: Scheduler, on: bool) -> Iterator[DecisionTrace | None]:
 
 def _without_cross_server_slowdown(workload: Workload) -> Workload:
     """``workload`` with every sensitivity of its `Locality` model 1 (no slowdown for jobs
-    spread over servers); any other workload as it is."""
-    if not isinstance(workload.model, Locality):
+    spread over servers), also under a heterogeneous cluster's `TypedSpeed`; any other workload
+    as it is."""
+    from dlsched.models.typed import TypedSpeed
+
+    model = workload.model
+    inner = model.inner if isinstance(model, TypedSpeed) else model
+    if not isinstance(inner, Locality):
         return workload
-    flat = {model: 1.0 for model in workload.model.sensitivity}
-    return dataclasses.replace(
-        workload, model=Locality(workload.model.gpus_per_server, sensitivity=flat)
-    )
+    flat = Locality(inner.gpus_per_server, sensitivity={m: 1.0 for m in inner.sensitivity})
+    typed = model.with_inner(flat) if isinstance(model, TypedSpeed) else flat
+    return dataclasses.replace(workload, model=typed)
 
 
 def _refuse_if_it_cannot_run(scheduler: Scheduler, workload: Workload) -> None:
@@ -200,8 +210,14 @@ def _refuse(name: str, workload: Workload, why: str | None) -> None:
 
 def speed_model(workload: Workload) -> str:
     """What decides the jobs' speeds in ``workload``'s runs, in words: the model's name, and for
-    `Locality` whether jobs spread over servers are slowed down."""
+    `Locality` whether jobs spread over servers are slowed down (under a heterogeneous
+    cluster's `TypedSpeed`, its GPU types first)."""
+    from dlsched.models.typed import TypedSpeed
+
     model = workload.model
+    if isinstance(model, TypedSpeed):
+        inner = speed_model(dataclasses.replace(workload, model=model.inner))
+        return f"per GPU type ({', '.join(dict.fromkeys(model.server_types))}) x {inner}"
     if not isinstance(model, Locality):
         return str(getattr(model, "name", type(model).__name__))
     if all(s == 1.0 for s in model.sensitivity.values()):

@@ -4,6 +4,7 @@ input is one line with exit 2, and the page references nothing outside itself.""
 
 from __future__ import annotations
 
+import json
 import re
 from collections import defaultdict
 from itertools import pairwise
@@ -163,5 +164,23 @@ def test_reproduce_draws_the_runs_the_experiment_simulated(tmp_path: Path) -> No
     done = CliRunner().invoke(app, args)
     assert done.exit_code == 0, done.output
     html = page.read_text()
-    assert '"scheduler":"kubeflow-dynamic"' in html and '"scheduler":"kubeflow-static"' in html
+    for mix in ("uniform", "high-priority-burst", "large-jobs"):  # one workload name, 3 mixes
+        for name in ("kubeflow-dynamic", "kubeflow-static"):
+            assert f'"scheduler":{json.dumps(f"{name} · kubeflow {mix}")}' in html
+    assert "The 18 runs this experiment simulated" in html  # 3 mixes x 2 schedulers x 3 seeds
     assert (tmp_path / "kf" / "summary.csv").is_file()  # the experiment's own outputs as before
+
+
+def test_runs_in_worker_processes_are_kept_with_their_event_logs() -> None:
+    from dlsched.experiments.compare import run_grid
+    from dlsched.runner import keeping_runs
+
+    with keeping_runs() as kept:
+        results = run_grid("dl2", ["fifo", "drf"], [1], workers=2, num_jobs=12, servers=4)
+    assert kept == results and len(kept) == 2
+    for result in kept:
+        assert result.event_log is not None
+        starts = [k for k in result.event_log.kind if KINDS[k] == "start"]
+        assert len(starts) >= len(result.records) == 12
+    plain = run_grid("dl2", ["fifo"], [1], workers=2, num_jobs=12, servers=4)
+    assert plain[0].event_log is None  # only when a report was asked

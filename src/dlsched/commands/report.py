@@ -54,9 +54,10 @@ def write_run_outputs(
 
 @contextmanager
 def reproduce_report(report: Path | None, title: str) -> Iterator[list[Path]]:
-    """Around an experiment: with ``report``, keep every run it simulates in this process and
-    draw them, labelled scheduler · workload when it ran several workloads; the paths written
-    (the experiment's, then the page) are the list yielded."""
+    """Around an experiment: with ``report``, keep every run it simulates (in this process,
+    and its comparisons' runs in worker processes: `dlsched.runner.keeping_runs`) and draw
+    them, labelled scheduler · workload when it ran several workloads; the paths written (the
+    experiment's, then the page) are the list yielded."""
     written: list[Path] = []
     if report is None:
         yield written
@@ -72,7 +73,9 @@ def reproduce_report(report: Path | None, title: str) -> Iterator[list[Path]]:
     if len({r.workload for r in kept}) > 1:
         for r in kept:
             r.scheduler = f"{r.scheduler} · {r.workload}"
-    written.append(report_results(kept, report, title))
+    note = (f"The {len(kept)} runs this experiment simulated (in this process, and its "
+            "comparisons' runs in worker processes); training rollouts are not drawn.")  # fmt: skip
+    written.append(report_results(kept, report, title, [note]))
 
 
 def report(

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from dlsched.runner import simulate
+from dlsched.runner import kept_runs, simulate
 from dlsched.schedulers.base import Scheduler
 from dlsched.sim import Result
 
@@ -107,12 +107,19 @@ def run_grid(
     if dask is not None or workers > 1:
         from dlsched.experiments.parallel import RunTask, run_in_processes
 
+        kept = kept_runs()
+        if kept is not None:  # a report was asked (`keeping_runs`): the runs bring their logs
+            options = {**options, "record_events": True}
         tasks = [RunTask(workload, name, seed, options) for seed in seed_list for name in names]
         if dask is not None:
             from dlsched.experiments.dask_sweep import run_on_dask
 
-            return run_on_dask(tasks, dask, on_run=on_run)
-        return run_in_processes(tasks, workers, start_method=start_method, on_run=on_run)
+            results = run_on_dask(tasks, dask, on_run=on_run)
+        else:
+            results = run_in_processes(tasks, workers, start_method=start_method, on_run=on_run)
+        if kept is not None:
+            kept.extend(results)
+        return results
     from dlsched.experiments.parallel import labelled
 
     results = []

@@ -70,6 +70,7 @@ def run_one(mix: str, scheduler: str, seed: int, num_jobs: int) -> dict[str, Any
     workload = make_workload("kubeflow", seed=seed, num_jobs=num_jobs, mix=mix)
     result = simulate(workload, scheduler, seed)
     summary = result.summary()
+    result.workload = f"kubeflow {mix}"  # the mixes apart in reproduce --report (one name)
     priority = {job.job_id: job.priority for job in workload.jobs}
     top = [r.jct_s for r in result.records if priority[r.job_id] >= TOP_PRIORITY]
     return {

@@ -20,7 +20,6 @@ from importlib import resources
 DATA_FILE = "gavel_simulation_throughputs.json.gz"
 GPU_TYPES: tuple[str, ...] = ("k80", "p100", "v100")
 """The GPU types Gavel measured (consolidated runs: every GPU of a job on one server)."""
-SCALE_FACTORS: tuple[int, ...] = (1, 2, 4, 8)
 
 _KEY = re.compile(r"^\('([^']+)', (\d+)\)$")
 

@@ -11,6 +11,7 @@ profiled table only): a real job deviates from its kind's profile.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Mapping, Sequence
 
@@ -57,6 +58,13 @@ class TypedSpeed:
             {j: {t: float(row.get(t, 0.0)) for t in types} for j, row in shown.items()}, types
         )
         """The per-type speeds a scheduler may read (the estimates, never ``rates``)."""
+
+    def with_inner(self, inner: ThroughputModel) -> TypedSpeed:
+        """A copy with another inner model (same rates and estimates)."""
+        typed = copy.copy(self)
+        typed.inner = inner
+        typed.name = f"typed({getattr(inner, 'name', type(inner).__name__)})"
+        return typed
 
     def rate(self, spec: JobSpec, gpu_type: str) -> float:
         """True rate of ``spec`` on ``gpu_type`` (0.0 for a type it has none for)."""

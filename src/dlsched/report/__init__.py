@@ -59,14 +59,16 @@ def run_input(result: Result) -> RunInput:
     )
 
 
-def report_results(results: Sequence[Result], path: str | Path, title: str) -> Path:
+def report_results(
+    results: Sequence[Result], path: str | Path, title: str, notes: Sequence[str] = ()
+) -> Path:
     """Write the page of ``results`` to ``path``: the first seed of each scheduler drawn in
-    full, every run in the means (their summaries)."""
+    full, every run in the means (their summaries); ``notes`` shown first on the page."""
     drawn: dict[str, Result] = {}
     for result in results:
         drawn.setdefault(result.scheduler, result)
     seeds = sorted({r.seed for r in results})
-    notes = []
+    notes = list(notes)
     if len(drawn) > MAX_DRAWN:
         notes.append(f"{len(drawn)} schedulers (or scheduler × workload): the first {MAX_DRAWN} "
                      "are drawn, every one is in the means.")  # fmt: skip

@@ -18,25 +18,13 @@ import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from dlsched.report.data import RunInput, run_data
+from dlsched.report.data import RunInput, run_data, snapshot
 from dlsched.report.page import render
-from dlsched.sim.event_log import EventLog, no_clock
 
 POLL_S = 0.2
 """Seconds between looks at the event log (an allocation change shows within about this)."""
 HEARTBEAT_S = 10.0
 """Seconds between comments on an idle event stream (keeps proxies from closing it)."""
-
-
-def snapshot(log: EventLog) -> EventLog:
-    """A consistent copy of ``log`` while another thread appends to it (the rows every column
-    already has)."""
-    columns = ("time_s", "job_id", "kind", "gpus", "workers", "ps", "servers")
-    n = min(len(getattr(log, c)) for c in columns)
-    copy = EventLog(no_clock)
-    for c in columns:
-        setattr(copy, c, list(getattr(log, c)[:n]))
-    return copy
 
 
 class Dashboard:

@@ -19,7 +19,16 @@ from typing import Any
 
 import numpy as np
 
-from dlsched.sim.event_log import FAIL, FINISH, KINDS, PREEMPT, SERVER, SUBMIT, EventLog
+from dlsched.sim.event_log import (
+    FAIL,
+    FINISH,
+    KINDS,
+    PREEMPT,
+    SERVER,
+    SUBMIT,
+    EventLog,
+    no_clock,
+)
 from dlsched.sim.metrics import Timeline
 from dlsched.sim.result import JobRecord
 
@@ -54,6 +63,17 @@ class RunInput:
     jct_bound_s: float = math.nan
     now_s: float = math.nan
     decisions: dict[str, Any] | None = None
+
+
+def snapshot(log: EventLog) -> EventLog:
+    """A consistent copy of ``log`` while another thread appends to it (the rows every column
+    already has)."""
+    columns = ("time_s", "job_id", "kind", "gpus", "workers", "ps", "servers")
+    n = min(len(getattr(log, c)) for c in columns)
+    copy = EventLog(no_clock)
+    for c in columns:
+        setattr(copy, c, list(getattr(log, c)[:n]))
+    return copy
 
 
 def _r(x: float) -> float | None:

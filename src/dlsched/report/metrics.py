@@ -16,8 +16,7 @@ from prometheus_client import CollectorRegistry, generate_latest, start_http_ser
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from dlsched.report.dashboard import snapshot
-from dlsched.report.data import RunInput
+from dlsched.report.data import RunInput, snapshot
 from dlsched.sim.event_log import FAIL, FINISH, KINDS, SERVER, SUBMIT, EventLog
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"

@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     from scipy.sparse import csr_matrix
 
 Array = npt.NDArray[np.float64]
-_TOL = 1e-7
 
 
 @dataclass(frozen=True)

@@ -311,3 +311,41 @@ def test_any_workload_runs_typed_with_a_jobs_gavel_type_from_its_model() -> None
     assert model.rate(typed.jobs[0], "v100") == 1.0  # the reference type: as the workload says
     with pytest.raises(ValueError, match="3 GPU types for 2 servers"):
         with_types(base, ["v100", "k80", "k80"])
+
+
+def test_cross_server_slowdown_off_reaches_the_model_under_the_gpu_types() -> None:
+    on = simulate("sched2", "fifo", 1, servers=2, num_jobs=6, cluster="v100:1x8,k80:1x8")
+    off = simulate(
+        "sched2",
+        "fifo",
+        1,
+        servers=2,
+        num_jobs=6,
+        cluster="v100:1x8,k80:1x8",
+        cross_server_slowdown=False,
+    )
+    assert on.params["speed_model"].startswith("per GPU type (v100, k80) x locality: ")
+    assert (
+        off.params["speed_model"]
+        == "per GPU type (v100, k80) x locality: cross-server slowdown off"
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["-w", "sched2", "-s", "fifo", "-o", "cluster=v100"], "is not TYPE:SERVERSxGPUS"),
+        (["-w", "sched2", "-s", "fifo", "-o", "cluster=h100:1x8"], "no Gavel throughputs"),
+        (["-w", "gavel", "-s", "gavel-las", "-o", "jobs_per_hour=0"], "jobs_per_hour=0"),
+        (["-w", "dl2", "-s", "gavel-las-het", "-o", "num_jobs=3"], "has parameter servers"),
+    ],
+)
+def test_bad_heterogeneous_input_is_one_line_and_exit_2(args: list[str], needle: str) -> None:
+    from typer.testing import CliRunner
+
+    from dlsched.cli import app
+
+    result = CliRunner().invoke(app, ["simulate", *args])
+    assert result.exit_code == 2, result.stdout[-300:]
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0], lines
