@@ -64,6 +64,7 @@ def _get(url: str) -> str:
 def test_routes(served: tuple[FakeRun, Dashboard]) -> None:
     fake, dashboard = served
     assert dashboard.host == "127.0.0.1" and dashboard.port > 0
+    time.sleep(0.2)  # times are rounded to 0.1 s: "now" past job 0's start
     data = json.loads(_get(dashboard.url + "data"))
     assert data["bars"]["job"] == [0]
     assert data["bars"]["t1"][0] == data["end_s"] > data["bars"]["t0"][0]  # held till now

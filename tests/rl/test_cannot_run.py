@@ -78,6 +78,9 @@ def test_sched2_refuses_models_it_cannot_profile(scheduler: str) -> None:
         ("dl2:paper", "deeprm", "none of its"),
         ("sched2", "kubeflow", "job 0's model 'tfjob'"),
         ("sched2:paper", "kubeflow", "job 0's model 'tfjob'"),
+        ("deeprm", "kubeflow", "job 0 runs"),
+        ("deeprm:paper", "philly:7f04ca", "job 31566 runs"),
+        ("deeprm:1.3", "dl2", "job 0 runs"),
     ],
 )
 def test_refused_before_the_policy_loads(scheduler: str, workload: str, why: str) -> None:
@@ -96,3 +99,26 @@ def test_refused_before_the_policy_loads(scheduler: str, workload: str, why: str
     name = scheduler.partition(":")[0]
     assert lines[0].startswith(f"{name} cannot run the {workload} workload: {why}"), done.stderr
     assert lines[-1] == "False"
+
+
+@pytest.mark.parametrize(
+    ("workload", "scheduler"),
+    [("philly:7f04ca", "dl2"), ("philly:7f04ca", "deeprm"), ("pollux", "sched2")],
+)
+def test_the_cli_refuses_before_importing_pytorch(workload: str, scheduler: str) -> None:
+    """The whole ``dlsched simulate`` process refuses without PyTorch (issue 36: ~3 s CPU of
+    imports and checkpoint loading before; `benchmarks/outside_setting.py` times it) and
+    without SciPy for Pollux's jobs (their interpolant is built when a job first runs)."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\nfrom dlsched.cli import main\n"
+        f"sys.argv = ['dlsched', 'simulate', '-w', {workload!r}, '-s', {scheduler!r}]\n"
+        "try:\n    main()\nexcept SystemExit as done:\n    print('exit', done.code)\n"
+        "print([m for m in ('torch', 'scipy.spatial') if m in sys.modules])"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.stdout.strip().splitlines()[-2:] == ["exit 2", "[]"], done.stderr
+    errors = done.stderr.strip().splitlines()
+    assert errors[-1].startswith(f"error: {scheduler} cannot run the {workload}")

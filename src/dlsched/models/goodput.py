@@ -40,7 +40,6 @@ from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
-from scipy.spatial import Delaunay
 
 from dlsched.core import Allocation, JobSpec
 
@@ -99,6 +98,8 @@ class _Linear3D:
     busy machine; this takes microseconds. NaN outside the points' convex hull."""
 
     def __init__(self, points: npt.NDArray[np.float64], values: npt.NDArray[np.float64]) -> None:
+        from scipy.spatial import Delaunay  # SciPy's import: ~1 s CPU on a busy box
+
         tri = Delaunay(points)
         corners = points[tri.simplices]  # (S, 4, 3)
         self._origin = corners[:, 0]
@@ -155,7 +156,6 @@ class Profile:
             [st, sy] for st, sy in zip(scal["step_time"], scal["sync_time"], strict=True)
         ]
         self.nd_points, self.nd_values = np.array(xs, dtype=float), np.array(ys, dtype=float)
-        self._nd = _Linear3D(self.nd_points, self.nd_values)
         curves: dict[int, dict[str, npt.NDArray[np.float64]]] = {}
         for path in folder.glob("validation-*.csv"):
             curves[int(path.stem.split("-")[1])] = _read_csv(path)
@@ -172,6 +172,12 @@ class Profile:
         self.max_bsz = int(self.batch_sizes[-1])
         self.min_local_bsz = int(place["local_bsz"].min())
         self.max_local_bsz = MAX_LOCAL_BSZ.get(name, int(place["local_bsz"].max()))
+
+    @functools.cached_property
+    def _nd(self) -> _Linear3D:
+        """The interpolant over (nodes, replicas, local batch), built on first use: building a
+        workload reads only the sizes above (a refused run never imports SciPy)."""
+        return _Linear3D(self.nd_points, self.nd_values)
 
     @functools.cache  # noqa: B019 - profiles live for the whole process
     def step_sync_s(self, placement: tuple[int, ...], atomic_bsz: float) -> tuple[float, float]:

@@ -22,9 +22,10 @@ from dlsched.schedulers.arguments import Check, check_argument
 from dlsched.schedulers.base import Scheduler
 
 Factory = Callable[[str | None], Scheduler]
-Refusal = Callable[[Sequence[JobSpec], Sequence[Resources]], str | None]
-"""``(jobs, servers) -> why it could never run them (one line), or None``: what the built
-scheduler's `cannot_run` would say, asked without building it (no checkpoint read)."""
+Refusal = Callable[[str | None, Sequence[JobSpec], Sequence[Resources]], str | None]
+"""``(argument after name:, jobs, servers) -> why it could never run them (one line), or None``:
+what the built scheduler's `cannot_run` would say, asked without building it (no checkpoint
+read; at most its card)."""
 
 
 @dataclass(frozen=True)
@@ -146,10 +147,12 @@ def made_for(spec: str) -> frozenset[str] | None:
 def refusal(spec: str, jobs: Sequence[JobSpec], servers: Sequence[Resources]) -> str | None:
     """Why the scheduler ``spec`` names could never run ``jobs`` on ``servers``, asked before
     it is built (`SchedulerEntry.refuses`); None when it does not say (or is unknown)."""
-    name = spec.partition(":")[0]
+    name, colon, arg = spec.partition(":")
     _load(name)
     entry = REGISTRY.get(name)
-    return entry.refuses(jobs, servers) if entry is not None and entry.refuses else None
+    if entry is None or entry.refuses is None:
+        return None
+    return entry.refuses(arg if colon else None, jobs, servers)
 
 
 def make_scheduler(spec: str) -> Scheduler:

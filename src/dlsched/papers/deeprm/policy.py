@@ -20,9 +20,10 @@ With a ranked shape (`DeepRMShape.ranked`, the shipped ``deeprm`` policy) the sl
 ``M`` shortest pending jobs not yet reserved, the backlog all the others (no overflow), and only
 jobs that fit now can be chosen, exactly as in the environment's ranked view.
 
-Shipped policies (`POLICY_DIR`): ``ranked`` is ``deeprm``'s (`DEFAULT_POLICY`); ``load0.7`` and
-``load1.3`` see the paper's state (slots in arrival order) and were trained on 50-step jobsets at
-those loads: ``deeprm:LOAD`` runs the one nearest ``LOAD`` (the paper's reproduction).
+Shipped policies (`POLICY_DIR`; which one a name runs: `dlsched.papers.deeprm.fits`): ``ranked``
+is ``deeprm``'s (`DEFAULT_POLICY`); ``load0.7`` and ``load1.3`` see the paper's state (slots in
+arrival order) and were trained on 50-step jobsets at those loads: ``deeprm:LOAD`` runs the one
+nearest ``LOAD`` (the paper's reproduction).
 
 A reserved job's step is always a completion in the Simulator (the job fits only once something
 ends), so an event-driven run reaches it.
@@ -46,20 +47,16 @@ import numpy.typing as npt
 import torch
 
 from dlsched.core import ClusterView, Decision, JobRun, JobSpec, Resources
+from dlsched.papers.deeprm.fits import DEFAULT_POLICY as DEFAULT_POLICY  # re-exported
+from dlsched.papers.deeprm.fits import PAPER_POLICY as PAPER_POLICY  # re-exported
+from dlsched.papers.deeprm.fits import POLICY_DIR as POLICY_DIR  # re-exported
+from dlsched.papers.deeprm.fits import image_cannot_show, policy_path, spec_profile
+from dlsched.papers.deeprm.fits import shipped_policies as shipped_policies  # re-exported
 from dlsched.papers.deeprm.net import DeepRMPolicyNet
 from dlsched.papers.deeprm.state import DeepRMShape, fit_table, render
 from dlsched.rl.checkpoint import PolicyCard, check_card, load_checkpoint, read_card
 from dlsched.rl.policy_scheduler import PolicyScheduler
 from dlsched.workloads.deeprm import STEP_S
-
-POLICY_DIR = Path(__file__).resolve().parent / "policies"
-"""Shipped DeepRM policies: ``ranked`` (the default) and the paper-state ``load*`` ones."""
-DEFAULT_POLICY = POLICY_DIR / "ranked"
-"""``deeprm``'s policy: the ranked view (`DeepRMShape.ranked`), trained over loads 0.3–1.9 on
-50-step and 200-job jobsets (its ``card.json`` says how)."""
-PAPER_POLICY = POLICY_DIR / "paper"
-"""``deeprm:paper``'s policy: DeepRM's own method (``train deeprm --paper``: REINFORCE from a
-random network on the paper's state, no imitation; its ``card.json`` says on what budget)."""
 
 
 @dataclass
@@ -120,17 +117,7 @@ class DeepRMEncoder:
         """Why DeepRM's image cannot show some job as it is: longer than its ``horizon``
         steps or needing more than its ``res_slots`` units of a resource (the ``deeprm``
         workload's jobs always fit); None when every job fits."""
-        shape = self.shape
-        for spec in jobs:
-            length, demand = _spec_profile(spec)
-            if length > shape.horizon or demand.max() > shape.res_slots:
-                return (
-                    f"job {spec.job_id} runs {length:,} steps and needs {demand[0]} CPU and "
-                    f"{demand[1]} memory units; DeepRM's image shows {shape.horizon} steps "
-                    f"ahead and {shape.res_slots} units of each resource, the deeprm "
-                    "workload's scale"
-                )
-        return None
+        return image_cannot_show(self.shape, jobs)
 
     def load_estimate(self, now: int) -> float:
         """Offered load seen so far: Σ duration × demand of the arrived jobs over the capacity of
@@ -222,14 +209,7 @@ class DeepRMEncoder:
 
 def _profile(run: JobRun) -> tuple[int, npt.NDArray[np.int64]]:
     """(duration in steps, demand in slots of (cpu, mem)) of a DeepRM job."""
-    return _spec_profile(run.spec)
-
-
-def _spec_profile(spec: JobSpec) -> tuple[int, npt.NDArray[np.int64]]:
-    """`_profile` of a job from its spec."""
-    length = max(1, math.ceil(spec.total_work / STEP_S - 1e-9))
-    need = spec.demand(spec.num_workers, 0)
-    return length, np.array([round(need.cpu), round(need.mem)], np.int64)
+    return spec_profile(run.spec)
 
 
 def _remaining_steps(run: JobRun, now_s: float) -> int:
@@ -384,36 +364,11 @@ def load_policy(path: str | Path) -> tuple[float, DeepRMPolicyNet, int | None, P
     return load, net, (0 if mode == "sample" else None), card
 
 
-def shipped_policies() -> list[Path]:
-    """Checkpoint folders of the shipped policies."""
-    if not POLICY_DIR.is_dir():
-        return []
-    return sorted(p for p in POLICY_DIR.iterdir() if (p / "card.json").is_file())
-
-
 def make_deeprm_scheduler(arg: str | None) -> DeepRMScheduler:
     """``deeprm`` (`DEFAULT_POLICY`), ``deeprm:paper`` (`PAPER_POLICY`, DeepRM's own method),
     ``deeprm:LOAD`` (the paper-state policy trained nearest ``LOAD``) or ``deeprm:PATH``."""
     torch.set_num_threads(1)
-    if arg == "paper":
-        if not (PAPER_POLICY / "card.json").is_file():
-            raise ValueError(f"deeprm:paper: no policy in {PAPER_POLICY}")
-        path = PAPER_POLICY
-    elif arg is not None and Path(arg).expanduser().exists():
-        path = Path(arg).expanduser()
-    elif arg is None:
-        if not (DEFAULT_POLICY / "card.json").is_file():
-            raise ValueError(f"deeprm: no shipped policy in {DEFAULT_POLICY}; use deeprm:PATH")
-        path = DEFAULT_POLICY
-    else:
-        try:
-            want = float(arg)
-        except ValueError:
-            raise ValueError(f"deeprm:{arg}: neither a checkpoint path nor a load") from None
-        paper = [p for p in shipped_policies() if p not in (DEFAULT_POLICY, PAPER_POLICY)]
-        if not paper:
-            raise ValueError(f"deeprm: no paper-state policy in {POLICY_DIR}; use deeprm:PATH")
-        path = min(paper, key=lambda p: abs(load_policy(p)[0] - want))
+    path = policy_path(arg)
     load, net, seed, card = load_policy(path)
     return DeepRMScheduler(
         [(load, net, seed)], _shape_of(card), trained_setting=card.trained_setting

@@ -11,6 +11,7 @@ See `dlsched.papers.deeprm.policy` for how the policy sees the Simulator's state
 
 from __future__ import annotations
 
+from dlsched.papers.deeprm.fits import refusal
 from dlsched.schedulers.arguments import load_or_path
 from dlsched.schedulers.base import Scheduler
 from dlsched.schedulers.registry import register
@@ -31,6 +32,7 @@ def _paper_load_or_path(name: str, arg: str) -> None:
         "deeprm:paper DeepRM's own method; deeprm:LOAD paper-state; deeprm:PATH)"
     ),
     argument=("paper, LOAD or PATH", _paper_load_or_path),
+    refuses=refusal,
 )
 def _make(arg: str | None) -> Scheduler:
     from dlsched.papers.deeprm.policy import make_deeprm_scheduler

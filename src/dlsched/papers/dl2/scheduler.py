@@ -90,7 +90,7 @@ def _paper_or_path(name: str, arg: str) -> None:
     description="policy network (shipped: see its card.json); dl2:paper is the one trained by "
     "the paper's own method; dl2:PATH loads another",
     argument=("paper|PATH", _paper_or_path),
-    refuses=no_elastic_job,
+    refuses=lambda _arg, jobs, servers: no_elastic_job(jobs, servers),
 )
 def _make(arg: str | None) -> Scheduler:
     return load_dl2(policy_dir(f"dl2:{arg}") if arg else None)
@@ -102,7 +102,7 @@ def _make(arg: str | None) -> Scheduler:
     source="DL2 §6.1's OfflineRL baseline, trained here",
     description="DL2's RL trained only on fitted Optimus speeds; offline-rl:PATH loads another",
     argument=("PATH", checkpoint_path),
-    refuses=no_elastic_job,
+    refuses=lambda _arg, jobs, servers: no_elastic_job(jobs, servers),
 )
 def _make_offline_rl(arg: str | None) -> Scheduler:
     return load_dl2(arg, default=SHIPPED_OFFLINE_RL, name="offline-rl")

@@ -37,7 +37,9 @@ def _paper_or_path(name: str, arg: str) -> None:
         checkpoint_path(name, arg)
 
 
-def _unprofiled(jobs: Sequence[JobSpec], servers: Sequence[Resources]) -> str | None:
+def _unprofiled(
+    arg: str | None, jobs: Sequence[JobSpec], servers: Sequence[Resources]
+) -> str | None:
     """The built scheduler's refusal (`Profiler.cannot_profile`), asked before a checkpoint
     loads: every SCED² policy profiles with the default locality model, whatever its cluster."""
     from dlsched.papers.sched2.profiling import Profiler
