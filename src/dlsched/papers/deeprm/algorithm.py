@@ -29,7 +29,7 @@ from __future__ import annotations
 import logging
 import multiprocessing as mp
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -48,6 +48,10 @@ from dlsched.papers.deeprm.teachers import sjf_actions as sjf_actions  # re-expo
 from dlsched.papers.deeprm.teachers import withholding_actions as withholding_actions
 
 log = logging.getLogger(__name__)
+
+BUDGET_ROUNDS = 10
+"""Rounds an iteration's rollouts are dealt in under a wall-time budget (`Reinforce.step`): the
+budget cuts an iteration after a tenth of its jobsets at the finest."""
 
 HELD_OUT_SEED_BASE = 900_000
 """Held-out (validation/test) jobsets use seeds from here on, never used for training."""
@@ -331,6 +335,9 @@ class IterationStats:
     samples: int
     dropped: int
     truncated: int
+    jobsets: int
+    """Training jobsets rolled out: all of them, unless the wall-time budget cut the
+    iteration part way (`Reinforce.step`); its gradient then comes from these alone."""
 
 
 class Reinforce:
@@ -350,6 +357,8 @@ class Reinforce:
             self.net.parameters(), lr=config.lr, alpha=config.rms_alpha, eps=config.rms_eps
         )
         self.iteration = 0
+        self.pretrained_epochs = 0
+        """Pre-training epochs done (`pretrain`)."""
         self.elapsed_s = 0.0
         self.history: list[IterationStats] = []
         self._pool: Any = None
@@ -378,19 +387,33 @@ class Reinforce:
     def _state(self) -> dict[str, npt.NDArray[np.float32]]:
         return {k: v.detach().numpy().copy() for k, v in self.net.state_dict().items()}
 
-    def step(self) -> IterationStats:
-        """One training iteration (rollouts, baseline, one RMSProp step)."""
+    def step(self, stop: Callable[[], bool] | None = None) -> IterationStats:
+        """One training iteration (rollouts, baseline, one RMSProp step).
+
+        Args:
+            stop: asked between rounds of rollouts (True: roll out no more jobsets; the
+                gradient comes from those done, ``jobsets`` in the row says how many). With it
+                the jobsets are dealt in `BUDGET_ROUNDS` rounds of one task per worker, other
+                random draws than without it (which runs one task per worker, uncut).
+        """
         cfg = self.config
         wall0 = time.perf_counter()
         order = self.rng.permutation(cfg.jobsets)
-        parts = np.array_split(order, max(1, min(cfg.workers, cfg.jobsets)))
+        tasks_per_round = max(1, min(cfg.workers, cfg.jobsets))
+        rounds = 1 if stop is None else BUDGET_ROUNDS
+        parts = np.array_split(order, min(cfg.jobsets, tasks_per_round * rounds))
         state = self._state()
         tasks = [
             _Task(cfg, state, [int(i) for i in part], int(self.rng.integers(2**63 - 1)))
             for part in parts
             if len(part)
         ]
-        results = self._map(tasks)
+        results: list[_TaskResult] = []
+        for first in range(0, len(tasks), tasks_per_round):
+            if results and stop is not None and stop():
+                break
+            results += self._map(tasks[first : first + tasks_per_round])
+        done = sum(len(t.jobset_ids) for t in tasks[: len(results)])
         total = max(1, sum(r.samples for r in results))
         for i, p in enumerate(self.net.parameters()):
             p.grad = torch.from_numpy(sum(r.grads[i] for r in results) / total)
@@ -410,14 +433,23 @@ class Reinforce:
             samples=total,
             dropped=sum(r.dropped for r in results),
             truncated=sum(r.truncated for r in results),
+            jobsets=done,
         )
+        if done < cfg.jobsets:
+            log.info(
+                "deeprm iteration %d cut by the budget: %d of %d jobsets",
+                self.iteration,
+                done,
+                cfg.jobsets,
+            )
         self.history.append(stats)
         log.debug("deeprm iteration %d: %s", self.iteration, stats)
         return stats
 
-    def pretrain(self, epochs: int | None = None) -> float:
+    def pretrain(self, epochs: int | None = None, stop: Callable[[], bool] | None = None) -> float:
         """Fit the network to the teacher's decisions on the training jobsets (cross-entropy,
-        Adam).
+        Adam); ``stop`` is asked after each epoch (True: no more; `pretrained_epochs` says how
+        many were done).
 
         Returns:
             The final epoch's accuracy (fraction of SJF's choices the arg-max reproduces).
@@ -434,7 +466,11 @@ class Reinforce:
         mask = torch.from_numpy(samples.mask)
         target = torch.from_numpy(samples.action)
         accuracy = 0.0
+        self.pretrained_epochs = 0
         for _ in range(epochs):
+            if self.pretrained_epochs and stop is not None and stop():
+                break
+            self.pretrained_epochs += 1
             perm = torch.from_numpy(self.rng.permutation(len(target)))
             hits = 0
             for chunk in perm.split(512):
@@ -447,7 +483,13 @@ class Reinforce:
                 optimizer.step()
                 hits += int((logits.argmax(1) == target[chunk]).sum())
             accuracy = hits / max(1, len(target))
-        log.info("deeprm pre-training: %d samples, accuracy %.3f", len(target), accuracy)
+        log.info(
+            "deeprm pre-training: %d samples, %d of %d epochs, accuracy %.3f",
+            len(target),
+            self.pretrained_epochs,
+            epochs,
+            accuracy,
+        )
         if cfg.pretrain_temperature != 1.0:
             last = self.net.rest[-1]
             assert isinstance(last, torch.nn.Linear)
