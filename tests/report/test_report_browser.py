@@ -58,26 +58,38 @@ def test_one_bar_per_allocation(browser: Any, known_run: tuple[Path, Any]) -> No
     assert int(canvas.get_attribute("data-bars")) == segments >= allocations
 
 
+def _table_after_typing(browser: Any, text: str) -> list[str]:
+    """Type ``text`` in the filter, let the page's debounced redraw (150 ms) happen, and read the
+    first cell of every row in one script, so no redraw can leave the test a stale row."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    box = browser.find_element("id", "filter")
+    box.clear()
+    box.send_keys(text)
+    WebDriverWait(browser, 10).until(
+        lambda b: b.execute_script("return document.getElementById('filter').value") == text
+    )
+    browser.execute_script("window.dlschedReport.drawTable()")
+    first_cells: list[str] = browser.execute_script(
+        "return [...document.querySelectorAll('#jobs tbody tr')]"
+        ".map(r => r.querySelector('td').textContent)"
+    )
+    return first_cells
+
+
 def test_filter_and_sort_the_job_table(browser: Any, known_run: tuple[Path, Any]) -> None:
     path, result = known_run
     _open(browser, path)
     table = browser.find_element("id", "jobs")
     assert table.get_attribute("data-matching") == "40"
-    box = browser.find_element("id", "filter")
-    box.send_keys("17")  # job IDs holding "17": 17 only, among 0..39
-    browser.execute_script("window.dlschedReport.drawTable()")
-    rows = table.find_elements("css selector", "tbody tr")
-    assert [r.find_element("css selector", "td").text for r in rows] == ["17"]
-    box.clear()
+    assert _table_after_typing(browser, "17") == ["17"]  # job IDs holding "17": 17 only, of 0..39
     long_jct = sorted(r.jct_s for r in result.records)[-5]
-    box.send_keys(f"jct>={long_jct - 0.05:.1f}")  # the five longest (times rounded to 0.1 s)
-    browser.execute_script("window.dlschedReport.drawTable()")
-    assert table.get_attribute("data-matching") == "5"
-    box.clear()
-    browser.execute_script("window.dlschedReport.drawTable()")
+    _table_after_typing(browser, f"jct>={long_jct - 0.05:.1f}")  # times rounded to 0.1 s
+    assert table.get_attribute("data-matching") == "5"  # the five longest
+    _table_after_typing(browser, "")
     browser.find_element("css selector", "th[data-column='jct']").click()  # ascending
     browser.find_element("css selector", "th[data-column='jct']").click()  # descending
-    first = table.find_element("css selector", "tbody tr td").text
+    first = browser.execute_script("return document.querySelector('#jobs tbody tr td').textContent")
     longest = max(result.records, key=lambda r: r.jct_s)
     assert first == str(longest.job_id)
 
