@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from dlsched.papers.deeprm.algorithm import BUDGET_ROUNDS, ReinforceConfig
+from dlsched.papers.deeprm.config import BUDGET_ROUNDS, ReinforceConfig
 from dlsched.papers.deeprm.train import DeepRMLearner
 from dlsched.rl.training import Budget
 from tests.rl.test_dl2_budget import CountedBudget

@@ -38,7 +38,9 @@ import numpy.typing as npt
 import torch
 import torch.nn.functional as F
 
+from dlsched.papers.deeprm.config import BUDGET_ROUNDS
 from dlsched.papers.deeprm.config import TRAIN_SEED_BASE as TRAIN_SEED_BASE  # re-exported
+from dlsched.papers.deeprm.config import IterationStats as IterationStats  # re-exported
 from dlsched.papers.deeprm.config import ReinforceConfig as ReinforceConfig  # re-exported
 from dlsched.papers.deeprm.config import make_jobsets as make_jobsets  # re-exported
 from dlsched.papers.deeprm.net import DeepRMPolicyNet
@@ -48,10 +50,6 @@ from dlsched.papers.deeprm.teachers import sjf_actions as sjf_actions  # re-expo
 from dlsched.papers.deeprm.teachers import withholding_actions as withholding_actions
 
 log = logging.getLogger(__name__)
-
-BUDGET_ROUNDS = 10
-"""Rounds an iteration's rollouts are dealt in under a wall-time budget (`Reinforce.step`): the
-budget cuts an iteration after a tenth of its jobsets at the finest."""
 
 HELD_OUT_SEED_BASE = 900_000
 """Held-out (validation/test) jobsets use seeds from here on, never used for training."""
@@ -321,25 +319,6 @@ def _run_task(task: _Task) -> _TaskResult:
 # -- the training loop ------------------------------------------------------------------------
 
 
-@dataclass
-class IterationStats:
-    """One row of the training CSV."""
-
-    iteration: int
-    wall_s: float
-    """Seconds since training started (`train_deeprm`: wall time, validation included)."""
-    iteration_s: float
-    mean_reward: float
-    max_reward: float
-    mean_slowdown: float
-    samples: int
-    dropped: int
-    truncated: int
-    jobsets: int
-    """Training jobsets rolled out: all of them, unless the wall-time budget cut the
-    iteration part way (`Reinforce.step`); its gradient then comes from these alone."""
-
-
 class Reinforce:
     """DeepRM's trainer: owns the network, the optimiser and the worker pool.
 
@@ -436,12 +415,7 @@ class Reinforce:
             jobsets=done,
         )
         if done < cfg.jobsets:
-            log.info(
-                "deeprm iteration %d cut by the budget: %d of %d jobsets",
-                self.iteration,
-                done,
-                cfg.jobsets,
-            )
+            log.info("deeprm iteration %d cut: %d of %d jobsets", self.iteration, done, cfg.jobsets)
         self.history.append(stats)
         log.debug("deeprm iteration %d: %s", self.iteration, stats)
         return stats
@@ -483,13 +457,7 @@ class Reinforce:
                 optimizer.step()
                 hits += int((logits.argmax(1) == target[chunk]).sum())
             accuracy = hits / max(1, len(target))
-        log.info(
-            "deeprm pre-training: %d samples, %d of %d epochs, accuracy %.3f",
-            len(target),
-            self.pretrained_epochs,
-            epochs,
-            accuracy,
-        )
+        log.info("deeprm pre-training: %d samples, accuracy %.3f", len(target), accuracy)
         if cfg.pretrain_temperature != 1.0:
             last = self.net.rest[-1]
             assert isinstance(last, torch.nn.Linear)

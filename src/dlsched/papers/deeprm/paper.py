@@ -32,8 +32,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from dlsched.papers.deeprm.algorithm import BUDGET_ROUNDS, IterationStats, ReinforceConfig
+from dlsched.papers.deeprm.algorithm import IterationStats, ReinforceConfig
 from dlsched.papers.deeprm.batched_env import make_batch, resolve_device
+from dlsched.papers.deeprm.config import BUDGET_ROUNDS
 from dlsched.papers.deeprm.net import DeepRMPolicyNet
 from dlsched.papers.deeprm.shape import Jobset
 
