@@ -5,6 +5,8 @@ what the learner records, not through timings."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import torch
 
 from dlsched.papers.deeprm.config import BUDGET_ROUNDS, ReinforceConfig
@@ -18,8 +20,6 @@ CONFIG = ReinforceConfig(load=1.0, jobsets=10, episodes=2, horizon_steps=10, wor
 
 
 def _learner(budget: Budget, **changes: int) -> DeepRMLearner:
-    from dataclasses import replace
-
     return DeepRMLearner(replace(CONFIG, **changes), validation_jobsets=2, budget=budget)
 
 
