@@ -26,6 +26,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "dlsched.when_imported",
         "dlsched.cli_args",
         "dlsched.cli_errors",
+        "dlsched.cli_lazy",
         "dlsched.csv_rows",
         "dlsched.option_fields",
         "dlsched.plugins",

@@ -18,6 +18,7 @@ from rich.text import Text
 
 from dlsched.cli_args import MAX_HORIZON_S
 from dlsched.cli_errors import OneLineErrorsGroup, finite_range
+from dlsched.cli_lazy import lazy_group
 from dlsched.commands.common import GPU_METRICS, err, out, progress_bar, run_notes
 from dlsched.commands.common import clean as _clean
 from dlsched.commands.common import fmt_metric as _fmt_metric
@@ -43,26 +44,50 @@ from dlsched.commands.options import (
     workload_options,
 )
 from dlsched.commands.paths import check_out_folder, check_outputs, workload_inputs
-from dlsched.plugins import plugins, resolve
+from dlsched.plugins import plugins
 from dlsched.when_imported import when_imported
 from dlsched.workloads.traces.options import TraceOptions
 
 log = logging.getLogger("dlsched.cli")
 
+# ``dlsched compare``, ``report``, ``live run``, ``k8s *`` and one ``dlsched train NAME`` per plugin
+# (`dlsched.plugins`) live next to the code they drive and are built only when used
+# (`dlsched.cli_lazy`); their modules import only `dlsched.commands.*`, never this module.
 app = typer.Typer(
     help="Schedule deep-learning training jobs on GPU clusters: simulate, compare, reproduce.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
-    cls=OneLineErrorsGroup,
+    cls=lazy_group(
+        {
+            "simulate": None,  # defined below, in help order
+            "compare": "dlsched.commands.compare:compare",
+            "report": "dlsched.commands.report:report",
+        },
+        OneLineErrorsGroup,
+    ),
 )
 trace_app = typer.Typer(help="Inspect job traces.", no_args_is_help=True)
 app.add_typer(trace_app, name="trace")
-train_app = typer.Typer(help="Train a learned scheduler.", no_args_is_help=True)
+train_app = typer.Typer(
+    help="Train a learned scheduler.",
+    no_args_is_help=True,
+    cls=lazy_group({c.name: c.target for p in plugins() for c in p.train_commands}),
+)
 app.add_typer(train_app, name="train")
-live_app = typer.Typer(help="Run real elastic training jobs on this machine.", no_args_is_help=True)
+live_app = typer.Typer(
+    help="Run real elastic training jobs on this machine.",
+    no_args_is_help=True,
+    cls=lazy_group({"run": "dlsched.commands.live:live_run"}),
+)
 app.add_typer(live_app, name="live")
-k8s_app = typer.Typer(help="Schedule DLJobs on a Kubernetes cluster.", no_args_is_help=True)
+k8s_app = typer.Typer(
+    help="Schedule DLJobs on a Kubernetes cluster.",
+    no_args_is_help=True,
+    cls=lazy_group(
+        {"run": "dlsched.commands.k8s:k8s_run", "manifests": "dlsched.commands.k8s:k8s_manifests"}
+    ),
+)
 app.add_typer(k8s_app, name="k8s")
 
 
@@ -197,10 +222,6 @@ def _summary_table(summary: dict[str, Any], seed: int, params: Mapping[str, Any]
     return table
 
 
-app.command()(resolve("dlsched.commands.compare:compare"))
-app.command()(resolve("dlsched.commands.report:report"))
-
-
 @app.command("list")
 def list_all() -> None:
     """List workloads, schedulers and experiments."""
@@ -315,17 +336,6 @@ def reproduce(
             paths += run_experiment(name, out_dir or Path("out") / name, full=full)
     for path in paths:
         out.print(f"wrote {path}", markup=False, emoji=False, highlight=False)
-
-
-# The commands that live next to the code they drive: ``dlsched live run`` and one
-# ``dlsched train NAME`` per plugin (`dlsched.plugins`). Their modules are light (PyTorch is
-# imported inside the commands) and import only `dlsched.commands.common`, never this module.
-live_app.command("run")(resolve("dlsched.commands.live:live_run"))
-k8s_app.command("run")(resolve("dlsched.commands.k8s:k8s_run"))
-k8s_app.command("manifests")(resolve("dlsched.commands.k8s:k8s_manifests"))
-for _plugin in plugins():
-    for _command in _plugin.train_commands:
-        train_app.command(_command.name)(resolve(_command.target))
 
 
 def _full_width_help() -> None:

@@ -9,7 +9,8 @@ generator and no PyTorch. The layers below the papers read it on first use and n
   schedulers with `dlsched.schedulers.registry.register`);
 * `dlsched.workloads.registry` and `dlsched.experiments.registry` resolve ``module:function``
   targets only when a workload or experiment is built;
-* `dlsched.cli` adds each ``train_commands`` entry as ``dlsched train NAME``;
+* `dlsched.cli` adds each ``train_commands`` entry as ``dlsched train NAME`` (its module is imported
+  only when that command runs or help lists it, `dlsched.cli_lazy`);
 * `dlsched.rl.registration` registers each ``envs`` entry with Gymnasium;
 * `dlsched.rl.card_limits` runs the ``card_checks`` entry named by a card's ``algorithm``;
 * `dlsched.live.online` builds ``--learn``'s scheduler from the ``online_learners`` entries.

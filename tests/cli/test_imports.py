@@ -37,12 +37,30 @@ def test_package_is_typed() -> None:
     assert files("dlsched").joinpath("py.typed").is_file()
 
 
-LAZY = ("torch", "scipy", "gymnasium", "typer.rich_utils", "dlsched.schedulers.srtf", "pandas")
+LAZY = (
+    "torch",
+    "scipy",
+    "gymnasium",
+    "typer.rich_utils",
+    "dlsched.schedulers.srtf",
+    "pandas",
+    "dlsched.commands.compare",
+    "dlsched.commands.live",
+    "dlsched.commands.k8s",
+    "dlsched.papers.dl2.command",
+    "dlsched.papers.deeprm.command",
+    "dlsched.papers.sched2.command",
+    "dlsched.papers.example.command",
+    "multiprocessing",
+    "concurrent.futures",
+)
 """What ``dlsched simulate -s fifo`` on a generated workload does not need (issue 18, point 4):
 PyTorch, SciPy (its optimiser came with the SRTF and Optimus modules when the scheduler registry
 imported every policy), Gymnasium (``import dlsched`` registers its ids only once Gymnasium is
-imported), Typer's Rich help module (needed for help only), any other policy module, and pandas
-(the trace readers': every command's trace options are built at start-up, issue 34)."""
+imported), Typer's Rich help module (needed for help only), any other policy module, pandas
+(the trace readers': every command's trace options are built at start-up, issue 34), and the
+other commands' modules (``compare``, ``live``, ``k8s``, ``train NAME``: built on first use,
+`dlsched.cli_lazy`, issue 34), nor a process pool (a sweep's: ``labelled`` shares its module)."""
 
 
 @pytest.mark.slow

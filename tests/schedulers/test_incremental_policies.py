@@ -436,6 +436,25 @@ def test_the_walk_memo_is_not_reused_on_another_cluster() -> None:
     assert list(las.decide(two).targets) == [0]
 
 
+def test_the_emptied_cluster_is_taken_afresh_once_something_was_given_back() -> None:
+    """The walk's start (the cluster with every running job given back) is reused only while
+    the cluster's version is the same: here resources held outside the running jobs (as a
+    backend's other tenants may) are given back, and the 4-GPU job with the least service
+    now fits where the running 2-GPU job is, which is preempted."""
+    las = Las()
+    cluster = small_cluster(1)  # 4 GPUs
+    other = gpu_job(9, 0.0, 100.0, 2)
+    assert cluster.allocate(other, Allocation.of([(0, 2)])).ok
+    held = gpu_job(1, 0.0, 10_000.0, 2)
+    assert cluster.allocate(held, Allocation.of([(0, 2)])).ok
+    running = JobRun(held, allocation=Allocation.of([(0, 2)]), attained_gpu_s=1000.0)
+    waiting = JobRun(gpu_job(0, 0.0, 100.0, 4))
+    assert las.decide(ClusterView(0.0, cluster, [waiting], [running])).targets == {}
+    cluster.release(other)
+    targets = las.decide(ClusterView(1.0, cluster, [waiting], [running])).targets
+    assert {job: (t.num_workers, t.num_ps) for job, t in targets.items()} == {0: (4, 0), 1: (0, 0)}
+
+
 def test_the_queue_follows_the_changes_and_rebuilds_only_when_it_must() -> None:
     jobs = _jobs(3, 40, 0.0)
     sif = KeyOrdered("sif", duration_key_in)

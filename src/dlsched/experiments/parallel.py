@@ -12,9 +12,7 @@ again.
 from __future__ import annotations
 
 import logging
-import multiprocessing
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,6 +81,9 @@ def run_in_processes(
     Raises:
         the first failed run's exception; the runs not started yet are cancelled.
     """
+    import multiprocessing  # here: a single run (`labelled`) needs no process pool
+    from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+
     context = multiprocessing.get_context(start_method)
     workers = max(1, min(workers, len(tasks)))
     if context.get_start_method() == "fork":

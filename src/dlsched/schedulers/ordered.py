@@ -209,7 +209,11 @@ def _choose_with_memo(view: ClusterView, ranking: Ranking, memo: WalkMemo) -> Ch
     """`_choose` over a ranking, shapes marked dead as they fail, reusing the previous walk's
     agreeing prefix (`dlsched.schedulers.walk_memo`)."""
     cluster = view.cluster
-    start = _emptied_rows(view)
+    if memo.start is not None and memo.cluster is cluster and memo.version == cluster.version:
+        start = memo.start  # nothing taken or given back since: the same emptied rows
+    else:
+        start = _emptied_rows(view)
+        memo.cluster, memo.version = cluster, cluster.version
     # FreeTracker.total's sums, column by column in server order
     free = [sum(column) for column in zip(*start, strict=True)] if start else [0.0, 0.0, 0.0]
     chosen: Chosen = []

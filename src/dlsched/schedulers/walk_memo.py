@@ -32,7 +32,7 @@ class WalkMemo:
     """The steps of the last choosing walk: its start state and, per step, the job's shape,
     the outcome, and the scratch state after it (free rows and summed free resources)."""
 
-    __slots__ = ("free", "outcomes", "rows", "shapes", "start")
+    __slots__ = ("cluster", "free", "outcomes", "rows", "shapes", "start", "version")
 
     def __init__(self) -> None:
         self.clear()
@@ -40,6 +40,10 @@ class WalkMemo:
     def clear(self) -> None:
         """Forget the last walk (a new run)."""
         self.start: list[tuple[float, ...]] | None = None
+        # the cluster and its `Cluster.version` when ``start`` was taken: while the version is
+        # the same, nothing was taken or given back, so the emptied cluster is ``start`` again
+        self.cluster: object = None
+        self.version = -1
         self.shapes: list[Shape] = []
         self.outcomes: list[int] = []
         self.rows: list[list[Row]] = []

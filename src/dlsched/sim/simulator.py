@@ -181,6 +181,10 @@ class Simulator:
         horizon = self.config.horizon_s if self.config.horizon_s is not None else math.inf
         while True:
             t = min(self.queue.peek_time(), self._next_arrival_time())
+            if horizon == math.inf and len(self.finished) == len(self.specs):
+                # only stale events (completions of allocations since changed) are left: the run
+                # ends at its last finish, not at the last stale event's time
+                return None
             if t == math.inf or t > horizon:
                 if horizon < math.inf:
                     self._advance(horizon)

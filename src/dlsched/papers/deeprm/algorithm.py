@@ -29,7 +29,7 @@ from __future__ import annotations
 import logging
 import multiprocessing as mp
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -38,7 +38,9 @@ import numpy.typing as npt
 import torch
 import torch.nn.functional as F
 
+from dlsched.papers.deeprm.config import BUDGET_ROUNDS
 from dlsched.papers.deeprm.config import TRAIN_SEED_BASE as TRAIN_SEED_BASE  # re-exported
+from dlsched.papers.deeprm.config import IterationStats as IterationStats  # re-exported
 from dlsched.papers.deeprm.config import ReinforceConfig as ReinforceConfig  # re-exported
 from dlsched.papers.deeprm.config import make_jobsets as make_jobsets  # re-exported
 from dlsched.papers.deeprm.net import DeepRMPolicyNet
@@ -317,22 +319,6 @@ def _run_task(task: _Task) -> _TaskResult:
 # -- the training loop ------------------------------------------------------------------------
 
 
-@dataclass
-class IterationStats:
-    """One row of the training CSV."""
-
-    iteration: int
-    wall_s: float
-    """Seconds since training started (`train_deeprm`: wall time, validation included)."""
-    iteration_s: float
-    mean_reward: float
-    max_reward: float
-    mean_slowdown: float
-    samples: int
-    dropped: int
-    truncated: int
-
-
 class Reinforce:
     """DeepRM's trainer: owns the network, the optimiser and the worker pool.
 
@@ -350,6 +336,8 @@ class Reinforce:
             self.net.parameters(), lr=config.lr, alpha=config.rms_alpha, eps=config.rms_eps
         )
         self.iteration = 0
+        self.pretrained_epochs = 0
+        """Pre-training epochs done (`pretrain`)."""
         self.elapsed_s = 0.0
         self.history: list[IterationStats] = []
         self._pool: Any = None
@@ -378,19 +366,33 @@ class Reinforce:
     def _state(self) -> dict[str, npt.NDArray[np.float32]]:
         return {k: v.detach().numpy().copy() for k, v in self.net.state_dict().items()}
 
-    def step(self) -> IterationStats:
-        """One training iteration (rollouts, baseline, one RMSProp step)."""
+    def step(self, stop: Callable[[], bool] | None = None) -> IterationStats:
+        """One training iteration (rollouts, baseline, one RMSProp step).
+
+        Args:
+            stop: asked between rounds of rollouts (True: roll out no more jobsets; the
+                gradient comes from those done, ``jobsets`` in the row says how many). With it
+                the jobsets are dealt in `BUDGET_ROUNDS` rounds of one task per worker, other
+                random draws than without it (which runs one task per worker, uncut).
+        """
         cfg = self.config
         wall0 = time.perf_counter()
         order = self.rng.permutation(cfg.jobsets)
-        parts = np.array_split(order, max(1, min(cfg.workers, cfg.jobsets)))
+        tasks_per_round = max(1, min(cfg.workers, cfg.jobsets))
+        rounds = 1 if stop is None else BUDGET_ROUNDS
+        parts = np.array_split(order, min(cfg.jobsets, tasks_per_round * rounds))
         state = self._state()
         tasks = [
             _Task(cfg, state, [int(i) for i in part], int(self.rng.integers(2**63 - 1)))
             for part in parts
             if len(part)
         ]
-        results = self._map(tasks)
+        results: list[_TaskResult] = []
+        for first in range(0, len(tasks), tasks_per_round):
+            if results and stop is not None and stop():
+                break
+            results += self._map(tasks[first : first + tasks_per_round])
+        done = sum(len(t.jobset_ids) for t in tasks[: len(results)])
         total = max(1, sum(r.samples for r in results))
         for i, p in enumerate(self.net.parameters()):
             p.grad = torch.from_numpy(sum(r.grads[i] for r in results) / total)
@@ -410,14 +412,18 @@ class Reinforce:
             samples=total,
             dropped=sum(r.dropped for r in results),
             truncated=sum(r.truncated for r in results),
+            jobsets=done,
         )
+        if done < cfg.jobsets:
+            log.info("deeprm iteration %d cut: %d of %d jobsets", self.iteration, done, cfg.jobsets)
         self.history.append(stats)
         log.debug("deeprm iteration %d: %s", self.iteration, stats)
         return stats
 
-    def pretrain(self, epochs: int | None = None) -> float:
+    def pretrain(self, epochs: int | None = None, stop: Callable[[], bool] | None = None) -> float:
         """Fit the network to the teacher's decisions on the training jobsets (cross-entropy,
-        Adam).
+        Adam); ``stop`` is asked after each epoch (True: no more; `pretrained_epochs` says how
+        many were done).
 
         Returns:
             The final epoch's accuracy (fraction of SJF's choices the arg-max reproduces).
@@ -434,7 +440,11 @@ class Reinforce:
         mask = torch.from_numpy(samples.mask)
         target = torch.from_numpy(samples.action)
         accuracy = 0.0
+        self.pretrained_epochs = 0
         for _ in range(epochs):
+            if self.pretrained_epochs and stop is not None and stop():
+                break
+            self.pretrained_epochs += 1
             perm = torch.from_numpy(self.rng.permutation(len(target)))
             hits = 0
             for chunk in perm.split(512):

@@ -139,3 +139,27 @@ def make_jobsets(
         )
         for s in seeds
     ]
+
+
+BUDGET_ROUNDS = 10
+"""Rounds an iteration's rollouts are dealt in under a wall-time budget (`Reinforce.step`): the
+budget cuts an iteration after a tenth of its jobsets at the finest."""
+
+
+@dataclass
+class IterationStats:
+    """One row of the training CSV."""
+
+    iteration: int
+    wall_s: float
+    """Seconds since training started (`train_deeprm`: wall time, validation included)."""
+    iteration_s: float
+    mean_reward: float
+    max_reward: float
+    mean_slowdown: float
+    samples: int
+    dropped: int
+    truncated: int
+    jobsets: int
+    """Training jobsets rolled out: all of them, unless the wall-time budget cut the
+    iteration part way (`Reinforce.step`); its gradient then comes from these alone."""

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -33,6 +34,7 @@ import torch.nn.functional as F
 
 from dlsched.papers.deeprm.algorithm import IterationStats, ReinforceConfig
 from dlsched.papers.deeprm.batched_env import make_batch, resolve_device
+from dlsched.papers.deeprm.config import BUDGET_ROUNDS
 from dlsched.papers.deeprm.net import DeepRMPolicyNet
 from dlsched.papers.deeprm.shape import Jobset
 
@@ -91,7 +93,8 @@ class PaperConfig(ReinforceConfig):
     """Environment arrays: ``"auto"`` (NumPy on the CPU, torch elsewhere), or force one
     (``"torch"`` on the CPU runs the GPU code path there: tests, rehearsals)."""
     chunk: int = 0
-    """Jobsets per lock-step batch (0: all in one; smaller bounds memory)."""
+    """Jobsets per lock-step batch (0: all in one, or `BUDGET_ROUNDS` batches under a wall-time
+    budget, so that it can stop between them; smaller bounds memory)."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Free-form notes recorded on the card (machine, command)."""
 
@@ -163,7 +166,10 @@ class PaperReinforce:
     def close(self) -> None:
         """Nothing to stop (one process)."""
 
-    def pretrain(self) -> float:
+    pretrained_epochs = 0
+    """The paper's method has no pre-training."""
+
+    def pretrain(self, stop: Callable[[], bool] | None = None) -> float:
         """The paper's method has no pre-training."""
         raise ValueError("train deeprm --paper: no pre-training in the paper's method")
 
@@ -173,15 +179,24 @@ class PaperReinforce:
             self._jobsets = self.config.training_jobsets(range(self.config.jobsets))
         return self._jobsets
 
-    def step(self) -> PaperStats:
-        """One training iteration: rollouts, baseline, one RMSProp step."""
+    def step(self, stop: Callable[[], bool] | None = None) -> PaperStats:
+        """One training iteration: rollouts, baseline, one RMSProp step; ``stop`` is asked
+        between ``chunk``s of jobsets (True: no more; the gradient comes from those done). With
+        ``stop`` and no ``chunk`` the jobsets run in `BUDGET_ROUNDS` chunks (other random draws
+        than in one lock-step batch)."""
         cfg = self.config
         wall0 = time.perf_counter()
         jobsets = self.jobsets()
-        chunk = cfg.chunk or len(jobsets)
+        whole = len(jobsets) if stop is None else -(-len(jobsets) // BUDGET_ROUNDS)
+        chunk = cfg.chunk or whole
         self.net.zero_grad()
         before = [p.detach().clone() for p in self.net.parameters()]
-        parts = [self._rollout(jobsets[i : i + chunk]) for i in range(0, len(jobsets), chunk)]
+        parts: list[dict[str, Any]] = []
+        for i in range(0, len(jobsets), chunk):
+            if parts and stop is not None and stop():
+                break
+            parts.append(self._rollout(jobsets[i : i + chunk]))
+        done = min(len(jobsets), chunk * len(parts))
         total = sum(p["samples"] for p in parts)
         for p in self.net.parameters():
             if p.grad is not None:
@@ -205,6 +220,7 @@ class PaperReinforce:
             samples=total,
             dropped=sum(p["dropped"] for p in parts),
             truncated=sum(p["truncated"] for p in parts),
+            jobsets=done,
             entropy=sum(p["entropy"] for p in parts) / max(total, 1),
             grad_norm=grad_norm,
             update_norm=update,

@@ -28,6 +28,7 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -218,13 +219,35 @@ class DeepRMLearner:
         self.pretrained = config.pretrain_epochs <= 0
         self.mode = "sample"
         self.validation: dict[str, float] = {"slowdown": float("nan")}
+        self.cuts: list[str] = []
+        """What the wall-time budget cut part way (said in the card's notes)."""
+        self.pretrained_epochs = config.pretrain_epochs
 
     def step(self) -> dict[str, object]:
+        """Pre-training, else one iteration, each cut part way once the budget is spent: the
+        pre-training between epochs, an iteration between rounds of jobsets. Rounds cost time
+        (half the throughput on the shared 2-core box), so only the first iteration under a
+        budget and those that may not fit in the time left (under twice the last one's time)
+        run in rounds; the others run as without a budget."""
+        stop = self.budget.spent if self.budget.seconds is not None else None
+        cfg = self.config
         if not self.pretrained:  # the pre-trained network is a candidate too
-            self.trainer.pretrain()
+            self.trainer.pretrain(stop=stop)
             self.pretrained = True
+            done = self.trainer.pretrained_epochs
+            if done < cfg.pretrain_epochs:
+                self.cuts.append(f"pre-training after {done} of {cfg.pretrain_epochs} epochs")
+                self.pretrained_epochs = done
             return {"iteration": 0}
-        return asdict(self.trainer.step())
+        history = self.trainer.history
+        last_s = history[-1].iteration_s if history else math.inf
+        close = self.budget.left_s() < 2 * last_s
+        row = asdict(self.trainer.step(stop if close else None))
+        if row["jobsets"] < cfg.jobsets:
+            self.cuts.append(
+                f"iteration {row['iteration']} after {row['jobsets']} of {cfg.jobsets} jobsets"
+            )
+        return row
 
     def validate(self) -> Validation:
         """Score sampled and arg-max actions on the validation jobsets; the better one counts."""
@@ -249,6 +272,9 @@ class DeepRMLearner:
 
     def policy_files(self) -> tuple[dict[str, torch.Tensor], PolicyCard]:
         card = _card(self.config, self.mode, self.validation, self.trainer.iteration)
+        card.steps["pretrain_epochs"] = self.pretrained_epochs
+        if self.cuts:
+            card.notes += "; cut by the wall-time budget: " + ", ".join(self.cuts)
         return _on_cpu(self.trainer.net).state_dict(), card
 
     def state_dict(self) -> dict[str, Any]:
@@ -257,6 +283,8 @@ class DeepRMLearner:
             "optimizer": self.trainer.optimizer.state_dict(),
             "iteration": self.trainer.iteration,
             "pretrained": self.pretrained,
+            "pretrained_epochs": self.pretrained_epochs,
+            "cuts": list(self.cuts),
             "rng": json.dumps(self.trainer.rng.bit_generator.state),
             "torch_rng": torch.get_rng_state(),
             # --paper samples actions from its own generator (on the GPU with --device cuda)
@@ -268,6 +296,8 @@ class DeepRMLearner:
         self.trainer.optimizer.load_state_dict(state["optimizer"])
         self.trainer.iteration = int(state["iteration"])
         self.pretrained = bool(state["pretrained"])
+        self.pretrained_epochs = int(state.get("pretrained_epochs", self.pretrained_epochs))
+        self.cuts = [str(cut) for cut in state.get("cuts", [])]
         self.trainer.rng.bit_generator.state = json.loads(state["rng"])
         torch.set_rng_state(state["torch_rng"])
         if hasattr(self.trainer, "gen") and "sample_rng" in state:

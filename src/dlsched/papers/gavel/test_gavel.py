@@ -329,23 +329,3 @@ def test_cross_server_slowdown_off_reaches_the_model_under_the_gpu_types() -> No
         off.params["speed_model"]
         == "per GPU type (v100, k80) x locality: cross-server slowdown off"
     )
-
-
-@pytest.mark.parametrize(
-    ("args", "needle"),
-    [
-        (["-w", "sched2", "-s", "fifo", "-o", "cluster=v100"], "is not TYPE:SERVERSxGPUS"),
-        (["-w", "sched2", "-s", "fifo", "-o", "cluster=h100:1x8"], "no Gavel throughputs"),
-        (["-w", "gavel", "-s", "gavel-las", "-o", "jobs_per_hour=0"], "jobs_per_hour=0"),
-        (["-w", "dl2", "-s", "gavel-las-het", "-o", "num_jobs=3"], "has parameter servers"),
-    ],
-)
-def test_bad_heterogeneous_input_is_one_line_and_exit_2(args: list[str], needle: str) -> None:
-    from typer.testing import CliRunner
-
-    from dlsched.cli import app
-
-    result = CliRunner().invoke(app, ["simulate", *args])
-    assert result.exit_code == 2, result.stdout[-300:]
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0], lines
