@@ -76,13 +76,7 @@ def read_runs(path: str | Path, workload: str = "") -> list[RunInput]:
                 f"{path}: row {number}, column {column}: bad value {row.get(column)!r}"
             ) from None
         log, ids = runs.setdefault(key, (EventLog(no_clock), {}))
-        log.time_s.append(t)
-        log.job_id.append(job_id)
-        log.kind.append(kind)
-        log.gpus.append(gpus)
-        log.workers.append(workers)
-        log.ps.append(ps)
-        log.servers.append(servers)
+        log.append(t, job_id, kind, gpus, workers, ps, servers)
         if job_id >= 0 and row["trace_id"] not in (None, ""):
             ids[job_id] = str(row["trace_id"])
     return [

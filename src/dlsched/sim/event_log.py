@@ -115,7 +115,13 @@ class EventLog:
         return state
 
     def _add(self, job_id: int, kind: int, gpus: int, workers: int, ps: int, servers: str) -> None:
-        self.time_s.append(self.clock())
+        self.append(self.clock(), job_id, kind, gpus, workers, ps, servers)
+
+    def append(
+        self, time_s: float, job_id: int, kind: int, gpus: int, workers: int, ps: int, servers: str
+    ) -> None:
+        """One row at ``time_s`` (s), as a reader of a written log adds it back."""
+        self.time_s.append(time_s)
         self.job_id.append(job_id)
         self.kind.append(kind)
         self.gpus.append(gpus)

@@ -18,7 +18,7 @@ import numpy as np
 
 from dlsched.core import JobRun
 from dlsched.papers.gavel.lp import Array, Problem
-from dlsched.papers.gavel.rounds import GavelRounds
+from dlsched.papers.gavel.rounds import SETTING, SOURCE, GavelRounds
 from dlsched.schedulers.base import Scheduler
 from dlsched.schedulers.registry import register
 
@@ -78,14 +78,10 @@ class GavelFifo(GavelFifoHet):
     aware: ClassVar[bool] = False
 
 
-_SETTING = "fixed-GPU, heterogeneous (gavel, philly, trace)"
-_SOURCE = "Gavel (Narayanan et al., OSDI 2020)"
-
-
 @register(
     "gavel-fifo-het",
-    setting=_SETTING,
-    source=_SOURCE,
+    setting=SETTING,
+    source=SOURCE,
     description="arrival order, each job on the fastest GPU type with room, in rounds",
 )
 def _make_het(_arg: str | None) -> Scheduler:
@@ -94,8 +90,8 @@ def _make_het(_arg: str | None) -> Scheduler:
 
 @register(
     "gavel-fifo",
-    setting=_SETTING,
-    source=_SOURCE,
+    setting=SETTING,
+    source=SOURCE,
     description="arrival order, each job on a random GPU type with room, in rounds",
 )
 def _make(_arg: str | None) -> Scheduler:

@@ -21,7 +21,7 @@ import numpy as np
 from dlsched.core import JobRun
 from dlsched.papers.gavel.lp import Array, Problem, bisect, feasible_with_floor
 from dlsched.papers.gavel.makespan import fastest_everywhere
-from dlsched.papers.gavel.rounds import GavelRounds
+from dlsched.papers.gavel.rounds import SETTING, SOURCE, GavelRounds
 from dlsched.schedulers.base import Scheduler
 from dlsched.schedulers.registry import register
 
@@ -97,13 +97,12 @@ class GavelFtf(GavelFtfHet):
     aware: ClassVar[bool] = False
 
 
-_SETTING = "fixed-GPU, heterogeneous (gavel, philly, trace)"
-_SOURCE = "Gavel (Narayanan et al., OSDI 2020); Themis (Mahajan et al., NSDI 2020)"
+_SOURCE = f"{SOURCE}; Themis (Mahajan et al., NSDI 2020)"
 
 
 @register(
     "gavel-ftf-het",
-    setting=_SETTING,
+    setting=SETTING,
     source=_SOURCE,
     description="minimise the worst finish-time ratio to an isolated share, per GPU type",
 )
@@ -113,7 +112,7 @@ def _make_het(_arg: str | None) -> Scheduler:
 
 @register(
     "gavel-ftf",
-    setting=_SETTING,
+    setting=SETTING,
     source=_SOURCE,
     description="finish-time fairness with GPU types treated as the fastest, in rounds",
 )

@@ -16,7 +16,7 @@ import numpy as np
 
 from dlsched.core import JobRun
 from dlsched.papers.gavel.lp import Array, Problem, bisect, feasible_with_floor
-from dlsched.papers.gavel.rounds import GavelRounds
+from dlsched.papers.gavel.rounds import SETTING, SOURCE, GavelRounds
 from dlsched.schedulers.base import Scheduler
 from dlsched.schedulers.registry import register
 
@@ -58,14 +58,10 @@ class GavelMakespan(GavelMakespanHet):
     aware: ClassVar[bool] = False
 
 
-_SETTING = "fixed-GPU, heterogeneous (gavel, philly, trace)"
-_SOURCE = "Gavel (Narayanan et al., OSDI 2020)"
-
-
 @register(
     "gavel-makespan-het",
-    setting=_SETTING,
-    source=_SOURCE,
+    setting=SETTING,
+    source=SOURCE,
     description="time fractions that finish the active jobs soonest, per GPU type, in rounds",
 )
 def _make_het(_arg: str | None) -> Scheduler:
@@ -74,8 +70,8 @@ def _make_het(_arg: str | None) -> Scheduler:
 
 @register(
     "gavel-makespan",
-    setting=_SETTING,
-    source=_SOURCE,
+    setting=SETTING,
+    source=SOURCE,
     description="minimum makespan with GPU types treated as the fastest, in rounds",
 )
 def _make(_arg: str | None) -> Scheduler:

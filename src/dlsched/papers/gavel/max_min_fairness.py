@@ -17,7 +17,7 @@ import numpy as np
 
 from dlsched.core import JobRun
 from dlsched.papers.gavel.lp import Array, Problem, max_min
-from dlsched.papers.gavel.rounds import GavelRounds
+from dlsched.papers.gavel.rounds import SETTING, SOURCE, GavelRounds
 from dlsched.schedulers.base import Scheduler
 from dlsched.schedulers.registry import register
 
@@ -55,14 +55,10 @@ class GavelLas(GavelLasHet):
     aware: ClassVar[bool] = False
 
 
-_SETTING = "fixed-GPU, heterogeneous (gavel, philly, trace)"
-_SOURCE = "Gavel (Narayanan et al., OSDI 2020)"
-
-
 @register(
     "gavel-las-het",
-    setting=_SETTING,
-    source=_SOURCE,
+    setting=SETTING,
+    source=SOURCE,
     description="max-min fair time fractions over GPU types from estimated speeds, in rounds",
 )
 def _make_het(_arg: str | None) -> Scheduler:
@@ -71,8 +67,8 @@ def _make_het(_arg: str | None) -> Scheduler:
 
 @register(
     "gavel-las",
-    setting=_SETTING,
-    source=_SOURCE,
+    setting=SETTING,
+    source=SOURCE,
     description="max-min fair time fractions, GPU types treated alike, in rounds",
 )
 def _make(_arg: str | None) -> Scheduler:

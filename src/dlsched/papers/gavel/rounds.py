@@ -37,6 +37,9 @@ from dlsched.papers.gavel.lp import Array, Problem
 from dlsched.schedulers.base import BaseScheduler
 
 UNTYPED = "gpu"
+SETTING = "fixed-GPU, heterogeneous (gavel, philly, trace)"
+"""The registry's setting of every Gavel policy."""
+SOURCE = "Gavel (Narayanan et al., OSDI 2020)"
 """The one type of a cluster that names none."""
 _BIG = 1e9
 
