@@ -84,7 +84,7 @@ def simulate(
     on_job_finished: Callable[[int, int], None] | None = None,
     record_events: bool = False,
     **overrides: Any,
-) -> Result:  # over 80 lines: every simulator option a keyword, each documented
+) -> Result:
     """Run one workload under one scheduler and return its `Result`.
 
     Args:
@@ -140,6 +140,19 @@ def simulate(
         repack=repack,
         **({} if max_idle_retries is None else {"max_idle_retries": max_idle_retries}),
     )
+    return _run(workload, scheduler, config, placement, on_job_finished, record_events)
+
+
+def _run(
+    workload: Workload,
+    scheduler: Scheduler,
+    config: SimConfig,
+    placement: str | None,
+    on_job_finished: Callable[[int, int], None] | None,
+    record_events: bool,
+) -> Result:
+    """`simulate` once its workload, scheduler and configuration are settled: the run and the
+    parameters its result records."""
     kept = _KEPT.get()
     record_events = record_events or kept is not None
     sim = Simulator(
@@ -156,7 +169,7 @@ def simulate(
     with _tracing(scheduler, record_events) as trace:
         result = sim.run()
     result.decision_trace = None if trace is None else trace.as_dict()
-    moves = f"on ({sim.repacked} moves)" if repack else "off"
+    moves = f"on ({sim.repacked} moves)" if config.repack else "off"
     result.params = {**workload.params, "speed_model": speed_model(workload), "repack": moves}
     if kept is not None:
         kept.append(result)
