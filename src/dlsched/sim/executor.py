@@ -51,6 +51,20 @@ class Actuator(Protocol):
         ...
 
 
+class Applying:
+    """An `Actuator` that hands each change to ``apply(run, new)`` and never refuses (the
+    simulator's: it sets progress, rates and completions)."""
+
+    __slots__ = ("apply",)
+
+    def __init__(self, apply: Callable[[JobRun, Allocation], None]) -> None:
+        self.apply = apply
+
+    def change(self, run: JobRun, old: Allocation, new: Allocation) -> Status:
+        self.apply(run, new)
+        return _SUCCESS
+
+
 _SUCCESS = Status.success()
 
 
@@ -234,22 +248,10 @@ class Executor:
                 and (alloc.is_empty or self._given.get(job_id) is alloc)
             ):
                 continue  # no change, and valid: (0, 0) always is, and so is what it was given
-            start = None
-            if (
-                type(target) is Target
-                and alloc.is_empty
-                and target.placement is None
-                and type(target.num_workers) is int
-                and type(target.num_ps) is int
-            ):
-                start = (job_id, target.num_workers, target.num_ps)
-            if start is None or self._valid_starts.get(start) is not run.spec:
-                status = check_target(run, target, preemptive, num_servers)
-                if not status.ok:
-                    statuses[job_id] = status
-                    continue
-                if start is not None:
-                    self._valid_starts[start] = run.spec
+            status = self._check(run, target, preemptive, num_servers)
+            if not status.ok:
+                statuses[job_id] = status
+                continue
             workers, ps, placement = target.num_workers, target.num_ps, target.placement
             if (
                 workers == alloc.num_workers
@@ -267,6 +269,24 @@ class Executor:
             if not status.ok:
                 statuses[run.job_id] = status
         return statuses
+
+    def _check(self, run: JobRun, target: object, preemptive: bool, num_servers: int) -> Status:
+        """`check_target`, skipped for a start of this spec at these counts found valid before."""
+        start = None
+        if (
+            type(target) is Target
+            and run.allocation.is_empty
+            and target.placement is None
+            and type(target.num_workers) is int
+            and type(target.num_ps) is int
+        ):
+            start = (run.job_id, target.num_workers, target.num_ps)
+            if self._valid_starts.get(start) is run.spec:
+                return _SUCCESS
+        status = check_target(run, target, preemptive, num_servers)
+        if start is not None and status.ok:
+            self._valid_starts[start] = run.spec
+        return status
 
     def _reallocate(
         self,

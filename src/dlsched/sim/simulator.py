@@ -43,7 +43,7 @@ from dlsched.schedulers.base import Scheduler, check_scheduler
 from dlsched.sim.config import SimConfig
 from dlsched.sim.engine import EventKind, EventQueue
 from dlsched.sim.event_log import EventLog
-from dlsched.sim.executor import Executor
+from dlsched.sim.executor import Applying, Executor
 from dlsched.sim.metrics import Timeline
 from dlsched.sim.pending import PendingList
 from dlsched.sim.result import Result, RunTotals
@@ -56,27 +56,6 @@ class SimulationStalled(RuntimeError):
 
 
 _NEVER_CHOSEN = Status.unschedulable("never chosen")
-
-
-_SUCCESS = Status.success()
-
-
-class _SetAllocation:
-    """The simulator's `Actuator`: each change sets progress, rates and completions at the
-    current time (`Simulator._set_allocation`); it never refuses. A class rather than a
-    closure in `dlsched.sim.executor.Applying`: one call less per reallocation, of which a
-    preemptive policy makes about a million on a large trace."""
-
-    __slots__ = ("moved", "sim")
-
-    def __init__(self, sim: Simulator, moved: bool) -> None:
-        self.sim = sim
-        self.moved = moved
-
-    def change(self, run: JobRun, old: Allocation, new: Allocation) -> Status:
-        sim = self.sim
-        sim._set_allocation(run, new, sim.now_s, self.moved)
-        return _SUCCESS
 
 
 class Simulator:
@@ -133,8 +112,8 @@ class Simulator:
             config.timeline_step_s or config.interval_s or max(600.0, span_s / 2000)
         )
         self.executor = Executor(cluster, placement)
-        self._actuator = _SetAllocation(self, moved=False)
-        self._mover = _SetAllocation(self, moved=True)
+        self._actuator = Applying(lambda run, new: self._set_allocation(run, new, self.now_s))
+        self._mover = Applying(lambda run, new: self._set_allocation(run, new, self.now_s, True))
         self.repacked = 0  # moves of split jobs onto one server (`SimConfig.repack`)
         self.event_log = (
             EventLog.attach(self.executor, lambda: self.now_s) if record_events else None
