@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dlsched.experiments.packing import pack, unpack
-from dlsched.experiments.parallel import GUIDED_SHARE, chunks
+from dlsched.experiments.parallel import GUIDED_SHARE, Dispatch, RunTask
 from dlsched.runner import simulate
 from dlsched.sim.metrics import Timeline
 
@@ -56,16 +56,42 @@ def test_columns_that_are_not_plain_floats_or_ints_travel_unchanged() -> None:
     assert back.records == result.records
 
 
-@given(count=st.integers(0, 3000), workers=st.integers(1, 64))
-@settings(max_examples=200, deadline=None)
-def test_guided_chunks_cover_every_run_once_largest_first(count: int, workers: int) -> None:
-    parts = list(chunks(count, workers))
-    assert [i for part in parts for i in part] == list(range(count))
-    sizes = [len(part) for part in parts]
+def _tasks(schedulers: list[str], seeds: int) -> list[RunTask]:
+    return [RunTask("dl2", name, seed) for seed in range(seeds) for name in schedulers]
+
+
+def _drain(dispatch: Dispatch) -> list[list[int]]:
+    chunks = []
+    while dispatch.left:
+        chunks.append(dispatch.next_chunk())
+    return chunks
+
+
+@given(seeds=st.integers(0, 600), schedulers=st.integers(1, 5), workers=st.integers(1, 64))
+@settings(max_examples=150, deadline=None)
+def test_guided_chunks_send_every_run_once_largest_first(
+    seeds: int, schedulers: int, workers: int
+) -> None:
+    """Without costs, the runs go out in the order given, in chunks that shrink to one run."""
+    tasks = _tasks([f"s{i}" for i in range(schedulers)], seeds)
+    chunks = _drain(Dispatch(tasks, workers))
+    assert [i for chunk in chunks for i in chunk] == list(range(len(tasks)))
+    sizes = [len(chunk) for chunk in chunks]
     assert sizes == sorted(sizes, reverse=True) and all(s >= 1 for s in sizes)
-    if count:
-        assert sizes[0] == -(-count // (GUIDED_SHARE * workers))
-        assert sizes[-1] == 1  # the last runs go one at a time
+    if tasks:
+        assert sizes[0] == -(-len(tasks) // (GUIDED_SHARE * workers)) and sizes[-1] == 1
+
+
+def test_the_costliest_runs_go_out_first_once_their_cost_is_known() -> None:
+    tasks = _tasks(["cheap", "dear", "middling", "unseen"], 10)
+    dispatch = Dispatch(tasks, workers=5)
+    first = dispatch.next_chunk()  # 40 runs / (2 x 5): the first of each, in order
+    assert [tasks[i].scheduler for i in first] == ["cheap", "dear", "middling", "unseen"]
+    for i, cost in zip(first[:3], (0.01, 1.0, 0.1), strict=True):
+        dispatch.done(i, cost)
+    # "unseen" has no run back yet: it counts as the costliest; then dear, middling, cheap
+    order = [tasks[i].scheduler for chunk in _drain(dispatch) for i in chunk]
+    assert order == ["unseen"] * 9 + ["dear"] * 9 + ["middling"] * 9 + ["cheap"] * 9
 
 
 def test_the_parent_builds_the_first_workload_before_the_fork() -> None:

@@ -1,10 +1,10 @@
 """Independent runs of a sweep on a Dask distributed cluster (the optional ``dask`` extra).
 
-The runs are sent as `RunTask`s (names, a seed, options) in chunks (`parallel.chunks`, sized
-by the cluster's worker threads) to `run_chunk` on the Dask workers, which build the workloads
-and the schedulers from their names there and send the results back packed
-(`dlsched.experiments.packing`): the workers need dlsched (the same version) installed,
-nothing else is shipped. ``"local"`` starts a `LocalCluster` on this
+The runs are sent as `RunTask`s (names, a seed, options) in chunks (`parallel.Dispatch`: sized
+by the cluster's worker threads, the costliest first once known) to `run_chunk` on the Dask
+workers, which build the workloads and the schedulers from their names there and send the
+results back packed (`dlsched.experiments.packing`): the workers need dlsched (the same
+version) installed, nothing else is shipped. ``"local"`` starts a `LocalCluster` on this
 machine for the sweep (one single-threaded worker process per core, listening on 127.0.0.1
 only) and stops it after.
 """
@@ -18,8 +18,7 @@ from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from typing import Any
 
-from dlsched.experiments.packing import unpack
-from dlsched.experiments.parallel import RunTask, chunks, run_chunk
+from dlsched.experiments.parallel import RunTask, run_chunk, run_dispatched
 from dlsched.sim import Result
 
 log = logging.getLogger(__name__)
@@ -106,19 +105,10 @@ def run_on_dask(
             ) from None
         threads = sum(client.nthreads().values())
         log.info("%d runs on the Dask cluster at %s (%d threads)", len(tasks), address, threads)
-        parts = {
-            client.submit(run_chunk, [tasks[i] for i in part], pure=False): part
-            for part in chunks(len(tasks), threads)
-        }
-        futures = list(parts)
-        results: list[Result | None] = [None] * len(tasks)
-        try:
-            for future in distributed.as_completed(futures):
-                for i, packed in zip(parts[future], future.result(), strict=True):
-                    results[i] = result = unpack(packed)
-                    if on_run is not None:
-                        on_run(result)
-        except BaseException:
-            client.cancel(futures)
-            raise
-        return [r for r in results if r is not None]
+        return run_dispatched(
+            tasks,
+            threads,
+            lambda chunk: client.submit(run_chunk, chunk, pure=False),
+            lambda futures: distributed.wait(futures, return_when="FIRST_COMPLETED").done,
+            on_run,
+        )
