@@ -18,6 +18,7 @@ LOGS=$(mktemp -d /tmp/sweeps3_logs.XXXX)
 START=$SECONDS
 left() { echo $((BUDGET_S - (SECONDS - START))); }
 mkdir -p "$OUT"
+exec > >(tee -a "$LOGS/console.log") 2>&1
 if ! $PY -c "import gymnasium, zmq, zstandard" 2>/dev/null && ls .whl/*.whl >/dev/null 2>&1; then
     $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
         --target /tmp/site .whl/*.whl && export PYTHONPATH="${PYTHONPATH:-$PWD/src}:/tmp/site"
