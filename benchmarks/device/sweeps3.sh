@@ -8,7 +8,7 @@
 #   export PYTHONPATH=$PWD/src; OUT=/tmp/s3 BUDGET_S=20 bash benchmarks/device/sweeps3.sh  # rehearsal
 #
 # BUDGET_S (s, default 90): the whole script's time; below 80 it sweeps fewer seeds (said in
-# machine.txt). Stages run in order of importance and a stage is skipped when what is left of
+# machine.txt; SWEEP_SEEDS=1-2 forces them). Stages run in order of importance and a stage is skipped when what is left of
 # the budget is less than it needs. Uses at most the machine's cores (16 workers at most).
 set -u
 OUT=${OUT:-/tmp/sweeps3}
@@ -27,6 +27,7 @@ export PYTHONPATH="${PYTHONPATH:-$PWD/src}"
 export PYTHONUNBUFFERED=1
 SCHEDULERS=fifo,drf,srtf,optimus,efficient-srtf
 if [ "$BUDGET_S" -ge 80 ]; then SEEDS=1-20; elif [ "$BUDGET_S" -ge 40 ]; then SEEDS=1-6; else SEEDS=1-2; fi
+SEEDS=${SWEEP_SEEDS:-$SEEDS}  # a rehearsal's override
 SWEEP=(-w dl2 --schedulers "$SCHEDULERS" --seeds "$SEEDS")
 {
     date -u
