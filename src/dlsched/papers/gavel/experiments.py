@@ -8,9 +8,10 @@ and the run stops once every job of the window has finished, while later jobs ke
 competing. Near the cluster's capacity the queue a window's jobs meet grows with their place in
 the stream, and so does their JCT: Gavel's steep rise. (Runs of a few hundred jobs measured to
 completion miss it: the window's jobs share the cluster with a stream that has ended and drain
-it.) A window that has not finished ``cutoff_h`` simulated hours after its last job arrived
-counts as saturated (JCT ``inf``, as Gavel's timed-out runs), so that runs far over capacity
-end. The experiment writes
+it.) A window that has not finished ``cutoff_h`` simulated hours after its last job arrived, or
+a run with more than ``max_active_per_gpu`` active jobs per GPU, counts as saturated (JCT
+``inf``, as Gavel's timed-out runs count), so that runs far over capacity end. The experiment
+writes
 
 * ``runs.csv`` — one row per (policy, rate, seed): average JCT of the window, jobs of the window
   finished, jobs arrived by then, simulated time at the end (s);
@@ -19,7 +20,7 @@ end. The experiment writes
 * ``gavel.png`` — average JCT (hours) against input job rate, one line per policy.
 
 Differences from Gavel's figure, said in the README it writes: the window is earlier in the
-stream than Gavel's (`REDUCED`: jobs 200-400, 5 rates, 2 seeds; `FULL`: jobs 1,000-1,500, 8
+stream than Gavel's (`REDUCED`: jobs 100-300, 5 rates, 2 seeds; `FULL`: jobs 1,000-1,500, 9
 rates, 3 seeds, where Gavel's is 4,000-5,000), so the queue has had less time to build up.
 """
 
@@ -54,29 +55,32 @@ class Size:
         rates: input job rates, jobs per hour.
         seeds: workload seeds.
         cutoff_h: a window not finished this many simulated hours after its last job arrived
-            is saturated (hours).
+            is saturated (hours); arrivals go on until then.
+        max_active_per_gpu: a run whose active jobs (running and waiting) outnumber the GPUs
+            this many times over is saturated (the queue of a cluster past its capacity grows
+            without end, and so does the time to simulate it).
     """
 
     window: tuple[int, int]
     rates: tuple[float, ...]
     seeds: tuple[int, ...]
-    cutoff_h: float = 500.0
-
-    @property
-    def stream_jobs(self) -> int:
-        """Jobs drawn: enough that arrivals go on until the window finishes or is cut off."""
-        return 4 * self.window[1]
+    cutoff_h: float = 400.0
+    max_active_per_gpu: float = 4.0
 
 
-REDUCED = Size(window=(200, 400), rates=(1.0, 2.0, 3.0, 4.0, 5.0), seeds=(1, 2))
-FULL = Size(window=(1000, 1500), rates=(1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0), seeds=(1, 2, 3))
+REDUCED = Size(window=(100, 300), rates=(2.0, 4.0, 6.0, 8.0, 10.0), seeds=(1, 2))
+FULL = Size(
+    window=(1000, 1500), rates=(2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0), seeds=(1, 2, 3)
+)
 
 
 def run_one(policy: str, rate: float, seed: int, size: Size) -> dict[str, Any]:
     """One run's row of ``runs.csv``: the stream runs until the window's jobs finish."""
     from dlsched.papers.gavel.workload import make_gavel
 
-    workload = make_gavel(seed=seed, num_jobs=size.stream_jobs, jobs_per_hour=rate)
+    low, high = size.window
+    stream = 2 * high + math.ceil(rate * size.cutoff_h)  # arrivals go on past the cutoff
+    workload = make_gavel(seed=seed, num_jobs=stream, jobs_per_hour=rate)
     scheduler = make_scheduler(policy)
     config = SimConfig(
         interval_s=workload.interval_s,
@@ -85,20 +89,24 @@ def run_one(policy: str, rate: float, seed: int, size: Size) -> dict[str, Any]:
         rescale=workload.rescale or RescaleCost(),
         seed=seed,
     )
+    cluster = workload.make_cluster()
     sim = Simulator(
         workload.jobs,
-        workload.make_cluster(),
+        cluster,
         workload.model,
         scheduler,
         make_placement(workload.placement),
         config,
         workload_name=workload.name,
     )
-    low, high = size.window
     cutoff_s = workload.jobs[high - 1].submit_time_s + size.cutoff_h * 3600.0
+    most_active = size.max_active_per_gpu * cluster.total.gpu
     seen, done = 0, 0
     while (now := sim.next_point()) is not None and now <= cutoff_s:
-        sim.apply(scheduler.decide(sim.view()))
+        view = sim.view()
+        if len(view.running) + len(view.pending) > most_active:
+            break
+        sim.apply(scheduler.decide(view))
         done += sum(1 for r in sim.finished[seen:] if low <= r.job_id < high)
         seen = len(sim.finished)
         if done == high - low:
@@ -184,7 +192,7 @@ def _write_markdown(path: Path, summary: list[dict[str, Any]], size: Size, full:
         "",
         "Full size."
         if full
-        else "**Reduced size** (the default; `--full` is jobs 1,000-1,500, 8 rates, 3 seeds).",
+        else "**Reduced size** (the default; `--full` is jobs 1,000-1,500, 9 rates, 3 seeds).",
         "",
         "Workload `gavel`: one-GPU jobs in a continuous stream (Poisson arrivals, Gavel's job"
         " types and durations), 36 GPUs of each type, 360 s rounds; seeds"
