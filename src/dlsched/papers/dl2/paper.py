@@ -55,6 +55,10 @@ from dlsched.rl.training import RunOptions, RunResult, Validation, train
 
 log = logging.getLogger(__name__)
 
+STAGGER_SLOTS = 400
+"""Most slots an environment runs unrecorded before its first recorded slot (`PaperSpec.stagger`;
+a 200-job DL2 trace lasts about 420–530 slots)."""
+
 PAPER_ROW = ("x", "d", "e", "r", "w", "u")
 """The paper's per-job state entries (§4.1)."""
 
@@ -121,6 +125,18 @@ class PaperSpec:
         reward: ``"paper"`` (Σ epochs trained / total epochs) or ``"jct"`` (a diagnosis, not
             the paper: minus the jobs in the system over the slot ÷ J, whose undiscounted
             sum is −Σ JCT / (1,200 s × J)).
+        explored_in_pg: True (the paper, read literally): an action the job-aware exploration
+            chose instead of the policy is trained on as if the policy had sampled it (policy
+            gradient with the policy's log-probability); False: such samples train the value
+            network only.
+        slot_td: ``"paper"``: every action of a slot has the target ``r + γV(s')`` with ``s'``
+            the next slot's first state; ``"chain"`` (a diagnosis): an action inside a slot has
+            the target ``V`` of the next state of the same slot (no reward, no discount: no time
+            passes), the slot's last action ``r + γV(s')``.
+        stagger: False: the ``num_envs`` episodes start together (every sample comes from the
+            same phase of its trace until the first episodes end); True: each environment first
+            runs a random number of slots (0 to 400, policy acting, nothing recorded), so the
+            replay mixes phases as the paper's one continuous cluster does.
     """
 
     out: Path
@@ -138,6 +154,9 @@ class PaperSpec:
     init: Path | None = None
     critic_warmup: int = 0
     reward: str = "paper"
+    explored_in_pg: bool = True
+    slot_td: str = "paper"
+    stagger: bool = False
 
 
 class SlotReplay:
@@ -151,6 +170,8 @@ class SlotReplay:
         self.actions = np.zeros(capacity, dtype=np.int64)
         self.rewards = np.zeros(capacity, dtype=np.float32)
         self.dones = np.zeros(capacity, dtype=np.float32)
+        self.explored = np.zeros(capacity, dtype=bool)
+        self.discounts = np.zeros(capacity, dtype=np.float32)
 
     def add_slot(
         self,
@@ -160,20 +181,42 @@ class SlotReplay:
         reward: float,
         next_obs: npt.NDArray[np.float32],
         done: bool,
+        explored: npt.NDArray[np.bool_] | None = None,
+        gamma: float | None = None,
     ) -> None:
-        """One slot's samples: every action gets the slot's reward and next state."""
+        """One slot's samples: every action gets the slot's reward and next state; with
+        ``gamma`` (`PaperSpec.slot_td` ``"chain"``) an action inside the slot gets instead the
+        slot's next state, no reward and discount 1, the last one ``reward``, ``next_obs`` and
+        discount ``gamma`` (0 when ``done``)."""
         idx = (self.pos + np.arange(len(actions))) % self.capacity
         self.obs[idx], self.masks[idx], self.actions[idx] = obs, masks, actions
         self.rewards[idx], self.next_obs[idx], self.dones[idx] = reward, next_obs, float(done)
+        self.explored[idx] = False if explored is None else explored
+        if gamma is not None:
+            self.rewards[idx[:-1]], self.next_obs[idx[:-1]] = 0.0, obs[1:]
+            self.dones[idx[:-1]], self.discounts[idx[:-1]] = 0.0, 1.0
+            self.discounts[idx[-1]] = 0.0 if done else gamma
         self.pos = int((self.pos + len(actions)) % self.capacity)
         self.size = min(self.size + len(actions), self.capacity)
 
-    def sample(self, n: int, rng: np.random.Generator, device: torch.device) -> Batch:
+    def sample(
+        self,
+        n: int,
+        rng: np.random.Generator,
+        device: torch.device,
+        *,
+        explored_in_pg: bool = True,
+        chain: bool = False,
+    ) -> Batch:
+        """``n`` samples drawn uniformly with replacement; ``explored_in_pg`` False weighs the
+        exploration rule's actions 0 in the policy gradient; ``chain``: per-sample discounts
+        (`add_slot`'s ``gamma``)."""
         idx = rng.integers(self.size, size=n)
 
         def take(a: npt.NDArray[Any]) -> torch.Tensor:
             return torch.from_numpy(a[idx]).to(device)
 
+        weights = None if explored_in_pg else take((~self.explored).astype(np.float32))
         return Batch(
             take(self.obs),
             take(self.masks),
@@ -181,6 +224,8 @@ class SlotReplay:
             take(self.rewards),
             take(self.next_obs),
             take(self.dones),
+            weights,
+            take(self.discounts) if chain else None,
         )
 
 
@@ -211,50 +256,69 @@ class Collector:
         replay: SlotReplay,
         seed: int,
         reward: str = "paper",
+        *,
+        chain_gamma: float | None = None,
+        stagger_slots: int = 0,
     ):
         if reward not in ("paper", "jct"):
             raise ValueError(f"reward must be paper or jct, got {reward!r}")
         self.env, self.learner, self.replay = env, learner, replay
         self.jct_reward = reward == "jct"
+        self.chain_gamma = chain_gamma
         self.rng = np.random.default_rng(seed)
         self.gen = torch.Generator(device=env.device).manual_seed(seed)
         env.reset()
-        self.staged: list[list[tuple[npt.NDArray[np.float32], npt.NDArray[np.bool_], int]]] = [
-            [] for _ in range(env.num_envs)
-        ]
+        self.staged: list[list[tuple[npt.NDArray[np.float32], npt.NDArray[np.bool_], int, bool]]]
+        self.staged = [[] for _ in range(env.num_envs)]
+        self.skip = (
+            np.random.default_rng(seed + 7).integers(0, stagger_slots + 1, size=env.num_envs)
+            if stagger_slots
+            else np.zeros(env.num_envs, dtype=np.int64)
+        )
         self.slots = 0
         self.episodes = 0
         self.returns: list[float] = []
+        self.episode_jct: list[float] = []
         self._ret = np.zeros(env.num_envs)
+        self._job_s = np.zeros(env.num_envs)
 
-    def act(self) -> npt.NDArray[np.int64]:
+    def act(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+        """The policy's sampled actions, some replaced by the job-aware exploration rule; and
+        which were replaced."""
         env, cfg = self.env, self.learner.cfg
         obs, mask = env.tensors()
         with torch.inference_mode():
             logits = masked_logits(self.learner.policy(obs), mask)
             actions = torch.multinomial(torch.softmax(logits, 1), 1, generator=self.gen)[:, 0]
         out = actions.cpu().numpy()
+        use = np.zeros(env.num_envs, dtype=bool)
         if cfg.exploration:
             fixes = exploration_fixes(env)
             use = fixes.any(axis=1) & (self.rng.random(env.num_envs) < cfg.epsilon)
             if use.any():
                 keys = np.where(fixes[use], self.rng.random(fixes[use].shape), -1.0)
                 out[use] = keys.argmax(axis=1)
-        return out
+        return out, use
 
     def step(self) -> int:
-        """One action in every environment; returns the slots that ended."""
+        """One action in every environment; returns the slots that ended and were recorded."""
         env = self.env
         obs, mask = env.obs.copy(), env.mask.copy()
-        actions = self.act()
+        actions, explored = self.act()
         _, _, rewards, terminated, truncated, slot_end = env.step(actions)
         if self.jct_reward:
             rewards = -env.job_s / (SLOT_S * env.shape.J)
         for b in range(env.num_envs):
-            self.staged[b].append((obs[b], mask[b], int(actions[b])))
-        ended = np.flatnonzero(slot_end)
-        for b in ended.tolist():
+            self.staged[b].append((obs[b], mask[b], int(actions[b]), bool(explored[b])))
+        recorded = 0
+        self._job_s += np.where(slot_end, env.job_s, 0.0)
+        for b in np.flatnonzero(slot_end).tolist():
             rows = self.staged[b]
+            if self.skip[b] > 0:  # a staggered start: this slot is not recorded
+                self.skip[b] -= 1
+                rows.clear()
+                continue
+            recorded += 1
             self.replay.add_slot(
                 np.stack([r[0] for r in rows]),
                 np.stack([r[1] for r in rows]),
@@ -262,6 +326,8 @@ class Collector:
                 float(rewards[b]),
                 env.obs[b],
                 bool(terminated[b]),
+                np.array([r[3] for r in rows], dtype=bool),
+                self.chain_gamma,
             )
             rows.clear()
             self._ret[b] += rewards[b]
@@ -269,12 +335,14 @@ class Collector:
         for b in np.flatnonzero(done).tolist():
             self.staged[b].clear()
             self.returns.append(float(self._ret[b]))
-            self._ret[b] = 0.0
+            if terminated[b]:  # every job done: the job-seconds' sum is the trace's total JCT
+                self.episode_jct.append(self._job_s[b] / np.isfinite(env.submit[b]).sum())
+            self._ret[b] = self._job_s[b] = 0.0
             self.episodes += 1
         if done.any():
             env.reset_done()
-        self.slots += len(ended)
-        return len(ended)
+        self.slots += recorded
+        return recorded
 
 
 def _grad_norm(net: nn.Module) -> float:
@@ -288,7 +356,8 @@ STATS = (
 )  # fmt: skip
 """Learning statistics of `rl_update`, logged as their mean over each step's updates."""
 COLUMNS = (
-    "phase", "updates", "slots", "episodes", "train_return", *STATS, "val_avg_jct_s", "wall_s",
+    "phase", "updates", "slots", "episodes", "train_return", "train_avg_jct_s", *STATS,
+    "val_avg_jct_s", "wall_s",
 )  # fmt: skip
 
 
@@ -391,7 +460,11 @@ class PaperLearner:
                 spec.num_envs, shape=self.shape, seed=cfg.seed, device=spec.device,
                 **spec.workload_options,
             )  # fmt: skip
-            self.collector = Collector(env, self.learner, self.replay, cfg.seed, spec.reward)
+            self.collector = Collector(
+                env, self.learner, self.replay, cfg.seed, spec.reward,
+                chain_gamma=cfg.gamma if spec.slot_td == "chain" else None,
+                stagger_slots=STAGGER_SLOTS if spec.stagger else 0,
+            )  # fmt: skip
         collector, replay = self.collector, self.replay
         sums = dict.fromkeys(STATS, 0.0)
         done = due = 0
@@ -400,17 +473,22 @@ class PaperLearner:
             if replay.size < replay.capacity:
                 due = 0
             while due >= cfg.slots_per_update and done < spec.eval_every:
-                batch = replay.sample(cfg.batch_size, self.rng, self.device)
+                batch = replay.sample(
+                    cfg.batch_size, self.rng, self.device,
+                    explored_in_pg=spec.explored_in_pg, chain=spec.slot_td == "chain",
+                )  # fmt: skip
                 stats = rl_update(self.learner, batch, self.updates < spec.critic_warmup)
                 for k in STATS:
                     sums[k] += stats.get(k, float("nan"))
                 due -= cfg.slots_per_update
                 done, self.updates = done + 1, self.updates + 1
         returns = collector.returns[-2 * spec.num_envs :]
+        jcts = collector.episode_jct[-spec.num_envs :]
         row: dict[str, object] = {k: v / done for k, v in sums.items()}
         row.update(
             phase="rl", updates=self.updates, slots=collector.slots, episodes=collector.episodes,
             train_return=float(np.mean(returns)) if returns else float("nan"),
+            train_avg_jct_s=float(np.mean(jcts)) if jcts else float("nan"),
         )  # fmt: skip
         return row
 
