@@ -125,9 +125,8 @@ def main() -> None:
     if args.variant in NO_SIGNAL:
         permuted_targets(learner.replay)
     learner.step()  # loads the supervised start
-    t0 = time.perf_counter()
     start = learner.validate()
-    best = start.rank[0]
+    t0, best = time.perf_counter(), start.rank[0]
     with (spec.out / "train_log.csv").open("w", newline="") as fh:
         csv.writer(fh).writerow(COLUMNS)
         csv.writer(fh).writerow(
