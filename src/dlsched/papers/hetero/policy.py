@@ -5,9 +5,10 @@ estimated speed on; a pair scores ``weights · pair_features`` (`dlsched.papers.
 Pairs are taken in decreasing score (ties: arrival, then the cluster's type order), each job at
 most once, while its type has enough GPUs left for the job's fixed size; jobs not taken are
 suspended (Gavel's jobs restart at no cost from their last step). So the action is which jobs
-run and on which type. Placement on servers is Gavel's round mechanism's (`GavelRounds`: a job
-keeps its servers where it stays on their type, the others are placed in an order the executor
-can apply), so the two differ only in the choice of jobs and types.
+run and on which type. Placement on servers is the one Gavel's round mechanism uses
+(`dlsched.placement.typed.place_on_types`: a job keeps its servers where it stays on their type,
+the others are placed in an order the executor can apply), so the two differ only in the choice
+of jobs and types.
 
 A checkpoint is ``policy.pt`` (the tensor ``weights``) and ``card.json`` (`dlsched.rl.checkpoint`,
 its limits in `dlsched.papers.hetero.card_check`); PyTorch is imported only to read one.
@@ -21,8 +22,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dlsched.core import ClusterView, Decision, JobRun
-from dlsched.papers.gavel.rounds import UNTYPED, GavelRounds, scale_of
+from dlsched.core import Arch, ClusterView, Decision, JobRun, JobSpec, Resources
 from dlsched.papers.hetero.features import (
     FEATURES,
     Array,
@@ -30,6 +30,8 @@ from dlsched.papers.hetero.features import (
     gpu_types,
     pair_features,
 )
+from dlsched.placement.typed import place_on_types, scale_of
+from dlsched.schedulers.base import BaseScheduler
 
 ALGORITHM = "hetero"
 """The ``algorithm`` of this package's cards."""
@@ -39,7 +41,7 @@ HAND_WEIGHTS = (-1.0, 0.0, 0.0, 0.0, 0.0, 0.0)
 estimated remaining time on that type)."""
 
 
-class TypeScore(GavelRounds):
+class TypeScore(BaseScheduler):
     """Run the (job, type) pairs of highest ``weights · features``, one type per job."""
 
     name = "hetero-score"
@@ -50,17 +52,25 @@ class TypeScore(GavelRounds):
             raise ValueError(f"hetero-score: {len(FEATURES)} weights needed, got {len(weights)}")
         self.weights = np.array([float(w) for w in weights])
         self.trained_setting: dict[str, Any] | None = None  # from the card, for the notice
-        super().__init__()
+
+    def cannot_run(self, jobs: Sequence[JobSpec], servers: Sequence[Resources]) -> str | None:
+        """Fixed-size GPU jobs only (as Gavel's): no parameter servers, at least one GPU."""
+        for spec in jobs:
+            if spec.arch is Arch.PS or spec.worker_demand.gpu <= 0:
+                return f"{self.name} schedules fixed-size GPU jobs; job {spec.job_id} " + (
+                    "has parameter servers" if spec.arch is Arch.PS else "uses no GPU"
+                )
+        return None
 
     def decide(self, view: ClusterView) -> Decision:
         cluster = view.cluster
-        server_types = cluster.server_types or (UNTYPED,) * cluster.num_servers
         types = gpu_types(view)
+        server_types = cluster.server_types or (types[0],) * cluster.num_servers
         runs = view.jobs()
         rates = estimated_rates(view, runs, types)
         scores = pair_features(view, runs, types, rates) @ self.weights
-        gpus = cluster.gpus_by_type() or {UNTYPED: int(cluster.total.gpu)}
-        return self._place(view, server_types, choose(runs, types, rates, scores, gpus))
+        gpus = cluster.gpus_by_type() or {types[0]: int(cluster.total.gpu)}
+        return place_on_types(view, server_types, choose(runs, types, rates, scores, gpus))
 
 
 def choose(

@@ -13,7 +13,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dlsched.core import Allocation, ClusterView, Decision, JobSpec
-from dlsched.papers.gavel.workload import make_gavel
 from dlsched.papers.hetero.config import HeteroConfig
 from dlsched.papers.hetero.features import FEATURES
 from dlsched.papers.hetero.policy import HAND_WEIGHTS, TypeScore
@@ -25,6 +24,7 @@ from dlsched.rl.run_options import RunOptions
 from dlsched.runner import simulate
 from dlsched.schedulers.base import Scheduler
 from dlsched.sim import Result, SimConfig, Simulator
+from dlsched.workloads.registry import make_workload
 
 JOBS = 16
 CLUSTER = "v100:1x8,p100:1x8,k80:2x4"
@@ -82,8 +82,8 @@ def test_it_reads_estimated_speeds_never_true_ones() -> None:
 
     decisions = []
     for spread in (0.0, 0.8):  # same jobs and profiles, different true speeds
-        workload = make_gavel(
-            seed=4, speed_spread=spread, num_jobs=JOBS, cluster=CLUSTER, jobs_per_hour=6.0
+        workload = make_workload(
+            "gavel", seed=4, speed_spread=spread, num_jobs=JOBS, cluster=CLUSTER, jobs_per_hour=6.0
         )
         sim = Simulator(
             workload.jobs,
