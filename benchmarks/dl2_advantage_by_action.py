@@ -67,8 +67,16 @@ def main() -> None:
     print(f"{'all':>8} {1.0:6.3f} {adv_np.mean():8.3f} {adv_np.std() / np.sqrt(len(a)):6.3f} "
           f"{push.mean():10.4f} {push.std() / np.sqrt(len(a)):8.4f}")  # fmt: skip
     explored = rep.explored
-    print(f"explored share {explored.mean():.3f}; mean A explored {adv_np[explored].mean():.3f}, "
-          f"policy's own {adv_np[~explored].mean():.3f}")  # fmt: skip
+    mine = adv_np[~explored].mean()
+    theirs = adv_np[explored].mean() if explored.any() else float("nan")
+    print(f"explored share {explored.mean():.3f}; mean A explored {theirs:.3f}, policy's own "
+          f"{mine:.3f}")  # fmt: skip
+    taken = probs.gather(1, torch.from_numpy(a)[:, None])[:, 0].numpy()
+    greedy = probs.argmax(1).numpy() == a
+    print(
+        f"sampled action = greedy action in {greedy.mean():.4f} of samples; mean π(a|s) "
+        f"{taken.mean():.4f}; samples with π(a|s) < 0.9: {(taken < 0.9).mean():.4f}"
+    )
 
 
 if __name__ == "__main__":

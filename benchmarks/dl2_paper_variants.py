@@ -13,7 +13,8 @@ Second session (one suspect of A's drift changed at a time, A otherwise): ``G`` 
 latest 256 samples, on-policy), ``H`` the exploration rule's actions out of the policy gradient,
 ``S`` staggered environment starts, ``T`` per-action TD inside a slot, ``U`` γ = 0 (the
 authors' code: advantage = slot reward − V(s)), ``Z`` no signal (targets permuted within each
-mini-batch: the control), ``V`` / ``N`` Table 2's no value network / no exploration.
+mini-batch: the control), ``V`` / ``N`` Table 2's no value network / no exploration, ``L`` /
+``Y`` A / Z with lr 1e-5.
 Each variant validates every 750 updates (``--eval-every``) and keeps its best policy in
 ``OUT/NAME``; ``--seed`` > 0 makes (or reuses) its own supervised start ``OUT/sl-SEED``.
 """
@@ -59,7 +60,12 @@ VARIANTS: dict[str, dict[str, Any]] = {
     # Table 2's ablations of A
     "V": {"num_envs": 16, "config": paper_config(value_net=False)},
     "N": {"num_envs": 16, "config": paper_config(exploration=False)},
+    # A with ten times smaller steps, with and without signal
+    "L": {"num_envs": 16, "config": paper_config(rl_lr=1e-5)},
+    "Y": {"num_envs": 16, "config": paper_config(rl_lr=1e-5)},
 }
+NO_SIGNAL = ("Z", "Y")
+"""Variants whose mini-batches get `permuted_targets`."""
 
 
 def permuted_targets(replay: SlotReplay) -> None:
@@ -116,12 +122,11 @@ def main() -> None:
     spec = replace(base, out=out, init=init, **options)
     spec.out.mkdir(parents=True, exist_ok=True)
     learner = PaperLearner(spec)
-    if args.variant == "Z":
+    if args.variant in NO_SIGNAL:
         permuted_targets(learner.replay)
     learner.step()  # loads the supervised start
-    t0 = time.perf_counter()
     start = learner.validate()
-    best = start.rank[0]
+    t0, best = time.perf_counter(), start.rank[0]
     with (spec.out / "train_log.csv").open("w", newline="") as fh:
         csv.writer(fh).writerow(COLUMNS)
         csv.writer(fh).writerow(

@@ -14,7 +14,7 @@ run_s=$((BUDGET_S > 40 ? BUDGET_S - 30 : 10))
 minutes=$(awk -v s="$run_s" 'BEGIN { printf "%.2f", (s - 90) / 60 }')  # start-up, validations, the last chunk
 init=src/dlsched/papers/dl2/policies/dl2_paper  # the supervised start (runs/variants/sl)
 # VARIANT:NAME:EVAL_EVERY (benchmarks/dl2_paper_variants.py)
-JOBS="A:A_paper:375 Z:Z_no_signal:375 V:V_no_value_net:375 N:N_no_exploration:375 G:G_no_replay:375"
+JOBS="A:A_paper:375 Z:Z_no_signal:375 L:L_lr1e-5:750 Y:Y_lr1e-5_no_signal:750 V:V_no_value_net:375"
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 NUMBA_NUM_THREADS=1
 {
   echo "start $(date -u +%FT%TZ) budget ${BUDGET_S}s run ${run_s}s minutes ${minutes}"

@@ -62,12 +62,14 @@ stage before_and_ceiling 6 $PY benchmarks/compare_workers.py "${SWEEP[@]}" --no-
     --workers 16 --per-task 4,16 --ceiling 16
 # 3. per-run overhead on 16 workers
 stage overhead 4 $PY benchmarks/sweep_overhead.py "${SWEEP[@]}" --workers 16
-# 4. whole `dlsched compare` processes (start-up included), 16, 4 and 1 worker(s)
+# 4. whole `dlsched compare` processes (start-up included), 16 and 4 workers
 export TIMEFORMAT='whole process: wall %R s, user %U s, sys %S s'
-for n in 16 4 1; do
-    needs=$([ "$n" = 1 ] && echo 25 || echo 6)
-    stage "cli_$n" "$needs" bash -c "time $PY -m dlsched compare ${SWEEP[*]} --workers $n --json >/dev/null"
+for n in 16 4; do
+    stage "cli_$n" 6 bash -c "time $PY -m dlsched compare ${SWEEP[*]} --workers $n --json >/dev/null"
 done
+# 5. with what is left: 16 and 8 workers again (noise), then a whole 1-worker process
+stage repeat 8 $PY benchmarks/compare_workers.py "${SWEEP[@]}" --no-baseline --workers 16,8 --repeat 2
+stage cli_1 25 bash -c "time $PY -m dlsched compare ${SWEEP[*]} --workers 1 --json >/dev/null"
 cat /proc/loadavg >>"$LOGS/machine.txt"
 echo "total $((SECONDS - START)) s" | tee -a "$LOGS/machine.txt"
 tar -czf "$OUT/sweeps3.tar.gz" -C "$LOGS" .

@@ -103,7 +103,7 @@ def run_on_dask(
             raise ValueError(
                 f"{option}: cannot reach a Dask scheduler at {address}: {reason}"
             ) from None
-        threads = sum(client.nthreads().values())
+        threads = max(1, sum(client.nthreads().values()))  # none yet: one chunk at a time
         log.info("%d runs on the Dask cluster at %s (%d threads)", len(tasks), address, threads)
         return run_dispatched(
             tasks,

@@ -1,11 +1,13 @@
 """A `Result` in a compact form for the trip from a worker process back to the sweep.
 
 A pickled `Result` is mostly its per-job records (one frozen dataclass a job) and its timeline
-(lists of Python floats): ~28 kB and ~1.5 ms to pickle, ~1 ms to unpickle, for a 100-job run.
-`pack` turns each record field and each timeline column into one typed array (8 bytes a value,
-pickled as one block of bytes); `unpack` rebuilds the same lists of the same Python floats and
-ints, so the unpacked `Result` equals the original bit for bit. A column that is not all plain
-``float`` or all plain ``int`` (in 64 bits) travels as its list, unchanged.
+(lists of Python floats), each value pickled on its own. `pack` turns each record field and
+each timeline column into one typed array (floats in 8 bytes, ints in the fewest of 1, 2, 4 or
+8 bytes that hold them), pickled as one block of bytes; `unpack` rebuilds the same lists of the
+same Python floats and ints, so the unpacked `Result` equals the original bit for bit. A column
+that is not all plain ``float`` or all plain ``int`` (in 64 bits) travels as its list,
+unchanged. The parent of a sweep, which receives every run's result one after the other,
+spends about half the time on a packed one (`benchmarks/RESULTS.md`, issue 31).
 """
 
 from __future__ import annotations
@@ -27,10 +29,11 @@ def _column(values: list[Any]) -> array[Any] | list[Any]:
     if all(type(v) is float for v in values):
         return array("d", values)
     if all(type(v) is int for v in values):
-        try:
-            return array("q", values)
-        except OverflowError:
-            return values
+        for code in "bhiq":  # 1, 2, 4, 8 bytes
+            try:
+                return array(code, values)
+            except OverflowError:
+                continue
     return values
 
 
@@ -47,12 +50,12 @@ def pack(result: Result) -> tuple[Any, ...]:
         for f in dataclasses.fields(Result)
         if f.name not in ("records", "timeline", "queued_s")
     }
-    return len(result.records), records, timeline, _column(result.queued_s), rest
+    return records, timeline, _column(result.queued_s), rest
 
 
 def unpack(packed: tuple[Any, ...]) -> Result:
     """The `Result` that `pack` was given, equal field for field."""
-    _count, records, timeline, queued_s, rest = packed
+    records, timeline, queued_s, rest = packed
     columns = [_values(c) for c in records]
     rows = [JobRecord(*row) for row in zip(*columns, strict=True)]
     return Result(
