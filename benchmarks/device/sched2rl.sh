@@ -19,11 +19,12 @@ $PY -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_av
 # name: PaperConfig overrides. Replay ratio = updates_per_step * 256 / num_envs transitions.
 COMMON="--set num_envs=256 --set threads=1 --set eval_every=200"
 COMMON="$COMMON ${SCHED2RL_EXTRA:-}"   # a rehearsal shrinks the problem
+INC="--set reward=incremental --set reward_scale=1 --set target_update=50 --set updates_per_step=4"
 declare -A VARIANTS=(
-    [inc_t50]="--set reward=incremental --set target_update=50 --set updates_per_step=4"
-    [inc_t50_s1]="--set reward=incremental --set target_update=50 --set updates_per_step=4 --set seed=1"
-    [paper_t50]="--set reward=paper --set target_update=50 --set updates_per_step=4"
-    [paper_t500]="--set reward=paper --set target_update=500 --set updates_per_step=2"
+    [inc_g90]="$INC --set gamma=0.9"
+    [inc_g90_s1]="$INC --set gamma=0.9 --set seed=1"
+    [inc_g95]="$INC --set gamma=0.95"
+    [paper_control]="--set reward=paper --set target_update=500 --set updates_per_step=2"
 )
 for name in "${!VARIANTS[@]}"; do
     # shellcheck disable=SC2086

@@ -58,7 +58,7 @@ def main() -> None:
 
     try:
         train_paper(config, args.out, force=True, progress=show)  # type: ignore[arg-type]
-    except Exception:  # noqa: BLE001 - a CUDA failure must not lose the run: retry on CPU
+    except Exception:  # a CUDA failure must not lose the run: retry on the CPU
         traceback.print_exc()
         left = args.budget - (time.monotonic() - start)
         if config.device == "cpu" or left < 30:
@@ -67,7 +67,9 @@ def main() -> None:
         train_paper(config, args.out, force=True, progress=show)  # type: ignore[arg-type]
     net, _, _ = load_policy(args.out)
     torch.set_num_threads(1)
-    result = evaluate_batched(net.cpu(), SELECTION_SEEDS, num_jobs=config.num_jobs, load=config.load)
+    result = evaluate_batched(
+        net.cpu(), SELECTION_SEEDS, num_jobs=config.num_jobs, load=config.load
+    )
     (args.out / "selection.json").write_text(
         json.dumps({"seeds": [SELECTION_SEEDS[0], SELECTION_SEEDS[-1]], **result}, indent=1)
     )
