@@ -15,9 +15,7 @@ from dlsched.sim.order_stats import median, percentile
 _VALUES = arrays(
     np.float64,
     st.integers(1, 300),
-    elements=st.one_of(
-        st.floats(0.0, 1e9, allow_nan=False), st.integers(0, 50).map(float)
-    ),
+    elements=st.one_of(st.floats(0.0, 1e9, allow_nan=False), st.integers(0, 50).map(float)),
 )
 
 
