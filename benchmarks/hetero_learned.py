@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from dlsched.experiments.compare import mean_ci95, parse_seeds
+from dlsched.papers.hetero.config import TEST_SEED0
 from dlsched.papers.hetero.policy import HAND_WEIGHTS, TypeScore, load_policy
 from dlsched.runner import simulate
 from dlsched.schedulers.base import Scheduler
@@ -111,7 +112,9 @@ def summarise(rows: Sequence[dict[str, Any]], rates: Sequence[float]) -> list[st
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rates", default="4,8", help="input job rates, jobs/hour")
-    parser.add_argument("--seeds", default="20001-20010", help="held-out workload seeds")
+    parser.add_argument(
+        "--seeds", default=f"{TEST_SEED0}-{TEST_SEED0 + 9}", help="held-out workload seeds"
+    )
     parser.add_argument("--num-jobs", type=int, default=200)
     parser.add_argument("--policy", default=None, help="checkpoint folder (default: shipped)")
     parser.add_argument("--workers", type=int, default=1, help="processes")
