@@ -132,12 +132,12 @@ def run(out_dir: Path, *, full: bool = False, size: Size | None = None) -> list[
     """Run the experiment and write its files into ``out_dir``; the paths written."""
     size = size or (FULL if full else REDUCED)
     out_dir.mkdir(parents=True, exist_ok=True)
-    runs = [
-        run_one(policy, rate, seed, size)
-        for policy in POLICIES
-        for rate in size.rates
-        for seed in size.seeds
-    ]
+    runs = []
+    for policy in POLICIES:
+        for rate in size.rates:
+            for seed in size.seeds:
+                runs.append(run_one(policy, rate, seed, size))
+                log.info("gavel run %s", runs[-1])
     summary = []
     for policy in POLICIES:
         for rate in size.rates:
