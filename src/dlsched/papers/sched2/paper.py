@@ -112,6 +112,14 @@ class PaperConfig:
     """``auto``, ``cpu`` (NumPy environment) or ``cuda`` (PyTorch environment and network)."""
 
 
+INCREMENTAL = {"reward": "incremental", "gamma": 0.9, "reward_scale": 1.0, "target_update": 50,
+               "updates_per_step": 2}  # fmt: skip
+"""``train sched2 --paper --reward incremental``: the reward paid as it accrues with the
+discount, scale and target period it needs (RESULTS 2026-11-26, "why the paper's DQN stalls":
+at γ = 0.99 and reward scale 0.01 the Q-values drift away from the true values, of the wrong
+sign, and the paper's reward at any γ < 1 prefers picking over the holds that pay)."""
+
+
 @dataclass
 class PaperLog:
     """One row of the training log, written when an episode ends (units in the names)."""
