@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from dlsched.experiments.compare import mean_ci95, parse_seeds
+from dlsched.papers.hetero.config import TEST_SEED0
 from dlsched.papers.hetero.policy import HAND_WEIGHTS, TypeScore, load_policy
 from dlsched.runner import simulate
 from dlsched.schedulers.base import Scheduler
@@ -57,12 +58,17 @@ def _scheduler(name: str, policy: str | None) -> Scheduler:
     return make_scheduler(name)
 
 
-def run_one(task: tuple[str, float, int, int, str | None]) -> dict[str, Any]:
+def run_one(task: tuple[str, float, int, int, str | None, bool]) -> dict[str, Any]:
     """One (policy, rate, seed) run's row."""
-    name, rate, seed, num_jobs, policy = task
+    name, rate, seed, num_jobs, policy, multi_gpu = task
     start = time.process_time()
     result = simulate(
-        "gavel", _scheduler(name, policy), seed, num_jobs=num_jobs, jobs_per_hour=rate
+        "gavel",
+        _scheduler(name, policy),
+        seed,
+        num_jobs=num_jobs,
+        jobs_per_hour=rate,
+        multi_gpu=multi_gpu,
     )
     low, high = num_jobs // 3, 2 * num_jobs // 3  # job ids are arrival order
     window = [r.jct_s for r in result.records if low <= r.job_id < high]
@@ -111,16 +117,19 @@ def summarise(rows: Sequence[dict[str, Any]], rates: Sequence[float]) -> list[st
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rates", default="4,8", help="input job rates, jobs/hour")
-    parser.add_argument("--seeds", default="20001-20010", help="held-out workload seeds")
+    parser.add_argument(
+        "--seeds", default=f"{TEST_SEED0}-{TEST_SEED0 + 9}", help="held-out workload seeds"
+    )
     parser.add_argument("--num-jobs", type=int, default=200)
     parser.add_argument("--policy", default=None, help="checkpoint folder (default: shipped)")
+    parser.add_argument("--multi-gpu", action="store_true", help="jobs of 1-8 GPUs")
     parser.add_argument("--workers", type=int, default=1, help="processes")
     parser.add_argument("--out", type=Path, default=Path("out/hetero_learned"))
     args = parser.parse_args(argv)
     rates = [float(x) for x in args.rates.split(",")]
     seeds = parse_seeds(args.seeds)
     tasks = [
-        (name, rate, seed, args.num_jobs, args.policy)
+        (name, rate, seed, args.num_jobs, args.policy, args.multi_gpu)
         for rate in rates
         for seed in seeds
         for name in (LEARNED, *OTHERS)

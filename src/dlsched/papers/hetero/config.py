@@ -4,7 +4,7 @@ are generated from these documented fields (`dlsched.commands.config_options`)."
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, Literal
 
 from dlsched.cli_args import MAX_JOBS, MAX_SEED, MAX_STEPS
 from dlsched.option_fields import Opt
@@ -26,7 +26,9 @@ class HeteroConfig:
     elite: Annotated[int, Opt(min=1, max=10_000)] = 3
     """Best vectors the Gaussian is refitted to."""
     init_std: Annotated[float, Opt(min=0.0, max=1e6)] = 1.0
-    """Initial standard deviation of every weight (the mean starts at 0: arrival order)."""
+    """Initial standard deviation of every weight."""
+    start: Literal["zero", "hand"] = "zero"
+    """Initial mean: all weights 0 (arrival order) or the hand-set shortest-remaining-time rule."""
     min_std: Annotated[float, Opt(min=0.0, max=1e6)] = 0.05
     """Added to the refitted deviation so that the search keeps exploring."""
     train_seeds: Annotated[int, Opt(min=1, max=10_000)] = 2
@@ -37,6 +39,8 @@ class HeteroConfig:
     """Input job rates (jobs per hour) of the training and validation workloads."""
     num_jobs: Annotated[int, Opt(min=1, max=MAX_JOBS)] = 120
     """Jobs per training and validation workload."""
+    multi_gpu: bool = False
+    """Draw jobs of 1, 2, 4 and 8 GPUs (Gavel's ``--generate-multi-gpu-jobs``), not only 1."""
     workload: Annotated[str, Opt(cli=False)] = "gavel"
     """Registered workload to train on (Gavel's generated jobs, 36 GPUs of each type)."""
     seed: Annotated[int, Opt(min=0, max=MAX_SEED)] = 0

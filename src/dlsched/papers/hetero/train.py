@@ -44,7 +44,7 @@ class CemLearner:
         if not config.rates:
             raise ValueError("--rates needs at least one input job rate")
         self.config = config
-        self.mean = np.zeros(len(FEATURES))  # arrival order
+        self.mean = np.array(HAND_WEIGHTS if config.start == "hand" else [0.0] * len(FEATURES))
         self.std = np.full(len(FEATURES), config.init_std)
         self.iteration = 0
         self.seeds = [VALIDATION_SEED0 + i for i in range(config.validation_seeds)]
@@ -61,7 +61,12 @@ class CemLearner:
         jcts = [
             float(
                 simulate(
-                    c.workload, scheduler, s, num_jobs=c.num_jobs, jobs_per_hour=rate
+                    c.workload,
+                    scheduler,
+                    s,
+                    num_jobs=c.num_jobs,
+                    jobs_per_hour=rate,
+                    multi_gpu=c.multi_gpu,
                 ).summary()["avg_jct_s"]
             )
             for rate in c.rates
@@ -92,7 +97,7 @@ class CemLearner:
 
     def policy_files(self) -> tuple[Mapping[str, torch.Tensor], PolicyCard]:
         c = self.config
-        params = {"num_jobs": c.num_jobs, "jobs_per_hour": list(c.rates)}
+        params = {"num_jobs": c.num_jobs, "jobs_per_hour": list(c.rates), "multi_gpu": c.multi_gpu}
         card = PolicyCard(
             algorithm=ALGORITHM,
             workload=c.workload,
@@ -104,7 +109,9 @@ class CemLearner:
             hyperparams=asdict(c),
             notes=(
                 f"cross-entropy search (no gradient, no teacher) over {len(FEATURES)} weights of "
-                f"{', '.join(FEATURES)}, per (job, GPU type) pair; objective: mean average JCT "
+                f"{', '.join(FEATURES)}, per (job, GPU type) pair, from "
+                + ("the hand-set rule" if c.start == "hand" else "all weights 0")
+                + f"; objective: mean average JCT "
                 f"on fresh gavel workloads ({c.num_jobs} jobs, {', '.join(map(str, c.rates))} "
                 "jobs/h, seeds below 10001); the policy sees estimated per-type speeds (the "
                 "profiled matrix) and remaining steps, never true speeds; validation: the mean "
