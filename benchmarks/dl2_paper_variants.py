@@ -14,7 +14,7 @@ latest 256 samples, on-policy), ``H`` the exploration rule's actions out of the 
 ``S`` staggered environment starts, ``T`` per-action TD inside a slot, ``U`` γ = 0 (the
 authors' code: advantage = slot reward − V(s)), ``Z`` no signal (targets permuted within each
 mini-batch: the control), ``V`` / ``N`` Table 2's no value network / no exploration, ``L`` /
-``Y`` A / Z with lr 1e-5.
+``Y`` A / Z with lr 1e-5, ``W`` U with lr 1e-5.
 Each variant validates every 750 updates (``--eval-every``) and keeps its best policy in
 ``OUT/NAME``; ``--seed`` > 0 makes (or reuses) its own supervised start ``OUT/sl-SEED``.
 """
@@ -63,6 +63,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     # A with ten times smaller steps, with and without signal
     "L": {"num_envs": 16, "config": paper_config(rl_lr=1e-5)},
     "Y": {"num_envs": 16, "config": paper_config(rl_lr=1e-5)},
+    "W": {"num_envs": 16, "config": paper_config(rl_lr=1e-5, gamma=0.0)},  # U with lr 1e-5
 }
 NO_SIGNAL = ("Z", "Y")
 """Variants whose mini-batches get `permuted_targets`."""

@@ -12,11 +12,13 @@ start-up beyond the simulation: median of (process wall − simulation wall) (s)
     python benchmarks/startup_time.py --trace trace_1000.csv --src now=src
 
 ``--breakdown`` adds, per tree and repetition, the CPU seconds of each phase of one fresh
-process running the same command in-process: interpreter, NumPy, Typer + Rich, ``dlsched.cli``
+process running the same command in-process: interpreter, NumPy, Typer, ``dlsched.cli``
 (other commands are built only when used), option parsing and building the workload (Typer's
 pydantic adapters included), the simulation, and the output; then the start-up CPU beyond the
 simulation (the steadier figure on a loaded machine, where the wall times above mostly wait for
-a core) and whether pandas was imported.
+a core) and whether pandas was imported. With ``--table`` the breakdown runs the command without
+``--json``: the metrics table Rich prints, as ``dlsched simulate`` does by default (the timed
+runs above keep ``--json``, whose ``wall_s`` they read).
 
 The packaged Philly trace is read once and its columns cached in the user's cache folder
 (``DLSCHED_CACHE_DIR``; `dlsched.workloads.traces.philly_columns`): the runs use the cache
@@ -56,7 +58,7 @@ import os, sys, time
 c = [time.process_time()]
 import numpy
 c.append(time.process_time())
-import typer, rich
+import typer
 c.append(time.process_time())
 import dlsched.cli
 c.append(time.process_time())
@@ -76,7 +78,7 @@ except SystemExit:
     pass
 c.append(time.process_time())
 sys.stdout = out
-names = ("interpreter", "numpy", "typer+rich", "dlsched.cli", "options+workload", "simulation",
+names = ("interpreter", "numpy", "typer", "dlsched.cli", "options+workload", "simulation",
          "output")
 print(", ".join(f"{n} {b - a:.3f}" for n, a, b in zip(names, [0.0, *c], c)), end="; ")
 print(f"start-up CPU beyond the simulation {c[-1] - (c[5] - c[4]):.3f}; "
@@ -96,6 +98,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--breakdown", action="store_true", help="CPU per start-up phase")
     parser.add_argument("--cold", action="store_true", help="an empty cache folder every run")
+    parser.add_argument("--table", action="store_true", help="breakdown: the table, not --json")
     parser.add_argument(
         "--no-bytecode", action="store_true", help="keep PYTHONDONTWRITEBYTECODE as it is"
     )
@@ -138,7 +141,8 @@ def _measure(args: argparse.Namespace, base_env: dict[str, str]) -> None:
     print(f"load average (1, 5, 15 min) after: {os.getloadavg()}")
     for label, src in trees.items() if args.breakdown else ():
         env = {**base_env, "PYTHONPATH": str(Path(src).resolve())}
-        code = BREAKDOWN.replace("ARGS", repr(sim))
+        shown = [a for a in sim if a != "--json"] if args.table else sim
+        code = BREAKDOWN.replace("ARGS", repr(shown))
         for _ in range(args.repeat):
             phases = subprocess.run(
                 [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True

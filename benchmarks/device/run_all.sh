@@ -12,6 +12,7 @@ OUT=${OUT:?set OUT}
 PHASE1_S=${PHASE1_S:-90}
 PHASE2_S=${PHASE2_S:-360}
 PY=${PY:-python3}
+export PY PYTHON=${PYTHON:-$PY}  # the scripts read either; the device has python3 only
 mkdir -p "$OUT"
 if [ -d .whl ] && ls .whl/*.whl >/dev/null 2>&1; then
     $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \

@@ -244,3 +244,29 @@ def test_paper_trainer_starts_from_a_policy_with_a_warm_optimiser(tmp_path: Path
     # accumulator = g²: each weight with a gradient moves lr·sign(g) (at zero: ≈ 3.16 lr)
     moved = sum(int((p.grad != 0).sum()) for p in trainer.net.parameters())
     assert stats.update_norm == pytest.approx(config.lr * moved**0.5, rel=1e-3)
+
+
+def test_tetris_star_on_the_slots_is_sjf_at_knob_zero_and_packs_at_knob_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from dlsched.papers.deeprm import teachers
+    from dlsched.papers.deeprm.config import make_jobsets
+    from dlsched.papers.deeprm.state import DeepRMBatch
+
+    batch = DeepRMBatch(make_jobsets([9001, 9002], 1.5, 20), max_steps=300)
+    differs = 0
+    while batch.active.any():
+        rows = np.flatnonzero(batch.active)
+        mask = batch.action_masks()[rows]
+        sjf = teachers.sjf_actions(batch, rows, mask)
+        monkeypatch.setattr(teachers, "TETRIS_KNOB", 0.0)
+        assert teachers.tetris_star_actions(batch, rows, mask).tolist() == sjf.tolist()
+        monkeypatch.setattr(teachers, "TETRIS_KNOB", 1.0)
+        packer = teachers.tetris_star_actions(batch, rows, mask)
+        assert mask[np.arange(rows.size), packer].all()  # a fitting job, or ∅ when none fits
+        assert ((packer == 0) == (sjf == 0)).all()  # work-conserving like SJF
+        differs += int((packer != sjf).sum())
+        actions = np.zeros(len(batch.rows), np.int64)
+        actions[rows] = sjf
+        batch.step(actions)
+    assert differs > 0

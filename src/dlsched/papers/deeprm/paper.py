@@ -139,6 +139,11 @@ def card_notes(config: PaperConfig) -> str:
         f"({i}) {what}: {why}" for i, (what, why) in enumerate(PAPER_DEVIATIONS, 1)
     )
     extra = "".join(f" {k}: {v}." for k, v in config.extra.items())
+    if config.init_from:
+        extra += (
+            f" Started from the network of {config.init_from} (--init-from; its iterations "
+            f"counted on, a fresh RMSProp accumulator set to the first gradient squared)."
+        )
     return (
         f"DeepRM's own method (train deeprm --paper): REINFORCE from a random network, no "
         f"imitation; objective {config.objective}; {config.jobsets} jobsets at loads {loads} x "

@@ -16,7 +16,8 @@
    bonus β = 0.1; job-aware exploration (ε = 0.4 in poor states); experience replay of 8,192
    samples, one mini-batch of 256 a simulated slot (the paper's "one update at the end of each
    time slot"), learning starting once the buffer is full (the authors' code); Adam 1e-4.
-   Experience comes from `Dl2BatchedEnv` (``num_envs`` episodes at once).
+   Experience comes from `Dl2BatchedEnv` (``num_envs`` episodes at once) through
+   `dlsched.papers.dl2.paper_collect` (replay, exploration, collector).
 
 `PaperSpec` documents every knob; `train_paper` runs `PaperLearner` through the shared loop
 `dlsched.rl.training.train` (``policy.pt`` + ``card.json`` of the best validation,

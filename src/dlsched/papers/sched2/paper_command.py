@@ -19,6 +19,7 @@ def train_paper_command(
     load: float | None,
     device: str,
     num_envs: int,
+    reward: str,
     tensorboard: Path | None,
     force: bool,
     resume: bool,
@@ -37,6 +38,7 @@ def train_paper_command(
         num_envs=num_envs,
         load=1.8 if load is None else load,
         device=device,
+        reward=reward,
     )
     with one_line_errors(), progress_bar() as progress:
         task = progress.add_task("sched2 --paper episodes", total=episodes)
