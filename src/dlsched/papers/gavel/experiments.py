@@ -160,8 +160,8 @@ def _plot(path: Path, summary: list[dict[str, Any]], size: Size) -> Path:
     """Average JCT against rate, one line per policy; a saturated point is a triangle at the
     top."""
     fig, ax = plt.subplots(figsize=(6, 4))
-    finite = [r["avg_jct_s"] / 3600 for r in summary if math.isfinite(r["avg_jct_s"])]
-    top = 1.15 * max(finite, default=1.0)
+    finite = [r for r in summary if math.isfinite(r["avg_jct_s"])]
+    top = 1.1 * max(((r["avg_jct_s"] + r["avg_jct_s_ci95"]) / 3600 for r in finite), default=1.0)
     for k, policy in enumerate(POLICIES):
         rows = [r for r in summary if r["policy"] == policy and math.isfinite(r["avg_jct_s"])]
         line = ax.errorbar(
@@ -207,8 +207,9 @@ def _write_markdown(path: Path, summary: list[dict[str, Any]], size: Size, full:
         f" {', '.join(map(str, size.seeds))}. Average JCT of jobs {low}-{high} (by arrival),"
         " the run stopping once they have all finished while later jobs keep arriving, as"
         " Gavel measures (its jobs 4,000-5,000); 'saturated': the window had not finished"
-        f" {size.cutoff_h:g} h after its last job arrived. The shape, not Gavel's numbers, is"
-        " the target.",
+        f" {size.cutoff_h:g} h after its last job arrived, or more than"
+        f" {size.max_active_per_gpu:g} jobs per GPU were active. The shape, not Gavel's"
+        " numbers, is the target.",
         "",
         "| policy | jobs/h | avg JCT of the window (h) |",
         "| --- | ---: | ---: |",
