@@ -58,12 +58,17 @@ def _scheduler(name: str, policy: str | None) -> Scheduler:
     return make_scheduler(name)
 
 
-def run_one(task: tuple[str, float, int, int, str | None]) -> dict[str, Any]:
+def run_one(task: tuple[str, float, int, int, str | None, bool]) -> dict[str, Any]:
     """One (policy, rate, seed) run's row."""
-    name, rate, seed, num_jobs, policy = task
+    name, rate, seed, num_jobs, policy, multi_gpu = task
     start = time.process_time()
     result = simulate(
-        "gavel", _scheduler(name, policy), seed, num_jobs=num_jobs, jobs_per_hour=rate
+        "gavel",
+        _scheduler(name, policy),
+        seed,
+        num_jobs=num_jobs,
+        jobs_per_hour=rate,
+        multi_gpu=multi_gpu,
     )
     low, high = num_jobs // 3, 2 * num_jobs // 3  # job ids are arrival order
     window = [r.jct_s for r in result.records if low <= r.job_id < high]
@@ -117,13 +122,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--num-jobs", type=int, default=200)
     parser.add_argument("--policy", default=None, help="checkpoint folder (default: shipped)")
+    parser.add_argument("--multi-gpu", action="store_true", help="jobs of 1-8 GPUs")
     parser.add_argument("--workers", type=int, default=1, help="processes")
     parser.add_argument("--out", type=Path, default=Path("out/hetero_learned"))
     args = parser.parse_args(argv)
     rates = [float(x) for x in args.rates.split(",")]
     seeds = parse_seeds(args.seeds)
     tasks = [
-        (name, rate, seed, args.num_jobs, args.policy)
+        (name, rate, seed, args.num_jobs, args.policy, args.multi_gpu)
         for rate in rates
         for seed in seeds
         for name in (LEARNED, *OTHERS)

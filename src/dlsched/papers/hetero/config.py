@@ -39,6 +39,8 @@ class HeteroConfig:
     """Input job rates (jobs per hour) of the training and validation workloads."""
     num_jobs: Annotated[int, Opt(min=1, max=MAX_JOBS)] = 120
     """Jobs per training and validation workload."""
+    multi_gpu: bool = False
+    """Draw jobs of 1, 2, 4 and 8 GPUs (Gavel's ``--generate-multi-gpu-jobs``), not only 1."""
     workload: Annotated[str, Opt(cli=False)] = "gavel"
     """Registered workload to train on (Gavel's generated jobs, 36 GPUs of each type)."""
     seed: Annotated[int, Opt(min=0, max=MAX_SEED)] = 0

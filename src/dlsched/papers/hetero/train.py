@@ -61,7 +61,12 @@ class CemLearner:
         jcts = [
             float(
                 simulate(
-                    c.workload, scheduler, s, num_jobs=c.num_jobs, jobs_per_hour=rate
+                    c.workload,
+                    scheduler,
+                    s,
+                    num_jobs=c.num_jobs,
+                    jobs_per_hour=rate,
+                    multi_gpu=c.multi_gpu,
                 ).summary()["avg_jct_s"]
             )
             for rate in c.rates
@@ -92,7 +97,7 @@ class CemLearner:
 
     def policy_files(self) -> tuple[Mapping[str, torch.Tensor], PolicyCard]:
         c = self.config
-        params = {"num_jobs": c.num_jobs, "jobs_per_hour": list(c.rates)}
+        params = {"num_jobs": c.num_jobs, "jobs_per_hour": list(c.rates), "multi_gpu": c.multi_gpu}
         card = PolicyCard(
             algorithm=ALGORITHM,
             workload=c.workload,
