@@ -1,19 +1,29 @@
 """Wall time of one ``compare`` sweep on 1 and on N local worker processes, and the speed-up.
 
-The sweep is the same for both (``run_grid`` with ``workers=1`` and ``workers=N``); the script
-checks that the two give the same summary numbers, bit for bit, and prints the wall time of
-each (s), the CPU time this process and its worker processes used (s), the load average of the
-machine before and after (a busy machine cannot give the speed-up of an idle one) and the
-ratio wall(1) / wall(N). With ``--repeat R`` the two are timed alternately R times each; the
-best and the worst wall time of each are printed, the speed-up from the best.
+The sweep is the same for every count (``run_grid`` with ``workers=1`` and ``workers=N``); the
+script checks that they all give the same summary numbers, bit for bit, and prints the wall
+time of each (s), the CPU time this process and its worker processes used (s), the load
+average of the machine before and after (a busy machine cannot give the speed-up of an idle
+one), the ratio wall(1) / wall(N) and the efficiency wall(1) / (N × wall(N)) (1.0 is ideal).
+``--workers`` takes one count or several (``1,2,4,8,16``). With ``--repeat R`` the counts are
+timed alternately R times each; the best and the worst wall time of each are printed, the
+speed-up from the best.
 
-``--ceiling`` adds a third timing, the most two processes can gain on this machine whatever the
-pool does: N forked processes, each running its share of the runs (every N-th) one after the
-other, returning nothing. Two CPU-bound processes may each run slower than one alone (cores that
-share a physical core or a clock budget on the host, caches): that ratio bounds ``--workers N``.
+``--ceiling`` adds, for each N (or the counts given), the most N processes can gain on this
+machine whatever the pool does: N forked processes, each running its share of the runs (every
+N-th) one after the other, returning nothing. Two CPU-bound processes may each run slower than
+one alone (cores that share a physical core or a clock budget on the host, caches): that ratio
+bounds ``--workers N``.
+
+``--per-task`` adds, for each N (or the counts given), the pool as it was before issue 31 (one
+`ProcessPoolExecutor` submission per run, the whole `Result` pickled back, nothing built before
+the fork).
+
+The parent runs one run first (imports, caches), so every timing starts warm: a sweep's cost
+beyond its runs, not a process's start-up (``dlsched compare``'s whole process adds that).
 
     PYTHONPATH=src python benchmarks/compare_workers.py -w dl2 \\
-        --schedulers fifo,drf,srtf,tetris,optimus --seeds 1-20 --workers 2
+        --schedulers fifo,drf,srtf,optimus,efficient-srtf --seeds 1-20 --workers 2 --ceiling
 """
 
 from __future__ import annotations
@@ -46,13 +56,35 @@ def _numbers(results: list[Any]) -> list[tuple[Any, ...]]:
     ]
 
 
-def _timed(workers: int, args: argparse.Namespace, seeds: list[int]) -> tuple[float, float, Any]:
-    """(wall s, CPU s, results) of one sweep on ``workers`` processes."""
+def _per_task(tasks: list[Any], workers: int) -> list[Any]:
+    """The pool before issue 31: one submission per run, whole `Result`s back."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    from dlsched.experiments.parallel import run_task
+
+    context = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        futures = [pool.submit(run_task, task) for task in tasks]
+        return [future.result() for future in futures]
+
+
+def _timed(kind: str, args: argparse.Namespace, seeds: list[int]) -> tuple[float, float, Any]:
+    """(wall s, CPU s, results or None) of one sweep of ``kind``: ``"N"``, ``"N per-task"``,
+    ``"N plain"``."""
     from dlsched.experiments.compare import run_grid
+    from dlsched.experiments.parallel import RunTask
 
     names = args.schedulers.split(",")
+    workers = int(kind.split()[0])
     cpu, wall = _cpu_s(), time.perf_counter()
-    results = run_grid(args.workload, names, seeds, workers=workers)
+    if kind.endswith("plain"):
+        _plain_processes(names, args.workload, seeds, workers)
+        results = None
+    elif kind.endswith("per-task"):
+        tasks = [RunTask(args.workload, name, seed) for seed in seeds for name in names]
+        results = _per_task(tasks, workers)
+    else:
+        results = run_grid(args.workload, names, seeds, workers=workers)
     return time.perf_counter() - wall, _cpu_s() - cpu, results
 
 
@@ -65,13 +97,11 @@ def _run_share(names: list[str], workload: str, seeds: list[int], part: int, par
         simulate(workload, name, seed)
 
 
-def _timed_ceiling(workers: int, args: argparse.Namespace, seeds: list[int]) -> tuple[float, float]:
-    """(wall s, CPU s) of ``workers`` forked processes each running its share, no pool."""
-    names = args.schedulers.split(",")
+def _plain_processes(names: list[str], workload: str, seeds: list[int], workers: int) -> None:
+    """``workers`` forked processes each running its share, no pool, nothing sent back."""
     context = multiprocessing.get_context("fork")
-    cpu, wall = _cpu_s(), time.perf_counter()
     procs = [
-        context.Process(target=_run_share, args=(names, args.workload, seeds, part, workers))
+        context.Process(target=_run_share, args=(names, workload, seeds, part, workers))
         for part in range(workers)
     ]
     for proc in procs:
@@ -80,18 +110,29 @@ def _timed_ceiling(workers: int, args: argparse.Namespace, seeds: list[int]) -> 
         proc.join()
         if proc.exitcode != 0:
             raise SystemExit(f"a share process failed (exit code {proc.exitcode})")
-    return time.perf_counter() - wall, _cpu_s() - cpu
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-w", "--workload", default="dl2")
-    parser.add_argument("--schedulers", default="fifo,drf,srtf,tetris,optimus")
+    parser.add_argument("--schedulers", default="fifo,drf,srtf,optimus,efficient-srtf")
     parser.add_argument("--seeds", default="1-20")
-    parser.add_argument("--workers", type=int, default=2, help="processes of the parallel run")
+    parser.add_argument("--workers", default="2", help="processes: one count or 1,2,4,8,16")
     parser.add_argument("--repeat", type=int, default=1, help="timings of each, best kept")
     parser.add_argument(
-        "--ceiling", action="store_true", help="also time N plain processes sharing the runs"
+        "--ceiling",
+        nargs="?",
+        const="all",
+        help="also time N plain processes sharing the runs (at every N, or at these: 4,16)",
+    )
+    parser.add_argument(
+        "--per-task",
+        nargs="?",
+        const="all",
+        help="also time the pool before issue 31 (at every N, or at these: 4,16)",
+    )
+    parser.add_argument(
+        "--no-baseline", action="store_true", help="no 1-worker timing (nor speed-ups)"
     )
     args = parser.parse_args()
 
@@ -102,15 +143,17 @@ def main() -> None:
     runs = len(seeds) * len(args.schedulers.split(","))
     run_grid(args.workload, args.schedulers.split(",")[:1], seeds[:1])  # first-use imports
     load_before = os.getloadavg()
+    counts = [int(n) for n in args.workers.split(",") if int(n) > 1]
+    kinds = ([] if args.no_baseline else ["1"]) + [str(n) for n in counts]
+    for extra, option in (("per-task", args.per_task), ("plain", args.ceiling)):
+        at = counts if option == "all" else [int(n) for n in (option or "").split(",") if n]
+        kinds += [f"{n} {extra}" for n in at]
     timings: dict[str, list[tuple[float, float]]] = {}
     reference: list[tuple[Any, ...]] | None = None
-    kinds = ["1", str(args.workers)] + ([f"{args.workers} plain"] if args.ceiling else [])
     for _ in range(args.repeat):
         for kind in kinds:
-            if kind.endswith("plain"):
-                wall, cpu = _timed_ceiling(args.workers, args, seeds)
-            else:
-                wall, cpu, results = _timed(int(kind), args, seeds)
+            wall, cpu, results = _timed(kind, args, seeds)
+            if results is not None:
                 numbers = _numbers(results)
                 if reference is None:
                     reference = numbers
@@ -124,14 +167,16 @@ def main() -> None:
             timings.setdefault(kind, []).append((wall, cpu))
     load_after = os.getloadavg()
     print(f"load average (1, 5, 15 min) before: {load_before}, after: {load_after}")
-    print(f"cores: {os.cpu_count()}; summaries equal for 1 and {args.workers} workers: yes")
+    print(f"cores: {os.cpu_count()}; summaries equal for every count of workers: yes")
     best = {kind: min(timings[kind]) for kind in kinds}
     for kind in kinds:
         walls = [wall for wall, _ in timings[kind]]
-        print(
-            f"{kind} worker(s): best wall {best[kind][0]:.2f} s (CPU {best[kind][1]:.2f} s), "
-            f"worst {max(walls):.2f} s; speed-up from the best {best['1'][0] / best[kind][0]:.2f}x"
-        )
+        line = f"{kind} worker(s): best wall {best[kind][0]:.2f} s (CPU {best[kind][1]:.2f} s), "
+        line += f"worst {max(walls):.2f} s"
+        if "1" in best:
+            speedup = best["1"][0] / best[kind][0]
+            line += f"; speed-up {speedup:.2f}x, efficiency {speedup / int(kind.split()[0]):.2f}"
+        print(line)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,14 @@ adds 1,000 value-only updates and standardised advantages; ``C`` is B with lr 1e
 ``D`` is B with the reward minus jobs in the system (not the paper's); ``E`` is B with β = 0;
 ``F`` is E with one update of 4,096 samples every 16 slots (same samples a slot, 16× fewer,
 larger updates; 60 value-only updates first, validation every 60).
-Each variant validates every 750 updates and keeps its best policy in ``OUT/NAME``.
+Second session (one suspect of A's drift changed at a time, A otherwise): ``G`` no replay (the
+latest 256 samples, on-policy), ``H`` the exploration rule's actions out of the policy gradient,
+``S`` staggered environment starts, ``T`` per-action TD inside a slot, ``U`` γ = 0 (the
+authors' code: advantage = slot reward − V(s)), ``Z`` no signal (targets permuted within each
+mini-batch: the control), ``V`` / ``N`` Table 2's no value network / no exploration, ``L`` /
+``Y`` A / Z with lr 1e-5, ``W`` U with lr 1e-5.
+Each variant validates every 750 updates (``--eval-every``) and keeps its best policy in
+``OUT/NAME``; ``--seed`` > 0 makes (or reuses) its own supervised start ``OUT/sl-SEED``.
 """
 
 from __future__ import annotations
@@ -22,9 +29,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
-from dlsched.papers.dl2.paper import COLUMNS, PaperLearner, PaperSpec, paper_config
+from dlsched.papers.dl2.algorithm import Batch
+from dlsched.papers.dl2.paper import COLUMNS, PaperLearner, PaperSpec, SlotReplay, paper_config
 from dlsched.rl.checkpoint import save_checkpoint
 
 B: dict[str, Any] = {"config": paper_config(normalize_advantage=True), "critic_warmup": 1000}
@@ -41,7 +50,38 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "eval_every": 60,
         "config": replace(B["config"], entropy_beta=0.0, batch_size=4096, slots_per_update=16),
     },
+    # the paper (A) with one suspect changed at a time (2026-11-26, second session)
+    "G": {"num_envs": 16, "config": paper_config(replay=False)},
+    "H": {"num_envs": 16, "explored_in_pg": False},
+    "S": {"num_envs": 16, "stagger": True},
+    "T": {"num_envs": 16, "slot_td": "chain"},
+    "U": {"num_envs": 16, "config": paper_config(gamma=0.0)},
+    "Z": {"num_envs": 16},  # A with no signal: targets permuted within each mini-batch
+    # Table 2's ablations of A
+    "V": {"num_envs": 16, "config": paper_config(value_net=False)},
+    "N": {"num_envs": 16, "config": paper_config(exploration=False)},
+    # A with ten times smaller steps, with and without signal
+    "L": {"num_envs": 16, "config": paper_config(rl_lr=1e-5)},
+    "Y": {"num_envs": 16, "config": paper_config(rl_lr=1e-5)},
+    "W": {"num_envs": 16, "config": paper_config(rl_lr=1e-5, gamma=0.0)},  # U with lr 1e-5
 }
+NO_SIGNAL = ("Z", "Y")
+"""Variants whose mini-batches get `permuted_targets`."""
+
+
+def permuted_targets(replay: SlotReplay) -> None:
+    """Variant Z: each sample of a mini-batch gets another sample's reward, next state and
+    done (the control of no signal: advantages keep their scale, lose their link to actions)."""
+    sample = replay.sample
+
+    def shuffled(n: int, rng: np.random.Generator, device: torch.device, **kw: Any) -> Batch:
+        batch = sample(n, rng, device, **kw)
+        perm = torch.from_numpy(rng.permutation(n)).to(device)
+        return batch._replace(
+            rewards=batch.rewards[perm], next_obs=batch.next_obs[perm], dones=batch.dones[perm]
+        )
+
+    replay.sample = shuffled  # type: ignore[method-assign]
 
 
 def main() -> None:
@@ -49,24 +89,53 @@ def main() -> None:
     parser.add_argument("variant", choices=("sl", *VARIANTS))
     parser.add_argument("--out", type=Path, default=Path("runs/variants"))
     parser.add_argument("--minutes", type=float, default=20.0)
+    parser.add_argument("--updates", type=int, default=None, help="stop after this many")
+    parser.add_argument("--eval-every", type=int, default=None, help="updates per validation")
+    parser.add_argument("--seed", type=int, default=0, help="training seed (SL and RL)")
+    parser.add_argument(
+        "--init", type=Path, default=None,
+        help="supervised start (default OUT/sl, OUT/sl-SEED; made first when missing)",
+    )  # fmt: skip
+    parser.add_argument("--name", default=None, help="run directory under OUT (default VARIANT)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    base = PaperSpec(out=args.out / "sl", sl_traces=4, sl_steps=1000, eval_every=750, device="cpu")
-    if args.variant == "sl":
+    init = args.init or args.out / ("sl" if args.seed == 0 else f"sl-{args.seed}")
+    base = PaperSpec(
+        out=init, sl_traces=4, sl_steps=1000, eval_every=750, device="cpu",
+        config=paper_config(seed=args.seed),
+    )  # fmt: skip
+    if args.variant == "sl" or not (init / "policy.pt").exists():
+        t0 = time.perf_counter()
         learner = PaperLearner(base)
         learner.step()
+        learner.validate()
         save_checkpoint(base.out, *learner.policy_files())
-        return
+        logging.info("sl seed %d: val %.1f s (%.0f s)", args.seed, learner.val_jct,
+                     time.perf_counter() - t0)  # fmt: skip
+        if args.variant == "sl":
+            return
     options = dict(VARIANTS[args.variant])
-    spec = replace(base, out=args.out / args.variant, init=base.out, **options)
+    options["config"] = replace(options.get("config", base.config), seed=args.seed)
+    if args.eval_every:
+        options["eval_every"] = args.eval_every
+    out = args.out / (args.name or args.variant)
+    spec = replace(base, out=out, init=init, **options)
     spec.out.mkdir(parents=True, exist_ok=True)
     learner = PaperLearner(spec)
+    if args.variant in NO_SIGNAL:
+        permuted_targets(learner.replay)
     learner.step()  # loads the supervised start
-    t0, best = time.perf_counter(), float("inf")
+    start = learner.validate()
+    t0, best = time.perf_counter(), start.rank[0]
     with (spec.out / "train_log.csv").open("w", newline="") as fh:
         csv.writer(fh).writerow(COLUMNS)
-    while time.perf_counter() < t0 + 60.0 * args.minutes:
+        csv.writer(fh).writerow(
+            ["sl", 0, *[""] * (len(COLUMNS) - 4), start.row["val_avg_jct_s"], 0]
+        )
+    while time.perf_counter() < t0 + 60.0 * args.minutes and (
+        args.updates is None or learner.updates < args.updates
+    ):
         row = learner.step()
         validation = learner.validate()
         row.update(validation.row, wall_s=time.perf_counter() - t0)

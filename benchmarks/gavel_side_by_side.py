@@ -12,12 +12,20 @@ One job list is drawn with dlsched's Gavel generator (`dlsched.papers.gavel.work
 and written as a Gavel trace (whole steps); Gavel's ``simulate_scheduler_with_trace.py`` runs
 it on ``-c V:P:K`` GPUs (one GPU per server, Gavel's default) and dlsched on the same GPUs (servers
 of 4). Printed per policy: average JCT and makespan of each, their ratio (target: within ±10 %)
-and the wall time of each (target: dlsched ≥ 50× faster).
+and the time of each (target: dlsched ≥ 50× faster).
+
+Both are timed the same way: each runs as a whole process of its own (interpreter start-up,
+imports, reading the jobs, the simulation), wall time and CPU time (user + system, of the
+child process: steadier than wall time on a loaded machine). dlsched's process is this script
+with ``--dlsched-run JOBS POLICY CLUSTER`` (the jobs as JSON); it also reports the time of the
+simulation alone (``sim``).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import re
 import shutil
 import subprocess
@@ -93,41 +101,79 @@ def write_trace(drawn: list[tuple[float, str, int, float]], path: Path) -> list[
     return steps
 
 
+def timed(command: list[str], cwd: Path | None, timeout_s: float) -> tuple[str, float, float]:
+    """(output, wall s, CPU s) of ``command`` run as a child process."""
+    before = os.times()
+    start = time.perf_counter()
+    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout_s)
+    wall = time.perf_counter() - start
+    after = os.times()
+    cpu = (after.children_user - before.children_user) + (
+        after.children_system - before.children_system
+    )
+    output = done.stdout + done.stderr
+    if done.returncode != 0:
+        raise RuntimeError(f"{command[1]} failed (exit {done.returncode}):\n{output[-2000:]}")
+    return output, wall, cpu
+
+
 def run_gavel(
     python: Path, copy: Path, trace: Path, policy: str, cluster: str, seed: int, timeout_s: float
-) -> tuple[float, float, float]:
-    """(average JCT s, makespan s, wall s) of Gavel's simulator on ``trace``."""
-    start = time.perf_counter()
-    done = subprocess.run(
+) -> tuple[float, float, float, float]:
+    """(average JCT s, makespan s, wall s, CPU s) of Gavel's simulator on ``trace``."""
+    output, wall, cpu = timed(
         [str(python), "scripts/drivers/simulate_scheduler_with_trace.py", "-t", str(trace),
          "-p", policy, "-c", cluster, "--seed", str(seed)],
-        cwd=copy, capture_output=True, text=True, timeout=timeout_s,
+        copy, timeout_s,
     )  # fmt: skip
-    wall = time.perf_counter() - start
-    jct, span = _JCT.search(done.stdout + done.stderr), _SPAN.search(done.stdout + done.stderr)
-    if done.returncode != 0 or jct is None or span is None:
-        tail = (done.stdout + done.stderr)[-2000:]
-        raise RuntimeError(f"Gavel {policy} failed (exit {done.returncode}):\n{tail}")
-    return float(jct.group(1)), float(span.group(1)), wall
+    jct, span = _JCT.search(output), _SPAN.search(output)
+    if jct is None or span is None:
+        raise RuntimeError(
+            f"Gavel {policy}: no average JCT or total duration in:\n{output[-2000:]}"
+        )
+    return float(jct.group(1)), float(span.group(1)), wall, cpu
+
+
+def exact_jobs(
+    drawn: list[tuple[float, str, int, float]], steps: list[int]
+) -> list[tuple[float, str, int, float]]:
+    """The drawn jobs with durations of the whole steps written in Gavel's trace."""
+    v100 = throughputs()["v100"]
+    return [(t, k, s, n / v100[(k, s)]) for (t, k, s, _), n in zip(drawn, steps, strict=True)]
+
+
+def dlsched_once(jobs_json: Path, name: str, cluster: str) -> dict[str, float]:
+    """dlsched on the jobs in ``jobs_json`` on ``-c V:P:K`` GPUs (servers of 4)."""
+    jobs = [
+        (float(t), str(k), int(s), float(d)) for t, k, s, d in json.loads(jobs_json.read_text())
+    ]
+    v, p, k = (int(x) for x in cluster.split(":"))
+    groups = [f"{t}:{n // 4}x4" for t, n in (("v100", v), ("p100", p), ("k80", k)) if n]
+    workload = gavel_workload(jobs, cluster=",".join(groups), name="gavel")
+    start = time.perf_counter()
+    summary = dlsched.simulate(workload, name).summary()
+    return {
+        "avg_jct_s": float(summary["avg_jct_s"]),
+        "makespan_s": float(summary["makespan_s"]),
+        "sim_s": time.perf_counter() - start,
+    }
 
 
 def run_dlsched(
-    drawn: list[tuple[float, str, int, float]], steps: list[int], name: str, cluster: str
-) -> tuple[float, float, float]:
-    """(average JCT s, makespan s, wall s) of dlsched on the same jobs and GPUs; the wall time
-    is the run in this process, without the interpreter start-up that Gavel's time includes."""
-    v100 = throughputs()["v100"]
-    exact = [(t, k, s, n / v100[(k, s)]) for (t, k, s, _), n in zip(drawn, steps, strict=True)]
-    v, p, k = (int(x) for x in cluster.split(":"))
-    groups = [f"{t}:{n // 4}x4" for t, n in (("v100", v), ("p100", p), ("k80", k)) if n]
-    workload = gavel_workload(exact, cluster=",".join(groups), name="gavel")
-    start = time.perf_counter()
-    result = dlsched.simulate(workload, name)
-    summary = result.summary()
-    return float(summary["avg_jct_s"]), float(summary["makespan_s"]), time.perf_counter() - start
+    jobs_json: Path, name: str, cluster: str, timeout_s: float
+) -> tuple[float, float, float, float, float]:
+    """(average JCT s, makespan s, wall s, CPU s, simulation s) of dlsched in its own process."""
+    output, wall, cpu = timed(
+        [sys.executable, __file__, "--dlsched-run", str(jobs_json), name, cluster], None, timeout_s
+    )
+    got = json.loads(output.strip().splitlines()[-1])
+    return got["avg_jct_s"], got["makespan_s"], wall, cpu, got["sim_s"]
 
 
 def main() -> int:
+    if len(sys.argv) == 5 and sys.argv[1] == "--dlsched-run":  # dlsched's own timed process
+        print(json.dumps(dlsched_once(Path(sys.argv[2]), sys.argv[3], sys.argv[4])))
+        return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("peer", type=Path, help="Gavel checkout (holds scheduler/)")
     parser.add_argument(
@@ -140,7 +186,7 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--gavel-python", type=Path, help="Python of Gavel's venv")
     parser.add_argument("--venv-dir", type=Path, default=Path(tempfile.gettempdir()) / "gavel-venv")
-    parser.add_argument("--timeout-s", type=float, default=1800.0, help="per Gavel run")
+    parser.add_argument("--timeout-s", type=float, default=1800.0, help="per run")
     args = parser.parse_args()
     unknown = [p for p in args.policies.split(",") if p not in POLICIES]
     if unknown:
@@ -152,21 +198,25 @@ def main() -> int:
     print(f"{args.jobs} jobs, {args.rate:g}/h, cluster {args.cluster}, seed {args.seed}")
     print(
         f"{'policy':20} {'JCT gavel':>11} {'dlsched':>11} {'ratio':>6} {'span gavel':>11} "
-        f"{'dlsched':>11} {'ratio':>6} {'wall gavel':>10} {'dlsched':>8} {'speed-up':>8}"
+        f"{'dlsched':>11} {'ratio':>6} {'wall gavel':>10} {'dlsched':>8} {'faster':>6} "
+        f"{'cpu gavel':>9} {'dlsched':>8} {'faster':>6} {'sim':>6}"
     )
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         copy = prepare_gavel(args.peer, python, work)
         trace = work / "jobs.trace"
         steps = write_trace(drawn, trace)
+        jobs_json = work / "jobs.json"
+        jobs_json.write_text(json.dumps(exact_jobs(drawn, steps)))
         for name in args.policies.split(","):
             g = run_gavel(
                 python, copy, trace, POLICIES[name], args.cluster, args.seed, args.timeout_s
             )
-            d = run_dlsched(drawn, steps, name, args.cluster)
+            d = run_dlsched(jobs_json, name, args.cluster, args.timeout_s)
             print(
                 f"{name:20} {g[0]:11,.0f} {d[0]:11,.0f} {d[0] / g[0]:6.3f} {g[1]:11,.0f} "
-                f"{d[1]:11,.0f} {d[1] / g[1]:6.3f} {g[2]:9.1f}s {d[2]:7.2f}s {g[2] / d[2]:7.0f}x",
+                f"{d[1]:11,.0f} {d[1] / g[1]:6.3f} {g[2]:9.1f}s {d[2]:7.2f}s {g[2] / d[2]:5.1f}x "
+                f"{g[3]:8.1f}s {d[3]:7.2f}s {g[3] / d[3]:5.1f}x {d[4]:5.2f}s",
                 flush=True,
             )
     return 0

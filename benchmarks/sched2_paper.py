@@ -6,10 +6,11 @@ workload, 68 % one-GPU jobs, 15 × 8 GPUs, 1,000 jobs, load 1.8):
 * the paper-method Q-network (``--policy``, default the shipped ``policies/sched2_paper``),
   greedy, on `BatchedSched2Env` — per seed the same trajectory as ``dlsched simulate`` with
   ``sched2:paper`` (tests/rl/test_sched2_batched.py), all traces at once;
-* two rules restricted to the paper's window (the first 10 waiting jobs in arrival order, the
-  same packing placement; they never hold): ``window-first`` (the first fitting slot) and
-  ``window-shortest`` (the fitting slot with the shortest ideal time) — what a policy that only
-  reorders inside the window reaches without holds;
+* four rules restricted to the paper's window (the first 10 waiting jobs in arrival order, the
+  same packing placement), i.e. in the DQN's own action space: ``window-first`` (the first
+  fitting slot) and ``window-shortest`` (the fitting slot with the shortest ideal time) never
+  hold; ``window-first-hold`` and ``window-shortest-hold`` start only a job that packing
+  places at its best locality and otherwise hold (φ) — what holds alone add;
 * the shipped SCED²-L (``sched2``) and the non-oracle heuristics SIF, DSIF, SPF, LRF, FIFO and
   Tiresias through ``dlsched.simulate``.
 
@@ -86,6 +87,47 @@ def window_rule(shortest: bool) -> Any:
     return choose
 
 
+def packing_spans(free: Any, demand: Any) -> Any:
+    """``(B, J)`` servers the packing placement (SCED² Fig. 2) would use for each demand now,
+    given ``(B, N)`` free GPUs (as `BatchedSched2Env._pick`, without starting anything)."""
+    spans = np.zeros(demand.shape, dtype=np.int64)
+    rows = np.arange(len(free))
+    for slot in range(demand.shape[1]):
+        room, left = free.copy(), demand[:, slot].copy()
+        used = np.zeros(free.shape, dtype=bool)
+        while (left > 0).any():
+            whole = room >= left[:, None]
+            best_fit = np.where(whole, room, 10**9).argmin(axis=1)
+            server = np.where(whole.any(axis=1), best_fit, room.argmax(axis=1))
+            take = np.minimum(left, room[rows, server])
+            room[rows, server] -= take
+            used[rows, server] |= take > 0
+            left = left - take
+        spans[:, slot] = used.sum(axis=1)
+    return spans
+
+
+def window_hold(shortest: bool) -> Any:
+    """The first (or shortest) fitting window job that packing places at its best locality
+    (fewest servers its GPUs need); φ (hold) when none does and φ is legal."""
+
+    def choose(env: BatchedSched2Env, obs: Any, masks: Any) -> Any:
+        j, m = env.shape.slots, env.shape.gpus_per_server
+        win = env.window()
+        legal = masks[:, :j]
+        demand = np.where(legal, env.ops.take(env.gpus, np.maximum(win, 0)), 0)
+        local = legal & (packing_spans(env.free, demand) == -(-demand // m))
+        if shortest:
+            score = -env.ops.take(env.work, np.maximum(win, 0))
+        else:
+            score = -np.arange(j, dtype=np.float64)[None, :].repeat(len(win), 0)
+        best_local = np.where(local, score, -np.inf).argmax(axis=1)
+        any_legal = np.where(legal, score, -np.inf).argmax(axis=1)
+        return np.where(local.any(axis=1), best_local, np.where(masks[:, j], j, any_legal))
+
+    return choose
+
+
 def interval(values: list[float]) -> tuple[float, float]:
     """Mean and 95 % t half-width."""
     a = np.asarray(values, dtype=np.float64)
@@ -122,9 +164,15 @@ def main() -> None:
     t0 = time.perf_counter()
     results["sched2:paper (DQN, paper method)"] = batched_rows(seeds, dqn_chooser(args.policy))
     wall["sched2:paper (DQN, paper method)"] = time.perf_counter() - t0
-    for name, shortest in (("window-first", False), ("window-shortest", True)):
+    rules = {
+        "window-first": window_rule(False),
+        "window-shortest": window_rule(True),
+        "window-first-hold": window_hold(False),
+        "window-shortest-hold": window_hold(True),
+    }
+    for name, rule in rules.items():
         t0 = time.perf_counter()
-        results[name] = batched_rows(seeds, window_rule(shortest))
+        results[name] = batched_rows(seeds, rule)
         wall[name] = time.perf_counter() - t0
     names = (() if args.no_lookahead else ("sched2",)) + HEURISTICS
     for name in names:

@@ -1,44 +1,47 @@
 """Where the CPU of a ``--workers N`` sweep goes: inside the runs, around them, in the parent.
 
-Runs the sweep on a ``ProcessPoolExecutor`` of N workers through a wrapper of
-`dlsched.experiments.parallel.run_task` that measures, in the worker, the CPU time (s) of the
-run itself and of pickling its `Result`, and the worker's own user/system CPU and minor page
-faults at the end of each run. Printed: wall (s), the parent's CPU (s), the workers' CPU (s),
-the sum of the CPU inside the runs (s), the pickling CPU (s), the pickled size of a `Result`,
-and runs per worker. ``--freeze`` calls ``gc.freeze()`` before the fork (fewer copy-on-write
-page faults in the workers).
+Runs the sweep through `dlsched.experiments.parallel.run_in_processes` (the path of
+``compare --workers N``) with its `run_task` wrapped, in the workers, to measure the CPU time
+(s) of each run itself and the worker's own user/system CPU and minor page faults after it
+(carried back in the result's ``params``, which this script only reads). The parent has run
+one run first (imports and caches warm, as in a sweep after the first).
+
+Printed: wall (s), the parent's CPU (s), the workers' CPU (s), the CPU inside the runs (s),
+and the **per-run overhead**: (parent's CPU + workers' CPU − CPU inside the runs) ÷ runs, in
+ms: everything a run costs beyond itself (starting and stopping the pool, sending the tasks,
+packing and pickling the results, unpacking them in the parent, the parent's bookkeeping).
 
     PYTHONPATH=src python benchmarks/sweep_overhead.py -w dl2 \\
-        --schedulers fifo,drf,srtf,tetris,optimus --seeds 1-20 --workers 2
+        --schedulers fifo,drf,srtf,optimus,efficient-srtf --seeds 1-20 --workers 2
 """
 
 from __future__ import annotations
 
 import argparse
-import gc
-import multiprocessing
 import os
-import pickle
 import resource
 import time
-from concurrent.futures import ProcessPoolExecutor
-from typing import Any
 
 from dlsched.cli_args import parse_seed_list
+from dlsched.experiments import parallel
 from dlsched.experiments.compare import run_grid
-from dlsched.experiments.parallel import RunTask, import_for, run_task
+from dlsched.experiments.parallel import RunTask, run_in_processes
+from dlsched.sim import Result
+
+_run_task = parallel.run_task
 
 
-def _measured(task: RunTask) -> tuple[Any, float, float, int, int, tuple[float, float, int]]:
-    """(result, run CPU s, pickling CPU s, pickled bytes, pid, (user s, sys s, minor faults))."""
+def _measured(task: RunTask) -> Result:
+    """`run_task`, with its CPU time and this process's usage after it in ``params``."""
     cpu = time.process_time()
-    result = run_task(task)
-    run_cpu = time.process_time() - cpu
-    cpu = time.process_time()
-    size = len(pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
-    pickle_cpu = time.process_time() - cpu
+    result = _run_task(task)
     me = resource.getrusage(resource.RUSAGE_SELF)
-    return result, run_cpu, pickle_cpu, size, os.getpid(), (me.ru_utime, me.ru_stime, me.ru_minflt)
+    result.params["_bench"] = (
+        time.process_time() - cpu,
+        os.getpid(),
+        (me.ru_utime, me.ru_stime, me.ru_minflt),
+    )
+    return result
 
 
 def _cpu(who: int) -> float:
@@ -49,37 +52,35 @@ def _cpu(who: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-w", "--workload", default="dl2")
-    parser.add_argument("--schedulers", default="fifo,drf,srtf,tetris,optimus")
+    parser.add_argument("--schedulers", default="fifo,drf,srtf,optimus,efficient-srtf")
     parser.add_argument("--seeds", default="1-20")
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--freeze", action="store_true", help="gc.freeze() before the fork")
+    parser.add_argument("-o", "--option", action="append", default=[], help="KEY=INT option")
     args = parser.parse_args()
     names = args.schedulers.split(",")
     seeds = parse_seed_list(args.seeds)
-    run_grid(args.workload, names[:1], seeds[:1])  # first-use imports and caches, as a sweep's
-    tasks = [RunTask(args.workload, name, seed) for seed in seeds for name in names]
-    import_for(tasks)
-    if args.freeze:
-        gc.freeze()
+    options = {k: int(v) for k, v in (o.split("=", 1) for o in args.option)}
+    run_grid(args.workload, names[:1], seeds[:1], **options)  # first-use imports and caches
+    tasks = [RunTask(args.workload, name, seed, options) for seed in seeds for name in names]
+    parallel.run_task = _measured  # the forked workers inherit it
     parent, kids, wall = _cpu(resource.RUSAGE_SELF), _cpu(resource.RUSAGE_CHILDREN), time.time()
-    context = multiprocessing.get_context("fork")
-    with ProcessPoolExecutor(args.workers, mp_context=context) as pool:
-        out = list(pool.map(_measured, tasks))
+    out = run_in_processes(tasks, args.workers, start_method="fork")
     wall = time.time() - wall
     parent = _cpu(resource.RUSAGE_SELF) - parent
     kids = _cpu(resource.RUSAGE_CHILDREN) - kids
+    inside = sum(r.params["_bench"][0] for r in out)
     last: dict[int, tuple[float, float, int]] = {}
-    for _, _, _, _, pid, usage in out:
+    for r in out:
+        _, pid, usage = r.params["_bench"]
         last[pid] = max(last.get(pid, usage), usage)
-    print(f"load average (1, 5, 15 min): {os.getloadavg()}")
+    print(f"load average (1, 5, 15 min): {os.getloadavg()}; cores: {os.cpu_count()}")
     print(
         f"{len(tasks)} runs on {args.workers} workers: wall {wall:.2f} s, parent CPU "
-        f"{parent:.2f} s, workers CPU {kids:.2f} s, inside the runs "
-        f"{sum(o[1] for o in out):.2f} s, pickling the results {sum(o[2] for o in out):.2f} s, "
-        f"a pickled Result {sum(o[3] for o in out) / len(out) / 1000:.1f} kB"
+        f"{parent:.2f} s, workers CPU {kids:.2f} s, inside the runs {inside:.2f} s"
     )
+    print(f"per-run overhead: {(parent + kids - inside) / len(tasks) * 1000:.2f} ms")
     for pid, (user, system, faults) in last.items():
-        runs = sum(1 for o in out if o[4] == pid)
+        runs = sum(1 for r in out if r.params["_bench"][1] == pid)
         print(f"worker {pid}: {runs} runs, user {user:.2f} s, sys {system:.2f} s, {faults} faults")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import sys
@@ -9,17 +10,15 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.markup import escape
-from rich.table import Table
-from rich.text import Text
 
 from dlsched.cli_args import MAX_HORIZON_S
 from dlsched.cli_errors import OneLineErrorsGroup, finite_range
 from dlsched.cli_lazy import lazy_group
-from dlsched.commands.common import GPU_METRICS, err, out, progress_bar, run_notes
+from dlsched.commands import common
+from dlsched.commands.common import GPU_METRICS, escape_markup, progress_bar, run_notes
 from dlsched.commands.common import clean as _clean
 from dlsched.commands.common import fmt_metric as _fmt_metric
 from dlsched.commands.common import metric_unit as _metric_unit
@@ -43,16 +42,20 @@ from dlsched.commands.options import (
     WorkloadOpt,
     workload_options,
 )
-from dlsched.commands.paths import check_out_folder, check_outputs, workload_inputs
+from dlsched.commands.paths import check_outputs, workload_inputs
 from dlsched.plugins import plugins
 from dlsched.when_imported import when_imported
 from dlsched.workloads.traces.options import TraceOptions
 
+if TYPE_CHECKING:
+    from rich.table import Table
+
 log = logging.getLogger("dlsched.cli")
 
-# ``dlsched compare``, ``report``, ``live run``, ``k8s *`` and one ``dlsched train NAME`` per plugin
-# (`dlsched.plugins`) live next to the code they drive and are built only when used
-# (`dlsched.cli_lazy`); their modules import only `dlsched.commands.*`, never this module.
+# Every command but ``simulate`` (``compare``, ``report``, ``list``, ``reproduce``, ``trace info``,
+# ``live run``, ``k8s *`` and one ``dlsched train NAME`` per plugin, `dlsched.plugins`) lives next
+# to the code it drives and is built only when used (`dlsched.cli_lazy`); their modules import
+# only `dlsched.commands.*`, never this module.
 app = typer.Typer(
     help="Schedule deep-learning training jobs on GPU clusters: simulate, compare, reproduce.",
     no_args_is_help=True,
@@ -63,11 +66,17 @@ app = typer.Typer(
             "simulate": None,  # defined below, in help order
             "compare": "dlsched.commands.compare:compare",
             "report": "dlsched.commands.report:report",
+            "list": "dlsched.commands.listing:list_all",
+            "reproduce": "dlsched.commands.reproduce:reproduce",
         },
         OneLineErrorsGroup,
     ),
 )
-trace_app = typer.Typer(help="Inspect job traces.", no_args_is_help=True)
+trace_app = typer.Typer(
+    help="Inspect job traces.",
+    no_args_is_help=True,
+    cls=lazy_group({"info": "dlsched.commands.trace:trace_info"}),
+)
 app.add_typer(trace_app, name="trace")
 train_app = typer.Typer(
     help="Train a learned scheduler.",
@@ -142,7 +151,7 @@ def simulate(
     from dlsched.sim.jobs_table import write_jobs
 
     [(name, spec)] = scheduler_specs([scheduler], variants)
-    label = escape(f"{workload} · {name}")
+    label = escape_markup(f"{workload} · {name}")
     with _one_line_errors(hold_warnings=True), _job_progress(label) as on_job_finished:
         outputs = {"--jobs-out": jobs_out, "--jobs-csv": jobs_csv, "--plot": plot}
         _check_outputs(workload, outputs | {"--report": report, "--events-out": events_out})
@@ -179,7 +188,7 @@ def simulate(
     if json_out:
         print(json.dumps(summary))
         return
-    out.print(_summary_table(summary, seed, result.params))
+    common.out.print(_summary_table(summary, seed, result.params))
 
 
 def _check_outputs(workload: str, outputs: Mapping[str, Path | None]) -> None:
@@ -204,6 +213,9 @@ def _check_outputs(workload: str, outputs: Mapping[str, Path | None]) -> None:
 def _summary_table(summary: dict[str, Any], seed: int, params: Mapping[str, Any]) -> Table:
     """One run's metrics, one row each, with their units (a dash for what the run cannot
     know or its cluster lacks: GPUs on DeepRM's; a caption for step-based time)."""
+    from rich.table import Table
+    from rich.text import Text
+
     title = f"{summary['workload']} · {summary['scheduler']} · seed {seed}"
     no_gpus, caption = run_notes(params)
     table = Table(title=Text(title), min_width=len(title), caption=caption)  # one-line path
@@ -220,122 +232,6 @@ def _summary_table(summary: dict[str, Any], seed: int, params: Mapping[str, Any]
             key, Text(shown), "no GPUs" if no_gpus and key in GPU_METRICS else _metric_unit(key)
         )
     return table
-
-
-@app.command("list")
-def list_all() -> None:
-    """List workloads, schedulers and experiments."""
-    from dlsched.experiments.registry import experiments as all_experiments
-    from dlsched.schedulers.registry import schedulers
-    from dlsched.workloads.registry import workloads as all_workloads
-
-    workloads = Table(title="workloads")
-    workloads.add_column("name", no_wrap=True)
-    workloads.add_column("description")
-    for w in all_workloads().values():
-        workloads.add_row(w.name + (":PATH" if w.name == "trace" else ""), w.description)
-    out.print(workloads)
-    table = Table(title="schedulers")
-    table.add_column("name", no_wrap=True)
-    for column in ("setting", "source", "description"):
-        table.add_column(column)
-    for entry in schedulers().values():
-        table.add_row(entry.name, entry.setting, entry.source, entry.description)
-    out.print(table)
-    experiments = Table(title="experiments (dlsched reproduce NAME)")
-    experiments.add_column("name", no_wrap=True)
-    experiments.add_column("description")
-    for e in all_experiments().values():
-        experiments.add_row(e.name, e.description)
-    out.print(experiments)
-
-
-@trace_app.command("info")
-@experiment_file("trace")
-@with_sections(trace=Section(TraceOptions))
-def trace_info(
-    path: Annotated[
-        str | None,
-        typer.Argument(help="A CSV/Parquet trace, or philly[:VC] (default: --experiment's)."),
-    ] = None,
-    json_out: JsonOpt = False,
-    workload: Annotated[str | None, typer.Option(hidden=True)] = None,  # --experiment's trace
-    *,
-    trace: TraceOptions,
-) -> None:
-    """Summarise a trace: jobs, span, GPU-count histogram, duration percentiles."""
-    from dataclasses import asdict
-
-    from dlsched.workloads.traces import trace_info as summarise_trace
-
-    path = path or workload
-    if path is None:
-        with _one_line_errors():
-            raise ValueError("trace info: give a trace PATH (or an --experiment with a workload)")
-    with _one_line_errors(hold_warnings=True), err.status("reading the trace") as status:
-        info = summarise_trace(
-            path, progress=lambda line: status.update(escape(line)), **trace.given()
-        )
-    data = asdict(info)
-    if json_out:
-        print(json.dumps(data, default=str))
-        return
-    table = Table(title=Text(f"trace {path}"))
-    table.add_column("field")
-    table.add_column("value")
-    for key, value in data.items():
-        if value is None or value == [] or value == {}:
-            continue  # undated trace, nothing skipped
-        if key in ("first_submit_s", "last_submit_s"):
-            shown = f"{value:.0f}"  # as in the file (often a Unix time)
-        elif isinstance(value, float):
-            shown = f"{_fmt_metric(key, value)} s" if key.endswith("_s") else f"{value:,.1f}"
-        elif isinstance(value, bool):
-            shown = "yes" if value else "no"
-        elif isinstance(value, int):
-            shown = f"{value:,}"
-        else:
-            shown = str(value)
-        table.add_row(key, Text(shown))
-    out.print(table)
-
-
-@app.command()
-@experiment_file(
-    "reproduce", unused="warn", why="a paper's experiment runs in the paper's own setting"
-)
-def reproduce(
-    name: Annotated[str, typer.Argument(help="Experiment name (see dlsched list).")],
-    out_dir: Annotated[
-        Path | None,
-        typer.Option(
-            "--out",
-            help="Output folder, used as given; its parent must exist [default: out/NAME].",
-        ),
-    ] = None,
-    full: Annotated[bool, typer.Option(help="Run the paper's full size (slow).")] = False,
-    report: Annotated[
-        Path | None,
-        typer.Option(
-            "--report",
-            help="Write an interactive HTML report of the runs the experiment simulates (in "
-            "this process, and its comparisons' runs in worker processes), labelled scheduler "
-            "· workload when it ran several; training rollouts are not drawn. One "
-            "self-contained .html file that opens offline.",
-        ),
-    ] = None,
-) -> None:
-    """Regenerate a paper's table or figure as CSV + PNG + Markdown."""
-    from dlsched.commands.report import reproduce_report
-    from dlsched.experiments.registry import experiments, run_experiment
-
-    with _one_line_errors():
-        if out_dir is not None and name in experiments():
-            check_out_folder(out_dir, "--out")
-        with reproduce_report(report, f"reproduce {name}") as paths:
-            paths += run_experiment(name, out_dir or Path("out") / name, full=full)
-    for path in paths:
-        out.print(f"wrote {path}", markup=False, emoji=False, highlight=False)
 
 
 def _full_width_help() -> None:
@@ -374,10 +270,14 @@ def main() -> None:
     """Entry point of the ``dlsched`` script."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     _full_width_help()
+    # The objects imports made live as long as the process: out of the collector's
+    # generations, no full collection walks them again (one after a FIFO run on Philly
+    # walked them for ~25 ms of CPU, issue 34).
+    gc.freeze()
     try:
         app()
     except KeyboardInterrupt:
-        err.print("interrupted")
+        common.err.print("interrupted")
         sys.exit(130)
 
 

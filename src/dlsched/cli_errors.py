@@ -11,12 +11,13 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.console import Console
-from rich.text import Text
 from typer.core import TyperGroup
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 USAGE_EXIT = 2
 """Exit code of every bad-input error."""
@@ -31,6 +32,9 @@ _ABORT: type[BaseException] = typer.Abort
 
 def print_error(message: str, console: Console | None = None) -> None:
     """``error: <first line of message>`` on stderr, the message as plain text (no markup)."""
+    from rich.console import Console  # Rich only on an error (start-up, issue 34)
+    from rich.text import Text
+
     first = message.strip().splitlines()[0] if message.strip() else "failed"
     line = Text.assemble(("error:", "bold red"), " ", first)
     (console or Console(stderr=True)).print(

@@ -224,6 +224,7 @@ PLUGINS: tuple[str, ...] = (
     "dlsched.papers.sched2:PLUGIN",
     "dlsched.papers.example:PLUGIN",
     "dlsched.papers.gavel:PLUGIN",
+    "dlsched.papers.hetero:PLUGIN",
     "dlsched.plugins:BUILTIN",
 )
 """The plugin table: one ``module:attribute`` line per plugin, each naming a `Plugin`."""

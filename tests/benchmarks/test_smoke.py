@@ -30,7 +30,7 @@ FAKE_POLLUX_PEER = 'import sys\nprint("Average JCT: 1000.0", sys.argv[1:])\n'
 SMOKE: dict[str, str] = {
     "chaos.py": "--live-jobs 1 --live-faults 1 --steps 30 --skip-k8s",
     "chaos_k8s.py": "--jobs 10 --faults 1",
-    "compare_workers.py": "-w deeprm --schedulers fifo --seeds 1-2",
+    "compare_workers.py": "-w deeprm --schedulers fifo --seeds 1-2 --per-task --ceiling",
     "deeprm_paper_diagnose.py": "--iterations 1 --jobsets 2 --episodes 2 --out {tmp}/out",
     "deeprm_settings.py": "--seeds 9001-9002 --loads 1.3 --settings paper",
     "deeprm_train.py": "--loads 0.7 --workers 1 --iterations 1 --jobsets 2 --episodes 2 "
@@ -40,6 +40,7 @@ SMOKE: dict[str, str] = {
     "dl2_policy.py": "--seeds 101-101 --servers 2 --skip-timing",
     "dl2_stalls.py": "--seeds 0-0 --jobs 4",
     "gavel_side_by_side.py": "",  # the peer faked: see test_gavel_side_by_side
+    "hetero_learned.py": "--rates 8 --seeds 20001 --num-jobs 6 --out {tmp}/out",
     "env_steps.py": "--seconds 0.2 --deeprm-batch 4 --dl2-batch 2 --sched2-envs 2",
     "k8s_reconcile.py": "--jobs 10 --nodes 5",
     "live_attacks.py": "--jobs 1 --attack-s 0.2 --steps 20",

@@ -38,7 +38,9 @@ def test_building_the_cli_builds_no_lazy_command_and_a_look_up_builds_one() -> N
     group: Any = typer.main.get_command(app)
     train = group.commands["train"]
     names = [c.name for p in plugins() for c in p.train_commands]
-    assert group.list_commands(None)[:3] == ["simulate", "compare", "report"]
+    assert group.list_commands(None)[:5] == ["simulate", "compare", "report", "list", "reproduce"]
+    assert group.commands.built == {"simulate", "trace", "train", "live", "k8s"}  # the groups
+    assert group.commands["trace"].commands.built == frozenset()  # trace info: lazy too
     assert train.list_commands(None) == names
     assert train.commands.built == frozenset()  # nothing built yet
     command = group.get_command(None, "compare")

@@ -1,4 +1,5 @@
-"""``compare --dask`` (issue 18): a Dask cluster gives the numbers of one local process."""
+"""``compare --dask`` (issues 18, 31): a Dask cluster of several worker processes gives the numbers
+of one local process, in order."""
 
 from __future__ import annotations
 
@@ -21,16 +22,18 @@ SCHEDULERS = ["fifo", "drf", "optimus"]
 
 @pytest.fixture(scope="module")
 def address() -> Iterator[str]:
-    """A one-worker cluster in this process, listening on 127.0.0.1; stopped after the tests."""
+    """A cluster of two single-threaded worker processes listening on 127.0.0.1 (as
+    ``--dask local`` starts); closed after the tests."""
     cluster = distributed.LocalCluster(
-        n_workers=1,
+        n_workers=2,
         threads_per_worker=1,
-        processes=False,
+        processes=True,
         protocol="tcp",
         host="127.0.0.1",
         dashboard_address=None,
     )
     try:
+        assert len(cluster.workers) == 2
         yield cluster.scheduler_address
     finally:
         cluster.close()

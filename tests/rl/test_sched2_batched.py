@@ -85,6 +85,33 @@ def test_reset_some_restarts_one_episode_only() -> None:
     np.testing.assert_array_equal(obs[0], obs_fresh[0])
 
 
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_incremental_reward_sums_to_the_papers_return_less_the_job_count(backend: str) -> None:
+    """Same trajectory as the paper's reward; per episode Σ r = Σ_j (E_j − 1), and holding
+    (φ) while jobs wait costs reward at once (the paper's reward pays 0 for it)."""
+    paper = BatchedSched2Env(2, backend=backend, **SMALL)
+    inc = BatchedSched2Env(2, backend=backend, reward="incremental", **SMALL)
+    for env in (paper, inc):
+        env.reset([5, 6])
+    rng = np.random.default_rng(3)
+    totals, ends, hold_costs = np.zeros(2), {}, []
+    while len(ends) < 2:
+        masks = paper.ops.numpy(paper.action_masks())
+        actions = np.array([rng.choice(np.flatnonzero(m)) for m in masks])
+        waiting = paper.ops.numpy((paper.status == 1).any(axis=1))
+        _, r_paper, _, _, info = paper.step(actions)
+        _, r_inc, _, _, _ = inc.step(actions)
+        r_paper, r_inc = paper.ops.numpy(r_paper), inc.ops.numpy(r_inc)
+        hold_costs += [r_inc[i] for i in range(2) if actions[i] == 10 and waiting[i]]
+        assert np.array_equal(paper.ops.numpy(paper.status), inc.ops.numpy(inc.status))
+        totals += r_inc
+        ends.update(info["episodes"])
+    for i in range(2):
+        n = SMALL["num_jobs"]
+        assert totals[i] == pytest.approx(n * (ends[i]["avg_effectiveness"] - 1.0), rel=1e-9)
+    assert hold_costs and max(hold_costs) < 0.0
+
+
 @pytest.mark.parametrize("bad", [np.array([0, 11]), np.array([0.0, 1.0]), np.array([1, 2, 3])])
 def test_bad_actions_are_refused_with_one_line(bad: Any) -> None:
     env = BatchedSched2Env(2, **SMALL)

@@ -86,3 +86,25 @@ def test_an_empty_cache_setting_writes_nothing(
     monkeypatch.setenv("DLSCHED_CACHE_DIR", "")
     assert len(pc.philly_columns().submit_s) == 82_247
     assert not list(fresh_cache.iterdir())
+
+
+def test_models_are_drawn_as_before() -> None:
+    """The models drawn for a seed, and the array's width, are those the first implementation
+    (an object array converted to text) drew: every trace result depends on them."""
+    drawn = draw_models(12, 0)
+    assert drawn.dtype == np.dtype("<U11")
+    assert " ".join(drawn.tolist()) == (
+        "transformer transformer resnet-50 alexnet deepspeech deepspeech "
+        "transformer deepspeech transformer deepspeech deepspeech resnet-50"
+    )
+    assert draw_models(0, 0).dtype == np.dtype("<U1")
+    whole = draw_models(82_247, 0)
+    assert whole.dtype == np.dtype("<U12")
+    assert dict(zip(*np.unique(whole, return_counts=True), strict=True)) == {
+        "alexnet": 2073,
+        "deepspeech": 24592,
+        "inception-v3": 2078,
+        "resnet-50": 2151,
+        "transformer": 49322,
+        "vgg-16": 2031,
+    }

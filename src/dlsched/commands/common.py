@@ -10,28 +10,31 @@ from __future__ import annotations
 import logging
 import math
 import os
-import threading
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import typer
-from rich.console import Console, ConsoleDimensions
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    ProgressColumn,
-    TextColumn,
-    TimeElapsedColumn,
-)
 
 from dlsched.cli_args import parse_options as parse_cli_options
 from dlsched.cli_errors import print_error
+from dlsched.commands.progress_lines import LineProgress
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import ProgressColumn
+
+    out: Console
+    """The CLI's console on stdout (made on first use, `__getattr__`)."""
+    err: Console
+    """The CLI's console on stderr (made on first use)."""
 
 __all__ = [
+    "ProgressBar",
     "clean",
     "err",
+    "escape_markup",
     "fmt_metric",
     "metric_unit",
     "metrics_line",
@@ -55,27 +58,24 @@ def off_terminal_width(stream_is_terminal: bool) -> int | None:
     return OFF_TERMINAL_WIDTH
 
 
-class _CliConsole(Console):
-    """A Rich console `OFF_TERMINAL_WIDTH` wide whenever its stream is not a terminal and no
-    width was given (checked at each print: the stream and ``COLUMNS`` may change)."""
+def __getattr__(name: str) -> Any:
+    """``out`` and ``err``, the CLI's Rich consoles on stdout and stderr, made on first use
+    (`dlsched.commands.consoles`): a run that prints no table, help or bar imports no Rich."""
+    if name in ("out", "err"):
+        from dlsched.commands.consoles import console
 
-    @property
-    def size(self) -> ConsoleDimensions:
-        dims = super().size
-        width = None if self._width is not None else off_terminal_width(self.is_terminal)
-        return dims if width is None else ConsoleDimensions(width, dims.height)
-
-    @size.setter
-    def size(self, new_size: tuple[int, int]) -> None:
-        Console.size.fset(self, new_size)  # type: ignore[attr-defined]
+        return console(stderr=name == "err")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def _console(stderr: bool = False) -> Console:
-    return _CliConsole(stderr=stderr)
+def escape_markup(text: str) -> str:
+    """``text`` escaped so that Rich prints it as it is (`rich.markup.escape`), importing Rich
+    only when ``text`` has what Rich would escape (a ``[`` or a final backslash)."""
+    if "[" not in text and not text.endswith("\\"):
+        return text  # what rich.markup.escape returns for it
+    from rich.markup import escape
 
-
-out = _console()
-err = _console(stderr=True)
+    return escape(text)
 
 
 @contextmanager
@@ -93,7 +93,9 @@ def one_line_errors(hold_warnings: bool = False) -> Iterator[None]:
         try:
             yield
         except (ValueError, OSError, KeyError, SimulationStalled) as exc:
-            print_error(str(exc) or type(exc).__name__, err)
+            from dlsched.commands.consoles import console
+
+            print_error(str(exc) or type(exc).__name__, console(stderr=True))
             raise typer.Exit(2) from None
         release()
 
@@ -207,44 +209,37 @@ PROGRESS_LINE_EVERY_S = 30.0
 """Seconds between progress lines when stderr is not a terminal (no live bar there)."""
 
 
-class _LineProgress(Progress):
-    """A `Progress` that, while its bar is disabled (stderr not a terminal), prints one plain
-    line per started, unfinished task to stderr every ``every_s`` seconds from a background
-    thread — also while the caller is busy between updates (a long data collection)."""
+class ProgressBar(Protocol):
+    """What `progress_bar` gives: Rich's `Progress` on a terminal, else a `LineProgress`."""
 
-    def __init__(self, *columns: ProgressColumn, every_s: float, **kwargs: Any) -> None:
-        super().__init__(*columns, **kwargs)
-        self.every_s = every_s
-        self._stop = threading.Event()
-        self._ticker: threading.Thread | None = None
+    def __enter__(self) -> ProgressBar: ...
 
-    def __enter__(self) -> _LineProgress:
-        entered = super().__enter__()
-        assert isinstance(entered, _LineProgress)
-        if self.disable and self.every_s > 0:
-            self._ticker = threading.Thread(target=self._tick, name="progress-lines", daemon=True)
-            self._ticker.start()
-        return entered
+    def __exit__(self, *exc: Any) -> None: ...
 
-    def __exit__(self, *exc: Any) -> None:
-        self._stop.set()
-        if self._ticker is not None:
-            self._ticker.join()
-        super().__exit__(*exc)
+    def add_task(
+        self,
+        description: str,
+        start: bool = True,
+        total: float | None = 100.0,
+        completed: int = 0,
+        visible: bool = True,
+        **fields: Any,
+    ) -> Any: ...
 
-    def _tick(self) -> None:
-        while not self._stop.wait(self.every_s):
-            self.print_lines()
+    def update(
+        self,
+        task_id: Any,
+        *,
+        total: float | None = None,
+        completed: float | None = None,
+        advance: float | None = None,
+        description: str | None = None,
+        visible: bool | None = None,
+        refresh: bool = False,
+        **fields: Any,
+    ) -> None: ...
 
-    def print_lines(self) -> None:
-        """One line per started, unfinished task: description, done/total, elapsed, fields."""
-        with self._lock:
-            tasks = [t for t in self._tasks.values() if t.started and not t.finished]
-        for task in tasks:
-            total = "?" if task.total is None else f"{task.total:,.0f}"
-            fields = " ".join(str(v) for v in task.fields.values() if str(v))
-            line = f"{task.description}: {task.completed:,.0f}/{total}, {task.elapsed or 0:,.0f} s"
-            err.print(line + (f" · {fields}" if fields else ""), markup=False, highlight=False)
+    def advance(self, task_id: Any, advance: float = 1) -> None: ...
 
 
 def progress_bar(
@@ -252,18 +247,31 @@ def progress_bar(
     label: str = "{task.description}",
     transient: bool = False,
     every_s: float = PROGRESS_LINE_EVERY_S,
-) -> Progress:
+) -> ProgressBar:
     """The CLI's progress bar on stderr: label, bar, done/total, elapsed, then ``extra``
     columns. When stderr is not a terminal (pipes, CI, ``nohup``) there is no bar (no control
     codes) but a plain progress line per task every ``every_s`` seconds (0: none)."""
-    return _LineProgress(
-        TextColumn(label),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        *extra,
-        console=err,
-        transient=transient,
-        disable=not err.is_terminal,
-        every_s=every_s,
-    )
+    if _stderr_may_be_a_terminal():
+        from dlsched.commands.consoles import console, live_bar
+
+        if console(stderr=True).is_terminal:
+            return live_bar(*extra, label=label, transient=transient)
+    return LineProgress(every_s, _print_line)
+
+
+def _stderr_may_be_a_terminal() -> bool:
+    """False only where Rich's console would find stderr is not a terminal: it is no tty and
+    neither ``TTY_COMPATIBLE=1`` nor ``FORCE_COLOR`` makes Rich treat it as one."""
+    if os.environ.get("TTY_COMPATIBLE") == "1" or os.environ.get("FORCE_COLOR"):
+        return True
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):  # no stream, or a closed one
+        return False
+
+
+def _print_line(line: str) -> None:
+    """One progress line on the CLI's stderr console, as plain text."""
+    from dlsched.commands.consoles import console
+
+    console(stderr=True).print(line, markup=False, highlight=False)

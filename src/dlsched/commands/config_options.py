@@ -32,10 +32,9 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
 import typer
-from rich.markup import escape
 
 from dlsched.cli_errors import finite_range
-from dlsched.commands.common import one_line_errors
+from dlsched.commands.common import escape_markup, one_line_errors
 from dlsched.option_fields import Opt, field_docs
 from dlsched.rl.run_options import RunOptions
 
@@ -228,7 +227,7 @@ def _option(
     if isinstance(default, tuple) and cli_type is str:
         default = ",".join(str(x) for x in default)
     # Typer renders help as Rich markup: escape it so "dlsched[dask]" is not read as a tag.
-    text = escape(doc.replace("``", "").replace("`", "")) or None
+    text = escape_markup(doc.replace("``", "").replace("`", "")) or None
     names = opt.flags or ((f"{flag}/--no-{flag[2:]}",) if base is bool else (flag,))
     info = typer.Option(*names, help=text, metavar=opt.metavar, **extra)
     annotation = Annotated[cli_type | None if optional else cli_type, info]  # type: ignore[valid-type]

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import inspect
 import logging
-import tomllib
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
@@ -143,6 +142,8 @@ def _check_required(
 
 def read_experiment(path: Path) -> dict[str, Any]:
     """The file's TOML data; ValueError (one line naming the file) if unreadable."""
+    import tomllib  # only with --experiment (start-up, issue 34)
+
     try:
         with path.open("rb") as f:
             return tomllib.load(f)

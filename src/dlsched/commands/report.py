@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from dlsched.commands.common import err, one_line_errors
+from dlsched.commands import common
+from dlsched.commands.common import one_line_errors
 
 if TYPE_CHECKING:
     from dlsched.sim import Result
@@ -49,7 +50,7 @@ def write_run_outputs(
         from dlsched.report import report_results
 
         report_results(results, report, title)
-        err.print(f"wrote {report}", markup=False, emoji=False, highlight=False)
+        common.err.print(f"wrote {report}", markup=False, emoji=False, highlight=False)
 
 
 @contextmanager
@@ -128,4 +129,4 @@ def report(
             )
         page = render(title or f"{source.name}", runs, notes=notes)
         write_page(out_path, page, "--out")
-    err.print(f"wrote {out_path}", markup=False, emoji=False, highlight=False)
+    common.err.print(f"wrote {out_path}", markup=False, emoji=False, highlight=False)

@@ -1,8 +1,10 @@
 """Independent runs of a sweep on a Dask distributed cluster (the optional ``dask`` extra).
 
-Each run is sent as a `RunTask` (names, a seed, options) to `run_task` on a Dask worker, which
-builds the workload and the scheduler from their names there: the workers need dlsched (the
-same version) installed, nothing else is shipped. ``"local"`` starts a `LocalCluster` on this
+The runs are sent as `RunTask`s (names, a seed, options) in chunks (`parallel.Dispatch`: sized
+by the cluster's worker threads, the costliest first once known) to `run_chunk` on the Dask
+workers, which build the workloads and the schedulers from their names there and send the
+results back packed (`dlsched.experiments.packing`): the workers need dlsched (the same
+version) installed, nothing else is shipped. ``"local"`` starts a `LocalCluster` on this
 machine for the sweep (one single-threaded worker process per core, listening on 127.0.0.1
 only) and stops it after.
 """
@@ -16,7 +18,7 @@ from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from typing import Any
 
-from dlsched.experiments.parallel import RunTask, run_task
+from dlsched.experiments.parallel import RunTask, run_chunk, run_dispatched
 from dlsched.sim import Result
 
 log = logging.getLogger(__name__)
@@ -101,15 +103,12 @@ def run_on_dask(
             raise ValueError(
                 f"{option}: cannot reach a Dask scheduler at {address}: {reason}"
             ) from None
-        log.info("%d runs on the Dask cluster at %s", len(tasks), address)
-        futures = [client.submit(run_task, task, pure=False) for task in tasks]
-        try:
-            for future in distributed.as_completed(futures):
-                result = future.result()
-                if on_run is not None:
-                    on_run(result)
-        except BaseException:
-            client.cancel(futures)
-            raise
-        results: list[Result] = client.gather(futures)
-        return results
+        threads = max(1, sum(client.nthreads().values()))  # none yet: one chunk at a time
+        log.info("%d runs on the Dask cluster at %s (%d threads)", len(tasks), address, threads)
+        return run_dispatched(
+            tasks,
+            threads,
+            lambda chunk: client.submit(run_chunk, chunk, pure=False),
+            lambda futures: distributed.wait(futures, return_when="FIRST_COMPLETED").done,
+            on_run,
+        )

@@ -4,22 +4,44 @@ A run is a plain `RunTask` (workload name, scheduler name, seed, options): each 
 the workload and the scheduler from their names (`run_task`), so nothing but names, numbers
 and the `Result` crosses a process boundary, and the runs give the same numbers in a worker as
 in this process. `run_task` is a module-level function, so any start method works (``fork``,
-``spawn``, ``forkserver``). With ``fork`` (Linux's default) the policy and workload modules the
-runs need are imported here first, so that every worker inherits them instead of importing them
-again.
+``spawn``, ``forkserver``).
+
+What keeps a sweep's cost in its runs (issue 31, point 3):
+
+* **long-lived workers**: one pool of processes for the whole sweep, each running many runs;
+* **chunked tasks** (`Dispatch`): the runs go out in chunks, large first and single runs last
+  ("guided" scheduling), so that the pool's per-submission cost is paid per chunk while the
+  last runs still balance the workers; once a (workload, scheduler)'s first runs are back,
+  its runs go out costliest first (longest processing time first, from the CPU seconds its
+  runs took), so that the sweep does not end waiting on one long run;
+* **compact results** (`dlsched.experiments.packing`): a run's `Result` comes back as typed
+  arrays, about half the pickling and unpickling of the `Result` itself;
+* **warm workers**: with ``fork`` (Linux's default) the parent first imports the policy and
+  workload modules the runs need and builds the first run's workload once (`warm_up`), so that
+  every worker inherits the imports and the caches that workload filled (DL2's interpolated
+  speed tables, a trace's parsed columns) instead of making them again.
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
-from collections.abc import Callable, Sequence
+import math
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from dlsched.experiments.packing import pack, unpack
 from dlsched.runner import simulate
 from dlsched.sim import Result
 
 log = logging.getLogger(__name__)
+
+GUIDED_SHARE = 2
+"""A chunk is the runs not yet handed out ÷ (this × workers), at least 1: the first chunks give
+every worker several runs at once, the last ones single runs (nothing left idle for long)."""
 
 
 @dataclass(frozen=True)
@@ -39,6 +61,17 @@ def run_task(task: RunTask) -> Result:
     )
 
 
+def run_chunk(tasks: Sequence[RunTask]) -> list[tuple[tuple[Any, ...], float]]:
+    """Run ``tasks`` one after the other (in a worker): each result packed (`pack`), with the
+    CPU seconds its run took."""
+    out = []
+    for task in tasks:
+        cpu = time.process_time()
+        result = run_task(task)
+        out.append((pack(result), time.process_time() - cpu))
+    return out
+
+
 def labelled(result: Result, spec: object) -> Result:
     """``result`` with ``scheduler`` set to the spec it ran as, when that spec carries an
     argument (``deeprm:1.3``, ``sched2:runs/x/policy.pt``): two specs of one policy are two
@@ -47,6 +80,50 @@ def labelled(result: Result, spec: object) -> Result:
     if isinstance(spec, str) and ":" in spec:
         result.scheduler = spec.strip()
     return result
+
+
+class Dispatch:
+    """Which runs go out next: chunks of the runs left ÷ (`GUIDED_SHARE` × ``workers``),
+    rounded up, the costliest runs first once their cost is known.
+
+    The runs are grouped by (workload, scheduler); a group's cost is the mean CPU seconds of its
+    runs that came back (`done`). The next run is taken from the group of highest cost; a group
+    with none back counts as the costliest (ties: the run given first), so the first runs go
+    out in the order given and every group is sampled early.
+    """
+
+    def __init__(self, tasks: Sequence[RunTask], workers: int) -> None:
+        self.workers = max(1, workers)
+        self.left = len(tasks)
+        self.groups: dict[tuple[str, str], deque[int]] = {}
+        self.key_of = [(task.workload, task.scheduler) for task in tasks]
+        for index, key in enumerate(self.key_of):
+            self.groups.setdefault(key, deque()).append(index)
+        self.cost: dict[tuple[str, str], tuple[float, int]] = {}  # (CPU s summed, runs)
+
+    def done(self, index: int, cpu_s: float) -> None:
+        """Run ``index`` came back after ``cpu_s`` CPU seconds."""
+        total, runs = self.cost.get(self.key_of[index], (0.0, 0))
+        self.cost[self.key_of[index]] = (total + cpu_s, runs + 1)
+
+    def _costliest(self) -> tuple[str, str]:
+        def rank(key: tuple[str, str]) -> tuple[float, int]:
+            total, runs = self.cost.get(key, (0.0, 0))
+            return (total / runs if runs else math.inf, -self.groups[key][0])
+
+        return max((key for key, group in self.groups.items() if group), key=rank)
+
+    def next_chunk(self) -> list[int]:
+        """The next runs to send (empty when none are left)."""
+        size = math.ceil(self.left / (GUIDED_SHARE * self.workers))
+        chunk: list[int] = []
+        while len(chunk) < size:
+            key = self._costliest()
+            group = self.groups[key]
+            take = min(size - len(chunk), len(group)) if key in self.cost else 1
+            chunk.extend(group.popleft() for _ in range(take))
+        self.left -= len(chunk)
+        return chunk
 
 
 def import_for(tasks: Sequence[RunTask]) -> None:
@@ -63,6 +140,24 @@ def import_for(tasks: Sequence[RunTask]) -> None:
             known[name].function()
 
 
+def warm_up(tasks: Sequence[RunTask]) -> None:
+    """Import what ``tasks`` need (`import_for`) and build the first task's workload once, in
+    this process: what that fills (imports, module caches) is then inherited by forked workers.
+    Nothing is kept; a failure is left for the run itself to report."""
+    from dlsched.workloads.registry import make_workload
+
+    import_for(tasks)
+    if not tasks:
+        return
+    task = tasks[0]
+    run_only = set(inspect.signature(simulate).parameters) - {"servers", "load"}
+    options = {k: v for k, v in task.options.items() if k not in run_only}
+    try:
+        make_workload(task.workload, seed=task.seed, **options)
+    except Exception as exc:  # the run raises it again, where it belongs
+        log.debug("warm-up of %s skipped: %s", task.workload, exc)
+
+
 def run_in_processes(
     tasks: Sequence[RunTask],
     workers: int,
@@ -76,28 +171,64 @@ def run_in_processes(
         tasks: the runs.
         workers: processes (at least 2 is the point; more than ``len(tasks)`` are not started).
         start_method: ``"fork"``, ``"spawn"`` or ``"forkserver"``; default the platform's.
-        on_run: called in this process with each result as it arrives (completion order).
+        on_run: called in this process with each result as it arrives (completion order; the
+            runs of one chunk arrive together).
 
     Raises:
-        the first failed run's exception; the runs not started yet are cancelled.
+        the first failed run's exception; the chunks not started yet are cancelled.
     """
     import multiprocessing  # here: a single run (`labelled`) needs no process pool
-    from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
     context = multiprocessing.get_context(start_method)
     workers = max(1, min(workers, len(tasks)))
     if context.get_start_method() == "fork":
-        import_for(tasks)
+        warm_up(tasks)
     log.info("%d runs on %d %s worker processes", len(tasks), workers, context.get_start_method())
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        futures: list[Future[Result]] = [pool.submit(run_task, task) for task in tasks]
-        try:
-            for future in as_completed(futures):
-                result = future.result()
-                if on_run is not None:
-                    on_run(result)
-        except BaseException:
-            for future in futures:
-                future.cancel()
-            raise
-        return [future.result() for future in futures]
+        return run_dispatched(
+            tasks,
+            workers,
+            lambda chunk: pool.submit(run_chunk, chunk),
+            lambda futures: wait(futures, return_when=FIRST_COMPLETED)[0],
+            on_run,
+        )
+
+
+def run_dispatched(
+    tasks: Sequence[RunTask],
+    workers: int,
+    submit: Callable[[list[RunTask]], Any],
+    first_done: Callable[[list[Any]], Iterable[Any]],
+    on_run: Callable[[Result], None] | None,
+) -> list[Result]:
+    """Run ``tasks`` in chunks (`Dispatch`) through ``submit`` (a chunk → a future of
+    `run_chunk`'s answer), ``first_done`` giving the futures done among those it is given
+    (waiting for one at least); the results in the order of ``tasks``.
+
+    Raises:
+        the first failed run's exception; the chunks in flight are cancelled.
+    """
+    results: list[Result | None] = [None] * len(tasks)
+    dispatch = Dispatch(tasks, workers)
+    in_flight: dict[Any, list[int]] = {}
+    try:
+        while dispatch.left or in_flight:
+            while dispatch.left and len(in_flight) < workers + max(1, workers // 2):
+                chunk = dispatch.next_chunk()  # every worker busy, a few chunks queued
+                in_flight[submit([tasks[i] for i in chunk])] = chunk
+            for future in first_done(list(in_flight)):
+                chunk = in_flight.pop(future)
+                for i, (packed, cpu_s) in zip(chunk, future.result(), strict=True):
+                    dispatch.done(i, cpu_s)
+                    results[i] = result = unpack(packed)
+                    if on_run is not None:
+                        on_run(result)
+    except BaseException:
+        for future in in_flight:
+            future.cancel()
+        raise
+    done = [r for r in results if r is not None]
+    if len(done) != len(tasks):  # pragma: no cover - every chunk answered or raised above
+        raise RuntimeError(f"{len(tasks) - len(done)} runs came back without a result")
+    return done

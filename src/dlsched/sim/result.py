@@ -16,6 +16,7 @@ from dlsched.core import JobRun
 from dlsched.sim.event_log import EventLog
 from dlsched.sim.fairness import fairness_summary
 from dlsched.sim.metrics import Timeline, jain_index
+from dlsched.sim.order_stats import median, percentile
 
 _RECORDED_PARAMS = ("skipped_rows", "speed_model", "repack")
 """Workload and run parameters every summary carries when the run has them."""
@@ -182,9 +183,9 @@ class Result:
             "avg_jct_s": stat(jct, np.mean),
             "jct_lower_bound_s": self.jct_bound_s,
             "jct_over_bound": stat(jct, np.mean) / self.jct_bound_s,
-            "median_jct_s": stat(jct, np.median),
-            "p95_jct_s": stat(jct, lambda v: np.percentile(v, 95)),
-            "p99_jct_s": stat(jct, lambda v: np.percentile(v, 99)),
+            "median_jct_s": stat(jct, median),
+            "p95_jct_s": stat(jct, lambda v: percentile(v, 95)),
+            "p99_jct_s": stat(jct, lambda v: percentile(v, 99)),
             "makespan_s": float(self.column("finish_s").max() - first_submit) if have else 0.0,
             "avg_slowdown": stat(self.column("slowdown"), np.mean),
             "avg_effectiveness": stat(self.column("effectiveness"), np.mean),

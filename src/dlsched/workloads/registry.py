@@ -39,8 +39,9 @@ def make_workload(
 ) -> Workload:
     """Build the workload named ``spec`` (``name`` or ``name:ARG``).
 
-    Every workload takes ``cluster="v100:4x8,k80:4x8"`` (and ``speed_spread``): a generator
-    without its own runs on that heterogeneous cluster (`dlsched.workloads.hetero.on_cluster`).
+    Every workload takes ``cluster="v100:4x8,k80:4x8"`` (and ``speed_spread``, ``job_types``):
+    a generator without its own runs on that heterogeneous cluster
+    (`dlsched.workloads.hetero.on_cluster`).
 
     Raises:
         ValueError: unknown name, a missing or unexpected argument, or a bad option value.
@@ -59,8 +60,11 @@ def make_workload(
     hetero: dict[str, Any] = {}
     if "cluster" in overrides and "cluster" not in params:
         hetero = {"cluster": overrides.pop("cluster")}
-        if "speed_spread" in overrides and "speed_spread" not in params:
-            hetero["speed_spread"] = overrides.pop("speed_spread")
+        for key in ("speed_spread", "job_types"):
+            if key in overrides and key not in params:
+                hetero[key] = overrides.pop(key)
+    elif "job_types" in overrides and "job_types" not in params:
+        raise ValueError("job_types= maps jobs to GPU speeds: it needs cluster=TYPE:SxG,...")
     if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
         accepted = [k for k, p in params.items() if p.kind is inspect.Parameter.KEYWORD_ONLY]
         unknown = sorted(set(overrides) - set(accepted))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.table import Table
@@ -95,6 +96,9 @@ def _paper_config(config: ReinforceConfig, args: DeepRMRunArgs) -> ReinforceConf
     for name, given in outside.items():
         if given:
             raise ValueError(f"{name}: not part of DeepRM's method (--paper)")
+    if args.init_from and not (Path(args.init_from) / "policy.pt").is_file():
+        raise ValueError(f"--init-from {args.init_from}: no policy.pt in that folder")
     fields = {f.name: getattr(config, f.name) for f in dataclasses.fields(ReinforceConfig)}
-    fields.update(mask_invalid=False, workers=1, loads=config.loads or PAPER_LOADS)
-    return PaperConfig(**fields, device=resolve_device(args.device), baseline=args.baseline)
+    fields.update(mask_invalid=False, loads=config.loads or PAPER_LOADS)
+    device = resolve_device(args.device)
+    return PaperConfig(**fields, device=device, baseline=args.baseline, init_from=args.init_from)

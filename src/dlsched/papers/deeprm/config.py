@@ -126,6 +126,9 @@ class DeepRMRunArgs:
     baseline: Literal["step", "decision"] = "step"
     """--paper: REINFORCE baseline per time step (the paper's text) or per decision index
     (the authors' code)."""
+    init_from: str = ""
+    """--paper: start from this policy folder's network (policy.pt + card.json, e.g.
+    src/dlsched/papers/deeprm/policies/paper), counting its iterations on."""
 
 
 def make_jobsets(

@@ -23,6 +23,7 @@ schedule different numbers of jobs; ``baseline="decision"`` keeps that for compa
 from __future__ import annotations
 
 import logging
+import multiprocessing as mp
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -83,6 +84,14 @@ class PaperConfig(ReinforceConfig):
     mask_invalid: bool = False
     """The paper's: every action is offered; an invalid one lets time move on (§3.2)."""
     workers: int = 1
+    """Processes rolling out an iteration's jobsets on the CPU (``--device cpu``; the CLI's
+    ``--workers``, default 2), one torch thread each; one on CUDA. Each part of the jobsets
+    samples from its own generator, seeded by seed, iteration and part: the same ``chunk``
+    gives the same run whatever ``workers``."""
+    init_from: str = ""
+    """A policy folder (``policy.pt`` + ``card.json``) whose network the run starts from,
+    counting its iterations on (continues a run whose optimiser state was not kept; RMSProp's
+    accumulator then starts at the first gradient squared, not at zero)."""
     baseline: Baseline = "step"
     """``"step"``: mean return at the same time step (the paper's text); ``"decision"``: at
     the same decision index (the authors' code)."""
@@ -93,8 +102,10 @@ class PaperConfig(ReinforceConfig):
     """Environment arrays: ``"auto"`` (NumPy on the CPU, torch elsewhere), or force one
     (``"torch"`` on the CPU runs the GPU code path there: tests, rehearsals)."""
     chunk: int = 0
-    """Jobsets per lock-step batch (0: all in one, or `BUDGET_ROUNDS` batches under a wall-time
-    budget, so that it can stop between them; smaller bounds memory)."""
+    """Jobsets per lock-step batch, a *part* (0: the jobsets split evenly over ``workers``, in
+    `BUDGET_ROUNDS` rounds under a wall-time budget, so that it can stop between them; smaller
+    bounds memory). Parts are the unit of the random streams: the same ``chunk`` gives the same
+    run whatever ``workers``."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Free-form notes recorded on the card (machine, command)."""
 
@@ -117,6 +128,8 @@ class PaperStats(IterationStats):
     """Share of decisions that chose ∅ or an invalid slot (time moves on)."""
     withheld_share: float = float("nan")
     """Share of time steps ended by ∅ while some slot job fitted now (not work-conserving)."""
+    cpu_s: float = float("nan")
+    """CPU seconds of the iteration's rollouts and gradients, every process together."""
 
 
 def card_notes(config: PaperConfig) -> str:
@@ -126,6 +139,11 @@ def card_notes(config: PaperConfig) -> str:
         f"({i}) {what}: {why}" for i, (what, why) in enumerate(PAPER_DEVIATIONS, 1)
     )
     extra = "".join(f" {k}: {v}." for k, v in config.extra.items())
+    if config.init_from:
+        extra += (
+            f" Started from the network of {config.init_from} (--init-from; its iterations "
+            f"counted on, a fresh RMSProp accumulator set to the first gradient squared)."
+        )
     return (
         f"DeepRM's own method (train deeprm --paper): REINFORCE from a random network, no "
         f"imitation; objective {config.objective}; {config.jobsets} jobsets at loads {loads} x "
@@ -156,6 +174,7 @@ class PaperReinforce:
         self.elapsed_s = 0.0
         self.history: list[PaperStats] = []
         self._jobsets: list[Jobset] | None = None
+        self._pool: Any = None
 
     def __enter__(self) -> PaperReinforce:
         return self
@@ -164,7 +183,11 @@ class PaperReinforce:
         self.close()
 
     def close(self) -> None:
-        """Nothing to stop (one process)."""
+        """Stop the worker processes."""
+        if self._pool is not None:
+            self._pool.close()
+            self._pool.join()
+            self._pool = None
 
     pretrained_epochs = 0
     """The paper's method has no pre-training."""
@@ -181,27 +204,31 @@ class PaperReinforce:
 
     def step(self, stop: Callable[[], bool] | None = None) -> PaperStats:
         """One training iteration: rollouts, baseline, one RMSProp step; ``stop`` is asked
-        between ``chunk``s of jobsets (True: no more; the gradient comes from those done). With
-        ``stop`` and no ``chunk`` the jobsets run in `BUDGET_ROUNDS` chunks (other random draws
-        than in one lock-step batch)."""
+        between rounds of parts (True: no more; the gradient comes from those done). Parts
+        (``chunk`` jobsets each, or the jobsets split over ``workers``, in `BUDGET_ROUNDS`
+        rounds with ``stop``) run in the worker processes, one round of ``workers`` at a time."""
         cfg = self.config
         wall0 = time.perf_counter()
-        jobsets = self.jobsets()
-        whole = len(jobsets) if stop is None else -(-len(jobsets) // BUDGET_ROUNDS)
-        chunk = cfg.chunk or whole
-        self.net.zero_grad()
+        num = len(self.jobsets())
+        workers = self._workers()
+        rounds = 1 if stop is None else BUDGET_ROUNDS
+        size = cfg.chunk or -(-num // (workers * rounds))
+        tasks = [(i, range(a, min(a + size, num))) for i, a in enumerate(range(0, num, size))]
         before = [p.detach().clone() for p in self.net.parameters()]
         parts: list[dict[str, Any]] = []
-        for i in range(0, len(jobsets), chunk):
+        for first in range(0, len(tasks), workers):
             if parts and stop is not None and stop():
                 break
-            parts.append(self._rollout(jobsets[i : i + chunk]))
-        done = min(len(jobsets), chunk * len(parts))
+            parts += self._map(tasks[first : first + workers])
+        done = sum(len(r) for _, r in tasks[: len(parts)])
         total = sum(p["samples"] for p in parts)
-        for p in self.net.parameters():
-            if p.grad is not None:
-                p.grad /= max(total, 1)
+        for k, param in enumerate(self.net.parameters()):
+            grad = parts[0]["grads"][k].to(self.device)
+            for part in parts[1:]:  # in part order: the same sum whatever the processes
+                grad = grad + part["grads"][k].to(self.device)
+            param.grad = grad / max(total, 1)
         grad_norm = _norm([p.grad for p in self.net.parameters() if p.grad is not None])
+        self._warm_optimizer()
         self.optimizer.step()
         update = _norm([p.detach() - b for p, b in zip(self.net.parameters(), before, strict=True)])
         returns = np.concatenate([p["returns"] for p in parts])
@@ -229,10 +256,54 @@ class PaperReinforce:
             void_share=sum(p["void"] for p in parts) / max(total, 1),
             withheld_share=sum(p["withheld"] for p in parts)
             / max(1, sum(p["ticks"] for p in parts)),
+            cpu_s=sum(p["cpu_s"] for p in parts),
         )
         self.history.append(stats)
         log.debug("deeprm paper iteration %d: %s", self.iteration, stats)
         return stats
+
+    def _workers(self) -> int:
+        """Processes for the rollouts: ``workers`` on the CPU, one on a GPU."""
+        return max(1, self.config.workers) if self.device.type == "cpu" else 1
+
+    def _map(self, tasks: list[tuple[int, range]]) -> list[dict[str, Any]]:
+        """Run parts ``(index, jobset ids)``: here, or one a worker process."""
+        if len(tasks) <= 1 or self._workers() <= 1:
+            return [self.part(self.iteration, i, ids) for i, ids in tasks]
+        if self._pool is None:  # spawn: no forked torch state
+            ctx = mp.get_context("spawn")
+            self._pool = ctx.Pool(self._workers(), initializer=_worker_init)
+        state = {k: v.detach().cpu().numpy() for k, v in self.net.state_dict().items()}
+        jobs = [(self.config, state, self.iteration, i, ids) for i, ids in tasks]
+        return list(self._pool.map(_run_part, jobs))
+
+    def part(self, iteration: int, index: int, ids: range) -> dict[str, Any]:
+        """Roll out part ``index`` (training jobsets ``ids``) of iteration ``iteration + 1``
+        with the current network: its statistics and its policy gradient's sum (``"grads"``,
+        one CPU tensor per parameter). Its actions are sampled from a generator seeded by
+        (seed, iteration, index) alone."""
+        cpu0 = time.process_time()
+        part_seed = np.random.SeedSequence([self.config.seed, iteration, index])
+        self.gen.manual_seed(int(part_seed.generate_state(1, np.uint64)[0]))
+        self.net.zero_grad()
+        jobsets = self.jobsets()
+        out = self._rollout([jobsets[i] for i in ids])
+        out["grads"] = [
+            (p.grad if p.grad is not None else torch.zeros_like(p)).detach().clone().cpu()
+            for p in self.net.parameters()
+        ]
+        out["cpu_s"] = time.process_time() - cpu0
+        return out
+
+    def _warm_optimizer(self) -> None:
+        """After `init_from`: RMSProp's accumulator starts at the first gradient squared (at
+        zero, every weight would first move ≈ 3 × lr whatever its gradient)."""
+        if not self.config.init_from or self.optimizer.state:
+            return
+        for p in self.net.parameters():
+            if p.grad is not None:
+                step = torch.zeros((), dtype=torch.float32)
+                self.optimizer.state[p] = {"step": step, "square_avg": p.grad.detach() ** 2}
 
     def _rollout(self, jobsets: list[Jobset]) -> dict[str, Any]:
         """Run N episodes of each jobset, accumulate the policy gradient of their decisions
@@ -348,6 +419,24 @@ class PaperReinforce:
             "adv": adv.detach().cpu().numpy(),
             "values": value.cpu().numpy(),
         }
+
+
+_WORKER: dict[str, PaperReinforce] = {}
+
+
+def _worker_init() -> None:
+    torch.set_num_threads(1)
+
+
+def _run_part(job: tuple[PaperConfig, dict[str, np.ndarray], int, int, range]) -> dict[str, Any]:
+    """A worker process's part: `PaperReinforce.part` on its own copy of the trainer (built
+    once, jobsets included), with the main process's current weights."""
+    config, state, iteration, index, ids = job
+    trainer = _WORKER.get("trainer")
+    if trainer is None or trainer.config != config:
+        trainer = _WORKER["trainer"] = PaperReinforce(config)
+    trainer.net.load_state_dict({k: torch.from_numpy(v) for k, v in state.items()})
+    return trainer.part(iteration, index, ids)
 
 
 def _empty(batch: Any, step_ret: torch.Tensor) -> dict[str, Any]:

@@ -3,7 +3,8 @@
 A `Chooser` picks one action per episode for given rows of a `DeepRMBatch` (the batch is stepped
 by `dlsched.papers.deeprm.algorithm.run_batch`). `sjf_actions` is SJF on the slots (DeepRM's
 code offers supervised pre-training on such a heuristic, ``pg_su.py``); `withholding_actions`
-keeps room for short jobs (dlsched's teacher of the shipped policy).
+keeps room for short jobs (dlsched's teacher of the shipped policy); `tetris_star_actions` is
+Tetris★ on the slots (a reference, as the authors' ``other_agents.py`` compares).
 """
 
 from __future__ import annotations
@@ -55,6 +56,30 @@ def withholding_actions(
     now &= ~(long & (short_waits & busy)[:, None])
     length = np.where(now, length, np.iinfo(np.int64).max)
     return np.where(now.any(1), length.argmin(1) + 1, 0)
+
+
+TETRIS_KNOB = 0.5
+"""`tetris_star_actions`: weight of packing against shortness (`dlsched.schedulers.tetris_star`)."""
+
+
+def tetris_star_actions(
+    batch: DeepRMBatch, rows: npt.NDArray[np.int64], _mask: npt.NDArray[np.bool_]
+) -> npt.NDArray[np.int64]:
+    """Tetris★ on the slots (the ``tetris-star`` scheduler's score, seeing only the slots, as
+    DeepRM's code compares): among slot jobs that fit now, the highest ``knob · a / max(a) +
+    (1 − knob) · s / max(s)``, ``a`` the dot product of demand and free capacity (fractions of
+    capacity, now), ``s = 1 / duration`` (earliest slot on ties); else ∅."""
+    fits, first = batch.fits()
+    now = fits[rows] & (first[rows] == 0)
+    cells = batch.shape.res_slots
+    free = (cells - batch.used[rows, 0]) / cells  # (n, d), the current step
+    align = np.where(now, (batch.slot_dem[rows] / cells * free[:, None, :]).sum(2), 0.0)
+    short = np.where(now, 1.0 / np.maximum(batch.slot_len[rows], 1), 0.0)
+    top_a = np.maximum(align.max(1, keepdims=True), 1e-12)
+    top_s = np.maximum(short.max(1, keepdims=True), 1e-12)
+    score = TETRIS_KNOB * align / top_a + (1.0 - TETRIS_KNOB) * short / top_s
+    score = np.where(now, score, -np.inf)
+    return np.where(now.any(1), score.argmax(1) + 1, 0)
 
 
 TEACHERS: dict[str, Chooser] = {"sjf": sjf_actions, "withhold": withholding_actions}

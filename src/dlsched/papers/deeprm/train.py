@@ -216,6 +216,8 @@ class DeepRMLearner:
         )
         if isinstance(config, PaperConfig):
             self.columns = [*PaperReinforce.stats_type.__dataclass_fields__, *CSV_FIELDS[-3:]]
+            if config.init_from:
+                self._start_from(config.init_from)
         self.pretrained = config.pretrain_epochs <= 0
         self.mode = "sample"
         self.validation: dict[str, float] = {"slowdown": float("nan")}
@@ -300,8 +302,21 @@ class DeepRMLearner:
         self.cuts = [str(cut) for cut in state.get("cuts", [])]
         self.trainer.rng.bit_generator.state = json.loads(state["rng"])
         torch.set_rng_state(state["torch_rng"])
-        if hasattr(self.trainer, "gen") and "sample_rng" in state:
-            self.trainer.gen.set_state(state["sample_rng"])
+        gen = getattr(self.trainer, "gen", None)
+        if gen is not None and "sample_rng" in state:
+            try:
+                gen.set_state(state["sample_rng"])
+            except RuntimeError:  # another device's generator: --paper reseeds it per part
+                log.info("deeprm: resumed on another device; the sampling generator is reseeded")
+
+    def _start_from(self, folder: str) -> None:
+        """``--init-from``: the network of the policy in ``folder``, its iterations counted on."""
+        from dlsched.rl.checkpoint import load_checkpoint
+
+        state, card = load_checkpoint(folder, algorithm="deeprm")
+        self.trainer.net.load_state_dict(state)
+        self.trainer.iteration = int(card.steps.get("iterations", 0))
+        log.info("deeprm: starting from %s (iteration %d)", folder, self.trainer.iteration)
 
     def close(self) -> None:
         self.trainer.close()

@@ -50,7 +50,13 @@ log = logging.getLogger(__name__)
 
 
 class Batch(NamedTuple):
-    """Samples for one update (tensors of equal first dimension)."""
+    """Samples for one update (tensors of equal first dimension).
+
+    ``pg_weights`` (optional): per-sample weight of the policy-gradient term (0 drops a sample
+    from it, e.g. an action the exploration rule chose instead of the policy; the value network
+    still learns from it); None = every sample weighs 1. ``discounts`` (optional): per-sample
+    factor of ``V(next_obs)`` in the TD target instead of ``γ (1 − done)``.
+    """
 
     obs: torch.Tensor
     masks: torch.Tensor
@@ -58,6 +64,8 @@ class Batch(NamedTuple):
     rewards: torch.Tensor
     next_obs: torch.Tensor
     dones: torch.Tensor
+    pg_weights: torch.Tensor | None = None
+    discounts: torch.Tensor | None = None
 
 
 # -- supervised learning -----------------------------------------------------------------------
@@ -294,7 +302,10 @@ class Learner:
             values = self.value(batch.obs)[:, 0]
             with torch.no_grad():
                 nxt = self.value(batch.next_obs)[:, 0]
-                target = batch.rewards + cfg.gamma * (1.0 - batch.dones) * nxt
+                discount = (
+                    cfg.gamma * (1.0 - batch.dones) if batch.discounts is None else batch.discounts
+                )
+                target = batch.rewards + discount * nxt
             advantage = (target - values).detach()
             value_loss = nn.functional.mse_loss(values, target)
             self.value_opt.zero_grad()
@@ -306,7 +317,11 @@ class Learner:
             self.baseline = cfg.baseline_decay * self.baseline + (1 - cfg.baseline_decay) * mean_r
         if cfg.normalize_advantage and advantage.numel() > 1:
             advantage = (advantage - advantage.mean()) / (advantage.std() + 1e-8)
-        policy_loss = -(logp * advantage).mean() - cfg.entropy_beta * entropy.mean()
+        if batch.pg_weights is None:
+            pg = (logp * advantage).mean()
+        else:
+            pg = (logp * advantage * batch.pg_weights).sum() / batch.pg_weights.sum().clamp(min=1)
+        policy_loss = -pg - cfg.entropy_beta * entropy.mean()
         self.policy_opt.zero_grad()
         policy_loss.backward()
         stats["policy_loss"] = float(policy_loss.detach())

@@ -11,11 +11,11 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from rich.progress import Progress, TextColumn
+from rich.progress import TextColumn
 from rich.table import Table
 
 from dlsched.cli_args import VARY_BOUNDS, parse_option_value
-from dlsched.commands.common import one_line_errors, out, parse_options, progress_bar
+from dlsched.commands.common import ProgressBar, one_line_errors, out, parse_options, progress_bar
 from dlsched.commands.config_options import Section, train_command
 from dlsched.commands.experiment import experiment_file
 from dlsched.papers.dl2.config import Dl2Config, Dl2RunArgs, EsConfig, FitSpec, TrainSpec
@@ -113,7 +113,9 @@ def _trace_options(workload: str, trace: TraceOptions) -> dict[str, Any]:
     return given
 
 
-def _progress(progress: Progress, spec: TrainSpec) -> Callable[[int, Mapping[str, object]], None]:
+def _progress(
+    progress: ProgressBar, spec: TrainSpec
+) -> Callable[[int, Mapping[str, object]], None]:
     """A bar per phase (SL, RL), advanced by each log row, with its validation JCT."""
     teacher = spec.teacher or "none"
     tasks = {

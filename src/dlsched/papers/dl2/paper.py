@@ -16,7 +16,8 @@
    bonus β = 0.1; job-aware exploration (ε = 0.4 in poor states); experience replay of 8,192
    samples, one mini-batch of 256 a simulated slot (the paper's "one update at the end of each
    time slot"), learning starting once the buffer is full (the authors' code); Adam 1e-4.
-   Experience comes from `Dl2BatchedEnv` (``num_envs`` episodes at once).
+   Experience comes from `Dl2BatchedEnv` (``num_envs`` episodes at once) through
+   `dlsched.papers.dl2.paper_collect` (replay, exploration, collector).
 
 `PaperSpec` documents every knob; `train_paper` runs `PaperLearner` through the shared loop
 `dlsched.rl.training.train` (``policy.pt`` + ``card.json`` of the best validation,
@@ -39,16 +40,16 @@ from torch import nn
 
 from dlsched.papers.dl2.algorithm import Batch, Learner, collect_teacher, supervised
 from dlsched.papers.dl2.batched_env import Dl2BatchedEnv, resolve_device
-from dlsched.papers.dl2.batched_kernels import SLOT_S
 from dlsched.papers.dl2.env import Dl2Env
 from dlsched.papers.dl2.network import (
     ALGORITHM,
     Dl2Config,
     evaluate,
     make_policy,
-    masked_logits,
     seed_everything,
 )
+from dlsched.papers.dl2.paper_collect import STAGGER_SLOTS, Collector, SlotReplay
+from dlsched.papers.dl2.paper_collect import exploration_fixes as exploration_fixes
 from dlsched.papers.dl2.state import Dl2Shape
 from dlsched.rl.checkpoint import PolicyCard
 from dlsched.rl.training import RunOptions, RunResult, Validation, train
@@ -121,6 +122,18 @@ class PaperSpec:
         reward: ``"paper"`` (Σ epochs trained / total epochs) or ``"jct"`` (a diagnosis, not
             the paper: minus the jobs in the system over the slot ÷ J, whose undiscounted
             sum is −Σ JCT / (1,200 s × J)).
+        explored_in_pg: True (the paper, read literally): an action the job-aware exploration
+            chose instead of the policy is trained on as if the policy had sampled it (policy
+            gradient with the policy's log-probability); False: such samples train the value
+            network only.
+        slot_td: ``"paper"``: every action of a slot has the target ``r + γV(s')`` with ``s'``
+            the next slot's first state; ``"chain"`` (a diagnosis): an action inside a slot has
+            the target ``V`` of the next state of the same slot (no reward, no discount: no time
+            passes), the slot's last action ``r + γV(s')``.
+        stagger: False: the ``num_envs`` episodes start together (every sample comes from the
+            same phase of its trace until the first episodes end); True: each environment first
+            runs a random number of slots (0 to 400, policy acting, nothing recorded), so the
+            replay mixes phases as the paper's one continuous cluster does.
     """
 
     out: Path
@@ -138,143 +151,9 @@ class PaperSpec:
     init: Path | None = None
     critic_warmup: int = 0
     reward: str = "paper"
-
-
-class SlotReplay:
-    """Experience replay ring (§4.3) filled a slot at a time (arrays, no per-sample Python)."""
-
-    def __init__(self, capacity: int, obs_dim: int, num_actions: int) -> None:
-        self.capacity, self.size, self.pos = capacity, 0, 0
-        self.obs = np.zeros((capacity, obs_dim), dtype=np.float32)
-        self.next_obs = np.zeros((capacity, obs_dim), dtype=np.float32)
-        self.masks = np.zeros((capacity, num_actions), dtype=bool)
-        self.actions = np.zeros(capacity, dtype=np.int64)
-        self.rewards = np.zeros(capacity, dtype=np.float32)
-        self.dones = np.zeros(capacity, dtype=np.float32)
-
-    def add_slot(
-        self,
-        obs: npt.NDArray[np.float32],
-        masks: npt.NDArray[np.bool_],
-        actions: npt.NDArray[np.int64],
-        reward: float,
-        next_obs: npt.NDArray[np.float32],
-        done: bool,
-    ) -> None:
-        """One slot's samples: every action gets the slot's reward and next state."""
-        idx = (self.pos + np.arange(len(actions))) % self.capacity
-        self.obs[idx], self.masks[idx], self.actions[idx] = obs, masks, actions
-        self.rewards[idx], self.next_obs[idx], self.dones[idx] = reward, next_obs, float(done)
-        self.pos = int((self.pos + len(actions)) % self.capacity)
-        self.size = min(self.size + len(actions), self.capacity)
-
-    def sample(self, n: int, rng: np.random.Generator, device: torch.device) -> Batch:
-        idx = rng.integers(self.size, size=n)
-
-        def take(a: npt.NDArray[Any]) -> torch.Tensor:
-            return torch.from_numpy(a[idx]).to(device)
-
-        return Batch(
-            take(self.obs),
-            take(self.masks),
-            take(self.actions),
-            take(self.rewards),
-            take(self.next_obs),
-            take(self.dones),
-        )
-
-
-def exploration_fixes(env: Dl2BatchedEnv) -> npt.NDArray[np.bool_]:
-    """``(B, 3J + 1)``: legal actions that fix a job in one of DL2's poor states (§4.3) —
-    workers without PS, PS without workers, a worker:PS ratio beyond 10 — as
-    `Dl2Slot.poor_state_fixes`."""
-    counts = env.row_counts()
-    w, p = counts[..., 0].astype(np.float64), counts[..., 1].astype(np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        add_ps = ((w > 0) & (p == 0)) | ((p > 0) & (w / np.maximum(p, 1) > 10))
-        add_w = ~add_ps & (((p > 0) & (w == 0)) | ((w > 0) & (p / np.maximum(w, 1) > 10)))
-    fixes = np.zeros_like(env.mask)
-    J = env.shape.J
-    fixes[:, 0 : 3 * J : 3] = add_w
-    fixes[:, 1 : 3 * J : 3] = add_ps
-    return fixes & env.mask
-
-
-class Collector:
-    """Runs the policy in `Dl2BatchedEnv` and fills the replay a slot at a time (``reward``:
-    see `PaperSpec`)."""
-
-    def __init__(
-        self,
-        env: Dl2BatchedEnv,
-        learner: Learner,
-        replay: SlotReplay,
-        seed: int,
-        reward: str = "paper",
-    ):
-        if reward not in ("paper", "jct"):
-            raise ValueError(f"reward must be paper or jct, got {reward!r}")
-        self.env, self.learner, self.replay = env, learner, replay
-        self.jct_reward = reward == "jct"
-        self.rng = np.random.default_rng(seed)
-        self.gen = torch.Generator(device=env.device).manual_seed(seed)
-        env.reset()
-        self.staged: list[list[tuple[npt.NDArray[np.float32], npt.NDArray[np.bool_], int]]] = [
-            [] for _ in range(env.num_envs)
-        ]
-        self.slots = 0
-        self.episodes = 0
-        self.returns: list[float] = []
-        self._ret = np.zeros(env.num_envs)
-
-    def act(self) -> npt.NDArray[np.int64]:
-        env, cfg = self.env, self.learner.cfg
-        obs, mask = env.tensors()
-        with torch.inference_mode():
-            logits = masked_logits(self.learner.policy(obs), mask)
-            actions = torch.multinomial(torch.softmax(logits, 1), 1, generator=self.gen)[:, 0]
-        out = actions.cpu().numpy()
-        if cfg.exploration:
-            fixes = exploration_fixes(env)
-            use = fixes.any(axis=1) & (self.rng.random(env.num_envs) < cfg.epsilon)
-            if use.any():
-                keys = np.where(fixes[use], self.rng.random(fixes[use].shape), -1.0)
-                out[use] = keys.argmax(axis=1)
-        return out
-
-    def step(self) -> int:
-        """One action in every environment; returns the slots that ended."""
-        env = self.env
-        obs, mask = env.obs.copy(), env.mask.copy()
-        actions = self.act()
-        _, _, rewards, terminated, truncated, slot_end = env.step(actions)
-        if self.jct_reward:
-            rewards = -env.job_s / (SLOT_S * env.shape.J)
-        for b in range(env.num_envs):
-            self.staged[b].append((obs[b], mask[b], int(actions[b])))
-        ended = np.flatnonzero(slot_end)
-        for b in ended.tolist():
-            rows = self.staged[b]
-            self.replay.add_slot(
-                np.stack([r[0] for r in rows]),
-                np.stack([r[1] for r in rows]),
-                np.array([r[2] for r in rows], dtype=np.int64),
-                float(rewards[b]),
-                env.obs[b],
-                bool(terminated[b]),
-            )
-            rows.clear()
-            self._ret[b] += rewards[b]
-        done = terminated | truncated
-        for b in np.flatnonzero(done).tolist():
-            self.staged[b].clear()
-            self.returns.append(float(self._ret[b]))
-            self._ret[b] = 0.0
-            self.episodes += 1
-        if done.any():
-            env.reset_done()
-        self.slots += len(ended)
-        return len(ended)
+    explored_in_pg: bool = True
+    slot_td: str = "paper"
+    stagger: bool = False
 
 
 def _grad_norm(net: nn.Module) -> float:
@@ -288,7 +167,8 @@ STATS = (
 )  # fmt: skip
 """Learning statistics of `rl_update`, logged as their mean over each step's updates."""
 COLUMNS = (
-    "phase", "updates", "slots", "episodes", "train_return", *STATS, "val_avg_jct_s", "wall_s",
+    "phase", "updates", "slots", "episodes", "train_return", "train_avg_jct_s", *STATS,
+    "val_avg_jct_s", "wall_s",
 )  # fmt: skip
 
 
@@ -305,7 +185,10 @@ def rl_update(learner: Learner, batch: Batch, critic_only: bool = False) -> dict
         if learner.cfg.value_net:
             v = learner.value(batch.obs)[:, 0]
             nxt = learner.value(batch.next_obs)[:, 0]
-            adv = batch.rewards + learner.cfg.gamma * (1 - batch.dones) * nxt - v
+            discount = learner.cfg.gamma * (1 - batch.dones)
+            if batch.discounts is not None:
+                discount = batch.discounts
+            adv = batch.rewards + discount * nxt - v
         else:
             adv = batch.rewards - learner.baseline
     stats["advantage_std"] = float(adv.std())
@@ -336,6 +219,8 @@ def _notes(spec: PaperSpec, updates: int, slots: int) -> str:
             f"{cfg.normalize_advantage}, value-only warm-up updates={spec.critic_warmup}",
             f"reward={spec.reward}"
             + ("" if spec.reward == "paper" else " (NOT the paper's: minus jobs in the system)"),
+            f"exploration's actions in the policy gradient={spec.explored_in_pg}, slot "
+            f"targets={spec.slot_td}, staggered starts={spec.stagger}",
             f"checkpoint = best greedy validation avg JCT on seeds {list(spec.val_seeds)}",
         ]
     )
@@ -348,6 +233,8 @@ class PaperLearner:
     columns = COLUMNS
 
     def __init__(self, spec: PaperSpec) -> None:
+        if spec.slot_td not in ("paper", "chain"):
+            raise ValueError(f"slot_td must be paper or chain, got {spec.slot_td!r}")
         cfg = spec.config
         seed_everything(cfg.seed)
         self.spec, self.cfg = spec, cfg
@@ -391,7 +278,11 @@ class PaperLearner:
                 spec.num_envs, shape=self.shape, seed=cfg.seed, device=spec.device,
                 **spec.workload_options,
             )  # fmt: skip
-            self.collector = Collector(env, self.learner, self.replay, cfg.seed, spec.reward)
+            self.collector = Collector(
+                env, self.learner, self.replay, cfg.seed, spec.reward,
+                chain_gamma=cfg.gamma if spec.slot_td == "chain" else None,
+                stagger_slots=STAGGER_SLOTS if spec.stagger else 0,
+            )  # fmt: skip
         collector, replay = self.collector, self.replay
         sums = dict.fromkeys(STATS, 0.0)
         done = due = 0
@@ -400,17 +291,22 @@ class PaperLearner:
             if replay.size < replay.capacity:
                 due = 0
             while due >= cfg.slots_per_update and done < spec.eval_every:
-                batch = replay.sample(cfg.batch_size, self.rng, self.device)
+                batch = replay.sample(
+                    cfg.batch_size, self.rng, self.device,
+                    explored_in_pg=spec.explored_in_pg, chain=spec.slot_td == "chain",
+                )  # fmt: skip
                 stats = rl_update(self.learner, batch, self.updates < spec.critic_warmup)
                 for k in STATS:
                     sums[k] += stats.get(k, float("nan"))
                 due -= cfg.slots_per_update
                 done, self.updates = done + 1, self.updates + 1
         returns = collector.returns[-2 * spec.num_envs :]
+        jcts = collector.episode_jct[-spec.num_envs :]
         row: dict[str, object] = {k: v / done for k, v in sums.items()}
         row.update(
             phase="rl", updates=self.updates, slots=collector.slots, episodes=collector.episodes,
             train_return=float(np.mean(returns)) if returns else float("nan"),
+            train_avg_jct_s=float(np.mean(jcts)) if jcts else float("nan"),
         )  # fmt: skip
         return row
 

@@ -35,7 +35,7 @@ class GavelFifoHet(GavelRounds):
         self._type_of: dict[int, int] = {}
         self._pick = random.Random(0)
 
-    def policy_rates(self, rates: Array) -> Array:
+    def policy_rates(self, rates: Array, types: tuple[str, ...]) -> Array:
         """The estimates, aware or not: the agnostic FIFO only uses them to avoid a type the
         job cannot run on (as Gavel's)."""
         return rates

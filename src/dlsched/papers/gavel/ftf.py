@@ -8,7 +8,7 @@ would have taken on such a share (accumulated at every recompute). For a fixed `
 constraint is linear (``y[j] >= remaining[j] / (rho * c[j] - since_start[j])``), so the smallest
 ``rho`` is found by bisection over LP feasibility (HiGHS) to within 1 %, where Gavel hands the
 convex program to cvxpy. ``gavel-ftf-het`` is ``finish_time_fairness_perf``; ``gavel-ftf`` is
-``finish_time_fairness``, which rates every type as the job's fastest.
+``finish_time_fairness``, which rates every type as the V100 (as ``gavel-makespan``).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import numpy as np
 
 from dlsched.core import JobRun
 from dlsched.papers.gavel.lp import Array, Problem, bisect, feasible_with_floor
-from dlsched.papers.gavel.makespan import fastest_everywhere
+from dlsched.papers.gavel.makespan import as_reference_everywhere
 from dlsched.papers.gavel.rounds import SETTING, SOURCE, GavelRounds
 from dlsched.schedulers.base import Scheduler
 from dlsched.schedulers.registry import register
@@ -69,9 +69,9 @@ class GavelFtfHet(GavelRounds):
         self._isolated_time: dict[int, float] = {}
         self._previous: dict[int, tuple[float, float]] = {}  # job -> (remaining, iso rate)
 
-    def policy_rates(self, rates: Array) -> Array:
-        """The estimates if aware, else each job's fastest estimate on every type."""
-        return rates if self.aware else fastest_everywhere(rates)
+    def policy_rates(self, rates: Array, types: tuple[str, ...]) -> Array:
+        """The estimates if aware, else each job's V100 estimate on every type."""
+        return rates if self.aware else as_reference_everywhere(rates, types)
 
     def allocation(self, problem: Problem, runs: Sequence[JobRun], now_s: float) -> Array:
         remaining = np.array([r.remaining_work(now_s) for r in runs])
@@ -91,7 +91,7 @@ class GavelFtfHet(GavelRounds):
 
 
 class GavelFtf(GavelFtfHet):
-    """Finish-time fairness with every type rated as the job's fastest."""
+    """Finish-time fairness with every type rated as the V100 (``finish_time_fairness``)."""
 
     name = "gavel-ftf"
     aware: ClassVar[bool] = False
@@ -114,7 +114,7 @@ def _make_het(_arg: str | None) -> Scheduler:
     "gavel-ftf",
     setting=SETTING,
     source=_SOURCE,
-    description="finish-time fairness with GPU types treated as the fastest, in rounds",
+    description="finish-time fairness with GPU types treated as the V100, in rounds",
 )
 def _make(_arg: str | None) -> Scheduler:
     return GavelFtf()

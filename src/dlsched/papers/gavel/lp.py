@@ -79,15 +79,37 @@ def bounds(problem: Problem, extra: list[tuple[float | None, float | None]]) -> 
     return [(0.0, float(u)) for u in upper] + extra
 
 
-def solve(c: Array, a_ub: csr_matrix, b_ub: Array, var_bounds: list, where: str) -> Array | None:
+def solve(
+    c: Array, a_ub: csr_matrix, b_ub: Array, var_bounds: list, where: str, interior: bool = False
+) -> Array | None:
     """``linprog(..., method="highs")``'s solution, or None if infeasible.
+
+    With ``interior``, HiGHS's interior-point method without crossover (nor presolve): a point
+    inside the optimal face, as the interior-point solver Gavel uses (ECOS) returns, where the
+    simplex method returns one of its vertices. Where that method fails (a face with no inside,
+    as at the edge of feasibility, can stop it), the simplex method's vertex.
 
     Raises:
         RuntimeError: HiGHS failed otherwise (unbounded, numerical trouble), naming ``where``.
     """
-    from scipy.optimize import linprog
+    import warnings
 
-    res = linprog(c, A_ub=a_ub, b_ub=b_ub, bounds=var_bounds, method="highs")
+    from scipy.optimize import OptimizeWarning, linprog
+
+    res = None
+    if interior:
+        with warnings.catch_warnings():  # run_crossover goes to HiGHS as it is, with a warning
+            warnings.simplefilter("ignore", OptimizeWarning)
+            res = linprog(
+                c,
+                A_ub=a_ub,
+                b_ub=b_ub,
+                bounds=var_bounds,
+                method="highs-ipm",
+                options={"run_crossover": "off", "presolve": False},
+            )
+    if res is None or res.status not in (0, 2):
+        res = linprog(c, A_ub=a_ub, b_ub=b_ub, bounds=var_bounds, method="highs")
     if res.status == 2:
         return None
     if res.status != 0:
@@ -129,15 +151,14 @@ def max_min(problem: Problem, weights: Array) -> Array:
 
 
 def feasible_with_floor(
-    problem: Problem, floor: Array, where: str, most_time: bool = False
+    problem: Problem, floor: Array, where: str, interior: bool = False
 ) -> Array | None:
     """A feasible ``X`` giving job ``j`` at least ``floor[j]`` throughput, or None.
 
-    Which one, among many: HiGHS's first vertex, or with ``most_time`` the one giving jobs the
-    most time in all (no GPU a job could use left idle). Gavel takes any feasible point of its
-    solver; these choices came out closest to Gavel's own runs
-    (`benchmarks/gavel_side_by_side.py`): ``most_time`` for the makespan policy, the vertex for
-    finish-time fairness.
+    Which one, among many (Gavel maximises a constant and takes its solver's point): HiGHS's
+    first vertex, or with ``interior`` a point inside the feasible set (see `solve`). These
+    choices came out closest to Gavel's own runs (`benchmarks/gavel_side_by_side.py`):
+    ``interior`` for the makespan policy, the vertex for finish-time fairness.
     """
     from scipy.sparse import vstack
 
@@ -145,8 +166,7 @@ def feasible_with_floor(
     a_cap, b_cap = capacity_rows(problem)
     a_ub = vstack([a_cap, _per_job(-problem.rates)]).tocsr()
     b_ub = np.concatenate([b_cap, -floor])
-    c = -np.ones(m * n) if most_time else np.zeros(m * n)
-    x = solve(c, a_ub, b_ub, bounds(problem, []), where)
+    x = solve(np.zeros(m * n), a_ub, b_ub, bounds(problem, []), where, interior)
     return None if x is None else clip(x, problem)
 
 

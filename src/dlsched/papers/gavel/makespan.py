@@ -2,9 +2,12 @@
 remaining work within ``T`` (``sum_t rates[j, t] * X[j, t] >= remaining[j] / T``).
 
 ``gavel-makespan-het`` is Gavel's ``min_total_duration_perf``; ``gavel-makespan`` its
-``min_total_duration``, which rates every type as the job's fastest (Gavel hard-codes the V100,
-its fastest type). ``T`` is found by bisection over LP feasibility (HiGHS), from Gavel's range
-[100 s, 10**6 s] to within 5 %, the range growing tenfold while nothing is feasible.
+``min_total_duration``, which rates every type as the V100 (Gavel hard-codes it: the type job
+durations are drawn for; some jobs run faster on a P100 or K80) or, on a cluster without V100s,
+as the job's fastest. ``T`` is found by bisection over LP feasibility (HiGHS; a point inside
+the feasible set, as Gavel's interior-point solver returns for its constant objective: see
+`lp.solve`), from Gavel's range [100 s, 10**6 s] to within 5 %, the range growing tenfold while
+nothing is feasible.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import numpy as np
 from dlsched.core import JobRun
 from dlsched.papers.gavel.lp import Array, Problem, bisect, feasible_with_floor
 from dlsched.papers.gavel.rounds import SETTING, SOURCE, GavelRounds
+from dlsched.papers.gavel.workload import REFERENCE_TYPE
 from dlsched.schedulers.base import Scheduler
 from dlsched.schedulers.registry import register
 
@@ -25,15 +29,20 @@ def makespan_allocation(problem: Problem, remaining: Array) -> tuple[float, Arra
     """``(T, X)``: the smallest makespan found (s) and an allocation meeting it."""
 
     def meets(t: float) -> Array | None:
-        return feasible_with_floor(problem, remaining / t, "min makespan", most_time=True)
+        return feasible_with_floor(problem, remaining / t, "min makespan", interior=True)
 
     return bisect(meets, 100.0, 1e6, rel=0.05)
 
 
-def fastest_everywhere(rates: Array) -> Array:
-    """Each row's largest rate in every column (Gavel's agnostic policies rate every type as
-    the V100, its fastest)."""
-    return np.repeat(rates.max(axis=1, keepdims=True), rates.shape[1], axis=1)
+def as_reference_everywhere(rates: Array, types: tuple[str, ...]) -> Array:
+    """Each row's rate on the V100 in every column (Gavel's agnostic FTF and makespan policies
+    hard-code it), or its largest rate where the types have no V100."""
+    column = (
+        rates[:, [types.index(REFERENCE_TYPE)]]
+        if REFERENCE_TYPE in types
+        else rates.max(axis=1, keepdims=True)
+    )
+    return np.repeat(column, rates.shape[1], axis=1)
 
 
 class GavelMakespanHet(GavelRounds):
@@ -42,9 +51,9 @@ class GavelMakespanHet(GavelRounds):
     name = "gavel-makespan-het"
     aware: ClassVar[bool] = True
 
-    def policy_rates(self, rates: Array) -> Array:
-        """The estimates if aware, else each job's fastest estimate on every type."""
-        return rates if self.aware else fastest_everywhere(rates)
+    def policy_rates(self, rates: Array, types: tuple[str, ...]) -> Array:
+        """The estimates if aware, else each job's V100 estimate on every type."""
+        return rates if self.aware else as_reference_everywhere(rates, types)
 
     def allocation(self, problem: Problem, runs: Sequence[JobRun], now_s: float) -> Array:
         remaining = np.array([r.remaining_work(now_s) for r in runs])
@@ -52,7 +61,7 @@ class GavelMakespanHet(GavelRounds):
 
 
 class GavelMakespan(GavelMakespanHet):
-    """Minimum makespan with every type rated as the job's fastest (``min_total_duration``)."""
+    """Minimum makespan with every type rated as the V100 (``min_total_duration``)."""
 
     name = "gavel-makespan"
     aware: ClassVar[bool] = False
@@ -72,7 +81,7 @@ def _make_het(_arg: str | None) -> Scheduler:
     "gavel-makespan",
     setting=SETTING,
     source=SOURCE,
-    description="minimum makespan with GPU types treated as the fastest, in rounds",
+    description="minimum makespan with GPU types treated as the V100, in rounds",
 )
 def _make(_arg: str | None) -> Scheduler:
     return GavelMakespan()

@@ -42,6 +42,7 @@ from dlsched.papers.sched2.state import J_SLOTS, TIME_SCALE_S, Sched2Shape
 from dlsched.workloads.base import Workload
 
 WAITING, RUNNING, FINISHED = 1, 2, 3
+REWARDS = ("paper", "incremental")
 
 
 class BatchedSched2Env:
@@ -54,6 +55,9 @@ class BatchedSched2Env:
         profile_seed: seed of the profiler's measurement noise (as `Sched2Env`).
         device: ``cpu`` (NumPy) or ``cuda`` (PyTorch); `resolve_device` maps ``auto``.
         backend: ``numpy`` or ``torch``; default NumPy on CPU, PyTorch on CUDA.
+        reward: ``"paper"`` (SCED² §III-D: each picked job's execution effectiveness, 0 for φ)
+            or ``"incremental"`` (the same episode total less the job count, paid as it accrues:
+            `effectiveness_potential`'s change over each step).
         **workload_options: options of the default ``sched2`` traces.
     """
 
@@ -66,10 +70,14 @@ class BatchedSched2Env:
         profile_seed: int = 0,
         device: str = "cpu",
         backend: str | None = None,
+        reward: str = "paper",
         **workload_options: Any,
     ) -> None:
         if num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+        if reward not in REWARDS:
+            raise ValueError(f"batched sched2 env: reward must be one of {REWARDS}, got {reward!r}")
+        self.reward = reward
         device = resolve_device(device)
         backend = backend or ("torch" if device == "cuda" else "numpy")
         if backend not in ("numpy", "torch") or (backend == "numpy" and device != "cpu"):
@@ -298,6 +306,7 @@ class BatchedSched2Env:
         """
         o, xp = self.ops, self.ops.xp
         j_slots = self.shape.slots
+        potential = self.effectiveness_potential() if self.reward == "incremental" else None
         win = self.window()
         mask = self.action_masks(win)
         a = self._actions(actions)
@@ -324,6 +333,8 @@ class BatchedSched2Env:
             self.in_round[idx] = False
             self._advance(idx)
         terminated = self.done & ~finished_before
+        if potential is not None:
+            rewards = xp.where(active, self.effectiveness_potential() - potential, 0.0)
         info: dict[str, Any] = {"episodes": []}
         for i in o.numpy(o.nonzero(terminated)[0]).tolist():
             info["episodes"].append((i, self.episode_metrics(i)))
@@ -452,6 +463,25 @@ class BatchedSched2Env:
         slots = xp.where(gone, -1, slots)
         order = o.stable_argsort((slots < 0).to(o.i64) if o.torch else (slots < 0).astype(np.int8))
         self.slots[idx] = o.take(slots, order)
+
+    def effectiveness_potential(self) -> Any:
+        """``(B,)`` Σ over the jobs submitted so far of (effectiveness − 1): a started job's
+        execution effectiveness (SCED² Eq. 2), a waiting job's best still possible one,
+        ``T_ideal / (T_wait + T_ideal)`` (it falls as the job waits; picking the job at a
+        slower placement than its best lowers it by the placement's loss).
+
+        Its change over a step is the ``"incremental"`` reward: summed over an episode it is
+        Σ_j (E_j − 1), the paper's return (Σ_j E_j) less the job count, but each job's loss
+        of effectiveness is paid in the steps where it happens (while it waits, when it is
+        placed) instead of all at once when it is picked.
+        """
+        xp = self.ops.xp
+        waiting = self.status == WAITING
+        started = self.status >= RUNNING
+        waited = xp.where(waiting, self.now[:, None], self.start) - self.submit
+        run = xp.where(started, self.work / self.speed, self.work)
+        value = self.work / (waited + run).clip(min=1e-9)
+        return xp.where(waiting | started, value - 1.0, 0.0).sum(axis=1)
 
     # -- results ----------------------------------------------------------------------------
 

@@ -80,7 +80,7 @@ def _train_paper(
             raise ValueError("--paper trains on the sched2 workload; trace options do not apply")
     budget_s = None if run.max_minutes is None else 60.0 * run.max_minutes
     train_paper_command(run.out, config.episodes or 2400, budget_s, config.seed, args.load,
-                        args.device, args.num_envs, run.tensorboard, run.force,
+                        args.device, args.num_envs, args.reward, run.tensorboard, run.force,
                         run.resume)  # fmt: skip
 
 

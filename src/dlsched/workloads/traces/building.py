@@ -53,12 +53,17 @@ def draw_models(n: int, seed: int) -> npt.NDArray[np.str_]:
     rng = np.random.default_rng(seed)
     picked = rng.choice(len(categories), size=n, p=weights / weights.sum())
     slot = rng.random(n)
-    out = np.empty(n, dtype=object)
+    # each row's index into every category's names in turn: a string array indexed once is
+    # ~10x faster than filling an object array and converting it (start-up, issue 34)
+    index = np.empty(n, dtype=np.int64)
+    first = 0
     for k, c in enumerate(categories):
-        names = by_category[c]
         where = picked == k
-        out[where] = np.asarray(names, dtype=object)[(slot[where] * len(names)).astype(np.int64)]
-    return out.astype(str)
+        index[where] = first + (slot[where] * len(by_category[c])).astype(np.int64)
+        first += len(by_category[c])
+    names = [m for c in categories for m in by_category[c]]
+    widest = int(np.array([len(m) for m in names])[index].max()) if n else 1
+    return np.array(names, dtype=f"<U{widest}")[index]  # as wide as the names drawn
 
 
 # --------------------------------------------------------------------------------------------

@@ -17,11 +17,9 @@ written is ignored.
 from __future__ import annotations
 
 import functools
-import gzip
 import hashlib
 import logging
 import os
-import tempfile
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -90,6 +88,8 @@ def philly_columns() -> PhillyColumns:
 
 def _parse(packed: bytes) -> PhillyColumns:
     """The columns of the gzip-compressed CSV ``packed``."""
+    import gzip  # a first run's only (then the cache is read)
+
     header, _, body = gzip.decompress(packed).decode("ascii").partition("\n")
     lines = [line for line in body.splitlines() if line]  # blank lines are not rows (pandas)
     cells = ",".join(lines).split(",")
@@ -127,6 +127,8 @@ def _load(path: Path) -> PhillyColumns | None:
 def _save(path: Path, columns: PhillyColumns) -> None:
     """Write ``columns`` to ``path`` atomically (a partial file is never seen); failures are
     logged at debug level and otherwise ignored."""
+    import tempfile  # a first run's only
+
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".tmp", delete=False) as out:

@@ -1,0 +1,83 @@
+"""Which way DL2's actor-critic pushes its supervised start (issue 29 diagnosis).
+
+From the supervised start (``runs/variants/sl``, `dl2_paper_variants.py sl`) it fills the
+replay with the start's own experience (8,192 samples, 16 batched environments), trains the
+value network alone for ``--critic-updates`` mini-batches (the policy stays the start), then
+reports over every replay sample, per kind of action (worker, PS, bundle, void), the mean
+advantage and the mean gradient the policy loss puts on the void action's logit,
+``A · (1[a = void] − π(void | s))`` (> 0: the update makes ending the slot more likely, i.e.
+fewer tasks handed out). ``--gamma 0.9`` is the paper's TD(0) target ``r + γV(s')``; ``--gamma
+0`` the authors' code (``train.py``: advantage = slot reward − V(s), value regressed on it).
+
+    PYTHONPATH=src python benchmarks/dl2_advantage_by_action.py --gamma 0.9
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from dlsched.papers.dl2.network import masked_logits
+from dlsched.papers.dl2.paper import PaperLearner, PaperSpec, paper_config
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--init", type=Path, default=Path("runs/variants/sl"))
+    parser.add_argument("--gamma", type=float, default=0.9)
+    parser.add_argument("--critic-updates", type=int, default=600)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    spec = PaperSpec(
+        out=Path("/tmp/dl2-adv"), init=args.init, num_envs=16, eval_every=args.critic_updates,
+        device="cpu", critic_warmup=10**9, config=paper_config(gamma=args.gamma),
+    )  # fmt: skip
+    learner = PaperLearner(spec)
+    learner.step()  # loads the start
+    row = learner.step()  # fills the replay, then critic-only updates
+    print(f"gamma={args.gamma}: critic after {row['updates']} updates: value loss "
+          f"{row['value_loss']:.3f}, TD-error std {row['advantage_std']:.3f}, "
+          f"slot reward {row['reward_mean']:.3f}")  # fmt: skip
+    rep, lr = learner.replay, learner.learner
+    J = learner.shape.J
+    with torch.no_grad():
+        obs = torch.from_numpy(rep.obs)
+        v = lr.value(obs)[:, 0]
+        nxt = lr.value(torch.from_numpy(rep.next_obs))[:, 0]
+        done = torch.from_numpy(rep.dones)
+        adv = torch.from_numpy(rep.rewards) + args.gamma * (1 - done) * nxt - v
+        probs = torch.softmax(masked_logits(lr.policy(obs), torch.from_numpy(rep.masks)), 1)
+    a = rep.actions
+    kind = np.where(a == 3 * J, 3, a % 3)
+    push = (adv * ((torch.from_numpy(a) == 3 * J).float() - probs[:, 3 * J])).numpy()
+    adv_np = adv.numpy()
+    print(f"{'action':>8} {'share':>6} {'mean A':>8} {'± se':>6} {'void push':>10} {'± se':>8}")
+    for k, name in enumerate(("worker", "ps", "bundle", "void")):
+        sel = kind == k
+        n = int(sel.sum())
+        if n == 0:
+            continue
+        se_a = adv_np[sel].std() / np.sqrt(n)
+        se_p = push[sel].std() / np.sqrt(n)
+        print(f"{name:>8} {n / len(a):6.3f} {adv_np[sel].mean():8.3f} {se_a:6.3f} "
+              f"{push[sel].mean():10.4f} {se_p:8.4f}")  # fmt: skip
+    print(f"{'all':>8} {1.0:6.3f} {adv_np.mean():8.3f} {adv_np.std() / np.sqrt(len(a)):6.3f} "
+          f"{push.mean():10.4f} {push.std() / np.sqrt(len(a)):8.4f}")  # fmt: skip
+    explored = rep.explored
+    mine = adv_np[~explored].mean()
+    theirs = adv_np[explored].mean() if explored.any() else float("nan")
+    print(f"explored share {explored.mean():.3f}; mean A explored {theirs:.3f}, policy's own "
+          f"{mine:.3f}")  # fmt: skip
+    taken = probs.gather(1, torch.from_numpy(a)[:, None])[:, 0].numpy()
+    greedy = probs.argmax(1).numpy() == a
+    print(
+        f"sampled action = greedy action in {greedy.mean():.4f} of samples; mean π(a|s) "
+        f"{taken.mean():.4f}; samples with π(a|s) < 0.9: {(taken < 0.9).mean():.4f}"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,112 @@
+"""The ``hetero-score`` policy: (job, GPU type) pairs in decreasing learned linear score.
+
+Each round every active job (running or waiting) is paired with every GPU type it has an
+estimated speed on; a pair scores ``weights · pair_features`` (`dlsched.papers.hetero.features`).
+Pairs are taken in decreasing score (ties: arrival, then the cluster's type order), each job at
+most once, while its type has enough GPUs left for the job's fixed size; jobs not taken are
+suspended (Gavel's jobs restart at no cost from their last step). So the action is which jobs
+run and on which type. Placement on servers is the one Gavel's round mechanism uses
+(`dlsched.placement.typed.place_on_types`: a job keeps its servers where it stays on their type,
+the others are placed in an order the executor can apply), so the two differ only in the choice
+of jobs and types.
+
+A checkpoint is ``policy.pt`` (the tensor ``weights``) and ``card.json`` (`dlsched.rl.checkpoint`,
+its limits in `dlsched.papers.hetero.card_check`); PyTorch is imported only to read one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from dlsched.core import Arch, ClusterView, Decision, JobRun, JobSpec, Resources
+from dlsched.papers.hetero.features import (
+    FEATURES,
+    Array,
+    estimated_rates,
+    gpu_types,
+    pair_features,
+)
+from dlsched.placement.typed import place_on_types, scale_of
+from dlsched.schedulers.base import BaseScheduler
+
+ALGORITHM = "hetero"
+"""The ``algorithm`` of this package's cards."""
+SHIPPED = Path(__file__).resolve().parent / "policies" / "hetero"
+HAND_WEIGHTS = (-1.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+"""A hand-set rule for comparison, not learned: the pair finishing soonest first (shortest
+estimated remaining time on that type)."""
+
+
+class TypeScore(BaseScheduler):
+    """Run the (job, type) pairs of highest ``weights · features``, one type per job."""
+
+    name = "hetero-score"
+    preemptive: ClassVar[bool] = True
+
+    def __init__(self, weights: Sequence[float]) -> None:
+        if len(weights) != len(FEATURES):
+            raise ValueError(f"hetero-score: {len(FEATURES)} weights needed, got {len(weights)}")
+        self.weights = np.array([float(w) for w in weights])
+        self.trained_setting: dict[str, Any] | None = None  # from the card, for the notice
+
+    def cannot_run(self, jobs: Sequence[JobSpec], servers: Sequence[Resources]) -> str | None:
+        """Fixed-size GPU jobs only (as Gavel's): no parameter servers, at least one GPU."""
+        for spec in jobs:
+            if spec.arch is Arch.PS or spec.worker_demand.gpu <= 0:
+                return f"{self.name} schedules fixed-size GPU jobs; job {spec.job_id} " + (
+                    "has parameter servers" if spec.arch is Arch.PS else "uses no GPU"
+                )
+        return None
+
+    def decide(self, view: ClusterView) -> Decision:
+        cluster = view.cluster
+        types = gpu_types(view)
+        server_types = cluster.server_types or (types[0],) * cluster.num_servers
+        runs = view.jobs()
+        rates = estimated_rates(view, runs, types)
+        scores = pair_features(view, runs, types, rates) @ self.weights
+        gpus = cluster.gpus_by_type() or {types[0]: int(cluster.total.gpu)}
+        return place_on_types(view, server_types, choose(runs, types, rates, scores, gpus))
+
+
+def choose(
+    runs: Sequence[JobRun],
+    types: Sequence[str],
+    rates: Array,
+    scores: Array,
+    gpus: dict[str, int],
+) -> list[tuple[JobRun, str]]:
+    """The jobs to run and their types: pairs with an estimated speed, in decreasing score (ties:
+    job order, then type order), each job once, while its type has room for all its GPUs."""
+    jobs, kinds = np.nonzero(rates > 0.0)
+    order = np.lexsort((kinds, jobs, -scores[jobs, kinds]))
+    left = [int(gpus.get(t, 0)) for t in types]
+    taken: set[int] = set()
+    chosen: list[tuple[JobRun, str]] = []
+    for p in order:
+        i, k = int(jobs[p]), int(kinds[p])
+        need = scale_of(runs[i].spec)
+        if i in taken or need > left[k]:
+            continue
+        left[k] -= need
+        taken.add(i)
+        chosen.append((runs[i], types[k]))
+    return chosen
+
+
+def load_policy(path: str | Path | None = None) -> TypeScore:
+    """The scheduler of checkpoint ``path`` (None: the shipped policy), its card checked first."""
+    from dlsched.rl.checkpoint import load_checkpoint
+
+    where = SHIPPED if path is None else path
+    state, card = load_checkpoint(where, algorithm=ALGORITHM, shapes={"features": len(FEATURES)})
+    weights = state.get("weights")
+    if weights is None or tuple(weights.shape) != (len(FEATURES),):
+        raise ValueError(f"checkpoint {where}: 'weights' must hold {len(FEATURES)} numbers")
+    scheduler = TypeScore(weights.tolist())
+    scheduler.trained_setting = card.trained_setting or None
+    return scheduler

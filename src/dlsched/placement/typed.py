@@ -1,0 +1,109 @@
+"""Placing jobs chosen to run on GPU types of a heterogeneous cluster (Gavel's round mechanism,
+`dlsched.papers.gavel.rounds`, and the learned `hetero-score`, `dlsched.papers.hetero`).
+
+A round-based policy says which jobs run and on which GPU type; `place_on_types` gives them
+servers: a job keeps its servers where it ran on the same type with its full size (no placement:
+the executor keeps what it gave), others get servers of their type (one server if one fits
+them, else the emptiest first). Jobs are placed in an order the executor can apply (jobs moving
+between servers first, each on room free at its turn, then jobs starting), so no target fails
+for want of room another target would free; a job that finds no room is left out this round.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from dlsched.core import Allocation, ClusterView, Decision, JobRun, JobSpec, Target
+from dlsched.core.cluster import tasks_that_fit
+
+
+def place_on_types(
+    view: ClusterView, server_types: Sequence[str], chosen: list[tuple[JobRun, str]]
+) -> Decision:
+    """Servers for the chosen jobs, in an order the executor applies without conflicts."""
+    cluster = view.cluster
+    chosen_ids = {run.job_id for run, _ in chosen}
+    # what is held once the jobs not chosen are suspended (the executor does that first)
+    used = [[0.0, 0.0, 0.0] for _ in range(cluster.num_servers)]
+    for run in view.running:
+        if run.job_id in chosen_ids:
+            _add(used, run.spec, run.allocation, 1.0)
+    cap = cluster.capacity_rows
+    targets: dict[int, Target] = {}
+    movers: list[tuple[JobRun, str]] = []
+    starters: list[tuple[JobRun, str]] = []
+    for run, t in sorted(chosen, key=lambda c: -scale_of(c[0].spec)):
+        alloc = run.allocation
+        same_type = all(server_types[s] == t for s, _ in alloc.workers)
+        if alloc.workers and same_type and alloc.num_workers == scale_of(run.spec):
+            # no placement: the executor keeps what it gave without checking it again
+            targets[run.job_id] = Target(alloc.num_workers, alloc.num_ps)
+            continue
+        (movers if alloc.workers else starters).append((run, t))
+    pending = movers
+    while pending:  # a mover goes where there is room now; its old room frees up after
+        later = []
+        for run, t in pending:
+            new = _fit(run.spec, t, server_types, cap, used)
+            if new is None:
+                later.append((run, t))
+                continue
+            _add(used, run.spec, run.allocation, -1.0)
+            _add(used, run.spec, new, 1.0)
+            targets[run.job_id] = Target(new.num_workers, new.num_ps, new)
+        if len(later) == len(pending):
+            break  # left out this round (suspended)
+        pending = later
+    for run, t in starters:
+        new = _fit(run.spec, t, server_types, cap, used)
+        if new is not None:
+            _add(used, run.spec, new, 1.0)
+            targets[run.job_id] = Target(new.num_workers, new.num_ps, new)
+    return Decision(targets)
+
+
+def scale_of(spec: JobSpec) -> int:
+    """GPUs a fixed-size job runs on (Gavel's scale factor): its requested workers."""
+    return max(spec.num_workers, 1)
+
+
+def _add(used: list[list[float]], spec: JobSpec, alloc: Allocation, sign: float) -> None:
+    for tasks, demand in ((alloc.workers, spec.worker_demand), (alloc.ps, spec.ps_demand)):
+        g, c, m = demand.as_tuple()
+        for server, n in tasks:
+            row = used[server]
+            row[0] += sign * g * n
+            row[1] += sign * c * n
+            row[2] += sign * m * n
+
+
+def _fit(
+    spec: JobSpec,
+    gpu_type: str,
+    server_types: Sequence[str],
+    cap: list[list[float]],
+    used: list[list[float]],
+) -> Allocation | None:
+    """The job's workers on servers of ``gpu_type`` with room: the fullest single server that
+    fits them all, else the emptiest servers first; None if they do not fit."""
+    need = spec.worker_demand.as_tuple()
+    want = scale_of(spec)
+    room = []
+    for s, t in enumerate(server_types):
+        if t != gpu_type:
+            continue
+        free = [cap[s][0] - used[s][0], cap[s][1] - used[s][1], cap[s][2] - used[s][2]]
+        n = tasks_that_fit(free, need) if any(need) else want
+        if n > 0:
+            room.append((n, s))
+    single = [(n, s) for n, s in room if n >= want]
+    if single:
+        _, s = min(single)
+        return Allocation.of([(s, want)])
+    placed: list[tuple[int, int]] = []
+    for n, s in sorted(room, key=lambda r: (-r[0], r[1])):
+        take = min(n, want - sum(k for _, k in placed))
+        placed.append((s, take))
+        if sum(k for _, k in placed) == want:
+            return Allocation.of(placed)
+    return None
