@@ -133,4 +133,6 @@ class Sched2RunArgs:
     reward: Literal["paper", "incremental"] = "paper"
     """--paper: paper = each picked job's execution effectiveness (SCED² §III-D);
     incremental = the same objective paid as it accrues (waiting and placement losses in the
-    step where they happen; README: deviations)."""
+    step where they happen), with γ 0.9, reward scale 1, target copy every 50 gradient steps,
+    2 gradient steps per batched step (`dlsched.papers.sched2.paper.INCREMENTAL`; README:
+    deviations)."""

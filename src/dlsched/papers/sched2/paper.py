@@ -112,6 +112,14 @@ class PaperConfig:
     """``auto``, ``cpu`` (NumPy environment) or ``cuda`` (PyTorch environment and network)."""
 
 
+INCREMENTAL = {"reward": "incremental", "gamma": 0.9, "reward_scale": 1.0, "target_update": 50,
+               "updates_per_step": 2}  # fmt: skip
+"""``train sched2 --paper --reward incremental``: the reward paid as it accrues with the
+discount, scale and target period it needs (RESULTS 2026-11-26, "why the paper's DQN stalls":
+at γ = 0.99 and reward scale 0.01 the Q-values drift away from the true values, of the wrong
+sign, and the paper's reward at any γ < 1 prefers picking over the holds that pay)."""
+
+
 @dataclass
 class PaperLog:
     """One row of the training log, written when an episode ends (units in the names)."""
@@ -370,18 +378,26 @@ def paper_card(
     hyper-parameters carry the widths `dlsched.papers.sched2.policy.load_policy` reads."""
     episodes, steps, grads = (int(str(row.get(k, 0))) for k in ("episode", "transitions",
                                                                    "grad_steps"))  # fmt: skip
+    reward = (
+        "execution effectiveness of each picked job (Eq. 2)"
+        if config.reward == "paper"
+        else "the same objective paid as it accrues (--reward incremental: the change per step of "
+        "the sum over submitted jobs of effectiveness - 1, a waiting job at the best it can "
+        f"still reach; a deviation from the paper), gamma {config.gamma}, reward scale "
+        f"{config.reward_scale}, target copy every {config.target_update} gradient steps"
+    )
     notes = (
         "SCED² paper method (train sched2 --paper): DQN with epsilon-greedy and proportional "
         "prioritized replay, double-DQN targets, the shared-weight per-server Q-network "
         "(Eq. 3-5), the paper's state (N x M GPU remaining times, k=4 profiles + GPUs + waiting "
         "time for the first J=10 waiting jobs in arrival order, 4 statistics), J+1 actions with "
-        "packing placement, reward = execution effectiveness of each picked job (Eq. 2); no "
-        f"demonstrations, no teacher. Experience: {config.num_envs} episodes at once "
-        f"(BatchedSched2Env), fresh sched2 traces of {config.num_jobs} jobs at load "
-        f"{config.load}. This network: the best greedy validation effectiveness (seeds "
-        f"{PAPER_VALIDATION_SEEDS[0]}-{PAPER_VALIDATION_SEEDS[-1]}) so far, after {episodes} "
-        f"episodes ({steps} agent steps, {grads} gradient steps). Deviations from the paper: "
-        "README, 'SCED² paper preset'." + (f" Command: {command}" if command else "")
+        f"packing placement, reward = {reward}; no demonstrations, no teacher. Experience: "
+        f"{config.num_envs} episodes at once (BatchedSched2Env), fresh sched2 traces of "
+        f"{config.num_jobs} jobs at load {config.load}. This network: the best greedy "
+        f"validation effectiveness (seeds {PAPER_VALIDATION_SEEDS[0]}-"
+        f"{PAPER_VALIDATION_SEEDS[-1]}) so far, after {episodes} episodes ({steps} agent steps, "
+        f"{grads} gradient steps). Deviations from the paper: README, 'SCED² paper preset'."
+        + (f" Command: {command}" if command else "")
     )
     return PolicyCard(
         algorithm="sched2",

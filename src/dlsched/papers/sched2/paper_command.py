@@ -27,7 +27,7 @@ def train_paper_command(
     """Run `train_paper` for ``episodes`` episodes and show progress (a line per validation
     and every 20 episodes when stderr is not a terminal)."""
     from dlsched.papers.sched2.batched_env import resolve_device
-    from dlsched.papers.sched2.paper import PaperConfig, train_paper
+    from dlsched.papers.sched2.paper import INCREMENTAL, PaperConfig, train_paper
 
     with one_line_errors():
         resolve_device(device)
@@ -38,7 +38,7 @@ def train_paper_command(
         num_envs=num_envs,
         load=1.8 if load is None else load,
         device=device,
-        reward=reward,
+        **(INCREMENTAL if reward == "incremental" else {}),  # type: ignore[arg-type]
     )
     with one_line_errors(), progress_bar() as progress:
         task = progress.add_task("sched2 --paper episodes", total=episodes)
