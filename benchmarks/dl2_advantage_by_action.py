@@ -1,6 +1,7 @@
 """Which way DL2's actor-critic pushes its supervised start (issue 29 diagnosis).
 
-From the supervised start (``runs/variants/sl``, `dl2_paper_variants.py sl`) it fills the
+From a supervised start (``--init``: by default the shipped ``dl2:paper``, which is the paper-method
+run's supervised start; or ``runs/variants/sl`` from `dl2_paper_variants.py sl`) it fills the
 replay with the start's own experience (8,192 samples, 16 batched environments), trains the
 value network alone for ``--critic-updates`` mini-batches (the policy stays the start), then
 reports over every replay sample, per kind of action (worker, PS, bundle, void), the mean
@@ -23,10 +24,13 @@ import torch
 from dlsched.papers.dl2.network import masked_logits
 from dlsched.papers.dl2.paper import PaperLearner, PaperSpec, paper_config
 
+SHIPPED_START = Path(__file__).resolve().parents[1] / "src/dlsched/papers/dl2/policies/dl2_paper"
+"""`dl2:paper`: the paper-method run kept its supervised start (its card says so)."""
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--init", type=Path, default=Path("runs/variants/sl"))
+    parser.add_argument("--init", type=Path, default=SHIPPED_START)
     parser.add_argument("--gamma", type=float, default=0.9)
     parser.add_argument("--critic-updates", type=int, default=600)
     args = parser.parse_args()

@@ -11,8 +11,8 @@ start-up beyond the simulation: median of (process wall − simulation wall) (s)
     python benchmarks/startup_time.py --src before=/tmp/before/src --src after=src --repeat 5
     python benchmarks/startup_time.py --trace trace_1000.csv --src now=src
 
-``--breakdown`` adds, per tree and repetition, the CPU seconds of each phase of one fresh
-process running the same command in-process: interpreter, NumPy, Typer, ``dlsched.cli``
+``--breakdown`` adds, per tree and repetition (interleaved), the CPU seconds of each phase of
+one fresh process running the same command in-process: interpreter, NumPy, Typer, ``dlsched.cli``
 (other commands are built only when used), option parsing and building the workload (Typer's
 pydantic adapters included), the simulation, and the output; then the start-up CPU beyond the
 simulation (the steadier figure on a loaded machine, where the wall times above mostly wait for
@@ -139,15 +139,25 @@ def _measure(args: argparse.Namespace, base_env: dict[str, str]) -> None:
                     (wall, cpu, json.loads(proc.stdout)["wall_s"])
                 )
     print(f"load average (1, 5, 15 min) after: {os.getloadavg()}")
-    for label, src in trees.items() if args.breakdown else ():
-        env = {**base_env, "PYTHONPATH": str(Path(src).resolve())}
-        shown = [a for a in sim if a != "--json"] if args.table else sim
-        code = BREAKDOWN.replace("ARGS", repr(shown))
-        for _ in range(args.repeat):
-            phases = subprocess.run(
+    shown = [a for a in sim if a != "--json"] if args.table else sim
+    code = BREAKDOWN.replace("ARGS", repr(shown))
+    phases: dict[str, list[str]] = {label: [] for label in trees}
+    for _ in range(args.repeat if args.breakdown else 0):  # interleaved, as the runs above
+        for label, src in trees.items():
+            env = {**base_env, "PYTHONPATH": str(Path(src).resolve())}
+            run = subprocess.run(
                 [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
             )
-            print(f"{label} CPU s: {phases.stdout.strip()}")
+            phases[label].append(run.stdout.strip())
+    for label, lines in phases.items():
+        for line in lines:
+            print(f"{label} CPU s: {line}")
+        beyond = [float(line.split("simulation ")[-1].split(";")[0]) for line in lines]
+        if beyond:
+            print(
+                f"{label} start-up CPU beyond the simulation: median "
+                f"{statistics.median(beyond):.3f} s [{min(beyond):.3f}-{max(beyond):.3f}]"
+            )
     for (label, way), values in rows.items():
         walls, cpus, sims = zip(*values, strict=True)
         startup = statistics.median(w - s for w, s in zip(walls, sims, strict=True))

@@ -8,8 +8,9 @@
 #   export PYTHONPATH=$PWD/src; OUT=/tmp/s3 BUDGET_S=20 bash benchmarks/device/sweeps3.sh  # rehearsal
 #
 # BUDGET_S (s, default 90): the whole script's time; below 80 it sweeps fewer seeds (said in
-# machine.txt; SWEEP_SEEDS=1-2 forces them). Stages run in order of importance and a stage is skipped when what is left of
-# the budget is less than it needs. Uses at most the machine's cores (16 workers at most).
+# machine.txt; SWEEP_SEEDS=1-2 forces them). Stages run in order of importance and a stage is
+# skipped when what is left of the budget is less than it needs. Uses at most the machine's
+# cores (16 workers at most). Results of 2026-11-26: benchmarks/RESULTS.md (issue 31, point 3).
 set -u
 OUT=${OUT:-/tmp/sweeps3}
 BUDGET_S=${BUDGET_S:-90}

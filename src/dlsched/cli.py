@@ -22,7 +22,6 @@ from dlsched.commands.common import GPU_METRICS, escape_markup, progress_bar, ru
 from dlsched.commands.common import clean as _clean
 from dlsched.commands.common import fmt_metric as _fmt_metric
 from dlsched.commands.common import metric_unit as _metric_unit
-from dlsched.commands.common import off_terminal_width as _off_terminal_width
 from dlsched.commands.common import one_line_errors as _one_line_errors
 from dlsched.commands.config_options import Section, with_sections
 from dlsched.commands.experiment import experiment_file, scheduler_specs
@@ -43,6 +42,7 @@ from dlsched.commands.options import (
     workload_options,
 )
 from dlsched.commands.paths import check_outputs, workload_inputs
+from dlsched.commands.terminal_width import off_terminal_width as _off_terminal_width
 from dlsched.plugins import plugins
 from dlsched.when_imported import when_imported
 from dlsched.workloads.traces.options import TraceOptions

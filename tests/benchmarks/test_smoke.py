@@ -35,6 +35,7 @@ SMOKE: dict[str, str] = {
     "deeprm_settings.py": "--seeds 9001-9002 --loads 1.3 --settings paper",
     "deeprm_train.py": "--loads 0.7 --workers 1 --iterations 1 --jobsets 2 --episodes 2 "
     "--states 50",
+    "dl2_advantage_by_action.py": "--critic-updates 1",
     "dl2_decisions.py": "--runs 101/2/0.5 --out {tmp}/out.json",
     "dl2_paper_variants.py": "sl --minutes 0 --out {tmp}/out",
     "dl2_policy.py": "--seeds 101-101 --servers 2 --skip-timing",

@@ -220,3 +220,14 @@ def test_checkpoint_path_runs_and_wrong_cards_are_refused(tmp_path: Path) -> Non
     save_checkpoint(tmp_path / "bad", net.state_dict(), card)
     with pytest.raises(ValueError, match="algorithm"):
         dlsched.simulate("deeprm", f"deeprm:{tmp_path / 'bad'}", 1, num_jobs=5)
+
+
+def test_the_paper_policy_is_deployed_with_every_action_offered_as_trained() -> None:
+    from dlsched.schedulers.registry import make_scheduler
+
+    paper = make_scheduler("deeprm:paper")
+    assert paper.deeprm_encoder.every_action  # type: ignore[attr-defined]
+    assert not make_scheduler("deeprm").deeprm_encoder.every_action  # type: ignore[attr-defined]
+    workload = make_deeprm(4, load=1.3, horizon_steps=20)
+    result = dlsched.simulate(workload, paper, 4, interval_s=1.0)
+    assert len(result.records) == len(workload.jobs)  # empty slots act as ∅: every job runs

@@ -351,3 +351,50 @@ def test_unchanged_targets_skip_the_checks_only_for_what_the_executor_gave() -> 
     run.allocation = Allocation.of([(1, 3)])
     status = apply(Target(3))[1]
     assert status.code is Code.INVALID and "outside [2, 2]" in status.reason
+
+
+def test_a_start_found_valid_is_checked_again_for_another_spec_with_the_same_id() -> None:
+    from dlsched.sim.executor import Executor
+
+    cluster = small_cluster(2)
+    executor = Executor(cluster, make_placement("pack"))
+
+    def start(run: JobRun, target: Target) -> dict[int, Status]:
+        return executor.apply(
+            Decision({1: target}, changes_only=True),
+            active={1: run}.get,
+            running=[],
+            preemptive=True,
+            actuator=_Accept(),
+        )
+
+    first = JobRun(gpu_job(1, 0.0, 10.0, 2))
+    assert start(first, Target(2)) == {} and first.allocation.num_workers == 2
+    cluster.release(first.spec)
+    # job id 1 again (a backend that reuses ids), now capped at 1 GPU: the cached start of
+    # the first spec must not let 2 workers through
+    second = JobRun(gpu_job(1, 0.0, 10.0, 1))
+    status = start(second, Target(2))[1]
+    assert status.code is Code.INVALID and "outside [1, 1]" in status.reason
+    assert second.allocation.is_empty
+    # float counts equal to a cached start are still refused
+    third = JobRun(first.spec)
+    assert start(third, Target(2.0))[1].code is Code.INVALID  # type: ignore[arg-type]
+
+
+@given(
+    st.lists(st.tuples(st.integers(0, 7), st.integers(1, 4)), max_size=5),
+    st.lists(st.tuples(st.integers(0, 7), st.integers(1, 4)), max_size=3),
+)
+@settings(max_examples=60, deadline=None)
+def test_allocation_counts_kept_at_construction_equal_its_tasks(
+    workers: list[tuple[int, int]], ps: list[tuple[int, int]]
+) -> None:
+    alloc = Allocation.of(workers, ps)
+    assert alloc.num_workers == sum(n for _, n in workers)
+    assert alloc.num_ps == sum(n for _, n in ps)
+    assert alloc.is_empty == (not workers and not ps)
+    assert alloc == Allocation(alloc.workers, alloc.ps) and hash(alloc) == hash(
+        Allocation(alloc.workers, alloc.ps)
+    )
+    assert JobRun(gpu_job(7, 0.0, 1.0, 1), allocation=alloc).job_id == 7

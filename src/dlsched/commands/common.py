@@ -45,18 +45,6 @@ __all__ = [
     "run_notes",
 ]
 
-OFF_TERMINAL_WIDTH = 200
-"""Columns of tables and help written to a pipe or file: Rich's 80-column default cut names
-(``tetris-star:KNO…``) and wrapped help there. ``COLUMNS`` (or ``TERMINAL_WIDTH`` for help)
-still wins when set."""
-
-
-def off_terminal_width(stream_is_terminal: bool) -> int | None:
-    """The width for output that does not go to a terminal (None: Rich's own choice)."""
-    if stream_is_terminal or os.environ.get("COLUMNS"):
-        return None
-    return OFF_TERMINAL_WIDTH
-
 
 def __getattr__(name: str) -> Any:
     """``out`` and ``err``, the CLI's Rich consoles on stdout and stderr, made on first use

@@ -16,7 +16,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from dlsched.commands.common import off_terminal_width
+from dlsched.commands.terminal_width import off_terminal_width
 
 
 class _CliConsole(Console):

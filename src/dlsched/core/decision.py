@@ -18,7 +18,8 @@ def _normalise(counts: Iterable[tuple[int, int]]) -> tuple[tuple[int, int], ...]
     return tuple(sorted(merged.items()))
 
 
-def _total(counts: tuple[tuple[int, int], ...]) -> int:
+def total_tasks(counts: tuple[tuple[int, int], ...]) -> int:
+    """The task count of ``(server, count)`` pairs (their counts summed)."""
     if not counts:
         return 0
     if len(counts) == 1:
@@ -37,8 +38,23 @@ class Allocation:
 
     workers: tuple[tuple[int, int], ...] = ()
     ps: tuple[tuple[int, int], ...] = ()
+    # Derived once at construction: the engine reads them millions of times a trace replay
+    # (every reallocation, every running job at every point), an allocation is built far less.
+    num_workers: int = field(init=False, repr=False, compare=False)
+    """Workers in all (sum of ``workers``' counts)."""
+    num_ps: int = field(init=False, repr=False, compare=False)
+    """Parameter servers in all."""
+    is_empty: bool = field(init=False, repr=False, compare=False)
+    """True if it holds no task."""
 
     EMPTY: ClassVar[Allocation]
+
+    def __post_init__(self) -> None:
+        workers, ps = self.workers, self.ps
+        set_field = object.__setattr__
+        set_field(self, "num_workers", total_tasks(workers))
+        set_field(self, "num_ps", total_tasks(ps))
+        set_field(self, "is_empty", not workers and not ps)
 
     @staticmethod
     def of(
@@ -48,21 +64,9 @@ class Allocation:
         return Allocation(_normalise(workers), _normalise(ps))
 
     @property
-    def num_workers(self) -> int:
-        return _total(self.workers)
-
-    @property
-    def num_ps(self) -> int:
-        return _total(self.ps)
-
-    @property
     def num_servers(self) -> int:
         """Servers spanned by the workers (what locality-sensitive speed depends on)."""
         return len(self.workers)
-
-    @property
-    def is_empty(self) -> bool:
-        return not self.workers and not self.ps
 
     def servers(self) -> set[int]:
         return {s for s, _ in self.workers} | {s for s, _ in self.ps}

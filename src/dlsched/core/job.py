@@ -114,6 +114,11 @@ class JobRun:
     version: int = 0
     _slots_base: int = field(default=0, repr=False)
     _slots_clock: list[int] | None = field(default=None, repr=False)
+    job_id: int = field(init=False, repr=False)
+    """``spec.job_id``, kept as a field: read for every job at every point."""
+
+    def __post_init__(self) -> None:
+        self.job_id = self.spec.job_id
 
     @property
     def slots_run(self) -> int:
@@ -131,13 +136,11 @@ class JobRun:
         The engine shares one one-element counter among its running jobs and bumps it once
         per scheduling point, instead of bumping every running job's count.
         """
-        value = self.slots_run
+        # `slots_run`'s getter and setter inlined (the engine calls this at every start and stop)
+        old = self._slots_clock
+        value = self._slots_base if old is None else self._slots_base + old[0]
         self._slots_clock = clock
-        self.slots_run = value
-
-    @property
-    def job_id(self) -> int:
-        return self.spec.job_id
+        self._slots_base = value if clock is None else value - clock[0]
 
     def work_done(self, now_s: float) -> float:
         """Work done by ``now_s`` (same unit as ``spec.total_work``)."""

@@ -146,9 +146,12 @@ def run_in_order(
         workers, ps = size(run)
         if tracker.take(run.spec, workers, ps):
             targets[run.job_id] = _target(workers, ps)
-    by_rank = runs.running_jobs() if isinstance(runs, Ranking) else runs
+    if isinstance(runs, Ranking):  # running jobs only, by rank
+        by_rank: Iterable[JobRun] = (run for _, run, _ in runs.running)
+    else:
+        by_rank = (run for run in runs if run.running)
     for run in by_rank:  # preempt only those whose place a chosen job really needs
-        if not run.running or run.job_id in chosen_ids:
+        if run.job_id in chosen_ids:
             continue
         if tracker.take_exact(run.spec, run.allocation):
             if not changes_only:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import operator
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
@@ -233,10 +234,10 @@ class PendingQueue:
         running = []
         for run in view.running:
             alloc = run.allocation
-            known = held.get(run.spec.job_id)
+            known = held.get(run.job_id)
             if known is None or known[0] is not alloc:
                 # one shape object per holding, so the walk memo compares it by identity
-                known = held[run.spec.job_id] = (
+                known = held[run.job_id] = (
                     alloc,
                     shape_of(run.spec, alloc.num_workers, alloc.num_ps),
                 )
@@ -244,12 +245,12 @@ class PendingQueue:
         if len(held) > 2 * len(running) + 64:  # forget the jobs no longer running
             ids = {run.spec.job_id for run in view.running}
             self._held = {job: v for job, v in held.items() if job in ids}
-        running.sort(key=_first)
+        running.sort(key=_FIRST)
         return Ranking(self, running)
 
 
-def _first(item: tuple[Key, JobRun, Shape]) -> Key:
-    return item[0]
+_FIRST = operator.itemgetter(0)
+"""An item's key (sorting by it calls no Python function per item)."""
 
 
 class Ranking:
@@ -269,10 +270,6 @@ class Ranking:
     def candidates(self, dead: set[Shape]) -> Iterator[tuple[JobRun, Shape]]:
         """As `PendingQueue.candidates`, running jobs included."""
         return self.queue.candidates(dead, self.running)
-
-    def running_jobs(self) -> list[JobRun]:
-        """The running jobs in key order."""
-        return [run for _, run, _ in self.running]
 
     def __iter__(self) -> Iterator[JobRun]:
         """Every active job in key order."""

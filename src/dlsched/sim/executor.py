@@ -30,8 +30,8 @@ from collections.abc import Callable, Iterable
 from numbers import Integral
 from typing import Protocol
 
-from dlsched.core import Allocation, Arch, Cluster, Decision, JobRun, Status, Target
-from dlsched.core.decision import is_suspension
+from dlsched.core import Allocation, Arch, Cluster, Decision, JobRun, JobSpec, Status, Target
+from dlsched.core.decision import is_suspension, total_tasks
 from dlsched.placement.base import Placement
 from dlsched.sim.event_log import EventLog
 
@@ -136,7 +136,9 @@ def check_target(run: JobRun, target: object, preemptive: bool, num_servers: int
         )
         if why is not None:
             return Status.invalid(f"job {spec.job_id}: placement: {why}")
-        if placement.num_workers != workers or placement.num_ps != ps:
+        # summed from the pairs just checked: a placement built around `Allocation`'s
+        # constructor has no derived counts
+        if total_tasks(placement.workers) != workers or total_tasks(placement.ps) != ps:
             return Status.invalid(f"job {spec.job_id}: placement counts differ from target")
     if (
         not preemptive
@@ -158,9 +160,10 @@ def _suspensions(decision: Decision, running: Iterable[JobRun], preemptive: bool
         return []
     if not decision.changes_only:
         return [(run, 0, 0, None) for run in running if run.job_id not in targets]
-    if not any(map(is_suspension, targets.values())):
+    suspend = {job_id for job_id, target in targets.items() if is_suspension(target)}
+    if not suspend:
         return []
-    return [(run, 0, 0, None) for run in running if is_suspension(targets.get(run.job_id))]
+    return [(run, 0, 0, None) for run in running if run.job_id in suspend]
 
 
 class Executor:
@@ -178,6 +181,11 @@ class Executor:
         # for exactly that again passed every check when it was given (a job that finished
         # while holding it keeps its entry: one small entry a job, never read again)
         self._given: dict[int, Allocation] = {}
+        # (job id, workers, PS) -> the spec of a start target without a placement that passed
+        # every check: for a job holding nothing those checks read only its spec and the two
+        # counts, so the same start of the same spec is valid again (a preempted job restarts
+        # many times under LAS)
+        self._valid_starts: dict[tuple[int, int, int], JobSpec] = {}
         self.events: EventLog | None = None
         """Where every change made is recorded (`dlsched.sim.event_log`); None: nowhere."""
 
@@ -240,7 +248,7 @@ class Executor:
                 and (alloc.is_empty or self._given.get(job_id) is alloc)
             ):
                 continue  # no change, and valid: (0, 0) always is, and so is what it was given
-            status = check_target(run, target, preemptive, num_servers)
+            status = self._check(run, target, preemptive, num_servers)
             if not status.ok:
                 statuses[job_id] = status
                 continue
@@ -262,6 +270,24 @@ class Executor:
                 statuses[run.job_id] = status
         return statuses
 
+    def _check(self, run: JobRun, target: object, preemptive: bool, num_servers: int) -> Status:
+        """`check_target`, skipped for a start of this spec at these counts found valid before."""
+        start = None
+        if (
+            type(target) is Target
+            and run.allocation.is_empty
+            and target.placement is None
+            and type(target.num_workers) is int
+            and type(target.num_ps) is int
+        ):
+            start = (run.job_id, target.num_workers, target.num_ps)
+            if self._valid_starts.get(start) is run.spec:
+                return _SUCCESS
+        status = check_target(run, target, preemptive, num_servers)
+        if start is not None and status.ok:
+            self._valid_starts[start] = run.spec
+        return status
+
     def _reallocate(
         self,
         run: JobRun,
@@ -276,15 +302,17 @@ class Executor:
         if workers == 0 and ps == 0:
             new = Allocation.EMPTY
         elif placement is not None:
-            new = placement
-            if not (_is_normal(new.workers) and _is_normal(new.ps)):
-                new = Allocation.of(new.workers, new.ps)
+            # the executor's own object, built by the constructor (which derives the counts)
+            if _is_normal(placement.workers) and _is_normal(placement.ps):
+                new = Allocation(placement.workers, placement.ps)
+            else:
+                new = Allocation.of(placement.workers, placement.ps)
         else:
             new = self.placement.place(self.cluster, spec, old, workers, ps)
         if isinstance(new, Status):
             return new
-        if new == old:
-            return Status.success()
+        if new.workers == old.workers and new.ps == old.ps:  # `new == old`, without the call
+            return _SUCCESS
         status = self.cluster.allocate(spec, new)
         if not status.ok:
             return status

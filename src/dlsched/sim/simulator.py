@@ -420,14 +420,17 @@ class Simulator:
                 run.paused_until_s = t + cost(spec.model)
             self._noise[spec.job_id] = self._draw_noise()
             self._update_rate(run, t)
-        self._refresh_usage()
+        self._gpu_used, self._cpu_used = self.cluster.used_gpu_cpu()  # `_refresh_usage`
 
     def _update_rate(self, run: JobRun, t: float) -> None:
         """Set the job's rate from the model and its noise, and schedule its completion."""
-        run.rate = self.model.speed(run.spec, run.allocation) * self._noise.get(run.job_id, 1.0)
-        if run.rate > 0:
-            start = max(t, run.paused_until_s)
-            done = start + (run.spec.total_work - run.progress_s) / run.rate
+        rate = run.rate = self.model.speed(run.spec, run.allocation) * self._noise.get(
+            run.job_id, 1.0
+        )
+        if rate > 0:
+            paused = run.paused_until_s
+            start = paused if paused > t else t  # max(t, paused): the same value
+            done = start + (run.spec.total_work - run.progress_s) / rate
             self.queue.push(done, EventKind.COMPLETION, (run.job_id, run.version))
 
     def _draw_noise(self) -> float:

@@ -88,6 +88,10 @@ class DeepRMEncoder:
     work_conserving: bool = False
     """Offer only the slot jobs that fit now, and ∅ only when none does (the environment's
     ``work_conserving`` option)."""
+    every_action: bool = False
+    """Offer every slot, as a policy trained with every action offered (``mask_invalid``
+    False: ``train deeprm --paper``) was: an empty slot or a job that fits nowhere in the
+    horizon acts as ∅. False: only the slot jobs that fit."""
     observation: str = "image"
     """``"image"`` (DeepRM's) or ``"compact"`` (`dlsched.papers.deeprm.compact`), as the
     environment's ``observation`` option."""
@@ -264,6 +268,8 @@ class DeepRMBuilder:
             now = fits & (first == 0)
             return np.concatenate([[not now.any()], now])
         idle = self.encoder.idle_guard and not self.used.any() and bool(fits.any())
+        if self.encoder.every_action:
+            return np.concatenate([[not idle], np.ones_like(fits)])
         return np.concatenate([[not idle], fits])
 
     def reserve_job(self, job: int) -> bool:
@@ -370,9 +376,12 @@ def make_deeprm_scheduler(arg: str | None) -> DeepRMScheduler:
     torch.set_num_threads(1)
     path = policy_path(arg)
     load, net, seed, card = load_policy(path)
-    return DeepRMScheduler(
+    scheduler = DeepRMScheduler(
         [(load, net, seed)], _shape_of(card), trained_setting=card.trained_setting
     )
+    # deployed as trained: a policy trained with every action offered gets every action
+    scheduler.deeprm_encoder.every_action = card.hyperparams.get("mask_invalid") is False
+    return scheduler
 
 
 def _shape_of(card: PolicyCard) -> DeepRMShape:

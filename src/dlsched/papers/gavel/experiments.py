@@ -132,12 +132,12 @@ def run(out_dir: Path, *, full: bool = False, size: Size | None = None) -> list[
     """Run the experiment and write its files into ``out_dir``; the paths written."""
     size = size or (FULL if full else REDUCED)
     out_dir.mkdir(parents=True, exist_ok=True)
-    runs = [
-        run_one(policy, rate, seed, size)
-        for policy in POLICIES
-        for rate in size.rates
-        for seed in size.seeds
-    ]
+    runs = []
+    for policy in POLICIES:
+        for rate in size.rates:
+            for seed in size.seeds:
+                runs.append(run_one(policy, rate, seed, size))
+                log.info("gavel run %s", runs[-1])
     summary = []
     for policy in POLICIES:
         for rate in size.rates:
@@ -157,11 +157,14 @@ def run(out_dir: Path, *, full: bool = False, size: Size | None = None) -> list[
 
 
 def _plot(path: Path, summary: list[dict[str, Any]], size: Size) -> Path:
-    """Average JCT against rate, one line per policy; saturated points are left out."""
+    """Average JCT against rate, one line per policy; a saturated point is a triangle at the
+    top."""
     fig, ax = plt.subplots(figsize=(6, 4))
-    for policy in POLICIES:
+    finite = [r for r in summary if math.isfinite(r["avg_jct_s"])]
+    top = 1.1 * max(((r["avg_jct_s"] + r["avg_jct_s_ci95"]) / 3600 for r in finite), default=1.0)
+    for k, policy in enumerate(POLICIES):
         rows = [r for r in summary if r["policy"] == policy and math.isfinite(r["avg_jct_s"])]
-        ax.errorbar(
+        line = ax.errorbar(
             [r["jobs_per_hour"] for r in rows],
             [r["avg_jct_s"] / 3600 for r in rows],
             yerr=[r["avg_jct_s_ci95"] / 3600 for r in rows],
@@ -170,10 +173,15 @@ def _plot(path: Path, summary: list[dict[str, Any]], size: Size) -> Path:
             linestyle="--" if policy.endswith("-het") else "-",
             label=policy,
         )
+        saturated = [r["jobs_per_hour"] for r in summary if r["policy"] == policy]
+        saturated = [x for x in saturated if x not in {r["jobs_per_hour"] for r in rows}]
+        color = line.lines[0].get_color()
+        shifted = [x + 0.1 * (k - 1.5) for x in saturated]  # side by side, not on top
+        ax.scatter(shifted, [top] * len(saturated), marker="^", color=color, zorder=3)
     ax.set_xlabel("input job rate (jobs/hour)")
-    ax.set_ylabel("average JCT (hours)")
+    ax.set_ylabel("average JCT (hours); ▲ saturated")
     low, high = size.window
-    ax.set_title(f"Gavel's jobs on 36 K80 + 36 P100 + 36 V100, jobs {low}-{high} of a stream")
+    ax.set_title(f"Gavel's jobs, 36 GPUs of each type; jobs {low}-{high} of a stream")
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -199,8 +207,9 @@ def _write_markdown(path: Path, summary: list[dict[str, Any]], size: Size, full:
         f" {', '.join(map(str, size.seeds))}. Average JCT of jobs {low}-{high} (by arrival),"
         " the run stopping once they have all finished while later jobs keep arriving, as"
         " Gavel measures (its jobs 4,000-5,000); 'saturated': the window had not finished"
-        f" {size.cutoff_h:g} h after its last job arrived. The shape, not Gavel's numbers, is"
-        " the target.",
+        f" {size.cutoff_h:g} h after its last job arrived, or more than"
+        f" {size.max_active_per_gpu:g} jobs per GPU were active. The shape, not Gavel's"
+        " numbers, is the target.",
         "",
         "| policy | jobs/h | avg JCT of the window (h) |",
         "| --- | ---: | ---: |",

@@ -45,7 +45,7 @@ AWARE_TYPE_ORDER = ("v100", "p100", "k80")
 """The order in which a heterogeneity-aware policy's round fills GPU types: Gavel's, which is
 fixed (``worker_types = ["v100", "p100", "k80"]`` in its ``_schedule_jobs_on_workers``), newest
 generation first. Types it does not name come after, the fastest mean estimated rate first.
-(Ordering all types by mean estimated rate instead put the P100 first for job mixes where some
+(Ordering all types by mean estimated rate instead can put the P100 first for job mixes where some
 types run faster there, and moved the aware policies' makespans +9 % and average JCTs up to
 -21 % away from Gavel's: `benchmarks/gavel_side_by_side.py`.)"""
 _BIG = 1e9

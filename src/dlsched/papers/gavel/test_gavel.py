@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -287,11 +288,25 @@ def test_jobs_moving_between_servers_never_collide() -> None:
 def test_reproduce_gavel_writes_its_table_figure_and_ratios(tmp_path: Path) -> None:
     from dlsched.papers.gavel.experiments import POLICIES, Size, run
 
-    paths = run(tmp_path, size=Size(window=(2, 4), rates=(4.0,), seeds=(1,)))
+    paths = run(tmp_path, size=Size(window=(2, 4), rates=(4.0,), seeds=(1,), cutoff_h=50.0))
     assert sorted(p.name for p in paths) == ["README.md", "gavel.png", "runs.csv", "summary.csv"]
     readme = (tmp_path / "README.md").read_text()
     assert all(f"| {policy} | 4 |" in readme for policy in POLICIES)
     assert "gavel-las-het / gavel-las at 4 jobs/h:" in readme
+
+
+def test_reproduce_gavel_measures_a_window_of_a_stream_that_goes_on() -> None:
+    from dlsched.papers.gavel.experiments import Size, run_one
+
+    size = Size(window=(2, 4), rates=(4.0,), seeds=(1,), cutoff_h=50.0)
+    row = run_one("gavel-fifo-het", 4.0, 1, size)
+    assert row["arrived"] > 4  # jobs after the window arrived while it ran
+    if row["window_finished"] == 2:
+        assert 0 < row["avg_jct_s"] < math.inf
+    else:  # not finished by the cutoff: saturated
+        assert row["avg_jct_s"] == math.inf and row["end_s"] > 50 * 3600
+    crowded = run_one("gavel-fifo-het", 4.0, 1, Size((2, 4), (4.0,), (1,), 50.0, 0.01))
+    assert crowded["avg_jct_s"] == math.inf and crowded["window_finished"] < 2
 
 
 def test_any_workload_runs_typed_with_a_jobs_gavel_type_from_its_model() -> None:
