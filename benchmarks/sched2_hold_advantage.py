@@ -30,11 +30,13 @@ from dlsched.papers.sched2.batched_env import BatchedSched2Env
 GAMMAS = (0.9, 0.99, 0.999, 1.0)
 
 
-def rule_trajectory(seed: int) -> tuple[list[int], list[int], list[int], dict[str, float]]:
+def rule_trajectory(
+    seed: int, jobs: int
+) -> tuple[list[int], list[int], list[int], dict[str, float]]:
     """The rule's actions on one trace, the steps where it holds while a job fits, those where
     it picks while φ is legal, and its episode metrics."""
     rule = window_hold(shortest=True)
-    env = BatchedSched2Env(1, num_jobs=1000, load=LOAD)
+    env = BatchedSched2Env(1, num_jobs=jobs, load=LOAD)
     obs, masks = env.reset([seed])
     actions: list[int] = []
     holds: list[int] = []
@@ -52,7 +54,9 @@ def rule_trajectory(seed: int) -> tuple[list[int], list[int], list[int], dict[st
             return actions, holds, picks, info["episodes"][0][1]
 
 
-def rollout_returns(seed: int, actions: list[int], points: list[int]) -> tuple[np.ndarray, ...]:
+def rollout_returns(
+    seed: int, jobs: int, actions: list[int], points: list[int]
+) -> tuple[np.ndarray, ...]:
     """For each point and first action: discounted returns (points, J+1, γ) of the paper's and
     the incremental reward, and whether that first action was legal."""
     rule = window_hold(shortest=True)
@@ -60,7 +64,7 @@ def rollout_returns(seed: int, actions: list[int], points: list[int]) -> tuple[n
     starts = np.repeat(points, num_actions)
     first = np.tile(np.arange(num_actions), len(points))
     b = len(starts)
-    env = BatchedSched2Env(b, num_jobs=1000, load=LOAD)
+    env = BatchedSched2Env(b, num_jobs=jobs, load=LOAD)
     obs, masks = env.reset([seed] * b)
     gammas = np.array(GAMMAS)[None, :]
     paper, inc, disc = np.zeros((b, len(GAMMAS))), np.zeros((b, len(GAMMAS))), np.ones((b, 1))
@@ -92,11 +96,12 @@ def rollout_returns(seed: int, actions: list[int], points: list[int]) -> tuple[n
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=90_001, help="trace (not a test seed)")
+    parser.add_argument("--jobs", type=int, default=1000, help="jobs per trace")
     parser.add_argument("--holds", type=int, default=16, help="states where the rule holds")
     parser.add_argument("--picks", type=int, default=8, help="states where it picks")
     args = parser.parse_args()
     t0 = time.perf_counter()
-    actions, holds, picks, metrics = rule_trajectory(args.seed)
+    actions, holds, picks, metrics = rule_trajectory(args.seed, args.jobs)
     print(f"window-shortest-hold on trace {args.seed}: avg JCT {metrics['avg_jct_s']:,.0f} s, "
           f"effectiveness {metrics['avg_effectiveness']:.3f}, {len(actions)} actions, "
           f"{len(holds)} holds while a job fits")  # fmt: skip
@@ -104,7 +109,7 @@ def main() -> None:
     hold_pts = sorted(rng.choice(holds, size=min(args.holds, len(holds)), replace=False))
     pick_pts = sorted(rng.choice(picks, size=min(args.picks, len(picks)), replace=False))
     points = [int(p) for p in hold_pts + pick_pts]
-    paper, inc, legal = rollout_returns(args.seed, actions, points)
+    paper, inc, legal = rollout_returns(args.seed, args.jobs, actions, points)
     for name, q in (("paper (E_j at pick)", paper), ("incremental", inc)):
         for g, gamma in enumerate(GAMMAS):
             margins: dict[str, list[float]] = {"hold": [], "pick": []}

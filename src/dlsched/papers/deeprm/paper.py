@@ -2,8 +2,10 @@
 
 One iteration (`PaperReinforce.step`), as Fig. 3's pseudo-code: every one of the ``jobsets``
 training jobsets is run ``episodes`` (N = 20) times with actions sampled from the current
-policy, all ``jobsets × N`` episodes in one batch stepped in lock-step
-(`dlsched.papers.deeprm.batched_env.make_batch`: NumPy on the CPU, torch tensors on a GPU);
+policy, the ``jobsets × N`` episodes stepped in lock-step batches
+(`dlsched.papers.deeprm.batched_env.make_batch`: NumPy on the CPU, torch tensors on a GPU), one
+batch per part of the jobsets, the parts in ``workers`` processes on the CPU (each part samples
+from its own generator: a run does not depend on the processes);
 each decision's return ``v_t`` (γ = 1: minus the slowdowns still to come) minus the baseline
 ``b_t``, the mean of ``v_t`` over the N episodes of its jobset at the same time step ``t``, is
 its advantage; one RMSProp step (lr 0.001, ρ 0.9, ε 1e-9) on

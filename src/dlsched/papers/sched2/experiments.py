@@ -54,8 +54,9 @@ HEURISTICS = ("sif", "dsif", "lrf", "spf", "fifo", "tiresias")
 TRAINED_HOW = {
     "sched2": "SCED²-L: a 9-parameter rule over the whole queue, parameters by cross-entropy "
     "search (not the paper's method)",
-    "sched2:paper": "SCED²'s DQN by the paper's method (`train sched2 --paper`: plain DQN with "
-    "prioritized replay, the paper's state, window, reward and network, no demonstrations)",
+    "sched2:paper": "SCED²'s DQN by the paper's method with one deviation (`train sched2 --paper "
+    "--reward incremental`: plain DQN with prioritized replay, the paper's state, window and "
+    "network, its objective paid as it accrues instead of at each pick, no demonstrations)",
 }
 """How each learned row was trained (printed beside it)."""
 PAPER_CLAIM = {

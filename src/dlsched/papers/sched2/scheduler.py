@@ -6,7 +6,8 @@ locality holds and a reservation planned over profiled (estimated) durations —
 were trained by cross-entropy search on the ``sched2`` workload at load 1.8 (its card says how).
 It works on any fixed-GPU workload whose servers have the 8 GPUs it was trained for, at any
 number of servers. ``sched2:paper`` loads ``policies/sched2_paper``, SCED²'s own method (plain
-DQN, the paper's state and reward, no demonstrations; ``dlsched train sched2 --paper``).
+DQN, the paper's state, its objective paid as it accrues, no demonstrations; ``dlsched train
+sched2 --paper --reward incremental``).
 ``sched2:PATH`` loads another checkpoint (a directory with ``policy.pt`` and
 ``card.json``, `dlsched.rl.checkpoint`) of either kind, e.g. ``policies/sched2_dqn``, SCED²'s
 Q-network (issue 6): at each scheduling point it repeats observe (`dlsched.papers.sched2.state`)
