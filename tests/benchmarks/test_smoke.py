@@ -32,7 +32,9 @@ SMOKE: dict[str, str] = {
     "chaos_k8s.py": "--jobs 10 --faults 1",
     "compare_workers.py": "-w deeprm --schedulers fifo --seeds 1-2 --per-task --ceiling",
     "deeprm_paper_diagnose.py": "--iterations 1 --jobsets 2 --episodes 2 --out {tmp}/out",
+    "deeprm_paper_iteration.py": "--iterations 2 --jobsets 2",
     "deeprm_settings.py": "--seeds 9001-9002 --loads 1.3 --settings paper",
+    "deeprm_slots.py": "--seeds 9001-9001 --loads 1.3 --policies deeprm:paper",
     "deeprm_train.py": "--loads 0.7 --workers 1 --iterations 1 --jobsets 2 --episodes 2 "
     "--states 50",
     "dl2_advantage_by_action.py": "--critic-updates 1",
