@@ -467,14 +467,9 @@ class BatchedSched2Env:
     def effectiveness_potential(self) -> Any:
         """``(B,)`` Σ over the jobs submitted so far of (effectiveness − 1): a started job's
         execution effectiveness (SCED² Eq. 2), a waiting job's best still possible one,
-        ``T_ideal / (T_wait + T_ideal)`` (it falls as the job waits; picking the job at a
-        slower placement than its best lowers it by the placement's loss).
-
-        Its change over a step is the ``"incremental"`` reward: summed over an episode it is
-        Σ_j (E_j − 1), the paper's return (Σ_j E_j) less the job count, but each job's loss
-        of effectiveness is paid in the steps where it happens (while it waits, when it is
-        placed) instead of all at once when it is picked.
-        """
+        ``T_ideal / (T_wait + T_ideal)``. Its change over a step is the ``"incremental"``
+        reward: over an episode Σ_j (E_j − 1), the paper's return less the job count, with each
+        job's loss paid in the steps where it happens (waiting, a slower placement)."""
         xp = self.ops.xp
         waiting = self.status == WAITING
         started = self.status >= RUNNING
