@@ -13,8 +13,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from dlsched.core import Allocation, ClusterView, Decision, JobRun, JobSpec, Target
+from dlsched.core import Allocation, Arch, ClusterView, Decision, JobRun, JobSpec, Target
 from dlsched.core.cluster import tasks_that_fit
+
+
+def not_fixed_gpu_jobs(name: str, jobs: Sequence[JobSpec]) -> str | None:
+    """Why ``name``, placing fixed-size GPU jobs on types, cannot run ``jobs`` (None: it can):
+    a job with parameter servers or without a GPU (a scheduler's ``cannot_run``)."""
+    for spec in jobs:
+        if spec.arch is Arch.PS or spec.worker_demand.gpu <= 0:
+            return f"{name} schedules fixed-size GPU jobs; job {spec.job_id} " + (
+                "has parameter servers" if spec.arch is Arch.PS else "uses no GPU"
+            )
+    return None
 
 
 def place_on_types(

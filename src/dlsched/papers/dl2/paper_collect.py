@@ -10,7 +10,7 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from dlsched.papers.dl2.algorithm import Batch, Learner
+from dlsched.papers.dl2.algorithm import Batch, Learner, Replay
 from dlsched.papers.dl2.batched_env import Dl2BatchedEnv
 from dlsched.papers.dl2.batched_kernels import SLOT_S
 from dlsched.papers.dl2.network import masked_logits
@@ -20,17 +20,12 @@ STAGGER_SLOTS = 400
 a 200-job DL2 trace lasts about 420–530 slots)."""
 
 
-class SlotReplay:
-    """Experience replay ring (§4.3) filled a slot at a time (arrays, no per-sample Python)."""
+class SlotReplay(Replay):
+    """Experience replay ring (§4.3) filled a slot at a time (arrays, no per-sample Python),
+    also recording which actions the exploration rule chose and per-sample discounts."""
 
     def __init__(self, capacity: int, obs_dim: int, num_actions: int) -> None:
-        self.capacity, self.size, self.pos = capacity, 0, 0
-        self.obs = np.zeros((capacity, obs_dim), dtype=np.float32)
-        self.next_obs = np.zeros((capacity, obs_dim), dtype=np.float32)
-        self.masks = np.zeros((capacity, num_actions), dtype=bool)
-        self.actions = np.zeros(capacity, dtype=np.int64)
-        self.rewards = np.zeros(capacity, dtype=np.float32)
-        self.dones = np.zeros(capacity, dtype=np.float32)
+        super().__init__(capacity, obs_dim, num_actions)
         self.explored = np.zeros(capacity, dtype=bool)
         self.discounts = np.zeros(capacity, dtype=np.float32)
 

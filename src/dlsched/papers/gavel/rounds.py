@@ -31,9 +31,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from dlsched.core import Arch, ClusterView, Decision, JobRun, JobSpec, Resources
+from dlsched.core import ClusterView, Decision, JobRun, JobSpec, Resources
 from dlsched.papers.gavel.lp import Array, Problem
-from dlsched.placement.typed import place_on_types, scale_of
+from dlsched.placement.typed import not_fixed_gpu_jobs, place_on_types, scale_of
 from dlsched.schedulers.base import BaseScheduler
 
 UNTYPED = "gpu"
@@ -83,12 +83,7 @@ class GavelRounds(BaseScheduler):
 
     def cannot_run(self, jobs: Sequence[JobSpec], servers: Sequence[Resources]) -> str | None:
         """Gavel schedules GPU jobs of a fixed size: no parameter servers, at least one GPU."""
-        for spec in jobs:
-            if spec.arch is Arch.PS or spec.worker_demand.gpu <= 0:
-                return f"{self.name} schedules fixed-size GPU jobs; job {spec.job_id} " + (
-                    "has parameter servers" if spec.arch is Arch.PS else "uses no GPU"
-                )
-        return None
+        return not_fixed_gpu_jobs(self.name, jobs)
 
     # -- the policy ----------------------------------------------------------------------------
 

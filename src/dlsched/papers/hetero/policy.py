@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dlsched.core import Arch, ClusterView, Decision, JobRun, JobSpec, Resources
+from dlsched.core import ClusterView, Decision, JobRun, JobSpec, Resources
 from dlsched.papers.hetero.features import (
     FEATURES,
     Array,
@@ -30,7 +30,7 @@ from dlsched.papers.hetero.features import (
     gpu_types,
     pair_features,
 )
-from dlsched.placement.typed import place_on_types, scale_of
+from dlsched.placement.typed import not_fixed_gpu_jobs, place_on_types, scale_of
 from dlsched.schedulers.base import BaseScheduler
 
 ALGORITHM = "hetero"
@@ -55,12 +55,7 @@ class TypeScore(BaseScheduler):
 
     def cannot_run(self, jobs: Sequence[JobSpec], servers: Sequence[Resources]) -> str | None:
         """Fixed-size GPU jobs only (as Gavel's): no parameter servers, at least one GPU."""
-        for spec in jobs:
-            if spec.arch is Arch.PS or spec.worker_demand.gpu <= 0:
-                return f"{self.name} schedules fixed-size GPU jobs; job {spec.job_id} " + (
-                    "has parameter servers" if spec.arch is Arch.PS else "uses no GPU"
-                )
-        return None
+        return not_fixed_gpu_jobs(self.name, jobs)
 
     def decide(self, view: ClusterView) -> Decision:
         cluster = view.cluster

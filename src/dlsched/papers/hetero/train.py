@@ -23,6 +23,7 @@ from dlsched.papers.hetero.config import VALIDATION_SEED0, HeteroConfig
 from dlsched.papers.hetero.features import FEATURES
 from dlsched.papers.hetero.policy import ALGORITHM, HAND_WEIGHTS, TypeScore
 from dlsched.rl.checkpoint import PolicyCard
+from dlsched.rl.cross_entropy import cross_entropy_step
 from dlsched.rl.run_options import RunOptions, every
 from dlsched.rl.training import Budget, RunResult, Validation, train
 from dlsched.runner import simulate
@@ -77,16 +78,21 @@ class CemLearner:
     def step(self) -> dict[str, object]:
         c = self.config
         rng = np.random.default_rng([c.seed, self.iteration])  # resumable: no generator state
-        samples = self.mean + self.std * rng.standard_normal((c.population, len(FEATURES)))
-        seeds = [int(s) for s in rng.integers(0, VALIDATION_SEED0, size=c.train_seeds)]
-        costs = np.array([self.avg_jct(TypeScore(w.tolist()), seeds) for w in samples])
-        elite = samples[np.argsort(costs, kind="stable")[: c.elite]]
-        self.mean = elite.mean(axis=0)
-        self.std = elite.std(axis=0) + c.min_std
+        self.mean, self.std, elite_cost = cross_entropy_step(
+            self.mean,
+            self.std,
+            rng,
+            lambda w, seeds: self.avg_jct(TypeScore(w.tolist()), seeds),
+            population=c.population,
+            elite=c.elite,
+            min_std=c.min_std,
+            train_seeds=c.train_seeds,
+            seeds_below=VALIDATION_SEED0,
+        )
         self.iteration += 1
         return {
             "iteration": self.iteration,
-            "elite_avg_jct_s": round(float(np.sort(costs)[: c.elite].mean()), 1),
+            "elite_avg_jct_s": round(elite_cost, 1),
             "std": round(float(self.std.mean()), 4),
         }
 
