@@ -18,7 +18,7 @@ import torch
 from dlsched.papers.example.config import VALIDATION_SEED0, ExampleConfig
 from dlsched.papers.example.policy import ALGORITHM, FEATURES, LinearOrder
 from dlsched.rl.checkpoint import PolicyCard
-from dlsched.rl.cross_entropy import cross_entropy_step
+from dlsched.rl.cross_entropy import CrossEntropySearch
 from dlsched.rl.run_options import RunOptions, every
 from dlsched.rl.training import Budget, RunResult, Validation, train
 from dlsched.runner import simulate
@@ -26,18 +26,14 @@ from dlsched.schedulers.base import Scheduler
 from dlsched.schedulers.registry import make_scheduler
 
 
-class CemLearner:
+class CemLearner(CrossEntropySearch):
     """The learning step for `dlsched.rl.training.train` (its `Learner` protocol)."""
 
     columns: Sequence[str] = ("iteration", "elite_slowdown", "std", "avg_slowdown", "wall_s")
 
     def __init__(self, config: ExampleConfig) -> None:
-        if not 1 <= config.elite <= config.population:
-            raise ValueError(f"--elite must be in [1, --population], got {config.elite}")
+        super().__init__(config, np.zeros(len(FEATURES)), config.init_std)  # arrival order
         self.config = config
-        self.mean = np.zeros(len(FEATURES))  # arrival order
-        self.std = np.full(len(FEATURES), config.init_std)
-        self.iteration = 0
         self.seeds = [VALIDATION_SEED0 + i for i in range(config.validation_seeds)]
         self.baselines = {  # on the validation seeds, for the card
             "arrival_order_avg_slowdown": self.slowdown(LinearOrder(self.mean.tolist())),
@@ -52,20 +48,11 @@ class CemLearner:
         return sum(float(r.summary()["avg_slowdown"]) for r in runs) / len(runs)
 
     def step(self) -> dict[str, object]:
-        c = self.config
-        rng = np.random.default_rng([c.seed, self.iteration])  # resumable: no generator state
-        self.mean, self.std, elite_cost = cross_entropy_step(
-            self.mean,
-            self.std,
-            rng,
+        elite_cost = self.search_step(
+            self.config,
             lambda w, seeds: self.slowdown(LinearOrder(w.tolist()), seeds),
-            population=c.population,
-            elite=c.elite,
-            min_std=c.min_std,
-            train_seeds=c.train_seeds,
-            seeds_below=VALIDATION_SEED0,
+            VALIDATION_SEED0,
         )
-        self.iteration += 1
         return {
             "iteration": self.iteration,
             "elite_slowdown": round(elite_cost, 4),
@@ -96,14 +83,6 @@ class CemLearner:
             trained_setting={"workload": c.workload, "params": {"load": c.load}},
         )
         return {"weights": torch.tensor(self.mean.tolist(), dtype=torch.float64)}, card
-
-    def state_dict(self) -> dict[str, Any]:
-        mean, std = torch.tensor(self.mean), torch.tensor(self.std)
-        return {"mean": mean, "std": std, "iteration": self.iteration}
-
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        self.mean, self.std = state["mean"].numpy().copy(), state["std"].numpy().copy()
-        self.iteration = int(state["iteration"])
 
 
 def train_example(config: ExampleConfig, run: RunOptions, progress: Any = None) -> RunResult:

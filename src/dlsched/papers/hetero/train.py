@@ -23,7 +23,7 @@ from dlsched.papers.hetero.config import VALIDATION_SEED0, HeteroConfig
 from dlsched.papers.hetero.features import FEATURES
 from dlsched.papers.hetero.policy import ALGORITHM, HAND_WEIGHTS, TypeScore
 from dlsched.rl.checkpoint import PolicyCard
-from dlsched.rl.cross_entropy import cross_entropy_step
+from dlsched.rl.cross_entropy import CrossEntropySearch
 from dlsched.rl.run_options import RunOptions, every
 from dlsched.rl.training import Budget, RunResult, Validation, train
 from dlsched.runner import simulate
@@ -34,20 +34,17 @@ BASELINES = ("gavel-las-het", "gavel-fifo-het")
 """Gavel's heterogeneity-aware policies scored on the validation workloads, for the card."""
 
 
-class CemLearner:
+class CemLearner(CrossEntropySearch):
     """The learning step for `dlsched.rl.training.train` (its `Learner` protocol)."""
 
     columns: Sequence[str] = ("iteration", "elite_avg_jct_s", "std", "avg_jct_s", "wall_s")
 
     def __init__(self, config: HeteroConfig) -> None:
-        if not 1 <= config.elite <= config.population:
-            raise ValueError(f"--elite must be in [1, --population], got {config.elite}")
         if not config.rates:
             raise ValueError("--rates needs at least one input job rate")
+        start = np.array(HAND_WEIGHTS if config.start == "hand" else [0.0] * len(FEATURES))
+        super().__init__(config, start, config.init_std)
         self.config = config
-        self.mean = np.array(HAND_WEIGHTS if config.start == "hand" else [0.0] * len(FEATURES))
-        self.std = np.full(len(FEATURES), config.init_std)
-        self.iteration = 0
         self.seeds = [VALIDATION_SEED0 + i for i in range(config.validation_seeds)]
         self.baselines = {  # on the validation workloads, for the card
             f"{name}_avg_jct_s": self.avg_jct(make_scheduler(name)) for name in BASELINES
@@ -76,20 +73,11 @@ class CemLearner:
         return sum(jcts) / len(jcts)
 
     def step(self) -> dict[str, object]:
-        c = self.config
-        rng = np.random.default_rng([c.seed, self.iteration])  # resumable: no generator state
-        self.mean, self.std, elite_cost = cross_entropy_step(
-            self.mean,
-            self.std,
-            rng,
+        elite_cost = self.search_step(
+            self.config,
             lambda w, seeds: self.avg_jct(TypeScore(w.tolist()), seeds),
-            population=c.population,
-            elite=c.elite,
-            min_std=c.min_std,
-            train_seeds=c.train_seeds,
-            seeds_below=VALIDATION_SEED0,
+            VALIDATION_SEED0,
         )
-        self.iteration += 1
         return {
             "iteration": self.iteration,
             "elite_avg_jct_s": round(elite_cost, 1),
@@ -128,14 +116,6 @@ class CemLearner:
             trained_setting={"workload": c.workload, "params": {}},
         )
         return {"weights": torch.tensor(self.mean.tolist(), dtype=torch.float64)}, card
-
-    def state_dict(self) -> dict[str, Any]:
-        mean, std = torch.tensor(self.mean), torch.tensor(self.std)
-        return {"mean": mean, "std": std, "iteration": self.iteration}
-
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        self.mean, self.std = state["mean"].numpy().copy(), state["std"].numpy().copy()
-        self.iteration = int(state["iteration"])
 
 
 def train_hetero(config: HeteroConfig, run: RunOptions, progress: Any = None) -> RunResult:
