@@ -53,6 +53,7 @@ SMOKE: dict[str, str] = {
     "paired_eval.py": "dlsched/DeepRM-v0 --seeds 1-2 --baselines sjf --rule first "
     "-o horizon_steps=5 --metric avg_slowdown",
     "peer_side_by_side.py": "",  # needs Blox's checkout and venv: see test_peer_side_by_side
+    "pollux_speed.py": "--src here={src} --repeat 1 --num-jobs 5",
     "pollux_side_by_side.py": "",  # the peer faked: see test_pollux_side_by_side
     "records_fingerprint.py": "--workers 1 --match deeprm --schedulers fifo --out {tmp}/fp.json",
     "report_size.py": "--repeat 1 --cases dl2-drf-200 --out-dir {tmp}/out",  # headless Chromium

@@ -238,7 +238,11 @@ class JobGoodputModel:
         rate = self._rates.get((nodes, replicas))
         if rate is None:  # samples/s at each candidate: changes only when the job refits
             step = predict_step_s(
-                self.params, np.full_like(atomic, nodes), np.full_like(atomic, replicas), atomic, accum
+                self.params,
+                np.full_like(atomic, nodes),
+                np.full_like(atomic, replicas),
+                atomic,
+                accum,
             )
             rate = self._rates[nodes, replicas] = true_batch / step
         goodput = np.where(ok, rate * self.efficiency(true_batch), 0.0)
