@@ -37,12 +37,12 @@ TAIL = 60
 """Steps at the end of an episode whose discounted return is cut short (γ 0.9: 0.9^60 ≈ 0.2 %)."""
 
 
-def run(policy: Path, seeds: list[int]) -> dict[str, object]:
+def run(policy: Path, seeds: list[int], jobs: int = 1000) -> dict[str, object]:
     """The greedy episodes' per-step records, summarised (module docstring)."""
     net, _, card = load_policy(policy)
     net.eval()
     gamma = float(card.hyperparams.get("gamma", 0.99))
-    env = BatchedSched2Env(len(seeds), num_jobs=1000, load=LOAD, reward="incremental")
+    env = BatchedSched2Env(len(seeds), num_jobs=jobs, load=LOAD, reward="incremental")
     obs, masks = env.reset(seeds)
     rule = window_hold(shortest=True)
     j, m = env.shape.slots, env.shape.gpus_per_server
@@ -86,7 +86,7 @@ def run(policy: Path, seeds: list[int]) -> dict[str, object]:
         ret[t] = acc
     live = rec["live"].astype(bool)
     last = live.sum(axis=0)  # steps per episode
-    cut = np.arange(len(steps))[:, None] < (last - TAIL)[None, :]
+    cut = np.arange(len(steps))[:, None] < np.maximum(last - TAIL, last // 2)[None, :]
     fits = live & rec["fits"]
     picks = live & ~rec["hold"]
     q, g = rec["q"][cut], ret[cut]
@@ -119,10 +119,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--policy", type=Path, default=PAPER_POLICY_DIR)
     parser.add_argument("--traces", type=int, default=len(PAPER_VALIDATION_SEEDS))
+    parser.add_argument("--jobs", type=int, default=1000, help="jobs per trace (1000: the paper)")
     parser.add_argument("--json", type=Path, default=None, help="also write the summary here")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    out = run(args.policy, list(PAPER_VALIDATION_SEEDS[: args.traces]))
+    out = run(args.policy, list(PAPER_VALIDATION_SEEDS[: args.traces]), args.jobs)
     for key, value in out.items():
         if key == "q_deciles_q_vs_return":
             text = "  ".join(f"{a:.2f}/{b:.2f}" for a, b in value)  # type: ignore[attr-defined]
