@@ -113,5 +113,12 @@ def test_best_goodput_from_cached_grids_and_rates_is_the_direct_one(
         m.observe(len(placement), sum(placement), prof.min_local_bsz, step, sync)
         for sqr, var in grads:  # new gradient statistics keep the rates, a refit drops them
             m.set_grad(sqr, var)
-            for nodes, replicas in ((1, 1), (1, 2), (1, 4), (2, 8), (4, 16), (16, 64)):
+            sizes = [(1, 1), (1, 2), (1, 4), (2, 8), (4, 16), (16, 64)]
+            goodputs = m.best_goodputs(sizes)  # together, then one at a time (from the memo)
+            for (nodes, replicas), goodput in zip(sizes, goodputs, strict=True):
+                direct = _direct_best_goodput(m, nodes, replicas)
+                assert goodput == direct[0]
+                assert m.best_goodput(nodes, replicas) == direct
+            m._memo.clear()  # one at a time, then together
+            for nodes, replicas in sizes:
                 assert m.best_goodput(nodes, replicas) == _direct_best_goodput(m, nodes, replicas)

@@ -223,31 +223,56 @@ class JobGoodputModel:
 
     def best_goodput(self, nodes: int, replicas: int) -> tuple[float, int, int]:
         """(goodput in samples/s, atomic_bsz, accum_steps) of the best batch at this size."""
-        hit = self._memo.get((nodes, replicas))
-        if hit is None:
-            hit = self._memo[nodes, replicas] = self._best_goodput(nodes, replicas)
-        return hit
+        self._fill([(nodes, replicas)])
+        return self._memo[nodes, replicas]
 
-    def _best_goodput(self, nodes: int, replicas: int) -> tuple[float, int, int]:
-        if self.params is None or replicas < 1:
-            return 0.0, 0, 0
-        grid = _batch_grid(self.init_bsz, self.max_bsz, self.min_local, self.max_local, replicas)
-        if grid is None:
-            return 0.0, 0, 0
-        atomic, accum, ok, true_batch = grid
+    def best_goodputs(self, sizes: list[tuple[int, int]]) -> list[float]:
+        """Goodput (samples/s) of the best batch at each (nodes, replicas): `best_goodput`'s
+        first element, the sizes not known yet computed together."""
+        self._fill(sizes)
+        return [self._memo[size][0] for size in sizes]
+
+    def _fill(self, sizes: list[tuple[int, int]]) -> None:
+        """Put the best batch of each size not in the memo there, all in one pass: the same
+        element-wise arithmetic as one size at a time, on the sizes' candidates stacked."""
+        todo: dict[tuple[int, int], tuple[npt.NDArray[np.bool_], Array, Array, Array, Array]] = {}
+        for nodes, replicas in sizes:
+            if (nodes, replicas) in self._memo or (nodes, replicas) in todo:
+                continue
+            grid = None
+            if self.params is not None and replicas >= 1:
+                grid = _batch_grid(
+                    self.init_bsz, self.max_bsz, self.min_local, self.max_local, replicas
+                )
+            if grid is None:
+                self._memo[nodes, replicas] = (0.0, 0, 0)
+                continue
+            atomic, accum, ok, true_batch = grid
+            rate = self._rate(nodes, replicas, atomic, accum, true_batch)
+            todo[nodes, replicas] = (ok, true_batch, rate, atomic, accum)
+        if not todo:
+            return
+        ok, true_batch, rate, atomic, accum = (
+            np.stack(parts) for parts in zip(*todo.values(), strict=True)
+        )
+        goodput = np.where(ok, rate * self.efficiency(true_batch), 0.0)
+        best = np.argmax(goodput, axis=1)
+        for row, (size, i) in enumerate(zip(todo, best.tolist(), strict=True)):
+            self._memo[size] = float(goodput[row, i]), int(atomic[row, i]), int(accum[row, i])
+
+    def _rate(
+        self, nodes: int, replicas: int, atomic: Array, accum: Array, true_batch: Array
+    ) -> Array:
+        """Samples/s at each of this size's candidate batches (changes only at a refit)."""
         rate = self._rates.get((nodes, replicas))
-        if rate is None:  # samples/s at each candidate: changes only when the job refits
+        if rate is None:
+            assert self.params is not None
+            full = np.full_like
             step = predict_step_s(
-                self.params,
-                np.full_like(atomic, nodes),
-                np.full_like(atomic, replicas),
-                atomic,
-                accum,
+                self.params, full(atomic, nodes), full(atomic, replicas), atomic, accum
             )
             rate = self._rates[nodes, replicas] = true_batch / step
-        goodput = np.where(ok, rate * self.efficiency(true_batch), 0.0)
-        i = int(np.argmax(goodput))
-        return float(goodput[i]), int(atomic[i]), int(accum[i])
+        return rate
 
 
 @functools.lru_cache(maxsize=4096)
