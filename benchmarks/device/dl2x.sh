@@ -3,8 +3,9 @@
 # actor-critic to learn near its supervised start? Three processes (one per CPU core given,
 # torch 1 thread each, no GPU), each a queue of measurements run until the budget is spent:
 #   1. the policy gradient's signal and noise at the start (benchmarks/dl2_gradient_snr.py):
-#      the paper (γ 0.9), then the start made less confident (temperature 3);
-#   2. the same with the authors' code's advantage (γ 0), then with per-job credit (reward job);
+#      the paper (γ 0.9), the start made less confident (temperature 3), groups of 8,192;
+#   2. the same with the authors' code's advantage (γ 0), then with per-job credit (reward job),
+#      then the critic on held-out slots (benchmarks/dl2_advantage_by_action.py, γ 0.9 and 0);
 #   3. a supervised start imitating Optimus (the paper's preset and network), then paired
 #      rollouts (benchmarks/dl2_signal.py): one-slot deviations, exploration, sampling, and
 #      the path from the DRF start to the Optimus-imitating one.
@@ -36,10 +37,14 @@ SNR="$PY benchmarks/dl2_gradient_snr.py --groups 64 --group-size 2048"
 (
   step snr_paper $SNR --gamma 0.9 --out "$work/snr_paper.json"
   step snr_paper_t3 $SNR --gamma 0.9 --temp 3 --out "$work/snr_paper_t3.json"
+  step snr_paper_8k "$PY" benchmarks/dl2_gradient_snr.py --groups 64 --group-size 8192 \
+    --gamma 0.9 --out "$work/snr_paper_8k.json"
 ) &
 (
   step snr_authors $SNR --gamma 0 --out "$work/snr_authors.json"
   step snr_job $SNR --gamma 0 --reward job --out "$work/snr_job.json"
+  step critic_paper "$PY" benchmarks/dl2_advantage_by_action.py --gamma 0.9
+  step critic_authors "$PY" benchmarks/dl2_advantage_by_action.py --gamma 0
 ) &
 (
   step sl_optimus "$PY" benchmarks/dl2_paper_variants.py sl --teacher optimus \
