@@ -14,7 +14,11 @@ action space, 0.87× DSIF's JCT on the test traces) what it would do. Prints:
 * calibration: Q(s, a) of the action taken against the discounted return that followed it on
   the same trajectory (γ from the card; the last 60 steps of each episode left out, where the
   return is cut short): mean of each, mean error, correlation, and by decile of Q;
-* the top-two Q gap against the mean |Q − return| (whether the ranking is above its noise).
+* with ``--no-local-holds``, the same for the network with φ replaced by its best-Q pick among
+  the window jobs packing places at their best locality, wherever there is one (what those
+  holds cost);
+* the top-two Q gap, and by how much Q(φ) beats the best pick where it holds while a job fits
+  at its best locality, against the mean |Q − return| (whether the ranking is above its noise).
 
     PYTHONPATH=src python benchmarks/sched2_dqn_diagnose.py --policy DIR [--traces 8]
 """
@@ -37,8 +41,13 @@ TAIL = 60
 """Steps at the end of an episode whose discounted return is cut short (γ 0.9: 0.9^60 ≈ 0.2 %)."""
 
 
-def run(policy: Path, seeds: list[int], jobs: int = 1000) -> dict[str, object]:
-    """The greedy episodes' per-step records, summarised (module docstring)."""
+def run(
+    policy: Path, seeds: list[int], jobs: int = 1000, no_local_holds: bool = False
+) -> dict[str, object]:
+    """The greedy episodes' per-step records, summarised (module docstring); with
+    ``no_local_holds`` the network's φ is replaced by its best-Q pick among the window jobs
+    packing places at their best locality, wherever there is one (a counterfactual: what
+    those holds cost)."""
     net, _, card = load_policy(policy)
     net.eval()
     gamma = float(card.hyperparams.get("gamma", 0.99))
@@ -55,12 +64,16 @@ def run(policy: Path, seeds: list[int], jobs: int = 1000) -> dict[str, object]:
         qm = np.where(masks, q, -np.inf)
         act = qm.argmax(axis=1)
         top2 = np.sort(qm, axis=1)[:, -2:]
+        best_pick = np.where(masks[:, :-1], q[:, :-1], -np.inf).max(axis=1)
         win = env.window()
         legal = masks[:, :j]
         demand = np.where(legal, env.ops.take(env.gpus, np.maximum(win, 0)), 0)
         local = legal & (packing_spans(env.free, demand) == -(-demand // m))
         work = np.where(legal, env.ops.take(env.work, np.maximum(win, 0)), np.inf)
         rows = np.arange(len(seeds))
+        if no_local_holds:
+            best_local = np.where(local, q[:, :j], -np.inf).argmax(axis=1)
+            act = np.where((act == j) & local.any(axis=1), best_local, act)
         pick = act < j
         steps.append({
             "live": ~done,
@@ -68,6 +81,7 @@ def run(policy: Path, seeds: list[int], jobs: int = 1000) -> dict[str, object]:
             "gap": np.where(np.isfinite(top2[:, 0]), top2[:, 1] - top2[:, 0], np.nan),
             "fits": legal.any(axis=1),
             "fits_local": local.any(axis=1),
+            "hold_margin": q[:, -1] - best_pick,
             "hold": ~pick,
             "rule_hold": rule(env, obs, masks) == j,
             "agree": rule(env, obs, masks) == act,
@@ -103,6 +117,9 @@ def run(policy: Path, seeds: list[int], jobs: int = 1000) -> dict[str, object]:
             rec["hold"][live & rec["fits_local"]].mean()
         ),
         "agree_with_rule": float(rec["agree"][live].mean()),
+        "median_q_hold_minus_best_pick_where_it_holds_and_a_local_job_fits": float(
+            np.median(rec["hold_margin"][live & rec["fits_local"] & rec["hold"]])
+        ),
         "picks_at_best_locality": float(rec["local"][picks].mean()),
         "picks_shortest_fitting": float(rec["shortest"][picks].mean()),
         "q_mean": float(q.mean()),
@@ -120,10 +137,16 @@ def main() -> None:
     parser.add_argument("--policy", type=Path, default=PAPER_POLICY_DIR)
     parser.add_argument("--traces", type=int, default=len(PAPER_VALIDATION_SEEDS))
     parser.add_argument("--jobs", type=int, default=1000, help="jobs per trace (1000: the paper)")
+    parser.add_argument(
+        "--no-local-holds",
+        action="store_true",
+        help="counterfactual: the network's best local pick instead of φ where one exists",
+    )
     parser.add_argument("--json", type=Path, default=None, help="also write the summary here")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    out = run(args.policy, list(PAPER_VALIDATION_SEEDS[: args.traces]), args.jobs)
+    seeds = list(PAPER_VALIDATION_SEEDS[: args.traces])
+    out = run(args.policy, seeds, args.jobs, args.no_local_holds)
     for key, value in out.items():
         if key == "q_deciles_q_vs_return":
             text = "  ".join(f"{a:.2f}/{b:.2f}" for a, b in value)  # type: ignore[attr-defined]
