@@ -66,7 +66,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     seeds = [TRAIN_SEED_MIN + args.first_seed + i for i in range(args.traces)]
     plan = [(s, name, rule) for s in seeds for name, rule in rules]
     B = len(plan)
-    options = {} if args.noise is None else {"noise": args.noise}
+    options: dict[str, Any] = {} if args.noise is None else {"noise": args.noise}
+    if args.jobs is not None:
+        options["num_jobs"] = args.jobs
     env = Dl2BatchedEnv(B, shape=cfg.shape(), seed=0, **options)
     env.reset([s for s, _, _ in plan])
     rng = np.random.default_rng(args.seed)
@@ -189,6 +191,7 @@ def main() -> None:
     parser.add_argument("--temp", type=float, default=2.0)
     parser.add_argument("--samples", type=int, default=3)
     parser.add_argument("--gamma", type=float, default=0.9)
+    parser.add_argument("--jobs", type=int, default=None, help="jobs a trace (default 200)")
     parser.add_argument("--other", type=Path, default=None, help="a second policy (mixA)")
     parser.add_argument("--mix", type=float, nargs="*", default=[0.1, 0.25, 0.5, 1.0])
     parser.add_argument("--seed", type=int, default=0)
