@@ -53,9 +53,11 @@ SMOKE: dict[str, str] = {
     "paired_eval.py": "dlsched/DeepRM-v0 --seeds 1-2 --baselines sjf --rule first "
     "-o horizon_steps=5 --metric avg_slowdown",
     "peer_side_by_side.py": "",  # needs Blox's checkout and venv: see test_peer_side_by_side
+    "pollux_speed.py": "--src here={src} --repeat 1 --num-jobs 5",
     "pollux_side_by_side.py": "",  # the peer faked: see test_pollux_side_by_side
     "records_fingerprint.py": "--workers 1 --match deeprm --schedulers fifo --out {tmp}/fp.json",
     "report_size.py": "--repeat 1 --cases dl2-drf-200 --out-dir {tmp}/out",  # headless Chromium
+    "sched2_dqn_diagnose.py": "--traces 1 --jobs 60 --no-local-holds",
     "sched2_hold_advantage.py": "--jobs 100 --holds 1 --picks 1",
     "sched2_paper.py": "--traces 1 --no-lookahead",
     "sched2_policy.py": "--traces 1 --loads 1.8",
