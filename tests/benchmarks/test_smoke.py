@@ -38,8 +38,10 @@ SMOKE: dict[str, str] = {
     "deeprm_train.py": "--loads 0.7 --workers 1 --iterations 1 --jobsets 2 --episodes 2 "
     "--states 50",
     "dl2_advantage_by_action.py": "--critic-updates 1",
+    "dl2_gradient_snr.py": "--groups 3 --group-size 64 --critic-updates 1",
     "dl2_decisions.py": "--runs 101/2/0.5 --out {tmp}/out.json",
     "dl2_paper_variants.py": "sl --minutes 0 --out {tmp}/out",
+    "dl2_signal.py": "--traces 1 --jobs 12 --samples 1 --slots 2 --out {tmp}/s.json",
     "dl2_policy.py": "--seeds 101-101 --servers 2 --skip-timing",
     "dl2_stalls.py": "--seeds 0-0 --jobs 4",
     "gavel_side_by_side.py": "",  # the peer faked: see test_gavel_side_by_side
