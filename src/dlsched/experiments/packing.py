@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 from array import array
 from collections import deque
+from itertools import repeat
 from operator import attrgetter
 from typing import Any
 
@@ -47,7 +48,7 @@ def _records(columns: list[list[Any]]) -> list[JobRecord]:
     """The `JobRecord`s of ``columns`` (one list a field, in field order), each field set
     through its slot the way the dataclass's own ``__init__`` sets it, a column at a time (a
     C loop: a fifth of the time of ``JobRecord(*row)`` for each row)."""
-    rows = [JobRecord.__new__(JobRecord) for _ in columns[0]]
+    rows = list(map(object.__new__, repeat(JobRecord, len(columns[0]))))
     for name, column in zip(_RECORD_FIELDS, columns, strict=True):
         if len(column) != len(rows):
             raise ValueError(f"packed records: {name} has {len(column)} values, not {len(rows)}")
