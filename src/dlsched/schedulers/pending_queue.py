@@ -100,6 +100,7 @@ class PendingQueue:
         # job id -> (spec, its shape at the requested size): a preempted job re-enters the
         # queue many times (under LAS, tens of times a job), its shape the same each time
         self._requested: dict[int, tuple[JobSpec, Shape]] = {}
+        self._shapes: dict[Shape, Shape] = {}
 
     def __len__(self) -> int:
         return len(self._where)
@@ -146,7 +147,9 @@ class PendingQueue:
         if self.size is requested_size:
             known = self._requested.get(spec.job_id)
             if known is None or known[0] is not spec:
-                known = self._requested[spec.job_id] = (spec, shape_of(spec, *requested(spec)))
+                shape = shape_of(spec, *requested(spec))
+                shape = self._shapes.setdefault(shape, shape)  # one object per shape: memory
+                known = self._requested[spec.job_id] = (spec, shape)
             shape = known[1]
         else:
             shape = shape_of(spec, *self.size(run))
