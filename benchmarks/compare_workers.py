@@ -17,7 +17,8 @@ bounds ``--workers N``.
 
 ``--per-task`` adds, for each N (or the counts given), the pool as it was before issue 31 (one
 `ProcessPoolExecutor` submission per run, the whole `Result` pickled back, nothing built before
-the fork).
+the fork); ``--executor``, the chunked `ProcessPoolExecutor` pool of 2026-11-26, before the
+workers got their own pipes (`executor_pool`).
 
 The parent runs one run first (imports, caches), so every timing starts warm: a sweep's cost
 beyond its runs, not a process's start-up (``dlsched compare``'s whole process adds that).
@@ -68,9 +69,28 @@ def _per_task(tasks: list[Any], workers: int) -> list[Any]:
         return [future.result() for future in futures]
 
 
+def executor_pool(tasks: list[Any], workers: int) -> list[Any]:
+    """The pool of 2026-11-26 (before its own pipes): `ProcessPoolExecutor`, which forks every
+    worker before any starts work, chunks as today (`run_dispatched`), several queued."""
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+    from dlsched.experiments.parallel import run_chunk, run_dispatched, warm_up
+
+    warm_up(tasks)
+    context = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        return run_dispatched(
+            tasks,
+            workers,
+            lambda chunk: pool.submit(run_chunk, chunk),
+            lambda futures: wait(futures, return_when=FIRST_COMPLETED)[0],
+            None,
+        )
+
+
 def _timed(kind: str, args: argparse.Namespace, seeds: list[int]) -> tuple[float, float, Any]:
     """(wall s, CPU s, results or None) of one sweep of ``kind``: ``"N"``, ``"N per-task"``,
-    ``"N plain"``."""
+    ``"N executor"``, ``"N plain"``."""
     from dlsched.experiments.compare import run_grid
     from dlsched.experiments.parallel import RunTask
 
@@ -80,9 +100,10 @@ def _timed(kind: str, args: argparse.Namespace, seeds: list[int]) -> tuple[float
     if kind.endswith("plain"):
         _plain_processes(names, args.workload, seeds, workers)
         results = None
-    elif kind.endswith("per-task"):
+    elif kind.endswith("per-task") or kind.endswith("executor"):
         tasks = [RunTask(args.workload, name, seed) for seed in seeds for name in names]
-        results = _per_task(tasks, workers)
+        pool = _per_task if kind.endswith("per-task") else executor_pool
+        results = pool(tasks, workers)
     else:
         results = run_grid(args.workload, names, seeds, workers=workers)
     return time.perf_counter() - wall, _cpu_s() - cpu, results
@@ -132,6 +153,12 @@ def main() -> None:
         help="also time the pool before issue 31 (at every N, or at these: 4,16)",
     )
     parser.add_argument(
+        "--executor",
+        nargs="?",
+        const="all",
+        help="also time the ProcessPoolExecutor pool of 2026-11-26 (at every N, or at these)",
+    )
+    parser.add_argument(
         "--no-baseline", action="store_true", help="no 1-worker timing (nor speed-ups)"
     )
     args = parser.parse_args()
@@ -145,7 +172,8 @@ def main() -> None:
     load_before = os.getloadavg()
     counts = [int(n) for n in args.workers.split(",") if int(n) > 1]
     kinds = ([] if args.no_baseline else ["1"]) + [str(n) for n in counts]
-    for extra, option in (("per-task", args.per_task), ("plain", args.ceiling)):
+    extras = (("per-task", args.per_task), ("executor", args.executor), ("plain", args.ceiling))
+    for extra, option in extras:
         at = counts if option == "all" else [int(n) for n in (option or "").split(",") if n]
         kinds += [f"{n} {extra}" for n in at]
     timings: dict[str, list[tuple[float, float]]] = {}

@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from dlsched.cli import app
 from dlsched.experiments.compare import run_grid, summarise
+from dlsched.experiments.parallel import run_task
 from dlsched.schedulers.registry import make_scheduler
 from dlsched.sim import Result
 
@@ -150,3 +151,21 @@ def test_forked_workers_inherit_the_policy_modules() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "True True", result.stderr
+
+
+def _dies_on_seed_2(task: Any) -> Result:
+    """A run that kills its worker process (as a crash in a C extension would)."""
+    import os
+
+    if task.seed == 2:
+        os._exit(3)
+    return run_task(task)
+
+
+def test_a_worker_that_dies_fails_the_sweep(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dlsched.experiments import parallel
+
+    tasks = [parallel.RunTask("deeprm", "fifo", seed, {"num_jobs": 5}) for seed in (1, 2, 3)]
+    monkeypatch.setattr(parallel, "run_task", _dies_on_seed_2)  # the forked workers inherit it
+    with pytest.raises(RuntimeError, match=r"died without answering \(exit codes \[3\]\)"):
+        parallel.run_in_processes(tasks, 2, start_method="fork")

@@ -7,9 +7,10 @@ import pytest
 import torch
 from gymnasium.utils.env_checker import check_env
 
-from dlsched.papers.sched2.algorithm import DQNConfig, PrioritizedReplay, make_net
+from dlsched.papers.sched2.algorithm import DQNConfig, make_net
 from dlsched.papers.sched2.env import Sched2Env, workload_traces
 from dlsched.papers.sched2.profiling import Profiler, profile_spans
+from dlsched.papers.sched2.replay import VectorReplay
 from dlsched.papers.sched2.state import Sched2Shape
 from dlsched.workloads.registry import make_workload
 
@@ -135,15 +136,15 @@ def test_shared_encoder_weights_are_one_parameter_set_for_every_server():
 
 
 def test_prioritized_replay_samples_in_proportion_to_priority():
-    buf = PrioritizedReplay(8, obs_dim=2, num_actions=2, alpha=1.0, seed=0)
+    buf = VectorReplay(8, obs_dim=2, num_actions=2, alpha=1.0, seed=0)
     priorities = [1.0, 2.0, 3.0, 4.0, 0.5, 6.0]
     for p in priorities:
-        buf.add(
-            np.zeros(2, np.float32), 0, 0.0, np.zeros(2, np.float32), np.ones(2, bool), False, p
-        )
+        buf.add(np.zeros((1, 2), np.float32), np.zeros(1, np.int64), np.zeros(1),
+                np.zeros((1, 2), np.float32), np.ones((1, 2), bool), np.zeros(1, bool),
+                priorities=np.array([p]))  # fmt: skip
     counts = np.zeros(len(priorities))
     for _ in range(500):
-        for i in buf.sample_indices(64):
+        for i in buf.sample(64, 0.4).indices:
             counts[i] += 1
     expected = np.asarray(priorities) / sum(priorities) * counts.sum()
     chi2 = float(((counts - expected) ** 2 / expected).sum())
@@ -152,9 +153,11 @@ def test_prioritized_replay_samples_in_proportion_to_priority():
 
 
 def test_prioritized_replay_alpha_zero_is_uniform_and_weights_normalised():
-    buf = PrioritizedReplay(4, obs_dim=1, num_actions=2, alpha=0.0, seed=1)
+    buf = VectorReplay(4, obs_dim=1, num_actions=2, alpha=0.0, seed=1)
     for p in (1.0, 100.0, 1.0, 1.0):
-        buf.add(np.zeros(1, np.float32), 1, 1.0, np.zeros(1, np.float32), np.ones(2, bool), True, p)
+        buf.add(np.zeros((1, 1), np.float32), np.ones(1, np.int64), np.ones(1),
+                np.zeros((1, 1), np.float32), np.ones((1, 2), bool), np.ones(1, bool),
+                priorities=np.array([p]))  # fmt: skip
     batch = buf.sample(400, beta=1.0)
     counts = np.bincount(batch.indices, minlength=4)
     assert counts.min() > 70

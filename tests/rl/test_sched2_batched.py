@@ -150,6 +150,59 @@ def test_sum_tree_samples_in_proportion_to_priority() -> None:
     assert (drawn == 7).mean() > 0.95
 
 
+def _fill(replay: VectorReplay, n: int) -> None:
+    replay.add(
+        np.zeros((n, 2), np.float32), np.zeros(n, np.int64), np.zeros(n), np.zeros((n, 2),
+        np.float32), np.ones((n, 3), bool), np.zeros(n, bool),
+    )  # fmt: skip
+
+
+def test_new_transitions_enter_at_the_max_or_at_given_priorities() -> None:
+    replay = VectorReplay(16, 2, 3, alpha=1.0, seed=0)
+    _fill(replay, 4)
+    replay.update_priorities(np.arange(4), np.array([0.004, 0.002, 0.003, 0.001]))
+    _fill(replay, 2)
+    # Schaul et al.: at the largest priority ever set (at least 1.0), 400x the replayed ones
+    np.testing.assert_allclose(replay.tree.leaves(np.arange(4, 6)), [1.0, 1.0])
+    assert replay.newest_weight(2) == pytest.approx(1.0 / (2.01 / 6))
+    replay.add(
+        np.zeros((2, 2), np.float32), np.zeros(2, np.int64), np.zeros(2), np.zeros((2, 2),
+        np.float32), np.ones((2, 3), bool), np.zeros(2, bool), priorities=np.array([0.5, 0.25]),
+    )  # fmt: skip
+    np.testing.assert_allclose(replay.tree.leaves(np.arange(6, 8)), [0.5, 0.25])
+
+
+def test_td_priorities_are_the_new_transitions_td_errors(tmp_path: Path) -> None:
+    from dlsched.papers.sched2.paper import PaperLearner
+
+    config = PaperConfig(num_envs=2, num_jobs=30, learning_starts=10**9, new_priority="td",
+                         device="cpu")  # fmt: skip
+    learner = PaperLearner(config)
+    obs = learner.obs.copy()
+    learner._batched_step()
+    batch = learner.replay.sample(2, 1.0)
+    expected = learner.dqn.td_abs(batch.obs, batch.actions, batch.rewards, batch.next_obs,
+                                  batch.next_masks, batch.dones)  # fmt: skip
+    np.testing.assert_allclose(learner.replay.tree.leaves(batch.indices),
+                               (expected + config.prio_eps) ** config.alpha, rtol=1e-6)  # fmt: skip
+    assert np.isin(batch.obs[:, 0], obs[:, 0]).all()
+    with pytest.raises(ValueError, match="new_priority"):
+        PaperLearner(PaperConfig(num_envs=1, num_jobs=20, new_priority="newest", device="cpu"))
+
+
+def test_sampled_transitions_report_their_age_and_first_draw() -> None:
+    replay = VectorReplay(8, 2, 3, alpha=0.0, seed=0)
+    _fill(replay, 5)
+    first = replay.sample(64, 0.4)
+    assert first.fresh[np.unique(first.indices, return_index=True)[1]].all()
+    np.testing.assert_array_equal(first.ages, 4 - first.indices)
+    assert not replay.sample(64, 0.4).fresh.any()
+    _fill(replay, 5)  # wraps: slots 5, 6, 7, 0, 1 are new
+    batch = replay.sample(256, 0.4)
+    assert batch.fresh[np.isin(batch.indices, [5, 6, 7, 0, 1])].any()
+    assert batch.ages.max() <= 7
+
+
 def test_paper_run_writes_a_policy_the_simulator_agrees_with(tmp_path: Path) -> None:
     config = PaperConfig(
         episodes=4, num_envs=2, num_jobs=40, learning_starts=64, batch_size=16,

@@ -8,7 +8,11 @@ in this process. `run_task` is a module-level function, so any start method work
 
 What keeps a sweep's cost in its runs (issue 31, point 3):
 
-* **long-lived workers**: one pool of processes for the whole sweep, each running many runs;
+* **long-lived workers**: one process per worker for the whole sweep, each running many runs,
+  each with its own pipe and one chunk at a time: a worker starts on its first chunk as soon as
+  it is started, while the parent starts the next (`concurrent.futures.ProcessPoolExecutor`,
+  with ``fork``, starts every worker before any gets work), and each next chunk is chosen
+  with every cost known so far;
 * **chunked tasks** (`Dispatch`): the runs go out in chunks, large first and single runs last
   ("guided" scheduling), so that the pool's per-submission cost is paid per chunk while the
   last runs still balance the workers; once a (workload, scheduler)'s first runs are back,
@@ -24,6 +28,7 @@ What keeps a sweep's cost in its runs (issue 31, point 3):
 
 from __future__ import annotations
 
+import gc
 import inspect
 import logging
 import math
@@ -167,6 +172,12 @@ def run_in_processes(
 ) -> list[Result]:
     """Run ``tasks`` on ``workers`` local processes; the results in the order of ``tasks``.
 
+    Each worker has its own pipe and one chunk at a time (`serve`): it gets its first chunk as
+    soon as it is started, so the first workers run while the parent starts the others, and
+    each next chunk is chosen (`Dispatch`) with every cost known so far. With ``fork`` the
+    parent's objects are frozen (`gc.freeze`) while it forks, so the workers' garbage
+    collector never walks, and so never copies, the memory they share with the parent.
+
     Args:
         tasks: the runs.
         workers: processes (at least 2 is the point; more than ``len(tasks)`` are not started).
@@ -175,24 +186,102 @@ def run_in_processes(
             runs of one chunk arrive together).
 
     Raises:
-        the first failed run's exception; the chunks not started yet are cancelled.
+        the first failed run's exception (the other workers are stopped); RuntimeError when a
+        worker process dies without answering.
     """
     import multiprocessing  # here: a single run (`labelled`) needs no process pool
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from multiprocessing.connection import wait
 
-    context = multiprocessing.get_context(start_method)
+    context: Any = multiprocessing.get_context(start_method)
     workers = max(1, min(workers, len(tasks)))
-    if context.get_start_method() == "fork":
+    forking = context.get_start_method() == "fork"
+    if forking:
         warm_up(tasks)
     log.info("%d runs on %d %s worker processes", len(tasks), workers, context.get_start_method())
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        return run_dispatched(
-            tasks,
-            workers,
-            lambda chunk: pool.submit(run_chunk, chunk),
-            lambda futures: wait(futures, return_when=FIRST_COMPLETED)[0],
-            on_run,
-        )
+    results: list[Result | None] = [None] * len(tasks)
+    dispatch = Dispatch(tasks, workers)
+    busy: dict[Any, list[int]] = {}  # a worker's pipe -> the runs it has
+    processes: list[Any] = []
+    finished = False
+    if forking:
+        gc.freeze()
+    try:
+        while dispatch.left and len(processes) < workers:
+            chunk = dispatch.next_chunk()
+            pipe, their_end = context.Pipe()
+            process = context.Process(target=serve, args=(their_end,), daemon=True)
+            process.start()
+            their_end.close()
+            processes.append(process)
+            pipe.send([tasks[i] for i in chunk])
+            busy[pipe] = chunk
+        if forking:
+            gc.unfreeze()
+            forking = False
+        while busy:
+            ready: list[Any] = wait(list(busy))
+            for pipe in ready:
+                chunk = busy.pop(pipe)
+                answer = _answer(pipe, processes)
+                for i, (_, cpu_s) in zip(chunk, answer, strict=True):
+                    dispatch.done(i, cpu_s)
+                if dispatch.left:  # the worker's next chunk before this one's unpacking
+                    busy[pipe] = dispatch.next_chunk()
+                    pipe.send([tasks[i] for i in busy[pipe]])
+                else:
+                    pipe.send(None)  # not EOF: the workers forked later hold this pipe too
+                for i, (packed, _) in zip(chunk, answer, strict=True):
+                    results[i] = result = unpack(packed)
+                    if on_run is not None:
+                        on_run(result)
+        finished = True
+    finally:
+        if forking:
+            gc.unfreeze()
+        _stop(processes, finished)
+    done = [r for r in results if r is not None]
+    if len(done) != len(tasks):  # pragma: no cover - every chunk answered or raised above
+        raise RuntimeError(f"{len(tasks) - len(done)} runs came back without a result")
+    return done
+
+
+def serve(pipe: Any) -> None:
+    """A worker process: run each chunk of `RunTask`s received on ``pipe`` (`run_chunk`) and
+    send back ``(True, its answer)`` or ``(False, the exception)``; stop at ``None``."""
+    while (chunk := pipe.recv()) is not None:
+        try:
+            answer: tuple[bool, Any] = (True, run_chunk(chunk))
+        except Exception as exc:
+            answer = (False, exc)
+        try:
+            pipe.send(answer)
+        except Exception as exc:  # an exception that does not pickle: its text instead
+            pipe.send((False, RuntimeError(f"{type(answer[1]).__name__}: {exc}")))
+
+
+def _answer(pipe: Any, processes: Sequence[Any]) -> list[tuple[tuple[Any, ...], float]]:
+    """A worker's answer to its chunk: `run_chunk`'s list; raises what the chunk raised."""
+    try:
+        ok, answer = pipe.recv()
+    except EOFError:
+        for process in processes:
+            process.join(timeout=0.1)  # whichever died is reaped by now
+        codes = [p.exitcode for p in processes if p.exitcode not in (None, 0)]
+        raise RuntimeError(
+            f"a worker process died without answering (exit codes {codes})"
+        ) from None
+    if not ok:
+        raise answer
+    return list(answer)
+
+
+def _stop(processes: Sequence[Any], finished: bool) -> None:
+    """Wait for the workers to end (each was sent ``None``) or, after a failure, end them."""
+    for process in processes:
+        if not finished and process.is_alive():
+            process.terminate()
+    for process in processes:
+        process.join()
 
 
 def run_dispatched(

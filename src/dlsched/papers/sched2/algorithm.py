@@ -1,8 +1,9 @@
 """SCED²'s learner (§III-E, §III-F): shared-weight Q-network and DQN with prioritized replay.
 
 One readable file, CleanRL style: `DQNConfig` holds every hyper-parameter, `Sched2QNet` is the
-network of SCED² Eq. 3–5, `PrioritizedReplay` the proportional prioritized replay of Schaul
-et al. (SCED² ref. [12]), and `DQN` the learning step: one episode (one trace of 1,000 jobs
+network of SCED² Eq. 3–5, `dlsched.papers.sched2.replay.VectorReplay` the proportional
+prioritized replay of Schaul et al. (SCED² ref. [12]; new transitions at the largest priority
+ever set), and `DQN` the learning step: one episode (one trace of 1,000 jobs
 drawn from the workload's distributions, SCED² §IV-A) with ε-greedy exploration over legal
 actions and a periodically copied target network. Validation, keeping the best, the log and
 the budget are the shared training run's (`dlsched.rl.training`).
@@ -23,9 +24,9 @@ from __future__ import annotations
 import copy
 import json
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -33,6 +34,7 @@ import torch
 from torch import nn
 
 from dlsched.papers.sched2.config import DQNConfig as DQNConfig  # re-exported
+from dlsched.papers.sched2.replay import ReplayBatch, VectorReplay
 from dlsched.papers.sched2.state import Sched2Shape
 
 log = logging.getLogger(__name__)
@@ -97,160 +99,6 @@ def make_net(shape: Sched2Shape, config: DQNConfig | None = None) -> Sched2QNet:
     return Sched2QNet(shape, c.server_hidden, c.server_out, c.job_hidden, c.hidden)
 
 
-# -- prioritized replay ---------------------------------------------------------------------
-
-
-class Batch(NamedTuple):
-    """A sampled batch (tensors) with its buffer indices and importance weights."""
-
-    obs: torch.Tensor
-    actions: torch.Tensor
-    rewards: torch.Tensor
-    next_obs: torch.Tensor
-    next_masks: torch.Tensor
-    dones: torch.Tensor
-    demos: torch.Tensor
-    weights: torch.Tensor
-    indices: npt.NDArray[np.int64]
-
-
-class SumTree:
-    """A binary sum tree over ``capacity`` priorities: O(log n) update and prefix-sum search."""
-
-    def __init__(self, capacity: int) -> None:
-        size = 1
-        while size < capacity:
-            size *= 2
-        self.size = size
-        self.tree = np.zeros(2 * size, dtype=np.float64)
-
-    def total(self) -> float:
-        return float(self.tree[1])
-
-    def update(self, index: int, value: float) -> None:
-        i = index + self.size
-        self.tree[i] = value
-        i //= 2
-        while i >= 1:
-            self.tree[i] = self.tree[2 * i] + self.tree[2 * i + 1]
-            i //= 2
-
-    def get(self, index: int) -> float:
-        return float(self.tree[index + self.size])
-
-    def find(self, mass: float) -> int:
-        """Leaf index whose prefix-sum interval contains ``mass``."""
-        i = 1
-        while i < self.size:
-            left = 2 * i
-            if mass < self.tree[left] or self.tree[left + 1] <= 0:
-                i = left
-            else:
-                mass -= self.tree[left]
-                i = left + 1
-        return i - self.size
-
-
-class PrioritizedReplay:
-    """Proportional prioritized replay: P(i) = p_i^α / Σ p^α (Schaul et al. 2016).
-
-    New transitions get the largest priority seen so far. `sample` draws one transition per
-    equal-mass segment of the priority sum (stratified, as the paper's proportional variant)
-    and returns importance weights ``(N·P(i))^-β`` normalised by their max.
-
-    Args:
-        capacity: transitions kept (oldest overwritten).
-        obs_dim: observation length.
-        num_actions: action count (for masks).
-        alpha: prioritization exponent.
-        seed: seed of the sampling generator.
-    """
-
-    def __init__(
-        self, capacity: int, obs_dim: int, num_actions: int, alpha: float = 0.6, seed: int = 0
-    ) -> None:
-        self.capacity = capacity
-        self.alpha = alpha
-        self.obs = np.zeros((capacity, obs_dim), dtype=np.float32)
-        self.next_obs = np.zeros((capacity, obs_dim), dtype=np.float32)
-        self.next_masks = np.zeros((capacity, num_actions), dtype=bool)
-        self.actions = np.zeros(capacity, dtype=np.int64)
-        self.rewards = np.zeros(capacity, dtype=np.float32)
-        self.dones = np.zeros(capacity, dtype=np.float32)
-        self.demos = np.zeros(capacity, dtype=np.float32)
-        self.tree = SumTree(capacity)
-        self.max_priority = 1.0
-        self.pos = 0
-        self.count = 0
-        self.rng = np.random.default_rng(seed)
-
-    def __len__(self) -> int:
-        return self.count
-
-    def add(
-        self,
-        obs: npt.NDArray[np.float32],
-        action: int,
-        reward: float,
-        next_obs: npt.NDArray[np.float32],
-        next_mask: npt.NDArray[np.bool_],
-        done: bool,
-        priority: float | None = None,
-        demo: bool = False,
-    ) -> None:
-        """Store a transition with ``priority`` (default: the max so far), before ^α.
-
-        ``demo`` flags a teacher's transition (it also gets the large-margin loss).
-        """
-        i = self.pos
-        self.obs[i] = obs
-        self.actions[i] = action
-        self.rewards[i] = reward
-        self.next_obs[i] = next_obs
-        self.next_masks[i] = next_mask
-        self.dones[i] = float(done)
-        self.demos[i] = float(demo)
-        p = self.max_priority if priority is None else priority
-        self.tree.update(i, p**self.alpha)
-        self.pos = (i + 1) % self.capacity
-        self.count = min(self.count + 1, self.capacity)
-
-    def sample_indices(self, batch_size: int) -> npt.NDArray[np.int64]:
-        """``batch_size`` indices drawn in proportion to priority^α (stratified)."""
-        total = self.tree.total()
-        bounds = np.linspace(0.0, total, batch_size + 1)
-        masses = self.rng.uniform(bounds[:-1], bounds[1:])
-        idx = [min(self.tree.find(float(m)), self.count - 1) for m in masses]
-        return np.asarray(idx, dtype=np.int64)
-
-    def sample(self, batch_size: int, beta: float) -> Batch:
-        """A batch with importance-sampling weights for exponent ``beta``."""
-        idx = self.sample_indices(batch_size)
-        total = self.tree.total()
-        probs = np.array([self.tree.get(int(i)) for i in idx]) / total
-        weights = (self.count * probs) ** (-beta)
-        weights /= weights.max()
-        return Batch(
-            torch.from_numpy(self.obs[idx]),
-            torch.from_numpy(self.actions[idx]),
-            torch.from_numpy(self.rewards[idx]),
-            torch.from_numpy(self.next_obs[idx]),
-            torch.from_numpy(self.next_masks[idx]),
-            torch.from_numpy(self.dones[idx]),
-            torch.from_numpy(self.demos[idx]),
-            torch.as_tensor(weights, dtype=torch.float32),
-            idx,
-        )
-
-    def update_priorities(
-        self, indices: npt.NDArray[np.int64], priorities: Sequence[float]
-    ) -> None:
-        """Set new priorities (|TD error| + ε) for sampled transitions."""
-        for i, p in zip(indices.tolist(), priorities, strict=True):
-            self.tree.update(int(i), float(p) ** self.alpha)
-            self.max_priority = max(self.max_priority, float(p))
-
-
 # -- acting and learning --------------------------------------------------------------------
 
 
@@ -272,30 +120,34 @@ def td_step(
     net: nn.Module,
     target: nn.Module,
     optimizer: torch.optim.Optimizer,
-    batch: Batch,
+    sampled: ReplayBatch,
     config: DQNConfig,
 ) -> tuple[float, npt.NDArray[np.float64]]:
     """One gradient step on a prioritized batch; returns (loss, new priorities)."""
+    obs, next_obs = torch.from_numpy(sampled.obs), torch.from_numpy(sampled.next_obs)
+    actions, weights = torch.from_numpy(sampled.actions), torch.from_numpy(sampled.weights)
+    demos = torch.from_numpy(sampled.demos)
     with torch.no_grad():
-        next_q_target = target(batch.next_obs)
-        illegal = ~batch.next_masks
+        next_q_target = target(next_obs)
+        illegal = ~torch.from_numpy(sampled.next_masks)
         if config.double:
-            next_online = net(batch.next_obs).masked_fill(illegal, float("-inf"))
+            next_online = net(next_obs).masked_fill(illegal, float("-inf"))
             best = next_online.argmax(dim=1, keepdim=True)
             next_value = next_q_target.gather(1, best).squeeze(1)
         else:
             next_value = next_q_target.masked_fill(illegal, float("-inf")).max(dim=1).values
-        next_value = torch.where(batch.dones > 0, torch.zeros_like(next_value), next_value)
-        y = batch.rewards + config.gamma * next_value
-    q_all = net(batch.obs)
-    q = q_all.gather(1, batch.actions.unsqueeze(1)).squeeze(1)
+        dones = torch.from_numpy(sampled.dones)
+        next_value = torch.where(dones > 0, torch.zeros_like(next_value), next_value)
+        y = torch.from_numpy(sampled.rewards) + config.gamma * next_value
+    q_all = net(obs)
+    q = q_all.gather(1, actions.unsqueeze(1)).squeeze(1)
     td = y - q
-    loss = (batch.weights * nn.functional.smooth_l1_loss(q, y, reduction="none")).mean()
-    if config.margin_weight > 0 and bool(batch.demos.any()):
+    loss = (weights * nn.functional.smooth_l1_loss(q, y, reduction="none")).mean()
+    if config.margin_weight > 0 and bool(demos.any()):
         margins = torch.full_like(q_all, config.margin)
-        margins.scatter_(1, batch.actions.unsqueeze(1), 0.0)
+        margins.scatter_(1, actions.unsqueeze(1), 0.0)
         violation = (q_all + margins).max(dim=1).values - q
-        supervised = (batch.weights * batch.demos * violation).sum() / batch.demos.sum()
+        supervised = (weights * demos * violation).sum() / demos.sum()
         loss = loss + config.margin_weight * supervised
     optimizer.zero_grad()
     loss.backward()
@@ -351,7 +203,7 @@ class DQN:
         self.net = make_net(shape, config)
         self.target = copy.deepcopy(self.net)
         self.optimizer = torch.optim.Adam(self.net.parameters(), lr=config.lr)
-        self.buffer = PrioritizedReplay(
+        self.buffer = VectorReplay(
             config.buffer_size, shape.obs_dim, shape.num_actions, config.alpha, config.seed
         )
         self.episodes = 0
@@ -385,7 +237,8 @@ class DQN:
             action = self._act(obs, mask, demo)
             next_obs, reward, terminated, truncated, info = env.step(action)
             next_mask = info["action_mask"]
-            self.buffer.add(obs, action, reward, next_obs, next_mask, terminated, demo=demo)
+            one = (obs[None], np.array([action]), np.array([reward]), next_obs[None])
+            self.buffer.add(*one, next_mask[None], np.array([terminated]), demos=np.array([demo]))
             obs, mask = next_obs, next_mask
             done = terminated or truncated
             if not demo:
@@ -429,7 +282,7 @@ class DQN:
             beta = config.beta_start + progress * (1.0 - config.beta_start)
             batch = self.buffer.sample(config.batch_size, beta)
             loss, prios = td_step(self.net, self.target, self.optimizer, batch, config)
-            self.buffer.update_priorities(batch.indices, prios.tolist())
+            self.buffer.update_priorities(batch.indices, prios)
             losses.append(loss)
         if step % config.target_update == 0:
             self.target.load_state_dict(self.net.state_dict())
@@ -442,7 +295,7 @@ class DQN:
         for _ in range(config.pretrain_steps):
             batch = self.buffer.sample(config.batch_size, config.beta_start)
             loss, prios = td_step(self.net, self.target, self.optimizer, batch, config)
-            self.buffer.update_priorities(batch.indices, prios.tolist())
+            self.buffer.update_priorities(batch.indices, prios)
             losses.append(loss)
         self.target.load_state_dict(self.net.state_dict())
         return losses

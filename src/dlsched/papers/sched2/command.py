@@ -80,8 +80,8 @@ def _train_paper(
             raise ValueError("--paper trains on the sched2 workload; trace options do not apply")
     budget_s = None if run.max_minutes is None else 60.0 * run.max_minutes
     train_paper_command(run.out, config.episodes or 2400, budget_s, config.seed, args.load,
-                        args.device, args.num_envs, args.reward, run.tensorboard, run.force,
-                        run.resume)  # fmt: skip
+                        args.device, args.num_envs, args.reward, args.replay_priority,
+                        run.tensorboard, run.force, run.resume)  # fmt: skip
 
 
 Row = Mapping[str, object]

@@ -136,3 +136,6 @@ class Sched2RunArgs:
     step where they happen), with γ 0.9, reward scale 1, target copy every 50 gradient steps,
     2 gradient steps per batched step (`dlsched.papers.sched2.paper.INCREMENTAL`; README:
     deviations)."""
+    replay_priority: Literal["max", "td"] = "max"
+    """--paper: a new transition's replay priority: max = the largest ever set (Schaul et
+    al.), td = its own |TD error| under the current networks (Ape-X; README: deviations)."""

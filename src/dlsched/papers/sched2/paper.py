@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import torch
 from torch import nn
 
@@ -39,6 +40,9 @@ from dlsched.rl.checkpoint import PolicyCard
 from dlsched.rl.training import Progress, RunResult, RunSettings, Validation, every, train
 
 log = logging.getLogger(__name__)
+
+NEW_PRIORITIES = ("max", "td")
+"""`PaperConfig.new_priority`'s choices."""
 
 PAPER_VALIDATION_SEEDS = tuple(range(90_001, 90_009))
 """Validation traces (held out from training and from the test seeds 100001-100030)."""
@@ -94,6 +98,11 @@ class PaperConfig:
     """Initial importance-sampling exponent, annealed linearly to 1 over the episodes."""
     prio_eps: float = 1e-3
     """Added to |TD error| so every transition keeps a chance."""
+    new_priority: str = "max"
+    """Priority of a new transition: ``max``, the largest ever set and at least 1.0 (Schaul et
+    al. 2016; every transition is replayed once soon, at a small importance weight), or
+    ``td``, its own |TD error| under the current networks (Ape-X, Horgan et al. 2018; a
+    deviation, README table). `dlsched.papers.sched2.replay`."""
     grad_clip: float = 10.0
     """Max gradient norm."""
     server_hidden: int = 32
@@ -136,6 +145,13 @@ class PaperLog:
     q_gap: float
     td_abs: float
     grad_norm: float
+    replay_age: float
+    """Mean over the sampled transitions of the transitions added after them."""
+    replay_fresh: float
+    """Share of the sampled transitions drawn for the first time."""
+    newest_weight: float
+    """The newest ``num_envs`` transitions' mean priority^α over all stored ones' (how much
+    more often each is drawn than the average)."""
     eval_effectiveness: float
     eval_avg_jct_s: float
     eval_makespan_s: float
@@ -180,20 +196,35 @@ class DQNLearner:
         self.optimizer = torch.optim.Adam(self.net.parameters(), lr=config.lr)
         self.steps = 0
 
+    def targets(self, rewards: Any, next_obs: Any, next_masks: Any, dones: Any) -> torch.Tensor:
+        """Double-DQN targets ``r·scale + γ·Q_target(s', argmax_a Q(s', a))`` (0 past the end)."""
+        c, dev = self.config, self.device
+        nxt = torch.as_tensor(next_obs, device=dev)
+        masks = torch.as_tensor(next_masks, device=dev)
+        done = torch.as_tensor(dones, device=dev, dtype=torch.float32)
+        with torch.no_grad():
+            best = self.net(nxt).masked_fill(~masks, float("-inf")).argmax(dim=1, keepdim=True)
+            next_value = self.target(nxt).gather(1, best).squeeze(1) * (1.0 - done)
+            reward = torch.as_tensor(rewards, device=dev, dtype=torch.float32)
+            return reward * c.reward_scale + c.gamma * next_value
+
+    def td_abs(self, obs: Any, actions: Any, rewards: Any, next_obs: Any, next_masks: Any,
+               dones: Any) -> npt.NDArray[np.float64]:  # fmt: skip
+        """|TD error| of transitions under the current networks (their replay priority)."""
+        y = self.targets(rewards, next_obs, next_masks, dones)
+        with torch.no_grad():
+            q = self.net(torch.as_tensor(obs, device=self.device))
+            taken = torch.as_tensor(actions, device=self.device).unsqueeze(1)
+            td = (y - q.gather(1, taken).squeeze(1)).abs()
+        return td.cpu().numpy().astype(np.float64)
+
     def step(self, batch: ReplayBatch) -> dict[str, Any]:
         """One gradient step; loss, Q statistics, |TD| and the new priorities."""
         c, dev = self.config, self.device
         obs = torch.as_tensor(batch.obs, device=dev)
-        nxt = torch.as_tensor(batch.next_obs, device=dev)
-        masks = torch.as_tensor(batch.next_masks, device=dev)
         actions = torch.as_tensor(batch.actions, device=dev)
-        rewards = torch.as_tensor(batch.rewards, device=dev) * c.reward_scale
-        dones = torch.as_tensor(batch.dones, device=dev)
         weights = torch.as_tensor(batch.weights, device=dev)
-        with torch.no_grad():
-            best = self.net(nxt).masked_fill(~masks, float("-inf")).argmax(dim=1, keepdim=True)
-            next_value = self.target(nxt).gather(1, best).squeeze(1) * (1.0 - dones)
-            y = rewards + c.gamma * next_value
+        y = self.targets(batch.rewards, batch.next_obs, batch.next_masks, batch.dones)
         q_all = self.net(obs)
         q = q_all.gather(1, actions.unsqueeze(1)).squeeze(1)
         loss = (weights * nn.functional.smooth_l1_loss(q, y, reduction="none")).mean()
@@ -249,6 +280,9 @@ class PaperLearner:
         )
         shape = self.env.shape
         self.dqn = DQNLearner(make_paper_net(shape, config), config, self.device)
+        if config.new_priority not in NEW_PRIORITIES:
+            raise ValueError(f"sched2 --paper: new_priority must be one of {NEW_PRIORITIES}, "
+                             f"got {config.new_priority!r}")  # fmt: skip
         self.replay = VectorReplay(
             config.buffer_size, shape.obs_dim, shape.num_actions, config.alpha, config.seed
         )
@@ -280,10 +314,10 @@ class PaperLearner:
         uniform = (self.rng.random(masks_np.shape) * masks_np).argmax(axis=1)
         actions = np.where(explore, uniform, actions)
         next_obs, rewards, ended, next_masks, info = env.step(actions)
-        self.replay.add(
-            to_np(self.obs), actions, to_np(rewards), to_np(next_obs), to_np(next_masks),
-            to_np(ended),
-        )  # fmt: skip
+        new = (to_np(self.obs), actions, to_np(rewards), to_np(next_obs), to_np(next_masks),
+                 to_np(ended))  # fmt: skip
+        priorities = self.dqn.td_abs(*new) + c.prio_eps if c.new_priority == "td" else None
+        self.replay.add(*new, priorities=priorities)
         self.transitions += c.num_envs
         self.obs, self.masks = next_obs, next_masks
         if len(self.replay) >= c.learning_starts:
@@ -292,6 +326,9 @@ class PaperLearner:
                 batch = self.replay.sample(c.batch_size, beta)
                 out = self.dqn.step(batch)
                 self.replay.update_priorities(batch.indices, out.pop("priorities"))
+                out["replay_age"] = float(batch.ages.mean())
+                out["replay_fresh"] = float(batch.fresh.mean())
+                out["newest_weight"] = self.replay.newest_weight(c.num_envs)
                 self.stats.append(out)
         finished = info["episodes"]
         if not finished:
@@ -301,7 +338,8 @@ class PaperLearner:
         )
         for _, metrics in finished:
             self.episodes += 1
-            keys = ("loss", "q_mean", "q_gap", "td_abs", "grad_norm")
+            keys = ("loss", "q_mean", "q_gap", "td_abs", "grad_norm", "replay_age",
+                    "replay_fresh", "newest_weight")  # fmt: skip
             mean = {k: float(np.mean([x[k] for x in self.stats])) if self.stats else math.nan
                     for k in keys}  # fmt: skip
             self.stats = []
@@ -386,6 +424,12 @@ def paper_card(
         f"still reach; a deviation from the paper), gamma {config.gamma}, reward scale "
         f"{config.reward_scale}, target copy every {config.target_update} gradient steps"
     )
+    if config.new_priority == "td":
+        reward += (
+            "; new transitions enter the replay at their own |TD error| under the current "
+            "networks (--replay-priority td, as Ape-X; a deviation from the paper's prioritized "
+            "replay, which enters them at the largest priority ever set)"
+        )
     notes = (
         "SCED² paper method (train sched2 --paper): DQN with epsilon-greedy and proportional "
         "prioritized replay, double-DQN targets, the shared-weight per-server Q-network "

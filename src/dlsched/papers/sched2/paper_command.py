@@ -20,6 +20,7 @@ def train_paper_command(
     device: str,
     num_envs: int,
     reward: str,
+    replay_priority: str,
     tensorboard: Path | None,
     force: bool,
     resume: bool,
@@ -38,6 +39,7 @@ def train_paper_command(
         num_envs=num_envs,
         load=1.8 if load is None else load,
         device=device,
+        new_priority=replay_priority,
         **(INCREMENTAL if reward == "incremental" else {}),  # type: ignore[arg-type]
     )
     with one_line_errors(), progress_bar() as progress:

@@ -1,11 +1,15 @@
 """Proportional prioritized replay (Schaul et al. 2016, SCED² ref. [12]) with array operations.
 
-The same sampling rule as `dlsched.papers.sched2.algorithm.PrioritizedReplay` —
 ``P(i) = p_i^α / Σ p^α``, one draw per equal-mass segment of the priority sum, importance weights
-``(N·P(i))^-β`` over their max, new transitions at the largest priority seen — but a whole
-batch of transitions is added, sampled and re-prioritized with NumPy operations over the sum
-tree's levels instead of one Python loop per transition: the batched trainer adds ``B``
+``(N·P(i))^-β`` over their max; a whole batch of transitions is added, sampled and
+re-prioritized with NumPy operations over the sum tree's levels: the batched trainer adds ``B``
 transitions per step and replays hundreds of thousands.
+
+A new transition enters at ``priorities`` when the caller gives them (``train sched2 --paper``:
+its |TD error| under the current networks, as Ape-X, Horgan et al. 2018), else at the largest
+priority ever set, never below 1.0 (Schaul et al. 2016, Algorithm 1: every transition is then
+replayed at least once, soon; `dlsched.papers.sched2.algorithm.DQN` and the paper preset
+before 2026-11-26 evening).
 """
 
 from __future__ import annotations
@@ -27,6 +31,12 @@ class ReplayBatch(NamedTuple):
     dones: npt.NDArray[np.float32]
     weights: npt.NDArray[np.float32]
     indices: npt.NDArray[np.int64]
+    ages: npt.NDArray[np.int64]
+    """Transitions added after each sampled one (0: the newest)."""
+    fresh: npt.NDArray[np.bool_]
+    """Whether each sampled transition is drawn for the first time."""
+    demos: npt.NDArray[np.float32]
+    """1.0 for a teacher's transition (DQfD), else 0.0."""
 
 
 class VectorSumTree:
@@ -91,10 +101,15 @@ class VectorReplay:
         self.actions = np.zeros(capacity, dtype=np.int64)
         self.rewards = np.zeros(capacity, dtype=np.float32)
         self.dones = np.zeros(capacity, dtype=np.float32)
+        self.demos = np.zeros(capacity, dtype=np.float32)
+        self.added_at = np.zeros(capacity, dtype=np.int64)  # value of `added` when stored
+        self.replayed = np.zeros(capacity, dtype=bool)
         self.tree = VectorSumTree(capacity)
         self.max_priority = 1.0
         self.pos = 0
         self.count = 0
+        self.added = 0
+        """Transitions added so far."""
         self.rng = np.random.default_rng(seed)
 
     def __len__(self) -> int:
@@ -108,8 +123,11 @@ class VectorReplay:
         next_obs: npt.NDArray[np.float32],
         next_masks: npt.NDArray[np.bool_],
         dones: npt.NDArray[np.bool_],
+        priorities: npt.NDArray[np.float64] | None = None,
+        demos: npt.NDArray[np.bool_] | None = None,
     ) -> None:
-        """Store a batch of transitions at the largest priority seen so far."""
+        """Store a batch of transitions at ``priorities`` (before ^α; default the largest
+        ever set), ``demos`` flagging a teacher's ones."""
         n = len(actions)
         idx = (self.pos + np.arange(n)) % self.capacity
         self.obs[idx] = obs
@@ -118,9 +136,23 @@ class VectorReplay:
         self.next_obs[idx] = next_obs
         self.next_masks[idx] = next_masks
         self.dones[idx] = dones
-        self.tree.update(idx, np.full(n, self.max_priority**self.alpha))
+        self.demos[idx] = 0.0 if demos is None else demos
+        self.added_at[idx] = self.added + np.arange(n)
+        self.replayed[idx] = False
+        if priorities is None:
+            values = np.full(n, self.max_priority**self.alpha)
+        else:
+            values = np.asarray(priorities, dtype=np.float64) ** self.alpha
+        self.tree.update(idx, values)
         self.pos = int((self.pos + n) % self.capacity)
         self.count = min(self.count + n, self.capacity)
+        self.added += n
+
+    def newest_weight(self, n: int) -> float:
+        """The mean priority^α of the ``n`` newest transitions over all stored ones' (how much
+        more often each is drawn than the average transition)."""
+        newest = (self.pos - 1 - np.arange(min(n, self.count))) % self.capacity
+        return float(self.tree.leaves(newest).mean() / max(self.tree.total() / self.count, 1e-300))
 
     def sample(self, batch_size: int, beta: float) -> ReplayBatch:
         """``batch_size`` transitions drawn in proportion to priority^α (stratified), with
@@ -132,6 +164,8 @@ class VectorReplay:
         probs = self.tree.leaves(idx) / total
         weights = (self.count * np.maximum(probs, 1e-300)) ** (-beta)
         weights /= weights.max()
+        fresh = ~self.replayed[idx]
+        self.replayed[idx] = True
         return ReplayBatch(
             self.obs[idx],
             self.actions[idx],
@@ -141,6 +175,9 @@ class VectorReplay:
             self.dones[idx],
             weights.astype(np.float32),
             idx,
+            self.added - 1 - self.added_at[idx],
+            fresh,
+            self.demos[idx],
         )
 
     def update_priorities(
