@@ -1,4 +1,4 @@
-"""`Cluster.emptied_rows`: the capacities where giving every holder back is exact, float for float."""
+"""`Cluster.emptied_rows`: the capacities where giving every holder back is exact (bit for bit)."""
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
