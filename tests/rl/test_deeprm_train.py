@@ -231,6 +231,9 @@ def test_the_paper_policy_is_deployed_with_every_action_offered_as_trained() -> 
     workload = make_deeprm(4, load=1.3, horizon_steps=20)
     result = dlsched.simulate(workload, paper, 4, interval_s=1.0)
     assert len(result.records) == len(workload.jobs)  # empty slots act as ∅: every job runs
+    for seed in range(9001, 9031):  # event-driven: an idle cluster must start a fitting job
+        workload = make_deeprm(seed, load=1.3)
+        assert len(dlsched.simulate(workload, paper, seed).records) == len(workload.jobs)
 
 
 def test_a_completion_time_run_is_validated_on_completion_time() -> None:

@@ -14,7 +14,8 @@ on:
   started when that step comes;
 * ∅ is not offered while the cluster is idle and a slot job fits (``idle_guard``): a policy
   trained with sampling may still rank ∅ first there, and its arg-max would never start
-  anything once arrivals stop.
+  anything once arrivals stop; nor, for a policy trained with every action offered, an empty
+  or unfitting slot (it acts as ∅).
 
 With a ranked shape (`DeepRMShape.ranked`, the shipped ``deeprm`` policy) the slots hold the
 ``M`` shortest pending jobs not yet reserved, the backlog all the others (no overflow), and only
@@ -268,8 +269,9 @@ class DeepRMBuilder:
             now = fits & (first == 0)
             return np.concatenate([[not now.any()], now])
         idle = self.encoder.idle_guard and not self.used.any() and bool(fits.any())
-        if self.encoder.every_action:
-            return np.concatenate([[not idle], np.ones_like(fits)])
+        if self.encoder.every_action and not idle:  # an idle cluster offers fitting jobs only:
+            # an invalid slot acts as ∅, and an event-driven run has no next step to retry at
+            return np.concatenate([[True], np.ones_like(fits)])
         return np.concatenate([[not idle], fits])
 
     def reserve_job(self, job: int) -> bool:
