@@ -16,6 +16,12 @@ critic's advantage (no entropy term). Over groups:
 * ``samples for SNR 1`` = group size × noise² / signal²: the samples one update would need for
   its gradient to point, on average, as much along the true gradient as across it.
 
+``--line S …`` then steps the start's weights along each mean gradient (real and control,
+unit L2 norm, S the step's L2 length in weight space; the start's weights have norm ~66, one
+Adam update at lr 1e-4 moves them ~0.05) and scores each step's greedy policy on
+``--line-traces`` training traces (average JCT ÷ the start's on the same trace): is the
+big-batch gradient an ascent direction of the objective?
+
 ``--temp T`` divides the start's output layer by T first (a less confident start: the policy
 that acts, explores and is differentiated is softmax(logits / T)).
 
@@ -32,7 +38,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from dlsched.papers.dl2.network import masked_logits
+from dlsched.papers.dl2.env import TRAIN_SEED_MIN
+from dlsched.papers.dl2.network import evaluate_seeds, masked_logits
 from dlsched.papers.dl2.paper import PaperLearner, PaperSpec, SlotReplay, paper_config
 
 SHIPPED_START = Path(__file__).resolve().parents[1] / "src/dlsched/papers/dl2/policies/dl2_paper"
@@ -91,6 +98,8 @@ def main() -> None:
     parser.add_argument("--group-size", type=int, default=2048)
     parser.add_argument("--temp", type=float, default=1.0)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--line", type=float, nargs="*", default=[], help="step lengths")
+    parser.add_argument("--line-traces", type=int, default=8)
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     torch.set_num_threads(1)
@@ -132,7 +141,41 @@ def main() -> None:
         }  # fmt: skip
         if args.out:  # after every group: a run cut by its time limit keeps what it measured
             args.out.write_text(json.dumps(out, indent=1))
+    if args.line:
+        seeds = [TRAIN_SEED_MIN + 9000 + i for i in range(args.line_traces)]
+        out["line"] = {
+            name: line_search(learner, np.stack(grads).mean(0), args.line, seeds)
+            for name, grads in (("real", real), ("shuffled", shuffled))
+        }
+        if args.out:
+            args.out.write_text(json.dumps(out, indent=1))
     print(json.dumps(out, indent=1))
+
+
+def line_search(
+    learner: PaperLearner, direction: np.ndarray, steps: list[float], seeds: list[int]
+) -> dict[str, float]:
+    """Mean over ``seeds`` of avg JCT ÷ the start's, after a step of each length along
+    ``direction`` (the start's weights are restored after)."""
+    policy = learner.learner.policy
+    start = [p.detach().clone() for p in policy.parameters()]
+    unit = torch.from_numpy(direction / np.linalg.norm(direction))
+    base = np.array(evaluate_seeds(policy, learner.cfg, seeds))
+    out = {}
+    for step in steps:
+        k = 0
+        with torch.no_grad():
+            for p, p0 in zip(policy.parameters(), start, strict=True):
+                n = p.numel()
+                p.copy_(p0 + step * unit[k : k + n].view_as(p))
+                k += n
+        out[f"{step:g}"] = float(
+            np.mean(np.array(evaluate_seeds(policy, learner.cfg, seeds)) / base)
+        )
+    with torch.no_grad():
+        for p, p0 in zip(policy.parameters(), start, strict=True):
+            p.copy_(p0)
+    return out
 
 
 if __name__ == "__main__":

@@ -15,8 +15,9 @@ latest 256 samples, on-policy), ``H`` the exploration rule's actions out of the 
 authors' code: advantage = slot reward − V(s)), ``Z`` no signal (targets permuted within each
 mini-batch: the control), ``V`` / ``N`` Table 2's no value network / no exploration, ``L`` /
 ``Y`` A / Z with lr 1e-5, ``W`` U with lr 1e-5.
-Third session: ``J`` / ``K`` per-job credit (``reward="job"``, the authors' code's option; γ = 0,
-advantage = the action's job reward − V(s)) at lr 1e-4 / 1e-5.
+Third session: ``J`` per-job credit (``reward="job"``, the authors' code's option; γ = 0,
+advantage = the action's job reward − V(s)); ``--teacher`` makes a start imitating another
+heuristic (not the paper's DRF; a diagnosis: is a better policy representable and near?).
 Each variant validates every 750 updates (``--eval-every``) and keeps its best policy in
 ``OUT/NAME``; ``--seed`` > 0 makes (or reuses) its own supervised start ``OUT/sl-SEED``.
 """
@@ -68,7 +69,6 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "W": {"num_envs": 16, "config": paper_config(rl_lr=1e-5, gamma=0.0)},  # U with lr 1e-5
     # third session: per-job credit (the authors' code's TS_REWARD_PLUS_JOB_REWARD), γ = 0
     "J": {"num_envs": 16, "reward": "job", "config": paper_config(gamma=0.0)},
-    "K": {"num_envs": 16, "reward": "job", "config": paper_config(gamma=0.0, rl_lr=1e-5)},
 }
 NO_SIGNAL = ("Z", "Y")
 """Variants whose mini-batches get `permuted_targets`."""

@@ -113,5 +113,60 @@ def test_best_goodput_from_cached_grids_and_rates_is_the_direct_one(
         m.observe(len(placement), sum(placement), prof.min_local_bsz, step, sync)
         for sqr, var in grads:  # new gradient statistics keep the rates, a refit drops them
             m.set_grad(sqr, var)
-            for nodes, replicas in ((1, 1), (1, 2), (1, 4), (2, 8), (4, 16), (16, 64)):
+            sizes = [(1, 1), (1, 2), (1, 4), (2, 8), (4, 16), (16, 64)]
+            goodputs = m.best_goodputs(sizes)  # together, then one at a time (from the memo)
+            for (nodes, replicas), goodput in zip(sizes, goodputs, strict=True):
+                direct = _direct_best_goodput(m, nodes, replicas)
+                assert goodput == direct[0]
+                assert m.best_goodput(nodes, replicas) == direct
+            m._memo.clear()  # one at a time, then together
+            for nodes, replicas in sizes:
                 assert m.best_goodput(nodes, replicas) == _direct_best_goodput(m, nodes, replicas)
+
+
+def _direct_objective(
+    p: Array, x: tuple[Array, ...], acc_obs: Array, step_obs: Array
+) -> tuple[float, Array]:
+    """The fitting loss and gradient as `_objective` computed them before `_Loss`."""
+    nodes, replicas, bsz = x
+    n = len(bsz)
+    rounds = np.maximum(replicas - 2, 1e-8)
+    inter, intra = nodes > 1, (nodes <= 1) & (replicas > 1)
+    accum = p[0] + p[1] * bsz
+    net = np.where(inter, p[2] + p[3] * rounds, np.where(intra, p[4] + p[5] * rounds, 1e-8))
+    g = p[6]
+    ag, ng = accum**g, net**g
+    u = ag + ng
+    r1 = np.log(accum) - np.log(acc_obs)
+    r2 = np.log(u) / g - np.log(step_obs)
+    err1, err2 = np.sqrt(np.mean(r1**2)), np.sqrt(np.mean(r2**2))
+    reg = 1e-3 * (g - 1) ** 2 + 1e-2 * ((p[3] / p[2]) ** 2 + (p[5] / p[4]) ** 2)
+    d1, d2 = r1 / (n * max(err1, 1e-12)), r2 / (n * max(err2, 1e-12))
+    d_accum = d1 / accum + d2 * ag / (accum * u)
+    d_net = d2 * ng / (net * u)
+    d_g = d2 * ((ag * np.log(accum) + ng * np.log(net)) / (g * u) - np.log(u) / g**2)
+    parts = [d_accum, d_accum * bsz, d_net * inter, d_net * inter * rounds, d_net * intra]
+    grad = np.array([np.sum(a) for a in (*parts, d_net * intra * rounds, d_g)])
+    grad[6] += 2e-3 * (g - 1)
+    grad[3] += 2e-2 * p[3] / p[2] ** 2
+    grad[2] -= 2e-2 * p[3] ** 2 / p[2] ** 3
+    grad[5] += 2e-2 * p[5] / p[4] ** 2
+    grad[4] -= 2e-2 * p[5] ** 2 / p[4] ** 3
+    return float(err1) + float(err2) + float(reg), grad
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    p=st.lists(st.floats(1e-6, 5.0), min_size=6, max_size=6),
+    g=st.floats(1.0, 10.0),
+    rows=st.integers(1, 12),
+)
+def test_the_loss_with_constants_computed_once_is_the_direct_one(
+    p: list[float], g: float, rows: int
+) -> None:
+    nodes, replicas, bsz, accum_s, step_s = (np.resize(a, rows) for a in _measurements())
+    x = (nodes, replicas, bsz)
+    got = pollux_model._objective(np.array([*p, g]), x, accum_s, step_s)
+    want = _direct_objective(np.array([*p, g]), x, accum_s, step_s)
+    assert got[0] == want[0] or (np.isnan(got[0]) and np.isnan(want[0]))
+    assert got[1].tobytes() == want[1].tobytes()

@@ -68,6 +68,7 @@ def _read_csv(path: Path) -> dict[str, npt.NDArray[np.float64]]:
     return {k: np.array([float(r[k]) for r in rows]) for k in rows[0]}
 
 
+@functools.lru_cache(maxsize=65536)
 def normalise_placement(placement: tuple[int, ...]) -> tuple[int, ...]:
     """GPUs per node without empty nodes, as its lexicographically smallest rotation."""
     nodes = tuple(n for n in placement if n)
@@ -221,8 +222,15 @@ class Profile:
             raise ValueError(f"{self.name}: no profile covers {placement} at local {atomic_bsz}")
         return float(step), float(sync)
 
+    @functools.cache  # noqa: B019
     def grad_stats(self, batch_size: float) -> tuple[npt.NDArray[np.float64], ...]:
-        """Per-epoch (grad_sqr, grad_var) at ``batch_size``, interpolated linearly."""
+        """Per-epoch (grad_sqr, grad_var) at ``batch_size``, interpolated linearly (read-only)."""
+        sqr, var = self._grad_stats(batch_size)
+        sqr, var = sqr.view(), var.view()
+        sqr.flags.writeable = var.flags.writeable = False
+        return sqr, var
+
+    def _grad_stats(self, batch_size: float) -> tuple[npt.NDArray[np.float64], ...]:
         b = float(np.clip(batch_size, self.batch_sizes[0], self.batch_sizes[-1]))
         hi = int(np.searchsorted(self.batch_sizes, b))
         if self.batch_sizes[hi] == b:

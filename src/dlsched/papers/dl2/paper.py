@@ -199,7 +199,7 @@ def rl_update(learner: Learner, batch: Batch, critic_only: bool = False) -> dict
     return stats
 
 
-REWARD_NOTES = {
+REWARD_NOTES = {  # what the card says of each `PaperSpec.reward`
     "paper": "",
     "jct": " (NOT the paper's: minus jobs in the system)",
     "job": " (NOT the paper's text: per-job credit, the authors' code's TS_REWARD_PLUS_JOB_REWARD)",
