@@ -22,10 +22,30 @@ import numpy as np
 import torch
 
 from dlsched.papers.dl2.network import masked_logits
-from dlsched.papers.dl2.paper import PaperLearner, PaperSpec, paper_config
+from dlsched.papers.dl2.paper import PaperLearner, PaperSpec, SlotReplay, paper_config
 
 SHIPPED_START = Path(__file__).resolve().parents[1] / "src/dlsched/papers/dl2/policies/dl2_paper"
 """`dl2:paper`: the paper-method run kept its supervised start (its card says so)."""
+
+
+def held_out_variance(learner: PaperLearner, gamma: float) -> None:
+    """The critic on slots it never trained on (the next 8,192 samples of the same
+    environments): explained variance of its TD target ``r + γV(s')`` (γ = 0: the reward)."""
+    collector = learner.collector
+    assert collector is not None
+    fresh = SlotReplay(learner.replay.capacity, learner.shape.obs_dim, learner.shape.num_actions)
+    collector.replay = fresh
+    while fresh.size < fresh.capacity:
+        collector.step()
+    collector.replay = learner.replay
+    value = learner.learner.value
+    with torch.no_grad():
+        v = value(torch.from_numpy(fresh.obs))[:, 0].numpy()
+        nxt = value(torch.from_numpy(fresh.next_obs))[:, 0].numpy()
+    target = fresh.rewards + gamma * (1 - fresh.dones) * nxt
+    ev = 1 - np.var(target - v) / np.var(target)
+    print(f"held-out slots: TD target mean {target.mean():.3f} sd {target.std():.3f}; "
+          f"TD error sd {np.std(target - v):.3f}; explained variance {ev:.3f}")  # fmt: skip
 
 
 def main() -> None:
@@ -33,11 +53,13 @@ def main() -> None:
     parser.add_argument("--init", type=Path, default=SHIPPED_START)
     parser.add_argument("--gamma", type=float, default=0.9)
     parser.add_argument("--critic-updates", type=int, default=600)
+    parser.add_argument("--reward", default="paper", choices=("paper", "job"))
     args = parser.parse_args()
     torch.set_num_threads(1)
     spec = PaperSpec(
         out=Path("/tmp/dl2-adv"), init=args.init, num_envs=16, eval_every=args.critic_updates,
         device="cpu", critic_warmup=10**9, config=paper_config(gamma=args.gamma),
+        reward=args.reward,
     )  # fmt: skip
     learner = PaperLearner(spec)
     learner.step()  # loads the start
@@ -46,6 +68,7 @@ def main() -> None:
           f"{row['value_loss']:.3f}, TD-error std {row['advantage_std']:.3f}, "
           f"slot reward {row['reward_mean']:.3f}")  # fmt: skip
     rep, lr = learner.replay, learner.learner
+    held_out_variance(learner, args.gamma)
     J = learner.shape.J
     with torch.no_grad():
         obs = torch.from_numpy(rep.obs)

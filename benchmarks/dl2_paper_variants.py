@@ -15,6 +15,9 @@ latest 256 samples, on-policy), ``H`` the exploration rule's actions out of the 
 authors' code: advantage = slot reward − V(s)), ``Z`` no signal (targets permuted within each
 mini-batch: the control), ``V`` / ``N`` Table 2's no value network / no exploration, ``L`` /
 ``Y`` A / Z with lr 1e-5, ``W`` U with lr 1e-5.
+Third session: ``J`` per-job credit (``reward="job"``, the authors' code's option; γ = 0,
+advantage = the action's job reward − V(s)); ``--teacher`` makes a start imitating another
+heuristic (not the paper's DRF; a diagnosis: is a better policy representable and near?).
 Each variant validates every 750 updates (``--eval-every``) and keeps its best policy in
 ``OUT/NAME``; ``--seed`` > 0 makes (or reuses) its own supervised start ``OUT/sl-SEED``.
 """
@@ -64,6 +67,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "L": {"num_envs": 16, "config": paper_config(rl_lr=1e-5)},
     "Y": {"num_envs": 16, "config": paper_config(rl_lr=1e-5)},
     "W": {"num_envs": 16, "config": paper_config(rl_lr=1e-5, gamma=0.0)},  # U with lr 1e-5
+    # third session: per-job credit (the authors' code's TS_REWARD_PLUS_JOB_REWARD), γ = 0
+    "J": {"num_envs": 16, "reward": "job", "config": paper_config(gamma=0.0)},
 }
 NO_SIGNAL = ("Z", "Y")
 """Variants whose mini-batches get `permuted_targets`."""
@@ -97,13 +102,16 @@ def main() -> None:
         help="supervised start (default OUT/sl, OUT/sl-SEED; made first when missing)",
     )  # fmt: skip
     parser.add_argument("--name", default=None, help="run directory under OUT (default VARIANT)")
+    parser.add_argument(
+        "--teacher", default="drf", help="heuristic of the supervised start (the paper: drf)"
+    )
     args = parser.parse_args()
     torch.set_num_threads(1)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     init = args.init or args.out / ("sl" if args.seed == 0 else f"sl-{args.seed}")
     base = PaperSpec(
         out=init, sl_traces=4, sl_steps=1000, eval_every=750, device="cpu",
-        config=paper_config(seed=args.seed),
+        config=paper_config(seed=args.seed), teacher=args.teacher,
     )  # fmt: skip
     if args.variant == "sl" or not (init / "policy.pt").exists():
         t0 = time.perf_counter()

@@ -11,7 +11,9 @@ decision counts go into one JSON file. A run that raises records its error messa
 
 ``--large`` runs instead the priority policies on a large Philly virtual cluster (b436b2 up to
 the first day of its burst of arrivals: thousands of jobs waiting), where incremental queues
-matter (issue 18).
+matter (issue 18). ``--pollux`` runs instead Pollux's own workloads (its 8 traces, a load
+variant, a smaller cluster) under Pollux and the policies it is compared with, which the default
+set does not cover (issue 31).
 """
 
 from __future__ import annotations
@@ -57,6 +59,15 @@ LARGE = tuple(
 )
 """b436b2 up to the first day of its burst of arrivals (the old code needs minutes a policy for
 the whole VC)."""
+
+POLLUX = (
+    *(("pollux", "pollux", 0, {"number": n}) for n in range(1, 9)),
+    ("pollux", "pollux", 1, {"number": 6, "load": 1.5}),
+    ("pollux", "pollux", 0, {"number": 2, "servers": 8}),
+    ("pollux", "tiresias:57600", 0, {"number": 6, "jobs": "tuned"}),
+    ("pollux", "optimus-oracle-allreduce", 0, {"number": 6, "jobs": "tuned-batch"}),
+)
+"""Pollux's workloads: every trace under Pollux, and its comparison points on workload 6."""
 
 
 def _runs() -> list[tuple[str, str, int, dict[str, Any]]]:
@@ -183,6 +194,7 @@ def main() -> int:
     )
     parser.add_argument("--match", help="only runs whose key contains this text (e.g. philly)")
     parser.add_argument("--large", action="store_true", help="the large Philly VC set instead")
+    parser.add_argument("--pollux", action="store_true", help="the Pollux workloads set instead")
     parser.add_argument("--schedulers", help="only these schedulers (comma-separated)")
     parser.add_argument(
         "--subset", action="store_true", help="--diff only the runs AFTER has (a --schedulers run)"
@@ -192,7 +204,7 @@ def main() -> int:
         return _diff(*args.diff, args.match, args.subset)
     if not args.out:
         parser.error("give --out or --diff")
-    every = list(LARGE) if args.large else _runs()
+    every = list(LARGE) if args.large else list(POLLUX) if args.pollux else _runs()
     runs = [r for r in every if not args.match or args.match in _key(r)]
     if args.schedulers:
         wanted = set(args.schedulers.split(","))

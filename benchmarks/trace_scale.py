@@ -9,6 +9,10 @@ it. Run from the repository root::
 
     PYTHONPATH=src python benchmarks/trace_scale.py --workloads philly:6214e9,philly \\
         --schedulers fifo,sif --limit 70
+
+``--before DIR`` runs each case first on another copy of the package (``DIR`` holds its
+``dlsched``, e.g. ``git archive BASE src | tar -x -C /tmp/base`` then ``/tmp/base/src``), then
+on this one, and prints the ratio: before and after side by side in one run.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import json
 import multiprocessing as mp
 import os
 import resource
+import sys
 import time
 from typing import Any
 
@@ -25,7 +30,9 @@ FIXED_GPU = "fifo,sjf,sif,dsif,saf,spf,lrf,srtf,las,tiresias,kubeflow-static,kub
 TARGET_S = {"philly:6214e9": 15.0, "philly": 60.0}
 
 
-def _case(workload_name: str, scheduler: str, limit_s: int, queue: Any) -> None:
+def _case(workload_name: str, scheduler: str, limit_s: int, queue: Any, src: str | None) -> None:
+    if src is not None:
+        sys.path.insert(0, src)
     import dlsched
     from dlsched.schedulers.registry import make_scheduler
     from dlsched.workloads.registry import make_workload
@@ -50,17 +57,19 @@ def _case(workload_name: str, scheduler: str, limit_s: int, queue: Any) -> None:
             "events": summary["events"],
             "decisions": summary["decisions"],
             "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "code": os.path.dirname(os.path.dirname(dlsched.__file__)),
         }
     )
 
 
-def run_case(workload: str, scheduler: str, limit_s: int) -> dict[str, Any]:
-    """One run in a fresh process; ``{"stopped": True}`` if it hit the CPU limit or failed."""
+def run_case(workload: str, scheduler: str, limit_s: int, src: str | None = None) -> dict[str, Any]:
+    """One run in a fresh process (of the package in ``src`` if given, else the one on the
+    path); ``{"stopped": True}`` if it hit the CPU limit or failed."""
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = "1"
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
-    proc = ctx.Process(target=_case, args=(workload, scheduler, limit_s, queue))
+    proc = ctx.Process(target=_case, args=(workload, scheduler, limit_s, queue, src))
     wall0 = time.perf_counter()
     proc.start()
     proc.join()
@@ -69,6 +78,7 @@ def run_case(workload: str, scheduler: str, limit_s: int) -> dict[str, Any]:
     return {
         "workload": workload,
         "scheduler": scheduler,
+        "code": src,
         "stopped": True,
         "exitcode": proc.exitcode,
         "wall_s": time.perf_counter() - wall0,
@@ -81,30 +91,46 @@ def main() -> None:
     parser.add_argument("--schedulers", default=FIXED_GPU)
     parser.add_argument("--limit", type=int, default=70, help="CPU seconds per run")
     parser.add_argument("--json", action="store_true", help="one JSON object per run")
+    parser.add_argument(
+        "--before", metavar="DIR", help="also run each case on the package in DIR, first"
+    )
     args = parser.parse_args()
     for workload in args.workloads.split(","):
         for scheduler in args.schedulers.split(","):
+            before = None
+            if args.before:
+                before = run_case(workload, scheduler, args.limit, os.path.abspath(args.before))
+                _report(before, args.limit, args.json, "before: ")
             row = run_case(workload, scheduler, args.limit)
-            if args.json:
-                print(json.dumps(row), flush=True)
-                continue
-            target = TARGET_S.get(workload)
-            if row.get("stopped"):
-                print(
-                    f"{workload} {scheduler}: stopped at the {args.limit} s CPU limit "
-                    f"(exit {row['exitcode']}, {row['wall_s']:.0f} s wall)",
-                    flush=True,
-                )
-                continue
-            met = "" if target is None else f" (target ≤ {target:g} s: "
-            met += "" if target is None else ("met)" if row["cpu_s"] <= target else "not met)")
-            print(
-                f"{workload} {scheduler}: {row['finished']}/{row['jobs']} jobs, CPU "
-                f"{row['cpu_s']:.2f} s{met}, wall {row['wall_s']:.2f} s, "
-                f"{row['jobs'] / row['cpu_s']:,.0f} jobs/s, avg JCT {row['avg_jct_s']:.1f} s, "
-                f"peak {row['peak_mb']:.0f} MB",
-                flush=True,
-            )
+            _report(row, args.limit, args.json, "after: " if args.before else "")
+            if before and not args.json and not (before.get("stopped") or row.get("stopped")):
+                same = "same" if row["avg_jct_s"] == before["avg_jct_s"] else "DIFFERENT"
+                print(f"  {before['cpu_s'] / row['cpu_s']:.2f}x CPU ({same} avg JCT)", flush=True)
+
+
+def _report(row: dict[str, Any], limit_s: int, as_json: bool, label: str) -> None:
+    """Print one run's row (one JSON object with ``as_json``)."""
+    if as_json:
+        print(json.dumps(row), flush=True)
+        return
+    workload, scheduler = row["workload"], row["scheduler"]
+    target = TARGET_S.get(workload)
+    if row.get("stopped"):
+        print(
+            f"{label}{workload} {scheduler}: stopped at the {limit_s} s CPU limit "
+            f"(exit {row['exitcode']}, {row['wall_s']:.0f} s wall)",
+            flush=True,
+        )
+        return
+    met = "" if target is None else f" (target ≤ {target:g} s: "
+    met += "" if target is None else ("met)" if row["cpu_s"] <= target else "not met)")
+    print(
+        f"{label}{workload} {scheduler}: {row['finished']}/{row['jobs']} jobs, CPU "
+        f"{row['cpu_s']:.2f} s{met}, wall {row['wall_s']:.2f} s, "
+        f"{row['jobs'] / row['cpu_s']:,.0f} jobs/s, avg JCT {row['avg_jct_s']:.1f} s, "
+        f"peak {row['peak_mb']:.0f} MB",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

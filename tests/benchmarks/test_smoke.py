@@ -38,8 +38,10 @@ SMOKE: dict[str, str] = {
     "deeprm_train.py": "--loads 0.7 --workers 1 --iterations 1 --jobsets 2 --episodes 2 "
     "--states 50",
     "dl2_advantage_by_action.py": "--critic-updates 1",
+    "dl2_gradient_snr.py": "--groups 3 --group-size 64 --critic-updates 1",
     "dl2_decisions.py": "--runs 101/2/0.5 --out {tmp}/out.json",
     "dl2_paper_variants.py": "sl --minutes 0 --out {tmp}/out",
+    "dl2_signal.py": "--traces 1 --jobs 12 --samples 1 --slots 2 --out {tmp}/s.json",
     "dl2_policy.py": "--seeds 101-101 --servers 2 --skip-timing",
     "dl2_stalls.py": "--seeds 0-0 --jobs 4",
     "gavel_side_by_side.py": "",  # the peer faked: see test_gavel_side_by_side
@@ -53,6 +55,7 @@ SMOKE: dict[str, str] = {
     "paired_eval.py": "dlsched/DeepRM-v0 --seeds 1-2 --baselines sjf --rule first "
     "-o horizon_steps=5 --metric avg_slowdown",
     "peer_side_by_side.py": "",  # needs Blox's checkout and venv: see test_peer_side_by_side
+    "pollux_speed.py": "--src here={src} --repeat 1 --num-jobs 5",
     "pollux_side_by_side.py": "",  # the peer faked: see test_pollux_side_by_side
     "records_fingerprint.py": "--workers 1 --match deeprm --schedulers fifo --out {tmp}/fp.json",
     "report_size.py": "--repeat 1 --cases dl2-drf-200 --out-dir {tmp}/out",  # headless Chromium

@@ -8,6 +8,7 @@ import pickle
 import subprocess
 import sys
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -35,6 +36,9 @@ def test_a_packed_result_comes_back_equal_field_for_field() -> None:
     _same_fields(back, result, skip=("event_log",))  # its clock stays in the worker
     for a, b in zip(back.records, result.records, strict=True):
         _same_fields(a, b)
+        assert hash(a) == hash(b) and repr(a) == repr(b)
+    with pytest.raises(dataclasses.FrozenInstanceError):  # rebuilt through its slots, still frozen
+        back.records[0].jct_s = 0.0  # type: ignore[misc]
     _same_fields(back.timeline, result.timeline)
     assert back.summary().keys() == result.summary().keys()
     assert back.event_log is not None and result.event_log is not None

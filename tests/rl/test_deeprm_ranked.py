@@ -119,11 +119,12 @@ def test_validation_score_penalises_being_worse_than_sjf_anywhere() -> None:
     config = ReinforceConfig(loads=(0.5, 1.5), long_jobs=30, horizon_steps=15, shape=RANKED)
     val = ValidationSet.build(config, 2)
     assert len(val.points) == 4 and len(val.jobsets) == 8
-    sjf = run_batch(DeepRMBatch(val.jobsets, RANKED, max_steps=3000), sjf_actions).slowdown
-    assert val.score(sjf)[0] == pytest.approx(1.0)
+    run = run_batch(DeepRMBatch(val.jobsets, RANKED, max_steps=3000), sjf_actions)
+    sjf = run.slowdown
+    assert val.score(run)[0] == pytest.approx(1.0)
     better_on_average = sjf * np.where(val.point_of == 0, 1.05, 0.9)  # worse at one point
-    assert val.score(better_on_average)[0] > 1.0
-    assert val.score(sjf * 0.95)[0] < 1.0
+    assert val.score(run._replace(slowdown=better_on_average))[0] > 1.0
+    assert val.score(run._replace(slowdown=sjf * 0.95))[0] < 1.0
 
 
 @pytest.mark.slow

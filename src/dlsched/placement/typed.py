@@ -40,6 +40,9 @@ def place_on_types(
         if run.job_id in chosen_ids:
             _add(used, run.spec, run.allocation, 1.0)
     cap = cluster.capacity_rows
+    servers_of: dict[str, list[int]] = {}
+    for s, t in enumerate(server_types):
+        servers_of.setdefault(t, []).append(s)
     targets: dict[int, Target] = {}
     movers: list[tuple[JobRun, str]] = []
     starters: list[tuple[JobRun, str]] = []
@@ -55,7 +58,7 @@ def place_on_types(
     while pending:  # a mover goes where there is room now; its old room frees up after
         later = []
         for run, t in pending:
-            new = _fit(run.spec, t, server_types, cap, used)
+            new = _fit(run.spec, servers_of.get(t, []), cap, used)
             if new is None:
                 later.append((run, t))
                 continue
@@ -66,7 +69,7 @@ def place_on_types(
             break  # left out this round (suspended)
         pending = later
     for run, t in starters:
-        new = _fit(run.spec, t, server_types, cap, used)
+        new = _fit(run.spec, servers_of.get(t, []), cap, used)
         if new is not None:
             _add(used, run.spec, new, 1.0)
             targets[run.job_id] = Target(new.num_workers, new.num_ps, new)
@@ -89,20 +92,15 @@ def _add(used: list[list[float]], spec: JobSpec, alloc: Allocation, sign: float)
 
 
 def _fit(
-    spec: JobSpec,
-    gpu_type: str,
-    server_types: Sequence[str],
-    cap: list[list[float]],
-    used: list[list[float]],
+    spec: JobSpec, servers: list[int], cap: list[list[float]], used: list[list[float]]
 ) -> Allocation | None:
-    """The job's workers on servers of ``gpu_type`` with room: the fullest single server that
-    fits them all, else the emptiest servers first; None if they do not fit."""
+    """The job's workers on ``servers`` (those of its GPU type, ascending) with room: the
+    fullest single server that fits them all, else the emptiest servers first; None if they do
+    not fit."""
     need = spec.worker_demand.as_tuple()
     want = scale_of(spec)
     room = []
-    for s, t in enumerate(server_types):
-        if t != gpu_type:
-            continue
+    for s in servers:
         free = [cap[s][0] - used[s][0], cap[s][1] - used[s][1], cap[s][2] - used[s][2]]
         n = tasks_that_fit(free, need) if any(need) else want
         if n > 0:

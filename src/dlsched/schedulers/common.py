@@ -149,3 +149,8 @@ class FreeTracker:
 def requested(spec: JobSpec) -> tuple[int, int]:
     """The (workers, PS) the user asked for."""
     return spec.num_workers, spec.num_ps if spec.arch is Arch.PS else 0
+
+
+def requested_size(run: JobRun) -> tuple[int, int]:
+    """The (workers, PS) the user asked for."""
+    return requested(run.spec)

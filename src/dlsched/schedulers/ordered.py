@@ -24,7 +24,7 @@ import itertools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from dlsched.core import ClusterView, Decision, JobRun, JobSpec, Target
-from dlsched.schedulers.common import FreeTracker, requested
+from dlsched.schedulers.common import FreeTracker, requested, requested_size
 from dlsched.schedulers.pending_queue import PendingQueue, Ranking, Shape
 from dlsched.schedulers.walk_memo import EXCEEDS, NO_ROOM, TOOK, WalkMemo
 
@@ -32,11 +32,6 @@ _EPS = 1e-9
 
 Size = Callable[[JobRun], tuple[int, int]]
 """(workers, PS) a job should run with."""
-
-
-def requested_size(run: JobRun) -> tuple[int, int]:
-    """The (workers, PS) the user asked for."""
-    return requested(run.spec)
 
 
 def _in_order(
@@ -174,7 +169,11 @@ def _target(workers: int, ps: int) -> Target:
 
 def _emptied_rows(view: ClusterView) -> list[tuple[float, ...]]:
     """Each server's free resources with every running job's tasks given back, by the same
-    float operations, in the same order, as ``FreeTracker(cluster, release=view.running)``."""
+    float operations, in the same order, as ``FreeTracker(cluster, release=view.running)``
+    (the capacities themselves where those operations are exact: `Cluster.emptied_rows`)."""
+    exact = view.cluster.emptied_rows(view.running)
+    if exact is not None:
+        return exact
     rows: list[Sequence[float]] = list(view.cluster.free_rows())
     for run in view.running:
         spec, alloc = run.spec, run.allocation

@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from dlsched.core import Allocation, ClusterView, JobRun, JobSpec
+from dlsched.schedulers.common import requested, requested_size
 from dlsched.schedulers.walk_memo import WalkMemo
 
 Key = tuple[Any, ...]
@@ -96,6 +97,10 @@ class PendingQueue:
         self.memo = WalkMemo()
         """The last choosing walk of `dlsched.schedulers.ordered.run_in_order` over `rank`."""
         self._held: dict[int, tuple[Allocation, Shape]] = {}
+        # job id -> (spec, its shape at the requested size): a preempted job re-enters the
+        # queue many times (under LAS, tens of times a job), its shape the same each time
+        self._requested: dict[int, tuple[JobSpec, Shape]] = {}
+        self._shapes: dict[Shape, Shape] = {}
 
     def __len__(self) -> int:
         return len(self._where)
@@ -139,7 +144,15 @@ class PendingQueue:
     def add(self, run: JobRun, now_s: float) -> None:
         """Put a waiting job in the queue, keyed at ``now_s``."""
         spec = run.spec
-        shape = shape_of(spec, *self.size(run))
+        if self.size is requested_size:
+            known = self._requested.get(spec.job_id)
+            if known is None or known[0] is not spec:
+                shape = shape_of(spec, *requested(spec))
+                shape = self._shapes.setdefault(shape, shape)  # one object per shape: memory
+                known = self._requested[spec.job_id] = (spec, shape)
+            shape = known[1]
+        else:
+            shape = shape_of(spec, *self.size(run))
         lane = self._lanes.get(shape)
         if lane is None:
             lane = self._lanes[shape] = _Lane(shape)

@@ -63,24 +63,27 @@ def candidate_counts(max_replicas: int, node_gpus: int = GPUS_PER_NODE) -> list[
 
 
 def best_split(costs: list[dict[int, float]], gpus: int) -> list[int]:
-    """GPU counts minimising ``Σ_j costs[j][r_j]`` with ``Σ r_j ≤ gpus`` (exact DP)."""
+    """GPU counts minimising ``Σ_j costs[j][r_j]`` with ``Σ r_j ≤ gpus`` (exact DP).
+
+    Ties go to the count listed first in ``costs[j]``; NaN costs are never chosen."""
     inf = math.inf
     dp = np.full(gpus + 1, inf)
     dp[0] = 0.0
+    total = np.arange(gpus + 1)
     choice: list[np.ndarray] = []
     for cost in costs:
-        new = np.full(gpus + 1, inf)
-        pick = np.zeros(gpus + 1, dtype=np.int64)
-        for r, c in cost.items():
-            if r > gpus:
-                continue
-            shifted = np.full(gpus + 1, inf)
-            shifted[r:] = dp[: gpus + 1 - r] + c
-            better = shifted < new
-            new[better] = shifted[better]
-            pick[better] = r
-        dp = new
-        choice.append(pick)
+        counts = np.array([r for r in cost if r <= gpus], dtype=np.int64)
+        if not counts.size:
+            dp = np.full(gpus + 1, inf)
+            choice.append(np.zeros_like(total))
+            continue
+        values = np.array([cost[r] for r in counts.tolist()], dtype=float)
+        before = total[None, :] - counts[:, None]  # (counts, gpus + 1): GPUs left to the others
+        ways = np.where(before >= 0, dp[np.maximum(before, 0)] + values[:, None], inf)
+        ways[np.isnan(ways)] = inf
+        best = np.argmin(ways, axis=0)  # the first of equal minima, as a strict "<" scan keeps
+        dp = ways[best, total]
+        choice.append(np.where(dp < inf, counts[best], 0))
     g = int(np.argmin(dp))
     out = [0] * len(costs)
     for j in range(len(costs) - 1, -1, -1):
@@ -183,13 +186,17 @@ class Pollux(BaseScheduler):
             age = max(now - run.spec.submit_time_s, 0.0)
             restarts = self.restarts.get(run.job_id, 0)
             penalty = max(age - restarts * RESTART_DELAY_S, 0.0) / (age + RESTART_DELAY_S)
-            base = model.best_goodput(1, fair)[0] if model.params is not None else 0.0
+            options = candidate_counts(self._max_replicas(run, gpus))
+            base, goodputs = 0.0, [0.0] * len(options)
+            if model.params is not None:
+                sizes = [(math.ceil(r / GPUS_PER_NODE), r) for r in options]
+                base, *goodputs = model.best_goodputs([(1, fair), *sizes])
             cost: dict[int, float] = {}
-            for r in candidate_counts(self._max_replicas(run, gpus)):
+            for r, goodput in zip(options, goodputs, strict=True):
                 if r == 0:
                     speedup = 0.0
                 elif base > 0:
-                    speedup = model.best_goodput(math.ceil(r / GPUS_PER_NODE), r)[0] / base
+                    speedup = goodput / base
                 else:
                     speedup = r / fair
                 scaled = speedup * num_nodes / gpus

@@ -47,10 +47,14 @@ class Srtf(BaseScheduler):
         # waiting jobs kept sorted between points while every key is fixed (no PS job, whose
         # estimate changes as speeds are observed), the running ones ranked at each
         self.queue = PendingQueue(self._key, requested_size, flag=_is_ps)
+        self.reset()
 
     def reset(self) -> None:
         self.speeds.reset()
         self.queue.clear()
+        # the running jobs last looked at (compared by identity) and whether any is a PS job
+        self._running_seen: object = None
+        self._ps_running = False
 
     def remaining_s(self, run: JobRun, now_s: float) -> float:
         """Estimated remaining time, seconds (PS jobs: at their requested counts)."""
@@ -75,7 +79,12 @@ class Srtf(BaseScheduler):
 
     def decide(self, view: ClusterView) -> Decision:
         self.queue.update(view)
-        if not self.queue.flagged and not any(_is_ps(run) for run in view.running):
+        running = view.running
+        # the simulator hands the same tuple while the running jobs are unchanged
+        if running is not self._running_seen or type(running) is not tuple:
+            self._running_seen = running
+            self._ps_running = any(_is_ps(run) for run in running)
+        if not self.queue.flagged and not self._ps_running:
             return run_in_order(view, self.queue.rank(view), changes_only=True)
         jobs = view.jobs()
         now = view.now_s

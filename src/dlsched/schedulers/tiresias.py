@@ -77,6 +77,7 @@ class Tiresias(BaseScheduler):
         self._tracked: dict[int, JobRun] = {}
         # waiting jobs that may be promoted: (when, job id, waiting since, last run, job)
         self._starving: list[tuple[float, int, float, float, JobRun]] = []
+        self._running_seen: object = None  # view.running at the last decision
         # waiting jobs kept sorted between points; the running ones are ranked at each
         self.queue = PendingQueue(self._key, requested_size)
 
@@ -146,8 +147,16 @@ class Tiresias(BaseScheduler):
         now = view.now_s
         prev = self._prev_decision_s
         tracked = self._tracked
+        running = view.running
+        if running is self._running_seen and type(running) is tuple:
+            # the same jobs run as at the last decision (the simulator hands the same tuple
+            # while none started or stopped): no spell changed, only promotions are due
+            self._promote(now)
+            self._prev_decision_s = now
+            return
+        self._running_seen = running
         running_ids = set()
-        for run in view.running:
+        for run in running:
             job = run.job_id
             running_ids.add(job)
             if job not in tracked:  # started by the last decision

@@ -418,7 +418,8 @@ class Simulator:
                 run.rescales += 0 if moved else 1
                 cost = self.config.rescale.resume_s if moved else self.config.rescale.rescale_s
                 run.paused_until_s = t + cost(spec.model)
-            self._noise[spec.job_id] = self._draw_noise()
+            if self.config.noise > 0:  # else every factor is 1.0, `_noise.get`'s default
+                self._noise[spec.job_id] = self._draw_noise()
             self._update_rate(run, t)
         self._gpu_used, self._cpu_used = self.cluster.used_gpu_cpu()  # `_refresh_usage`
 

@@ -112,6 +112,12 @@ class Rollout(NamedTuple):
     """Mean slowdown of the jobs each episode started."""
     dropped: npt.NDArray[np.int64]
     truncated: npt.NDArray[np.bool_]
+    completion: npt.NDArray[np.float64] = np.zeros(0)
+    """Mean completion time (steps) of the jobs each episode started."""
+
+    def metric(self, objective: Objective) -> npt.NDArray[np.float64]:
+        """Per episode, what ``objective`` minimises: mean slowdown or mean completion time."""
+        return self.completion if objective == "completion" else self.slowdown
 
 
 def policy_chooser(
@@ -209,6 +215,7 @@ def run_batch(
         slowdown,
         batch.dropped.copy(),
         batch.truncated.copy(),
+        np.array([_mean(batch.completion_times(i)) for i in range(num)]),
     )
 
 

@@ -30,7 +30,7 @@ import json
 import logging
 import math
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,13 +41,14 @@ from dlsched.papers.deeprm.algorithm import (
     IterationStats,
     Reinforce,
     ReinforceConfig,
+    Rollout,
     evaluate,
     make_jobsets,
     run_batch,
     sjf_actions,
 )
 from dlsched.papers.deeprm.net import DeepRMPolicyNet
-from dlsched.papers.deeprm.state import DeepRMBatch, Jobset
+from dlsched.papers.deeprm.state import DeepRMBatch, Jobset, Objective
 from dlsched.rl.checkpoint import PolicyCard, read_card
 from dlsched.rl.training import Budget, Progress, RunOptions, Validation, train
 
@@ -56,6 +57,8 @@ log = logging.getLogger(__name__)
 VALIDATION_SEED_BASE = 800_000
 VALIDATION_MAX_STEPS = 3000
 WORSE_PENALTY = 10.0
+MODES = ("sample", "greedy")
+"""Action selections validated, in `_validate_runs`' order."""
 CSV_FIELDS = [
     *IterationStats.__dataclass_fields__,
     "val_sample_slowdown",
@@ -85,13 +88,13 @@ def validate(
 ) -> tuple[float, float]:
     """Mean slowdown on ``jobsets`` with sampled and with arg-max actions."""
     sample, greedy = _validate_runs(net, jobsets, config)
-    return float(np.nanmean(sample)), float(np.nanmean(greedy))
+    return float(np.nanmean(sample.slowdown)), float(np.nanmean(greedy.slowdown))
 
 
 def _validate_runs(
     net: DeepRMPolicyNet, jobsets: list[Jobset], config: ReinforceConfig
-) -> tuple[np.ndarray, np.ndarray]:
-    """Per-jobset slowdowns with sampled and with arg-max actions."""
+) -> tuple[Rollout, Rollout]:
+    """The episodes of ``jobsets`` with sampled and with arg-max actions."""
     kwargs = dict(
         objective=config.objective,
         mask_invalid=config.mask_invalid,
@@ -100,23 +103,29 @@ def _validate_runs(
     )
     sample = evaluate(net, jobsets, greedy=False, seed=1, **kwargs)  # type: ignore[arg-type]
     greedy = evaluate(net, jobsets, greedy=True, **kwargs)  # type: ignore[arg-type]
-    return sample.slowdown, greedy.slowdown
+    return sample, greedy
 
 
 @dataclass
 class ValidationSet:
     """Held-out jobsets for every ``(load, horizon_steps)`` point the run trains on, and SJF's
-    mean slowdown on each point (SJF over the slots, in the same state: the reference).
+    mean slowdown and mean completion time on each point (SJF over the slots, in the same state:
+    the reference).
 
     The score of a network (lower is better) is the mean over the points of the ratio of its
-    mean slowdown to SJF's, plus `WORSE_PENALTY` times how far its worst ratio exceeds 1: a
-    network better on average but worse than SJF somewhere loses to SJF's own imitation (with
-    one point, the score orders networks as their mean slowdown does)."""
+    mean of the run's objective (slowdown, or completion time for ``objective="completion"``)
+    to SJF's, plus `WORSE_PENALTY` times how far its worst ratio exceeds 1: a network better
+    on average but worse than SJF somewhere loses to SJF's own imitation (with one point, the
+    score orders networks as their mean objective does)."""
 
     points: list[tuple[float, int | None]]
     jobsets: list[Jobset]
     point_of: np.ndarray
     sjf: np.ndarray
+    """SJF's mean slowdown per point."""
+    objective: Objective = "slowdown"
+    sjf_completion: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    """SJF's mean completion time (steps) per point."""
 
     @staticmethod
     def build(config: ReinforceConfig, per_point: int) -> ValidationSet:
@@ -127,13 +136,21 @@ class ValidationSet:
             jobsets += make_jobsets(seeds, load, kind, config.long_jobs)
         point_of = np.repeat(np.arange(len(points)), per_point)
         batch = DeepRMBatch(jobsets, config.shape, max_steps=VALIDATION_MAX_STEPS)
-        sjf = run_batch(batch, sjf_actions).slowdown
-        return ValidationSet(points, jobsets, point_of, _per_point(sjf, point_of, len(points)))
+        sjf = run_batch(batch, sjf_actions)
+        n = len(points)
+        return ValidationSet(
+            points,
+            jobsets,
+            point_of,
+            _per_point(sjf.slowdown, point_of, n),
+            config.objective,
+            _per_point(sjf.completion, point_of, n),
+        )
 
-    def score(self, slowdowns: np.ndarray) -> tuple[float, np.ndarray]:
-        """(score, mean slowdown per point)."""
-        means = _per_point(slowdowns, self.point_of, len(self.points))
-        ratio = means / self.sjf
+    def score(self, run: Rollout) -> tuple[float, np.ndarray]:
+        """(score, mean of the objective per point) of one validation run."""
+        means = _per_point(run.metric(self.objective), self.point_of, len(self.points))
+        ratio = means / (self.sjf_completion if self.objective == "completion" else self.sjf)
         return float(ratio.mean() + WORSE_PENALTY * max(0.0, ratio.max() - 1.0)), means
 
     def label(self, i: int) -> str:
@@ -254,20 +271,32 @@ class DeepRMLearner:
     def validate(self) -> Validation:
         """Score sampled and arg-max actions on the validation jobsets; the better one counts."""
         runs = _validate_runs(_on_cpu(self.trainer.net), self.val.jobsets, self.config)
-        scored = [(*self.val.score(runs[0]), "sample"), (*self.val.score(runs[1]), "greedy")]
-        score, means, self.mode = min(scored, key=lambda x: x[0])
+        scored = [(*self.val.score(run), run, mode) for run, mode in zip(runs, MODES, strict=True)]
+        score, _, run, self.mode = min(scored, key=lambda x: x[0])
+        n = len(self.val.points)
+        slowdowns = _per_point(run.slowdown, self.val.point_of, n)
         self.validation = {
-            "slowdown": float(np.mean(means)),
+            "slowdown": float(np.mean(slowdowns)),
             "sjf_slots_slowdown": self.sjf_slowdown,
             "score": score,
             "wall_s": self.budget.elapsed_s(),
         }
-        for i in range(len(self.val.points)):
-            self.validation[f"slowdown_{self.val.label(i)}"] = float(means[i])
+        for i in range(n):
+            self.validation[f"slowdown_{self.val.label(i)}"] = float(slowdowns[i])
             self.validation[f"sjf_slots_{self.val.label(i)}"] = float(self.val.sjf[i])
+        if self.config.objective == "completion":  # what the score ranks, beside SJF's
+            completion = _per_point(run.completion, self.val.point_of, n)
+            self.validation["completion_steps"] = float(np.mean(completion))
+            self.validation["sjf_slots_completion_steps"] = float(np.mean(self.val.sjf_completion))
+            for i in range(n):
+                label = self.val.label(i)
+                self.validation[f"completion_steps_{label}"] = float(completion[i])
+                self.validation[f"sjf_slots_completion_steps_{label}"] = float(
+                    self.val.sjf_completion[i]
+                )
         row: dict[str, object] = {
-            "val_sample_slowdown": float(np.nanmean(runs[0])),
-            "val_greedy_slowdown": float(np.nanmean(runs[1])),
+            "val_sample_slowdown": float(np.nanmean(runs[0].slowdown)),
+            "val_greedy_slowdown": float(np.nanmean(runs[1].slowdown)),
             "val_score": score,
         }
         return Validation((score,), row)

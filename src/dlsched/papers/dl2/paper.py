@@ -121,7 +121,10 @@ class PaperSpec:
             0 = the paper: policy and value learn from the first update).
         reward: ``"paper"`` (Σ epochs trained / total epochs) or ``"jct"`` (a diagnosis, not
             the paper: minus the jobs in the system over the slot ÷ J, whose undiscounted
-            sum is −Σ JCT / (1,200 s × J)).
+            sum is −Σ JCT / (1,200 s × J)); ``"job"`` (the authors' code's option
+            ``TS_REWARD_PLUS_JOB_REWARD``, not the paper's text): each action gets the share of
+            its own job's epochs trained in the slot, a void the slot reward over the jobs that
+            progressed (per-job credit; use with γ = 0 as the authors' ``reward − V(s)``).
         explored_in_pg: True (the paper, read literally): an action the job-aware exploration
             chose instead of the policy is trained on as if the policy had sampled it (policy
             gradient with the policy's log-probability); False: such samples train the value
@@ -196,6 +199,13 @@ def rl_update(learner: Learner, batch: Batch, critic_only: bool = False) -> dict
     return stats
 
 
+REWARD_NOTES = {  # what the card says of each `PaperSpec.reward`
+    "paper": "",
+    "jct": " (NOT the paper's: minus jobs in the system)",
+    "job": " (NOT the paper's text: per-job credit, the authors' code's TS_REWARD_PLUS_JOB_REWARD)",
+}
+
+
 def _notes(spec: PaperSpec, updates: int, slots: int) -> str:
     cfg = spec.config
     start = (
@@ -217,8 +227,7 @@ def _notes(spec: PaperSpec, updates: int, slots: int) -> str:
             f"replay={cfg.replay_size if cfg.replay else 0}, value network={cfg.value_net}, "
             f"rl lr={cfg.rl_lr:g}, batch={cfg.batch_size}, normalised advantages="
             f"{cfg.normalize_advantage}, value-only warm-up updates={spec.critic_warmup}",
-            f"reward={spec.reward}"
-            + ("" if spec.reward == "paper" else " (NOT the paper's: minus jobs in the system)"),
+            f"reward={spec.reward}" + REWARD_NOTES[spec.reward],
             f"exploration's actions in the policy gradient={spec.explored_in_pg}, slot "
             f"targets={spec.slot_td}, staggered starts={spec.stagger}",
             f"checkpoint = best greedy validation avg JCT on seeds {list(spec.val_seeds)}",

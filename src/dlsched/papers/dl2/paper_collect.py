@@ -10,6 +10,7 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
+from dlsched.papers.dl2 import batched_kernels as bk
 from dlsched.papers.dl2.algorithm import Batch, Learner, Replay
 from dlsched.papers.dl2.batched_env import Dl2BatchedEnv
 from dlsched.papers.dl2.batched_kernels import SLOT_S
@@ -34,16 +35,16 @@ class SlotReplay(Replay):
         obs: npt.NDArray[np.float32],
         masks: npt.NDArray[np.bool_],
         actions: npt.NDArray[np.int64],
-        reward: float,
+        reward: float | npt.NDArray[np.float64],
         next_obs: npt.NDArray[np.float32],
         done: bool,
         explored: npt.NDArray[np.bool_] | None = None,
         gamma: float | None = None,
     ) -> None:
-        """One slot's samples: every action gets the slot's reward and next state; with
-        ``gamma`` (`PaperSpec.slot_td` ``"chain"``) an action inside the slot gets instead the
-        slot's next state, no reward and discount 1, the last one ``reward``, ``next_obs`` and
-        discount ``gamma`` (0 when ``done``)."""
+        """One slot's samples: every action gets the slot's reward (or, an array, its own) and
+        next state; with ``gamma`` (`PaperSpec.slot_td` ``"chain"``) an action inside the slot
+        gets instead the slot's next state, no reward and discount 1, the last one ``reward``,
+        ``next_obs`` and discount ``gamma`` (0 when ``done``)."""
         idx = (self.pos + np.arange(len(actions))) % self.capacity
         self.obs[idx], self.masks[idx], self.actions[idx] = obs, masks, actions
         self.rewards[idx], self.next_obs[idx], self.dones[idx] = reward, next_obs, float(done)
@@ -116,14 +117,16 @@ class Collector:
         chain_gamma: float | None = None,
         stagger_slots: int = 0,
     ):
-        if reward not in ("paper", "jct"):
-            raise ValueError(f"reward must be paper or jct, got {reward!r}")
+        if reward not in ("paper", "jct", "job"):
+            raise ValueError(f"reward must be paper, jct or job, got {reward!r}")
         self.env, self.learner, self.replay = env, learner, replay
         self.jct_reward = reward == "jct"
+        self.job_reward = reward == "job"
         self.chain_gamma = chain_gamma
         self.rng = np.random.default_rng(seed)
         self.gen = torch.Generator(device=env.device).manual_seed(seed)
         env.reset()
+        self.slot_before = env.before.copy()  # each job's work done when its slot began
         self.staged: list[list[tuple[npt.NDArray[np.float32], npt.NDArray[np.bool_], int, bool]]]
         self.staged = [[] for _ in range(env.num_envs)]
         self.skip = (
@@ -136,6 +139,7 @@ class Collector:
         self.returns: list[float] = []
         self.episode_jct: list[float] = []
         self._ret = np.zeros(env.num_envs)
+        self._jobs: list[list[int]] = [[] for _ in range(env.num_envs)]
         self._job_s = np.zeros(env.num_envs)
 
     def act(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
@@ -161,11 +165,18 @@ class Collector:
         env = self.env
         obs, mask = env.obs.copy(), env.mask.copy()
         actions, explored = self.act()
+        J = env.shape.J
+        jobs = np.where(
+            actions < 3 * J,
+            np.take_along_axis(env.row_job, np.minimum(actions // 3, J - 1)[:, None], 1)[:, 0],
+            -1,
+        )  # the job each action gives a task to (-1: void), before the step moves the rows
         _, _, rewards, terminated, truncated, slot_end = env.step(actions)
         if self.jct_reward:
             rewards = -env.job_s / (SLOT_S * env.shape.J)
         for b in range(env.num_envs):
             self.staged[b].append((obs[b], mask[b], int(actions[b]), bool(explored[b])))
+            self._jobs[b].append(int(jobs[b]))
         recorded = 0
         self._job_s += np.where(slot_end, env.job_s, 0.0)
         for b in np.flatnonzero(slot_end).tolist():
@@ -175,11 +186,12 @@ class Collector:
                 rows.clear()
                 continue
             recorded += 1
+            slot_reward = float(rewards[b])
             self.replay.add_slot(
                 np.stack([r[0] for r in rows]),
                 np.stack([r[1] for r in rows]),
                 np.array([r[2] for r in rows], dtype=np.int64),
-                float(rewards[b]),
+                self._job_rewards(b, slot_reward) if self.job_reward else slot_reward,
                 env.obs[b],
                 bool(terminated[b]),
                 np.array([r[3] for r in rows], dtype=bool),
@@ -187,6 +199,9 @@ class Collector:
             )
             rows.clear()
             self._ret[b] += rewards[b]
+        for b in np.flatnonzero(slot_end).tolist():
+            self._jobs[b].clear()
+            self.slot_before[b] = env.before[b]
         done = terminated | truncated
         for b in np.flatnonzero(done).tolist():
             self.staged[b].clear()
@@ -196,6 +211,21 @@ class Collector:
             self._ret[b] = self._job_s[b] = 0.0
             self.episodes += 1
         if done.any():
-            env.reset_done()
+            restarted = env.reset_done()
+            self.slot_before[restarted] = env.before[restarted]
         self.slots += recorded
         return recorded
+
+    def _job_rewards(self, b: int, slot_reward: float) -> npt.NDArray[np.float64]:
+        """``reward="job"`` (the authors' code's ``TS_REWARD_PLUS_JOB_REWARD``, not the paper's):
+        each action of the slot just ended gets the share of its job's epochs trained in the
+        slot (Σ over the slot's jobs = the paper's slot reward); a void action the slot reward
+        over the jobs that progressed."""
+        env, jobs = self.env, np.asarray(self._jobs[b], dtype=np.int64)
+        finished = env.status[b] == bk.FINISHED
+        done_now = np.where(finished, env.total[b], env.before[b])
+        share = (done_now - self.slot_before[b]) / np.maximum(env.total[b], 1e-12)
+        share = np.clip(share, 0.0, None)
+        progressed = int((share[np.unique(jobs[jobs >= 0])] > 0).sum()) if (jobs >= 0).any() else 0
+        void = slot_reward / max(progressed, 1)
+        return np.where(jobs >= 0, share[np.maximum(jobs, 0)], void)

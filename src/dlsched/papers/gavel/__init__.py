@@ -1,10 +1,10 @@
 """Gavel (Narayanan et al., *Heterogeneity-Aware Cluster Scheduling Policies for Deep Learning
 Workloads*, OSDI 2020): its round-based mechanism (`rounds`), its policies on heterogeneous
 clusters (`max_min_fairness`: LAS, `fifo_rounds`, `makespan`, `ftf`; LPs in `lp`, solved with
-SciPy's HiGHS; no module named after a built-in scheduler, so that ``-s fifo`` or ``-s las`` does
-not import this package) and its generated workload (`workload`). Gavel's code is MIT-licensed;
-none of it is copied here, only its measured throughput matrix (``dlsched/data``, see its
-README).
+HiGHS through its wheel ``highspy``; no module named after a built-in scheduler, so that
+``-s fifo`` or ``-s las`` does not import this package) and its generated workload
+(`workload`). Gavel's code is MIT-licensed; none of it is copied here, only its measured
+throughput matrix (``dlsched/data``, see its README).
 """
 
 from dlsched.plugins import ExperimentEntry, Plugin, WorkloadEntry

@@ -1,4 +1,4 @@
-"""The linear programs of Gavel's policies, solved with SciPy's HiGHS (`scipy.optimize.linprog`).
+"""The linear programs of Gavel's policies, solved with HiGHS (its own Python wheel, ``highspy``).
 
 Every policy computes an allocation ``X``: ``X[j, t]`` is the fraction of time job ``j`` should
 run on GPU type ``t``. A feasible ``X`` (Gavel §3.1) has
@@ -15,13 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
-
-if TYPE_CHECKING:
-    from scipy.sparse import csr_matrix
 
 Array = npt.NDArray[np.float64]
 
@@ -47,42 +43,125 @@ class Problem:
         return m, n
 
 
-def capacity_rows(problem: Problem, extra: int = 0) -> tuple[csr_matrix, Array]:
-    """``A_ub, b_ub`` of the two capacity constraints, over ``X`` and ``extra`` more variables.
+@dataclass(frozen=True)
+class Lp:
+    """``min c·x`` subject to ``A x <= upper`` and ``lower_x <= x <= upper_x``, with ``A`` in
+    compressed sparse column form (HiGHS's own input: ``start``, ``index``, ``value``; row
+    indices ascending within a column, zeros kept, as SciPy's ``csc_array`` gives them)."""
 
-    A job cannot be given time on a type where its rate is 0 (bounds, see `bounds`).
-    """
-    from scipy.sparse import csr_matrix  # SciPy on first use: `-s fifo` must not load it
+    c: Array
+    start: npt.NDArray[np.int32]
+    index: npt.NDArray[np.int32]
+    value: Array
+    upper: Array
+    lower_x: Array
+    upper_x: Array
 
+
+def _columns(problem: Problem, per_job: Array, extra_column: bool) -> Lp:
+    """The LP of ``X`` (and a last variable ``z`` with ``extra_column``) under the capacity
+    rows and one row per job: ``sum_t X[j, t] <= 1`` (rows ``0..m-1``), ``sum_j scale[j]
+    X[j, t] <= gpus[t]`` (rows ``m..m+n-1``), and row ``m+n+j`` holding ``per_job[j, t]`` on
+    ``X[j, t]`` (and 1 on ``z``). Every ``X`` column has these three entries; the caller sets
+    the objective and the right-hand side of the job rows. A job cannot be given time on a type
+    where its rate is 0 (upper bound 0)."""
     m, n = problem.shape
-    cells = np.arange(m * n)
-    job_of, type_of = np.divmod(cells, n)
-    rows = np.concatenate([job_of, m + type_of])  # sum_t X[j, t] <= 1; sum_j scale X[j, t] <= gpus
-    vals = np.concatenate([np.ones(m * n), problem.scale[job_of].astype(np.float64)])
-    a = csr_matrix((vals, (rows, np.concatenate([cells, cells]))), shape=(m + n, m * n + extra))
-    b = np.concatenate([np.ones(m), problem.gpus.astype(np.float64)])
-    return a, b
+    cells = m * n
+    job_of, type_of = np.divmod(np.arange(cells, dtype=np.int32), np.int32(n))
+    index = np.empty((cells, 3), dtype=np.int32)
+    index[:, 0], index[:, 1], index[:, 2] = job_of, m + type_of, m + n + job_of
+    value = np.empty((cells, 3))
+    value[:, 0], value[:, 1], value[:, 2] = 1.0, problem.scale[job_of], per_job.ravel()
+    start = np.arange(0, 3 * cells + 1, 3, dtype=np.int32)
+    upper_x = np.where(problem.rates.ravel() > 0, 1.0, 0.0)
+    index_flat, value_flat = index.ravel(), value.ravel()
+    if extra_column:
+        start = np.append(start, np.int32(3 * cells + m))
+        index_flat = np.concatenate([index_flat, np.arange(m + n, 2 * m + n, dtype=np.int32)])
+        value_flat = np.concatenate([value_flat, np.ones(m)])
+        upper_x = np.append(upper_x, np.inf)
+    columns = cells + int(extra_column)
+    upper = np.concatenate([np.ones(m), problem.gpus.astype(np.float64), np.zeros(m)])
+    return Lp(np.zeros(columns), start, index_flat, value_flat, upper, np.zeros(columns), upper_x)
 
 
-def _per_job(coef: Array) -> csr_matrix:
-    """The ``(m, m*n)`` matrix whose row ``j`` is ``coef[j]`` on job ``j``'s variables."""
-    from scipy.sparse import csr_matrix
-
-    m, n = coef.shape
-    cells = np.arange(m * n)
-    return csr_matrix((coef.ravel(), (cells // n, cells)), shape=(m, m * n))
+_FEASIBILITY_TOL = 10 * 1e-9**0.5
+"""How far outside its bounds or rows HiGHS's answer may be and still count as optimal (SciPy's
+``linprog`` check of HiGHS's answer, kept so results match SciPy's)."""
 
 
-def bounds(problem: Problem, extra: list[tuple[float | None, float | None]]) -> list:
-    """``0 <= X[j, t] <= 1`` (0 where the job's rate on the type is 0), then ``extra``."""
-    upper = np.where(problem.rates.ravel() > 0, 1.0, 0.0)
-    return [(0.0, float(u)) for u in upper] + extra
+def _run_highs(lp: Lp, interior: bool) -> tuple[int, Array | None]:
+    """(status as SciPy's ``linprog`` numbers it: 0 optimal, 2 infeasible, else a failure;
+    ``x``) of HiGHS on ``lp``, with the options SciPy's ``linprog(method="highs")`` gives it
+    (``highs-ipm`` without crossover nor presolve with ``interior``).
+
+    HiGHS's own Python wheel (``highspy``: its import costs ~10 ms where ``scipy.optimize``'s
+    costs 0.3-0.6 s of CPU, most of a small run). ``highspy`` 1.12.0 is the HiGHS release that
+    SciPy 1.17 bundles: the same vertices as ``linprog`` (checked bit-for-bit on Gavel's runs).
+    Without ``highspy``, SciPy's ``linprog`` (`_run_linprog`).
+    """
+    try:
+        import highspy
+    except ImportError:  # a machine with SciPy only
+        return _run_linprog(lp, interior)
+
+    highs = highspy.Highs()
+    for key, value in (
+        ("output_flag", False),
+        ("log_to_console", False),
+        ("presolve", "off" if interior else "on"),
+        ("simplex_strategy", 1),  # dual simplex, as SciPy asks
+        *((("solver", "ipm"), ("run_crossover", "off")) if interior else ()),
+    ):
+        highs.setOptionValue(key, value)
+    model = highspy.HighsLp()
+    model.num_col_, model.num_row_ = len(lp.c), len(lp.upper)
+    model.col_cost_, model.col_lower_, model.col_upper_ = lp.c, lp.lower_x, lp.upper_x
+    model.row_lower_, model.row_upper_ = np.full(len(lp.upper), -np.inf), lp.upper
+    matrix = model.a_matrix_
+    matrix.format_ = highspy.MatrixFormat.kColwise
+    matrix.num_col_, matrix.num_row_ = model.num_col_, model.num_row_
+    matrix.start_, matrix.index_, matrix.value_ = lp.start, lp.index, lp.value
+    highs.passModel(model)
+    highs.run()
+    status = highs.getModelStatus()
+    if status == highspy.HighsModelStatus.kInfeasible:
+        return 2, None
+    if status != highspy.HighsModelStatus.kOptimal:
+        return 4, None
+    solution = highs.getSolution()
+    x = np.array(solution.col_value)
+    slack = lp.upper - np.array(solution.row_value)
+    tol = _FEASIBILITY_TOL
+    inside = (x >= lp.lower_x - tol).all() and (x <= lp.upper_x + tol).all()
+    return (0, x) if inside and not (slack < -tol).any() else (4, None)
 
 
-def solve(
-    c: Array, a_ub: csr_matrix, b_ub: Array, var_bounds: list, where: str, interior: bool = False
-) -> Array | None:
-    """``linprog(..., method="highs")``'s solution, or None if infeasible.
+def _run_linprog(lp: Lp, interior: bool) -> tuple[int, Array | None]:
+    """`_run_highs` through SciPy's ``linprog`` (SciPy's own copy of HiGHS)."""
+    import warnings
+
+    from scipy.optimize import OptimizeWarning, linprog
+    from scipy.sparse import csc_array
+
+    a_ub = csc_array((lp.value, lp.index, lp.start), shape=(len(lp.upper), len(lp.c)))
+    with warnings.catch_warnings():  # run_crossover goes to HiGHS as it is, with a warning
+        warnings.simplefilter("ignore", OptimizeWarning)
+        res = linprog(
+            lp.c,
+            A_ub=a_ub,
+            b_ub=lp.upper,
+            bounds=np.column_stack([lp.lower_x, lp.upper_x]),
+            method="highs-ipm" if interior else "highs",
+            options={"run_crossover": "off", "presolve": False} if interior else {},
+        )
+    if res.status == 0:
+        return 0, np.asarray(res.x, dtype=np.float64)
+    return (2 if res.status == 2 else 4), None
+
+
+def solve(lp: Lp, where: str, interior: bool = False) -> Array | None:
+    """HiGHS's solution of ``lp`` (dual simplex after presolve), or None if infeasible.
 
     With ``interior``, HiGHS's interior-point method without crossover (nor presolve): a point
     inside the optimal face, as the interior-point solver Gavel uses (ECOS) returns, where the
@@ -92,29 +171,14 @@ def solve(
     Raises:
         RuntimeError: HiGHS failed otherwise (unbounded, numerical trouble), naming ``where``.
     """
-    import warnings
-
-    from scipy.optimize import OptimizeWarning, linprog
-
-    res = None
-    if interior:
-        with warnings.catch_warnings():  # run_crossover goes to HiGHS as it is, with a warning
-            warnings.simplefilter("ignore", OptimizeWarning)
-            res = linprog(
-                c,
-                A_ub=a_ub,
-                b_ub=b_ub,
-                bounds=var_bounds,
-                method="highs-ipm",
-                options={"run_crossover": "off", "presolve": False},
-            )
-    if res is None or res.status not in (0, 2):
-        res = linprog(c, A_ub=a_ub, b_ub=b_ub, bounds=var_bounds, method="highs")
-    if res.status == 2:
+    status, x = _run_highs(lp, interior) if interior else (4, None)
+    if status not in (0, 2):
+        status, x = _run_highs(lp, False)
+    if status == 2:
         return None
-    if res.status != 0:
-        raise RuntimeError(f"{where}: HiGHS: {res.message}")
-    return np.asarray(res.x, dtype=np.float64)
+    if x is None:
+        raise RuntimeError(f"{where}: HiGHS found no optimal solution")
+    return x
 
 
 def clip(x: Array, problem: Problem) -> Array:
@@ -132,19 +196,13 @@ def max_min(problem: Problem, weights: Array) -> Array:
     zero priority where GPUs remain (a second stage maximising the total weighted throughput was
     tried and moved makespans 10-20 % away from Gavel's: `benchmarks/gavel_side_by_side.py`).
     """
-    from scipy.sparse import csr_matrix, hstack, vstack
-
     m, n = problem.shape
     if m == 0:
         return np.zeros((0, n))
     eff = problem.rates * problem.scale[:, None] * weights[:, None]  # (m, n)
-    a_cap, b_cap = capacity_rows(problem, extra=1)
-    a_z = hstack([_per_job(-eff), csr_matrix(np.ones((m, 1)))]).tocsr()  # z - eff·X[j] <= 0
-    a_ub = vstack([a_cap, a_z]).tocsr()
-    b_ub = np.concatenate([b_cap, np.zeros(m)])
-    c = np.zeros(m * n + 1)
-    c[-1] = -1.0
-    x = solve(c, a_ub, b_ub, bounds(problem, [(0.0, None)]), "max-min fairness")
+    lp = _columns(problem, -eff, extra_column=True)  # z - eff·X[j] <= 0
+    lp.c[-1] = -1.0
+    x = solve(lp, "max-min fairness")
     if x is None:  # cannot happen: X = 0, z = 0 is feasible
         return np.zeros((m, n))
     return clip(x, problem)
@@ -160,13 +218,9 @@ def feasible_with_floor(
     choices came out closest to Gavel's own runs (`benchmarks/gavel_side_by_side.py`):
     ``interior`` for the makespan policy, the vertex for finish-time fairness.
     """
-    from scipy.sparse import vstack
-
-    m, n = problem.shape
-    a_cap, b_cap = capacity_rows(problem)
-    a_ub = vstack([a_cap, _per_job(-problem.rates)]).tocsr()
-    b_ub = np.concatenate([b_cap, -floor])
-    x = solve(np.zeros(m * n), a_ub, b_ub, bounds(problem, []), where, interior)
+    lp = _columns(problem, -problem.rates, extra_column=False)
+    lp.upper[sum(problem.shape) :] = -floor
+    x = solve(lp, where, interior)
     return None if x is None else clip(x, problem)
 
 
@@ -210,4 +264,4 @@ def check_feasible(x: Array, problem: Problem, tol: float = 1e-6) -> None:
         raise AssertionError(f"GPU type over capacity: {used} > {problem.gpus}")
 
 
-__all__ = ["Problem", "bisect", "capacity_rows", "check_feasible", "feasible_with_floor", "max_min"]
+__all__ = ["Problem", "bisect", "check_feasible", "feasible_with_floor", "max_min"]

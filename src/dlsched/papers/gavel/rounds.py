@@ -203,39 +203,42 @@ class GavelRounds(BaseScheduler):
         gpus: Mapping[str, int],
     ) -> list[tuple[JobRun, str]]:
         """The jobs to run next round and their types (Gavel's greedy over priorities)."""
-        entries = []
-        for t in self._type_order(types, rates):
-            k = types.index(t)
-            per_type = []
-            for i, run in enumerate(runs):
-                x = self._x.get(run.job_id, {}).get(t, 0.0)
-                worker_time = self._worker_time.get(t, 0.0)
-                job_time = self._job_time.get(run.job_id, {}).get(t, 0.0)
-                fraction = job_time / worker_time if worker_time > 0 else 0.0
-                if x <= 0.0 or rates[i, k] <= 0.0:
-                    priority = 0.0
-                else:
-                    priority = x / fraction if fraction > 0 else x * _BIG
-                deficit = self._deficit.get(run.job_id, {}).get(t, 0.0)
-                per_type.append((priority, deficit, x, i, t))
-            per_type.sort(key=lambda e: (-e[0], -e[1], -e[2], e[3]))
-            entries.extend(per_type)
+        if not runs:
+            return []
         left = {t: int(gpus.get(t, 0)) for t in types}
+        scales = [scale_of(run.spec) for run in runs]
         chosen: list[tuple[JobRun, str]] = []
         taken: set[int] = set()
-        for priority, _, _, i, t in entries:
-            run = runs[i]
-            if left[t] <= 0 or run.job_id in taken or rates[i, types.index(t)] <= 0.0:
-                continue
-            if self.skip_zero_priority and priority <= 0.0:
-                continue
-            scale = scale_of(run.spec)
-            if scale > left[t]:
-                continue
-            left[t] -= scale
-            taken.add(run.job_id)
-            chosen.append((run, t))
+        for t in self._type_order(types, rates):
+            k = types.index(t)
+            for i in self._by_priority(runs, t, rates[:, k]):
+                if left[t] <= 0:
+                    break  # the rest of this type's jobs find no GPU either
+                run = runs[i]
+                if run.job_id in taken or scales[i] > left[t]:
+                    continue
+                left[t] -= scales[i]
+                taken.add(run.job_id)
+                chosen.append((run, t))
         return chosen
+
+    def _by_priority(self, runs: Sequence[JobRun], t: str, rates: Array) -> list[int]:
+        """Indices of the jobs that may run on type ``t`` in decreasing (priority, deficit,
+        ``X``) order, ties by index (priority: see the module doc); jobs of zero priority
+        left out where `skip_zero_priority`, and jobs whose estimated rate on ``t`` is 0."""
+        x = np.array([self._x.get(r.job_id, {}).get(t, 0.0) for r in runs])
+        job_time = np.array([self._job_time.get(r.job_id, {}).get(t, 0.0) for r in runs])
+        deficit = np.array([self._deficit.get(r.job_id, {}).get(t, 0.0) for r in runs])
+        worker_time = self._worker_time.get(t, 0.0)
+        fraction = job_time / worker_time if worker_time > 0 else np.zeros(len(runs))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            share = np.where(fraction > 0, x / fraction, x * _BIG)
+        priority = np.where((x <= 0.0) | (rates <= 0.0), 0.0, share)
+        order = np.lexsort((np.arange(len(runs)), -x, -deficit, -priority))
+        allowed = rates > 0.0
+        if self.skip_zero_priority:
+            allowed &= priority > 0.0
+        return [int(i) for i in order if allowed[i]]
 
 
 def _gpus(view: ClusterView) -> dict[str, int]:

@@ -196,6 +196,31 @@ def test_every_allocation_is_feasible(problem: Problem, seed: int) -> None:
         assert (x[problem.rates <= 0] == 0).all()
 
 
+@settings(max_examples=20, deadline=None)
+@given(problem=problems(), seed=st.integers(0, 1000), interior=st.booleans())
+def test_highspy_and_scipy_linprog_give_the_same_point(
+    problem: Problem, seed: int, interior: bool
+) -> None:
+    import scipy
+
+    from dlsched.papers.gavel import lp
+
+    if not scipy.__version__.startswith("1.17."):
+        pytest.skip("SciPy 1.17 bundles HiGHS 1.12.0, highspy's pinned release; others may not")
+    floor = np.random.default_rng(seed).uniform(0.0, 0.3, problem.shape[0])
+    for program in (
+        lp._columns(problem, -problem.rates, extra_column=False),
+        lp._columns(problem, -problem.rates, extra_column=True),
+    ):
+        program.upper[sum(problem.shape) :] = -floor
+        if len(program.c) > problem.shape[0] * problem.shape[1]:
+            program.c[-1] = -1.0
+        ours, scipys = lp._run_highs(program, interior), lp._run_linprog(program, interior)
+        assert ours[0] == scipys[0]
+        if ours[1] is not None and scipys[1] is not None:
+            np.testing.assert_array_equal(ours[1], scipys[1])  # the same HiGHS, the same point
+
+
 # -- the workload ------------------------------------------------------------------------------
 
 
