@@ -103,6 +103,7 @@ def run(
     cut = np.arange(len(steps))[:, None] < np.maximum(last - TAIL, last // 2)[None, :]
     fits = live & rec["fits"]
     picks = live & ~rec["hold"]
+    local_holds = live & rec["fits_local"] & rec["hold"]
     q, g = rec["q"][cut], ret[cut]
     order = np.argsort(q)
     deciles = [(float(q[part].mean()), float(g[part].mean())) for part in np.array_split(order, 10)]
@@ -118,7 +119,7 @@ def run(
         ),
         "agree_with_rule": float(rec["agree"][live].mean()),
         "median_q_hold_minus_best_pick_where_it_holds_and_a_local_job_fits": float(
-            np.median(rec["hold_margin"][live & rec["fits_local"] & rec["hold"]])
+            np.median(margins) if len(margins := rec["hold_margin"][local_holds]) else np.nan
         ),
         "picks_at_best_locality": float(rec["local"][picks].mean()),
         "picks_shortest_fitting": float(rec["shortest"][picks].mean()),

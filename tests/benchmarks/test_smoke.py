@@ -30,6 +30,7 @@ FAKE_POLLUX_PEER = 'import sys\nprint("Average JCT: 1000.0", sys.argv[1:])\n'
 SMOKE: dict[str, str] = {
     "chaos.py": "--live-jobs 1 --live-faults 1 --steps 30 --skip-k8s",
     "chaos_k8s.py": "--jobs 10 --faults 1",
+    "core_ceiling.py": "-w deeprm --schedulers fifo --processes 1,2 --repeat 1",
     "compare_workers.py": "-w deeprm --schedulers fifo --seeds 1-2 --per-task --ceiling",
     "deeprm_paper_diagnose.py": "--iterations 1 --jobsets 2 --episodes 2 --out {tmp}/out",
     "deeprm_paper_iteration.py": "--iterations 2 --jobsets 2",

@@ -175,8 +175,8 @@ def run_in_processes(
     Each worker has its own pipe and one chunk at a time (`serve`): it gets its first chunk as
     soon as it is started, so the first workers run while the parent starts the others, and
     each next chunk is chosen (`Dispatch`) with every cost known so far. With ``fork`` the
-    parent's objects are frozen (`gc.freeze`) while it forks, so the workers' garbage
-    collector never walks, and so never copies, the memory they share with the parent.
+    parent's objects are frozen (`gc.freeze`) while it forks, so that the workers' garbage
+    collector leaves the objects they inherit alone (fewer pages copied after the fork).
 
     Args:
         tasks: the runs.

@@ -5,13 +5,14 @@ variant on a 36:36:36 K80/P100/V100 cluster, continuous Poisson arrivals).
 Measured as Gavel measures it (its ``run_sweep_continuous.py``, ``-s 4000 -e 5000``): jobs
 arrive in a continuous stream; the average JCT is that of a window of job ids (by arrival),
 and the run stops once every job of the window has finished, while later jobs keep arriving and
-competing. Near the cluster's capacity the queue a window's jobs meet grows with their place in
-the stream, and so does their JCT: Gavel's steep rise. (Runs of a few hundred jobs measured to
-completion miss it: the window's jobs share the cluster with a stream that has ended and drain
-it.) A window that has not finished ``cutoff_h`` simulated hours after its last job arrived, or
-a run with more than ``max_active_per_gpu`` active jobs per GPU, counts as saturated (JCT
-``inf``, as Gavel's timed-out runs count), so that runs far over capacity end. The experiment
-writes
+competing. Gavel stops a run only at a wall-clock timeout (its ``inf``); here a window that has
+not finished ``cutoff_h`` simulated hours after its last job arrived, or a run with more than
+``max_active_per_gpu`` active jobs per GPU, counts as saturated (JCT ``inf``), so that runs far
+over capacity end. Both limits are far from what a run near capacity reaches: the longest jobs
+take a week on a V100 and 2-3 weeks on a K80, so a short cutoff (400 h, the old default) cut
+runs just below capacity, whose windows Gavel measures, and turned the rise near capacity into
+a wall. The rates are dense near each policy's capacity (about 5.5 jobs/h for LAS and 7-8 for
+LAS-het on 36+36+36 GPUs), where Gavel's curves rise. The experiment writes
 
 * ``runs.csv`` — one row per (policy, rate, seed): average JCT of the window, jobs of the window
   finished, jobs arrived by then, simulated time at the end (s);
@@ -19,9 +20,10 @@ writes
   and the aware policy's JCT relative to the agnostic one's;
 * ``gavel.png`` — average JCT (hours) against input job rate, one line per policy.
 
-Differences from Gavel's figure, said in the README it writes: the window is earlier in the
-stream than Gavel's (`REDUCED`: jobs 100-300, 5 rates, 2 seeds; `FULL`: jobs 1,000-1,500, 9
-rates, 3 seeds, where Gavel's is 4,000-5,000), so the queue has had less time to build up.
+Differences from Gavel's figure, said in the README it writes: `REDUCED` (the default) measures
+jobs 400-800 of the stream, one seed and fewer rates, where Gavel's window is 4,000-5,000 (the
+queue near capacity has had less time to build up); `FULL` is Gavel's window, 15 rates and 3
+seeds (hours of CPU).
 """
 
 from __future__ import annotations
@@ -64,13 +66,15 @@ class Size:
     window: tuple[int, int]
     rates: tuple[float, ...]
     seeds: tuple[int, ...]
-    cutoff_h: float = 400.0
-    max_active_per_gpu: float = 4.0
+    cutoff_h: float = 1500.0
+    max_active_per_gpu: float = 10.0
 
 
-REDUCED = Size(window=(100, 300), rates=(2.0, 4.0, 6.0, 8.0, 10.0), seeds=(1, 2))
+REDUCED = Size(window=(400, 800), rates=(2.0, 4.0, 5.0, 5.5, 6.0, 6.5, 7.0, 8.0), seeds=(1,))
 FULL = Size(
-    window=(1000, 1500), rates=(2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0), seeds=(1, 2, 3)
+    window=(4000, 5000),
+    rates=tuple(0.5 * k for k in range(2, 17)),  # 1 to 8 jobs/h
+    seeds=(1, 2, 3),
 )
 
 
@@ -200,7 +204,8 @@ def _write_markdown(path: Path, summary: list[dict[str, Any]], size: Size, full:
         "",
         "Full size."
         if full
-        else "**Reduced size** (the default; `--full` is jobs 1,000-1,500, 9 rates, 3 seeds).",
+        else "**Reduced size** (the default; `--full` is Gavel's window, jobs 4,000-5,000,"
+        " 1-8 jobs/h in steps of 0.5, 3 seeds).",
         "",
         "Workload `gavel`: one-GPU jobs in a continuous stream (Poisson arrivals, Gavel's job"
         " types and durations), 36 GPUs of each type, 360 s rounds; seeds"

@@ -5,11 +5,11 @@
 re-prioritized with NumPy operations over the sum tree's levels: the batched trainer adds ``B``
 transitions per step and replays hundreds of thousands.
 
-A new transition enters at ``priorities`` when the caller gives them (``train sched2 --paper``:
+A new transition enters at ``priorities`` when the caller gives them (``--replay-priority td``:
 its |TD error| under the current networks, as Ape-X, Horgan et al. 2018), else at the largest
 priority ever set, never below 1.0 (Schaul et al. 2016, Algorithm 1: every transition is then
-replayed at least once, soon; `dlsched.papers.sched2.algorithm.DQN` and the paper preset
-before 2026-11-26 evening).
+replayed at least once, soon; `dlsched.papers.sched2.algorithm.DQN`, and ``train sched2
+--paper``'s default ``--replay-priority max``).
 """
 
 from __future__ import annotations
