@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import logging
 import math
+import os
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -132,16 +134,20 @@ def run_one(policy: str, rate: float, seed: int, size: Size) -> dict[str, Any]:
     }
 
 
-def run(out_dir: Path, *, full: bool = False, size: Size | None = None) -> list[Path]:
-    """Run the experiment and write its files into ``out_dir``; the paths written."""
+def run(
+    out_dir: Path, *, full: bool = False, size: Size | None = None, workers: int | None = None
+) -> list[Path]:
+    """Run the experiment and write its files into ``out_dir``; the paths written.
+
+    ``workers``: processes for the runs (default: this process's CPUs); each run is seeded and
+    independent, so the files are the same for any count.
+    """
     size = size or (FULL if full else REDUCED)
     out_dir.mkdir(parents=True, exist_ok=True)
-    runs = []
-    for policy in POLICIES:
-        for rate in size.rates:
-            for seed in size.seeds:
-                runs.append(run_one(policy, rate, seed, size))
-                log.info("gavel run %s", runs[-1])
+    cases = [
+        (policy, rate, seed) for policy in POLICIES for rate in size.rates for seed in size.seeds
+    ]
+    runs = _run_cases(cases, size, workers or len(os.sched_getaffinity(0)))
     summary = []
     for policy in POLICIES:
         for rate in size.rates:
@@ -158,6 +164,25 @@ def run(out_dir: Path, *, full: bool = False, size: Size | None = None) -> list[
         _plot(out_dir / "gavel.png", summary, size),
         _write_markdown(out_dir / "README.md", summary, size, full),
     ]
+
+
+def _run_cases(
+    cases: list[tuple[str, float, int]], size: Size, workers: int
+) -> list[dict[str, Any]]:
+    """`run_one` of each case, in the order of ``cases``; on ``workers`` processes when above 1,
+    the highest rates (the longest runs) started first."""
+    if workers <= 1 or len(cases) <= 1:
+        rows = []
+        for case in cases:
+            rows.append(run_one(*case, size))
+            log.info("gavel run %s", rows[-1])
+        return rows
+    order = sorted(range(len(cases)), key=lambda i: -cases[i][1])
+    with ProcessPoolExecutor(max_workers=min(workers, len(cases))) as pool:
+        futures = {i: pool.submit(run_one, *cases[i], size) for i in order}
+        for i in order:
+            log.info("gavel run %s", futures[i].result())
+        return [futures[i].result() for i in range(len(cases))]
 
 
 def _plot(path: Path, summary: list[dict[str, Any]], size: Size) -> Path:

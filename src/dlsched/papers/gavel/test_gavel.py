@@ -320,6 +320,16 @@ def test_reproduce_gavel_writes_its_table_figure_and_ratios(tmp_path: Path) -> N
     assert "gavel-las-het / gavel-las at 4 jobs/h:" in readme
 
 
+def test_reproduce_gavel_gives_the_same_files_on_any_count_of_workers(tmp_path: Path) -> None:
+    from dlsched.papers.gavel.experiments import Size, run
+
+    size = Size(window=(2, 4), rates=(4.0, 8.0), seeds=(1,), cutoff_h=50.0)
+    run(tmp_path / "one", size=size, workers=1)
+    run(tmp_path / "two", size=size, workers=2)
+    for name in ("runs.csv", "summary.csv", "README.md"):
+        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes()
+
+
 def test_reproduce_gavel_measures_a_window_of_a_stream_that_goes_on() -> None:
     from dlsched.papers.gavel.experiments import Size, run_one
 
