@@ -30,7 +30,9 @@ FIXED_GPU = "fifo,sjf,sif,dsif,saf,spf,lrf,srtf,las,tiresias,kubeflow-static,kub
 TARGET_S = {"philly:6214e9": 15.0, "philly": 60.0}
 
 
-def _case(workload_name: str, scheduler: str, limit_s: int, queue: Any, src: str | None) -> None:
+def _case(
+    workload_name: str, scheduler: str, limit_s: int, queue: Any, src: str | None, core: str
+) -> None:
     if src is not None:
         sys.path.insert(0, src)
     import dlsched
@@ -42,7 +44,12 @@ def _case(workload_name: str, scheduler: str, limit_s: int, queue: Any, src: str
     used = time.process_time()
     resource.setrlimit(resource.RLIMIT_CPU, (int(used) + limit_s, int(used) + limit_s + 5))
     cpu0, wall0 = time.process_time(), time.perf_counter()
-    result = dlsched.simulate(workload=workload, scheduler=scheduler, seed=0)
+    result = dlsched.simulate(
+        workload=workload,
+        scheduler=scheduler,
+        seed=0,
+        **({"core": core} if core != "python" else {}),
+    )
     cpu_s = time.process_time() - cpu0
     summary = result.summary()
     queue.put(
@@ -62,14 +69,16 @@ def _case(workload_name: str, scheduler: str, limit_s: int, queue: Any, src: str
     )
 
 
-def run_case(workload: str, scheduler: str, limit_s: int, src: str | None = None) -> dict[str, Any]:
+def run_case(
+    workload: str, scheduler: str, limit_s: int, src: str | None = None, core: str = "python"
+) -> dict[str, Any]:
     """One run in a fresh process (of the package in ``src`` if given, else the one on the
     path); ``{"stopped": True}`` if it hit the CPU limit or failed."""
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = "1"
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
-    proc = ctx.Process(target=_case, args=(workload, scheduler, limit_s, queue, src))
+    proc = ctx.Process(target=_case, args=(workload, scheduler, limit_s, queue, src, core))
     wall0 = time.perf_counter()
     proc.start()
     proc.join()
@@ -92,6 +101,12 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=70, help="CPU seconds per run")
     parser.add_argument("--json", action="store_true", help="one JSON object per run")
     parser.add_argument(
+        "--core",
+        choices=("python", "compiled"),
+        default="python",
+        help="simulate's core for the (after) runs: compiled replays LAS runs it supports",
+    )
+    parser.add_argument(
         "--before", metavar="DIR", help="also run each case on the package in DIR, first"
     )
     args = parser.parse_args()
@@ -101,7 +116,7 @@ def main() -> None:
             if args.before:
                 before = run_case(workload, scheduler, args.limit, os.path.abspath(args.before))
                 _report(before, args.limit, args.json, "before: ")
-            row = run_case(workload, scheduler, args.limit)
+            row = run_case(workload, scheduler, args.limit, core=args.core)
             _report(row, args.limit, args.json, "after: " if args.before else "")
             if before and not args.json and not (before.get("stopped") or row.get("stopped")):
                 same = "same" if row["avg_jct_s"] == before["avg_jct_s"] else "DIFFERENT"

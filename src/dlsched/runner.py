@@ -83,6 +83,7 @@ def simulate(
     max_idle_retries: int | None = None,
     on_job_finished: Callable[[int, int], None] | None = None,
     record_events: bool = False,
+    core: str = "python",
     **overrides: Any,
 ) -> Result:
     """Run one workload under one scheduler and return its `Result`.
@@ -112,6 +113,8 @@ def simulate(
         on_job_finished: called with (jobs finished, jobs in the workload) after each finish,
             e.g. to show progress.
         record_events: keep the run's events in ``result.event_log`` (same results).
+        core: ``"compiled"``: runs `dlsched.sim.las_core` supports replay there (same records
+            and totals, empty timeline; ``params["core"]`` says which ran); default the simulator.
         **overrides: workload generator options (``num_jobs=50``, ``mix="large-jobs"``, …).
 
     Raises:
@@ -140,7 +143,7 @@ def simulate(
         repack=repack,
         **({} if max_idle_retries is None else {"max_idle_retries": max_idle_retries}),
     )
-    return _run(workload, scheduler, config, placement, on_job_finished, record_events)
+    return _run(workload, scheduler, config, placement, on_job_finished, record_events, core)
 
 
 def _run(
@@ -150,6 +153,7 @@ def _run(
     placement: str | None,
     on_job_finished: Callable[[int, int], None] | None,
     record_events: bool,
+    core: str = "python",
 ) -> Result:
     """`simulate` once its workload, scheduler and configuration are settled: the run and the
     parameters its result records."""
@@ -166,14 +170,37 @@ def _run(
         on_job_finished=on_job_finished,
         record_events=record_events,
     )
-    with _tracing(scheduler, record_events) as trace:
-        result = sim.run()
+    if core not in ("python", "compiled"):
+        raise ValueError(f"core must be 'python' or 'compiled', got {core!r}")
+    result = _compiled(sim) if core == "compiled" else None
+    ran = "python" if result is None else "compiled LAS"
+    if result is None:
+        with _tracing(scheduler, record_events) as trace:
+            result = sim.run()
+    else:
+        trace = None
     result.decision_trace = None if trace is None else trace.as_dict()
     moves = f"on ({sim.repacked} moves)" if config.repack else "off"
     result.params = {**workload.params, "speed_model": speed_model(workload), "repack": moves}
+    if core != "python":
+        result.params["core"] = ran
     if kept is not None:
         kept.append(result)
     return result
+
+
+def _compiled(sim: Simulator) -> Result | None:
+    """``sim``'s result by the compiled LAS core, or None where it does not apply (logged)."""
+    from dlsched.sim import las_core_run
+
+    why = las_core_run.unsupported(sim)
+    if why is None:
+        result = las_core_run.run(sim)
+        if result is not None:
+            return result
+        why = "the run stalled"
+    log.info("compiled LAS core not used: %s", why)
+    return None
 
 
 @contextmanager

@@ -101,7 +101,9 @@ def _pend_pos(pend: I64, pkey: F64, npend: int, key: float, submit: F64, jid: I6
     return lo
 
 
-def _pend_insert(pend: I64, pkey: F64, npend: int, j: int, key: float, submit: F64, jid: I64) -> int:
+def _pend_insert(
+    pend: I64, pkey: F64, npend: int, j: int, key: float, submit: F64, jid: I64
+) -> int:
     i = _pend_pos(pend, pkey, npend, key, submit, jid, j)
     for p in range(npend, i, -1):
         pend[p], pkey[p] = pend[p - 1], pkey[p - 1]
@@ -109,7 +111,9 @@ def _pend_insert(pend: I64, pkey: F64, npend: int, j: int, key: float, submit: F
     return npend + 1
 
 
-def _pend_remove(pend: I64, pkey: F64, npend: int, j: int, submit: F64, jid: I64, key: float) -> int:
+def _pend_remove(
+    pend: I64, pkey: F64, npend: int, j: int, submit: F64, jid: I64, key: float
+) -> int:
     i = _pend_pos(pend, pkey, npend, key, submit, jid, j)
     for p in range(i, npend - 1):
         pend[p], pkey[p] = pend[p + 1], pkey[p + 1]
@@ -142,7 +146,9 @@ def _hswap(ht: F64, hs: I64, hj: I64, hv: I64, a: int, b: int) -> None:
     hv[a], hv[b] = hv[b], hv[a]
 
 
-def _heap_push(ht: F64, hs: I64, hj: I64, hv: I64, nh: int, t: float, q: int, j: int, v: int) -> int:
+def _heap_push(
+    ht: F64, hs: I64, hj: I64, hv: I64, nh: int, t: float, q: int, j: int, v: int
+) -> int:
     i = nh
     ht[i], hs[i], hj[i], hv[i] = t, q, j, v
     while i > 0:
@@ -183,7 +189,7 @@ def _stall_check(nxt: int, n: int, npend: int, nrun: int, run: I64, rate: F64) -
     """Whether `Simulator._watch_for_stall` would count an idle retry (the kernel stops)."""
     if nxt < n or not (npend or nrun):
         return False
-    for i in range(nrun):
+    for i in range(nrun):  # noqa: SIM110 - a loop numba compiles
         if rate[run[i]] > 0:
             return False
     return True
@@ -276,9 +282,18 @@ def _less(a0: float, a1: float, a2: int, b0: float, b1: float, b2: int) -> bool:
 
 
 def replay(
-    submit: F64, jid: I64, nw: I64, dem: F64, total: F64, resume: F64, speed: F64, cap: F64,
+    submit: F64,
+    jid: I64,
+    nw: I64,
+    dem: F64,
+    total: F64,
+    resume: F64,
+    speed: F64,
+    cap: F64,
     shape: I64,
-) -> tuple[int, F64, F64, F64, I64, int, float, float, float]:
+) -> tuple[
+    int, F64, F64, F64, I64, int, float, float, float, int
+]:  # over 80 lines: one event loop, the Python path's steps in its order
     """Replay the trace (module docstring). Arrays by job index: ``submit`` (s), ``jid``,
     ``nw`` workers, ``dem`` ``(N, 3)`` per-worker (gpu, cpu, mem), ``total`` work (s at speed
     1), ``resume`` (s), ``speed`` ``(N, S + 1)`` by number of servers held; ``cap`` ``(S, 3)``;
@@ -287,7 +302,10 @@ def replay(
     at this point, as the walk only takes resources).
 
     Returns (status, first start s, finish s, held s, finish order, decisions, end s, busy
-    GPU-s, busy CPU-s)."""
+    GPU-s, busy CPU-s, events popped).
+
+    Over 80 lines: one event loop that numba compiles whole, the Python path's steps in its
+    order."""
     n, S = submit.shape[0], cap.shape[0]
     used = np.zeros((S, 3))
     alloc = np.zeros((n, S), dtype=np.int64)
@@ -307,7 +325,7 @@ def replay(
     cap_h = 1024
     ht, hs = np.empty(cap_h), np.empty(cap_h, dtype=np.int64)
     hj, hv = np.empty(cap_h, dtype=np.int64), np.empty(cap_h, dtype=np.int64)
-    nh, seq = 0, 0
+    nh, seq, pops = 0, 0, 0
     # pending jobs: those never served (key 0 GPU-s: by index) in a linked list, before the
     # others, kept sorted by key in `pend`, largest first (the walk takes from its end, where
     # most starts and suspensions happen: short shifts)
@@ -346,7 +364,7 @@ def replay(
         if nfin == n:
             break
         if t == math.inf:
-            return STALLED, first, finish, held_s, order, decisions, now, busy_gpu, busy_cpu
+            return STALLED, first, finish, held_s, order, decisions, now, busy_gpu, busy_cpu, pops
         dt = t - now
         if dt > 0:
             busy_gpu += gpu_used * dt
@@ -365,8 +383,22 @@ def replay(
         while nh and ht[0] <= t:
             j, v = hj[0], hv[0]
             nh = _heap_pop(ht, hs, hj, hv, nh)
+            pops += 1
             if version[j] == v and math.isnan(finish[j]):
-                _settle(j, t, running_flag, nw, dem, attained, held_s, progress, ptime, paused, rate, total)
+                _settle(
+                    j,
+                    t,
+                    running_flag,
+                    nw,
+                    dem,
+                    attained,
+                    held_s,
+                    progress,
+                    ptime,
+                    paused,
+                    rate,
+                    total,
+                )
                 progress[j] = total[j]
                 finish[j] = t
                 rate[j] = 0.0
@@ -387,7 +419,9 @@ def replay(
             h = since if since > 0.0 else 0.0
             key = attained[j] + nw[j] * dem[j, 0] * h
             p = i
-            while p > 0 and _less(key, submit[j], jid[j], rkey[p - 1], submit[rk[p - 1]], jid[rk[p - 1]]):
+            while p > 0 and _less(
+                key, submit[j], jid[j], rkey[p - 1], submit[rk[p - 1]], jid[rk[p - 1]]
+            ):
                 rk[p], rkey[p] = rk[p - 1], rkey[p - 1]
                 p -= 1
             rk[p], rkey[p] = j, key
@@ -405,15 +439,15 @@ def replay(
         for k in range(nsh):
             if left[k]:
                 live += 1
-        pa, a, b, nstart, nchosen_run = anext[n], npend - 1, 0, 0, 0
+        pa, a, b, nstart, nchosen_run = int(anext[n]), npend - 1, 0, 0, 0
         while pa != n or a >= 0 or b < nrun:
-            q = pa if pa != n else (pend[a] if a >= 0 else -1)
+            q = int(pa) if pa != n else (int(pend[a]) if a >= 0 else -1)
             if b == nrun or (
                 q >= 0 and _less(attained[q], submit[q], jid[q], rkey[b], submit[rk[b]], jid[rk[b]])
             ):
                 j = q
                 if pa != n:
-                    pa = anext[pa]
+                    pa = int(anext[pa])
                 else:
                     a -= 1
             else:
@@ -452,7 +486,18 @@ def replay(
             for i in range(nrun):
                 chosen[run[i]] = False
             if _stall_check(nxt, n, npend + na, nrun, run, rate):
-                return STALLED, first, finish, held_s, order, decisions, now, busy_gpu, busy_cpu
+                return (
+                    STALLED,
+                    first,
+                    finish,
+                    held_s,
+                    order,
+                    decisions,
+                    now,
+                    busy_gpu,
+                    busy_cpu,
+                    pops,
+                )
             continue
         # what the chosen running jobs leave, for the starts then the others' places
         for s in range(S):
@@ -496,7 +541,20 @@ def replay(
                 if suspend[j] == 1:
                     suspend[j] = 0
                     _give(j, alloc, dem, used, S, -1.0)
-                    _settle(j, t, running_flag, nw, dem, attained, held_s, progress, ptime, paused, rate, total)
+                    _settle(
+                        j,
+                        t,
+                        running_flag,
+                        nw,
+                        dem,
+                        attained,
+                        held_s,
+                        progress,
+                        ptime,
+                        paused,
+                        rate,
+                        total,
+                    )
                     for s in range(S):
                         alloc[j, s] = 0
                     nserv[j] = 0
@@ -522,7 +580,9 @@ def replay(
                     free[s, r] = cap[s, r] - used[s, r]
             if not _pack(free, dem[j], nw[j], counts, scratch):
                 continue
-            _settle(j, t, running_flag, nw, dem, attained, held_s, progress, ptime, paused, rate, total)
+            _settle(
+                j, t, running_flag, nw, dem, attained, held_s, progress, ptime, paused, rate, total
+            )
             k = 0
             for s in range(S):
                 alloc[j, s] = counts[s]
@@ -555,8 +615,8 @@ def replay(
                 nh = _heap_push(ht, hs, hj, hv, nh, done, seq, j, version[j])
             gpu_used, cpu_used = _sums(used, S)
         if _stall_check(nxt, n, npend + na, nrun, run, rate):
-            return STALLED, first, finish, held_s, order, decisions, now, busy_gpu, busy_cpu
-    return DONE, first, finish, held_s, order, decisions, now, busy_gpu, busy_cpu
+            return STALLED, first, finish, held_s, order, decisions, now, busy_gpu, busy_cpu, pops
+    return DONE, first, finish, held_s, order, decisions, now, busy_gpu, busy_cpu, pops
 
 
 _COMPILED: dict[str, object] = {}

@@ -1,13 +1,49 @@
-"""PROTOTYPE: build `las_core.replay`'s arrays from a `Simulator` and its records back."""
+"""The compiled LAS core (`dlsched.sim.las_core`) behind a `Simulator`: which runs it can
+replay, the job table it reads, and the `Result` it gives (the same per-job records as
+`Simulator.run`; the timeline is left empty: the core samples none)."""
 
 from __future__ import annotations
 
+import math
+import time
+from typing import Any
+
 import numpy as np
 
-from dlsched.core import Allocation
+from dlsched.core import Allocation, Arch, JobRun
+from dlsched.models.base import no_wait_bound_s
+from dlsched.models.locality import Locality
+from dlsched.placement.pack import Pack
+from dlsched.schedulers.las import Las
 from dlsched.sim.las_core import DONE, compiled_replay, replay
-from dlsched.sim.result import JobRecord
+from dlsched.sim.metrics import Timeline
+from dlsched.sim.result import Result, RunTotals
 from dlsched.sim.simulator import Simulator
+
+
+def unsupported(sim: Simulator) -> str | None:
+    """Why the core cannot replay ``sim`` (None: it can; `dlsched.sim.las_core`'s list)."""
+    config = sim.config
+    if type(sim.scheduler) is not Las:
+        return "the scheduler is not las"
+    if type(sim.placement) is not Pack or type(sim.model) is not Locality:
+        return "placement or speed model other than pack / Locality"
+    if config.interval_s is not None or not config.on_events or config.noise > 0:
+        return "periodic scheduling or noise"
+    if config.horizon_s is not None or config.repack or sim.event_log is not None:
+        return "horizon, repack or event log"
+    if sim.on_job_finished is not None:
+        return "a progress callback"
+    cap = sim.cluster.capacity_array
+    if not np.all(cap == np.floor(cap)):
+        return "capacities that are not whole numbers"
+    for spec in sim.specs:
+        d = spec.worker_demand.as_tuple()
+        if spec.arch is Arch.PS or spec.elastic or spec.num_workers < 1 or spec.num_ps:
+            return f"job {spec.job_id} has PS, is elastic or has no worker"
+        if any(x != math.floor(x) for x in d) or d[0] <= 0:
+            return f"job {spec.job_id}'s demands are not whole numbers of GPUs and more"
+    return None
 
 
 def arrays(sim: Simulator) -> tuple[np.ndarray, ...]:
@@ -20,11 +56,11 @@ def arrays(sim: Simulator) -> tuple[np.ndarray, ...]:
     dem = np.array([s.worker_demand.as_tuple() for s in specs], dtype=np.float64).reshape(n, 3)
     total = np.array([s.total_work for s in specs], dtype=np.float64)
     resume = np.array([sim.config.rescale.resume_s(s.model) for s in specs], dtype=np.float64)
-    speed = np.zeros((n, S + 1))
+    speed = np.zeros((n, S + 1))  # by servers held: `Locality.speed` reads only that count
     for i, spec in enumerate(specs):
         w = spec.num_workers
         for k in range(1, min(w, S) + 1):
-            workers = tuple((s, 1) for s in range(k - 1)) + ((k - 1, w - (k - 1)),)
+            workers = (*((s, 1) for s in range(k - 1)), (k - 1, w - (k - 1)))
             speed[i, k] = sim.model.speed(spec, Allocation(workers, ()))
     cap = np.array(sim.cluster.capacity_array, dtype=np.float64)
     keys = np.column_stack([dem, nw.astype(np.float64)]) if n else np.zeros((0, 4))
@@ -32,22 +68,43 @@ def arrays(sim: Simulator) -> tuple[np.ndarray, ...]:
     return submit, jid, nw, dem, total, resume, speed, cap, shape
 
 
-def records(sim: Simulator, compiled: bool = True) -> list[JobRecord] | None:
-    """The per-job records of ``sim`` replayed by the kernel (by job id), or None (stalled)."""
-    status, first, finish, _held, order, _d, _end, _bg, _bc = (compiled_replay() if compiled else replay)(*arrays(sim))  # type: ignore[operator]
+def run(sim: Simulator, compiled: bool = True) -> Result | None:
+    """``sim.run()``'s result by the core (compiled, or its plain-Python reference), or None
+    where the run leaves what the core replays (the stall rule fired: run ``sim`` itself)."""
+    wall0 = time.perf_counter()
+    kernel: Any = compiled_replay() if compiled else replay
+    out = kernel(*arrays(sim))
+    status, first, finish, held, order, decisions, end_s, busy_gpu, busy_cpu, pops = out
     if status != DONE:
         return None
-    out = []
-    for i in sorted(range(len(sim.specs)), key=lambda i: sim.specs[i].job_id):
-        spec = sim.specs[i]
-        ideal = spec.total_work / max(sim.model.ideal_speed(spec), 1e-12)
-        jct = finish[i] - spec.submit_time_s
-        out.append(
-            JobRecord(
-                spec.job_id, spec.model, spec.submit_time_s, float(first[i]), float(finish[i]),
-                float(jct), float(first[i] - spec.submit_time_s), ideal,
-                jct / ideal if ideal > 0 else float("nan"), ideal / jct if jct > 0 else 1.0,
-                spec.num_workers, spec.num_ps, spec.num_gpus, 0,
-            )
-        )  # fmt: skip
-    return out
+    specs = sim.specs
+    finished = []
+    for i in order:
+        spec = specs[i]
+        r = JobRun(spec, progress_time_s=float(finish[i]))
+        r.ideal_duration_s = spec.total_work / max(sim.model.ideal_speed(spec), 1e-12)
+        r.first_start_s, r.finish_s, r.held_s = float(first[i]), float(finish[i]), float(held[i])
+        finished.append(r)
+    total = sim.cluster.total
+    start = specs[0].submit_time_s if specs else 0.0
+    span = max(end_s - start, 1e-9)
+    bound = (
+        float(np.mean([no_wait_bound_s(r.spec, sim.model) for r in finished]))
+        if finished
+        else math.nan
+    )
+    totals = RunTotals(
+        workload=sim.workload_name,
+        scheduler=sim.scheduler.name,
+        seed=sim.config.seed,
+        num_jobs=len(specs),
+        events=pops + len(specs),
+        decisions=decisions,
+        wall_s=time.perf_counter() - wall0,
+        end_s=end_s,
+        gpu_util=busy_gpu / (total.gpu * span) if total.gpu else 0.0,
+        cpu_util=busy_cpu / (total.cpu * span) if total.cpu else 0.0,
+        jct_bound_s=bound,
+        cluster_gpus=float(total.gpu),
+    )
+    return Result.from_runs(finished, totals, Timeline())

@@ -1,0 +1,92 @@
+"""The compiled LAS core (`dlsched.sim.las_core`) gives the simulator's per-job records and
+totals, and so does its plain-Python reference, on random small fixed-GPU traces."""
+
+from __future__ import annotations
+
+from dataclasses import astuple
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import dlsched
+from dlsched.core import Arch, Cluster, JobSpec, Resources
+from dlsched.models.locality import Locality
+from dlsched.placement.pack import Pack
+from dlsched.schedulers.las import Las
+from dlsched.sim import SimConfig
+from dlsched.sim.las_core_run import run, unsupported
+from dlsched.sim.simulator import Simulator
+
+MODELS = ("vgg-16", "alexnet", "transformer", "deepspeech")
+
+
+@st.composite
+def traces(draw: st.DrawFn) -> tuple[list[JobSpec], int]:
+    """Up to 40 jobs of 1-16 GPUs (ties in submission included) on 1-4 8-GPU servers."""
+    servers = draw(st.integers(1, 4))
+    n = draw(st.integers(1, 40))
+    jobs = []
+    for i in range(n):
+        gpus = draw(st.sampled_from([1, 1, 2, 3, 4, 8, 16][: 5 + min(servers, 2)]))
+        jobs.append(
+            JobSpec(
+                job_id=draw(st.integers(0, 10**6)) * 64 + i,
+                submit_time_s=float(draw(st.integers(0, 30)) * 50),
+                model=draw(st.sampled_from(MODELS)),
+                arch=Arch.ALLREDUCE,
+                total_work=float(draw(st.integers(1, 4000))) + draw(st.sampled_from([0.0, 0.25])),
+                worker_demand=Resources(1.0, float(draw(st.integers(0, 4))), 0.0),
+                num_workers=gpus,
+                min_workers=gpus,
+                max_workers=gpus,
+            )
+        )
+    return jobs, servers
+
+
+def _simulator(jobs: list[JobSpec], servers: int) -> Simulator:
+    return Simulator(
+        jobs,
+        Cluster.homogeneous(servers, Resources(8.0, 32.0, 256.0)),
+        Locality(gpus_per_server=8),
+        Las(),
+        Pack(),
+        SimConfig(on_events=True),
+    )
+
+
+def _summary(result: dlsched.Result) -> tuple[object, ...]:
+    return (
+        [astuple(r) for r in result.records],
+        result.queued_s,
+        result.events,
+        result.decisions,
+        result.end_s,
+        result.gpu_util,
+        result.cpu_util,
+        result.jct_bound_s,
+    )
+
+
+@settings(max_examples=60, deadline=None)
+@given(traces())
+def test_compiled_and_plain_core_equal_the_simulator(trace: tuple[list[JobSpec], int]) -> None:
+    jobs, servers = trace
+    assert unsupported(_simulator(jobs, servers)) is None
+    expected = _summary(_simulator(jobs, servers).run())
+    compiled = run(_simulator(jobs, servers), compiled=True)
+    plain = run(_simulator(jobs, servers), compiled=False)
+    assert compiled is not None and plain is not None
+    assert _summary(compiled) == expected
+    assert _summary(plain) == expected
+
+
+def test_simulate_uses_the_core_only_where_asked_and_supported() -> None:
+    kw = {"workload": "philly:6214e9", "max_jobs": 120}
+    python = dlsched.simulate(scheduler="las", **kw)
+    compiled = dlsched.simulate(scheduler="las", core="compiled", **kw)
+    assert "core" not in python.params
+    assert compiled.params["core"] == "compiled LAS"
+    assert _summary(compiled) == _summary(python)
+    other = dlsched.simulate(scheduler="srtf", core="compiled", **kw)
+    assert other.params["core"] == "python"
