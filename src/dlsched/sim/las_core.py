@@ -1,4 +1,5 @@
-"""PROTOTYPE (not wired in, not landed): LAS replay of a fixed-GPU trace on arrays.
+"""The compiled LAS core: a LAS replay of a fixed-GPU trace on arrays (``simulate(...,
+core="compiled")``, `dlsched.sim.las_core_run`).
 
 Design (issue 31, points 2 and 4): one function, `replay`, re-does what `Simulator` +
 `Executor` + `Pack` + `schedulers.las.Las` do for the runs it supports, on a struct-of-arrays
@@ -30,255 +31,30 @@ import math
 import numpy as np
 import numpy.typing as npt
 
+from dlsched.sim.las_core_parts import (  # the kernel's helpers, re-bound by `compiled_replay`
+    _EPS,
+    _a_insert,
+    _a_remove,
+    _add_rows,
+    _give,
+    _grow,
+    _heap_pop,
+    _heap_push,
+    _less,
+    _pack,
+    _pend_insert,
+    _pend_remove,
+    _remove,
+    _settle,
+    _stall_check,
+    _sums,
+    _take,
+)
+
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
 
 DONE, STALLED = 0, 1
-_EPS = 1e-9
-
-
-def _settle(
-    j: int, t: float, holding: npt.NDArray[np.bool_], nw: I64, dem: F64, attained: F64,
-    held_s: F64, progress: F64, ptime: F64, paused: F64, rate: F64, total: F64,
-) -> None:  # fmt: skip
-    """`Simulator._settle`: progress, attained GPU-s and held s up to ``t``."""
-    since = ptime[j]
-    if holding[j]:
-        held = nw[j] * dem[j, 0]
-        attained[j] += held * (t - since if t > since else 0.0)
-        held_s[j] += t - since if t > since else 0.0
-    ran_from = since if since >= paused[j] else paused[j]
-    if rate[j] > 0.0 and t > ran_from:
-        progress[j] = min(total[j], progress[j] + rate[j] * (t - ran_from))
-    ptime[j] = t
-
-
-def _give(j: int, alloc: I64, dem: F64, used: F64, S: int, sign: float) -> None:
-    """Take (``sign`` 1) or give back (-1) job ``j``'s tasks in ``used`` (whole numbers)."""
-    for s in range(S):
-        k = alloc[j, s]
-        if k:
-            for r in range(3):
-                x = used[s, r] + sign * (dem[j, r] * k)
-                used[s, r] = x if x > 0.0 else 0.0
-
-
-def _add_rows(free: F64, j: int, alloc: I64, dem: F64, S: int, sign: float) -> None:
-    for s in range(S):
-        k = alloc[j, s]
-        if k:
-            for r in range(3):
-                free[s, r] += sign * (dem[j, r] * k)
-
-
-def _sums(used: F64, S: int) -> tuple[float, float]:
-    g, c = 0.0, 0.0
-    for s in range(S):
-        g += used[s, 0]
-        c += used[s, 1]
-    return g, c
-
-
-def _remove(run: I64, nrun: int, j: int) -> int:
-    """Drop ``j`` from the first ``nrun`` of ``run``, keeping the order."""
-    i = 0
-    while run[i] != j:
-        i += 1
-    for p in range(i, nrun - 1):
-        run[p] = run[p + 1]
-    return nrun - 1
-
-
-def _pend_pos(pend: I64, pkey: F64, npend: int, key: float, submit: F64, jid: I64, j: int) -> int:
-    lo, hi = 0, npend
-    while lo < hi:
-        mid = (lo + hi) // 2
-        q = pend[mid]
-        if _less(key, submit[j], jid[j], pkey[mid], submit[q], jid[q]):  # largest key first
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
-def _pend_insert(
-    pend: I64, pkey: F64, npend: int, j: int, key: float, submit: F64, jid: I64
-) -> int:
-    i = _pend_pos(pend, pkey, npend, key, submit, jid, j)
-    for p in range(npend, i, -1):
-        pend[p], pkey[p] = pend[p - 1], pkey[p - 1]
-    pend[i], pkey[i] = j, key
-    return npend + 1
-
-
-def _pend_remove(
-    pend: I64, pkey: F64, npend: int, j: int, submit: F64, jid: I64, key: float
-) -> int:
-    i = _pend_pos(pend, pkey, npend, key, submit, jid, j)
-    for p in range(i, npend - 1):
-        pend[p], pkey[p] = pend[p + 1], pkey[p + 1]
-    return npend - 1
-
-
-def _a_insert(anext: I64, aprev: I64, j: int) -> None:
-    """Put ``j`` into the never-served list (by job index: arrival order), from its tail."""
-    head = anext.shape[0] - 1
-    q = aprev[head]
-    while q != head and q > j:
-        q = aprev[q]
-    nq = anext[q]
-    anext[q], aprev[j], anext[j], aprev[nq] = j, q, nq, j
-
-
-def _a_remove(anext: I64, aprev: I64, j: int) -> None:
-    p, q = aprev[j], anext[j]
-    anext[p], aprev[q] = q, p
-
-
-def _hless(ht: F64, hs: I64, a: int, b: int) -> bool:
-    return ht[a] < ht[b] or (ht[a] == ht[b] and hs[a] < hs[b])
-
-
-def _hswap(ht: F64, hs: I64, hj: I64, hv: I64, a: int, b: int) -> None:
-    ht[a], ht[b] = ht[b], ht[a]
-    hs[a], hs[b] = hs[b], hs[a]
-    hj[a], hj[b] = hj[b], hj[a]
-    hv[a], hv[b] = hv[b], hv[a]
-
-
-def _heap_push(
-    ht: F64, hs: I64, hj: I64, hv: I64, nh: int, t: float, q: int, j: int, v: int
-) -> int:
-    i = nh
-    ht[i], hs[i], hj[i], hv[i] = t, q, j, v
-    while i > 0:
-        p = (i - 1) // 2
-        if not _hless(ht, hs, i, p):
-            break
-        _hswap(ht, hs, hj, hv, i, p)
-        i = p
-    return nh + 1
-
-
-def _heap_pop(ht: F64, hs: I64, hj: I64, hv: I64, nh: int) -> int:
-    nh -= 1
-    _hswap(ht, hs, hj, hv, 0, nh)
-    i = 0
-    while True:
-        a, b, m = 2 * i + 1, 2 * i + 2, i
-        if a < nh and _hless(ht, hs, a, m):
-            m = a
-        if b < nh and _hless(ht, hs, b, m):
-            m = b
-        if m == i:
-            return nh
-        _hswap(ht, hs, hj, hv, i, m)
-        i = m
-
-
-def _grow(ht: F64, hs: I64, hj: I64, hv: I64) -> tuple[F64, I64, I64, I64]:
-    n = ht.shape[0]
-    t2, s2 = np.empty(2 * n), np.empty(2 * n, dtype=np.int64)
-    j2, v2 = np.empty(2 * n, dtype=np.int64), np.empty(2 * n, dtype=np.int64)
-    t2[:n], s2[:n], j2[:n], v2[:n] = ht, hs, hj, hv
-    return t2, s2, j2, v2
-
-
-def _stall_check(nxt: int, n: int, npend: int, nrun: int, run: I64, rate: F64) -> bool:
-    # ``npend``: every pending job, both lists
-    """Whether `Simulator._watch_for_stall` would count an idle retry (the kernel stops)."""
-    if nxt < n or not (npend or nrun):
-        return False
-    for i in range(nrun):  # noqa: SIM110 - a loop numba compiles
-        if rate[run[i]] > 0:
-            return False
-    return True
-
-
-def _fit(free: F64, s: int, dem: F64) -> int:
-    """`tasks_that_fit(free[s], dem)` (same float operations)."""
-    g, c, m = dem[0], dem[1], dem[2]
-    best = math.floor((free[s, 0] + _EPS) / g) if g > 0 else 2**30
-    if c > 0:
-        n = math.floor((free[s, 1] + _EPS) / c)
-        if n < best:
-            best = n
-    if m > 0:
-        n = math.floor((free[s, 2] + _EPS) / m)
-        if n < best:
-            best = n
-    return best if best > 0 else 0
-
-
-def _take(free: F64, dem: F64, n: int, counts: I64) -> bool:
-    """`FreeTracker.take` without PS: as many as fit on the server where most fit, repeat
-    (``counts``: scratch space, one a server)."""
-    S = free.shape[0]
-    if not (dem[0] > 0 or dem[1] > 0 or dem[2] > 0):
-        return True
-    total = 0
-    for s in range(S):
-        counts[s] = _fit(free, s, dem)
-        total += counts[s]
-    if total < n:
-        return False
-    left = n
-    while left > 0:
-        arg = 0
-        for s in range(1, S):
-            if counts[s] > counts[arg]:
-                arg = s
-        k = min(left, counts[arg])
-        for r in range(3):
-            free[arg, r] = free[arg, r] + dem[r] * -k
-        counts[arg] = _fit(free, arg, dem)
-        left -= k
-    return True
-
-
-def _pack(free: F64, dem: F64, n: int, out: I64, fits: I64) -> bool:
-    """`Pack.place` of a start without PS on ``free`` (changed); per-server counts in ``out``
-    (``fits``: scratch space)."""
-    S = free.shape[0]
-    for s in range(S):
-        out[s] = 0
-        fits[s] = _fit(free, s, dem)
-    left = n
-    while left > 0:
-        most = -1
-        for s in range(S):
-            if fits[s] > most:
-                most = fits[s]
-        if most <= 0:
-            return False
-        if most < left:
-            arg = 0
-            while fits[arg] != most:
-                arg += 1
-        else:  # the tightest server taking all that is left
-            low = most
-            for s in range(S):
-                if left <= fits[s] < low:
-                    low = fits[s]
-            arg = 0
-            while fits[arg] != low:
-                arg += 1
-        k = min(left, fits[arg])
-        out[arg] += k
-        for r in range(3):
-            free[arg, r] = free[arg, r] - dem[r] * k
-        fits[arg] = _fit(free, arg, dem)
-        left -= k
-    return True
-
-
-def _less(a0: float, a1: float, a2: int, b0: float, b1: float, b2: int) -> bool:
-    """Tuple order of two LAS keys."""
-    if a0 != b0:
-        return a0 < b0
-    if a1 != b1:
-        return a1 < b1
-    return a2 < b2
 
 
 def replay(
@@ -631,10 +407,13 @@ def compiled_replay() -> object:
 
         from numba import njit
 
-        ns = dict(globals())
+        from dlsched.sim import las_core_parts
+
+        ns = {**vars(las_core_parts), **globals()}
+        plain = dict(ns)
         for name in _KERNEL_FUNCTIONS:
-            f = globals()[name]
-            ns[name] = njit(cache=True)(types.FunctionType(f.__code__, ns, name))
+            code = plain[name].__code__
+            ns[name] = njit(cache=True)(types.FunctionType(code, ns, name))
         _COMPILED["replay"] = ns["replay"]
     return _COMPILED["replay"]
 
