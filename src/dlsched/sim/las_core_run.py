@@ -14,7 +14,6 @@ from dlsched.core import Allocation, Arch, JobRun
 from dlsched.models.base import no_wait_bound_s
 from dlsched.models.locality import Locality
 from dlsched.placement.pack import Pack
-from dlsched.schedulers.las import Las
 from dlsched.sim.las_core import DONE, compiled_replay, replay
 from dlsched.sim.metrics import Timeline
 from dlsched.sim.result import Result, RunTotals
@@ -24,8 +23,9 @@ from dlsched.sim.simulator import Simulator
 def unsupported(sim: Simulator) -> str | None:
     """Why the core cannot replay ``sim`` (None: it can; `dlsched.sim.las_core`'s list)."""
     config = sim.config
-    if type(sim.scheduler) is not Las:
-        return "the scheduler is not las"
+    kind = type(sim.scheduler)
+    if (kind.__module__, kind.__qualname__) != ("dlsched.schedulers.las", "Las"):
+        return "the scheduler is not las"  # (by name: the simulator is below the schedulers)
     if type(sim.placement) is not Pack or type(sim.model) is not Locality:
         return "placement or speed model other than pack / Locality"
     if config.interval_s is not None or not config.on_events or config.noise > 0:
