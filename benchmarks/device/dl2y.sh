@@ -21,7 +21,7 @@ export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 NUMBA_NUM_THREADS=1
 } > "$work/machine.txt" 2>&1
 measure=$((BUDGET_S > 60 ? BUDGET_S - 45 : BUDGET_S / 2))  # leaves time to pool and pack
 for i in $(seq 0 $((WORKERS - 1))); do
-  timeout $((measure + 20)) "$PY" benchmarks/dl2_paired_snr.py --groups 1000 --traces 4 \
+  timeout $((measure + 15)) "$PY" benchmarks/dl2_paired_snr.py --groups 1000 --traces 4 \
     --copies 4 --window 8 --horizon 30 --max-burn 200 --seed $((100 + i)) \
     --first-trace $((100000 + 10000 * i)) --max-seconds "$measure" \
     --save-grads "$work/grads/$i" --out "$work/snr_$i.json" > "$work/snr_$i.log" 2>&1 &
@@ -30,7 +30,7 @@ wait
 dirs=$(ls -d "$work"/grads/* 2>/dev/null)
 if [ -n "$dirs" ]; then
   # shellcheck disable=SC2086  # one argument per directory
-  timeout 30 "$PY" benchmarks/dl2_paired_snr.py --combine $dirs --out "$work/pooled.json" \
+  timeout 20 "$PY" benchmarks/dl2_paired_snr.py --combine $dirs --out "$work/pooled.json" \
     > "$work/pooled.log" 2>&1
 fi
 echo "end $(date -u +%FT%TZ)" >> "$work/machine.txt"
