@@ -2,9 +2,9 @@
 # Issue 29 (DL2 part), device share of helper dl2y: does pairing copies of a trace (common
 # random numbers, per-job noise, leave-one-out baseline; `dlsched.papers.dl2.paired`) give
 # DL2's policy gradient at its supervised start a signal the paper's critic advantage lacked?
-# Four processes (one per CPU core given, torch 1 thread each, no GPU) each run
-# benchmarks/dl2_paired_snr.py on their own training traces until the budget is spent, saving
-# every group's gradient; the groups of all four are then pooled (--combine).
+# One process per CPU core given (at most 4; torch 1 thread each, no GPU), each running
+# benchmarks/dl2_paired_snr.py on its own training traces until the budget is spent, saving
+# every group's gradient; the groups of all of them are then pooled (--combine).
 # Logs and JSON come back in $OUT/dl2y.tar.gz (no gradients, no weights). Run from the repo
 # root with PYTHONPATH=$PWD/src; BUDGET_S (default 200) is the wall time.
 #   OUT=/tmp/x BUDGET_S=30 bash benchmarks/device/dl2y.sh   # rehearsal
@@ -12,13 +12,13 @@ set -u
 : "${OUT:?set OUT}"
 BUDGET_S=${BUDGET_S:-200}
 PY=${PYTHON:-python}
-WORKERS=${WORKERS:-4}
+WORKERS=${WORKERS:-$(($(nproc) < 4 ? $(nproc) : 4))}  # one per core given (taskset), at most 4
 work=$(mktemp -d)
-export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 NUMBA_NUM_THREADS=1
 {
   echo "start $(date -u +%FT%TZ) budget ${BUDGET_S}s workers $WORKERS"
   nproc; uptime; "$PY" -V
 } > "$work/machine.txt" 2>&1
+export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 NUMBA_NUM_THREADS=1  # after nproc, which reads it
 measure=$((BUDGET_S > 60 ? BUDGET_S - 45 : BUDGET_S / 2))  # leaves time to pool and pack
 for i in $(seq 0 $((WORKERS - 1))); do
   timeout $((measure + 15)) "$PY" benchmarks/dl2_paired_snr.py --groups 1000 --traces 4 \
