@@ -44,7 +44,7 @@ N=$((N > 16 ? 16 : N))
     echo "BUDGET_S=$BUDGET_S seeds=$SEEDS repeat=$REPEAT workers=$N python=$($PY -V 2>&1) nproc=$(nproc)"
     cat /proc/loadavg
     lscpu 2>&1 | grep -E "^(Model name|CPU\(s\)|Thread|Core|Socket|NUMA node\(s\)|L2|L3|Hypervisor)"
-    echo "THP: $(cat /sys/kernel/mm/transparent_hugepage/enabled 2>&1)"
+    echo "kernel $(uname -r); THP $(cat /sys/kernel/mm/transparent_hugepage/enabled 2>&1), defrag $(cat /sys/kernel/mm/transparent_hugepage/defrag 2>&1)"
     grep -E "^cpu MHz" /proc/cpuinfo | sort | uniq -c | head -4
     $PY -c "import dlsched, numpy, scipy; print(dlsched.__file__, numpy.__version__, scipy.__version__)"
 } >"$LOGS/machine.txt" 2>&1
