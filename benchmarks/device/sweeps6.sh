@@ -65,9 +65,12 @@ stage() {  # stage NAME NEEDS_S COMMAND...: run it under what is left, or say it
     tail -9 "$LOGS/$name.log"
 }
 
+cp /proc/vmstat "$LOGS/vmstat_before.txt" 2>/dev/null
+grep -E "^(MemTotal|MemFree|MemAvailable|AnonHugePages)" /proc/meminfo >>"$LOGS/machine.txt" 2>&1
 # 1. each run's CPU alone and on N processes, six ways, alternately (the 1-worker sweep first)
 stage cpu 10 $PY benchmarks/sweep_cpu.py "${SWEEP[@]}" --workers $N --repeat $REPEAT \
     --variants pool,given,pinned,nogc,plain,fewer --csv "$LOGS/runs.csv"
+cp /proc/vmstat "$LOGS/vmstat_after_cpu.txt" 2>/dev/null
 # 2. per-run overhead on N workers from a fresh process (a sweep's parent, warm after one run)
 stage overhead 4 $PY benchmarks/sweep_overhead.py "${SWEEP[@]}" --workers $N
 # 3. the machine's ceiling: N processes each doing the same work (pure Python; the runs)
