@@ -96,6 +96,20 @@ def _time_parent_parts() -> None:
     BaseProcess.start = _timed_part("fork", BaseProcess.start)  # type: ignore[method-assign]
 
 
+_STAT_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+
+
+def _machine() -> list[float]:
+    """The machine's CPU seconds so far, by `_STAT_FIELDS` (``/proc/stat``; empty elsewhere)."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()[1 : 1 + len(_STAT_FIELDS)]
+    except OSError:
+        return []
+    ticks = os.sysconf("SC_CLK_TCK")
+    return [int(v) / ticks for v in fields]
+
+
 def _cpu(who: int) -> float:
     usage = resource.getrusage(who)
     return usage.ru_utime + usage.ru_stime
@@ -116,7 +130,7 @@ def _pool(tasks: list[RunTask], workers: int) -> tuple[list[Row], list[Any]]:
     for r in out:
         cpu, pid, start, end, faults = r.params.pop("_bench")
         rows.append((index[(r.scheduler, r.seed)], cpu, pid, start, end, faults))
-    return rows, [_summary(r) for r in out]
+    return rows, out
 
 
 _SLOT: Any = None
@@ -161,7 +175,7 @@ def _plain(tasks: list[RunTask], workers: int) -> tuple[list[Row], None]:
 
 
 def _variant(name: str, tasks: list[RunTask], workers: int) -> tuple[list[Row], Any]:
-    """Run ``tasks`` the way ``name`` says; (rows, summaries or None)."""
+    """Run ``tasks`` the way ``name`` says; (rows, the results or None)."""
     global _SLOT
     if name == "plain":
         return _plain(tasks, workers)
@@ -192,13 +206,16 @@ def _timing(
     """One timing of variant ``name``: its rows and (wall s, CPU s of all, CPU s of the parent);
     the parent's parts in `_PARENT`."""
     _PARENT.clear()
+    machine = _machine()
     parent = _cpu(resource.RUSAGE_SELF)
     cpu_all, wall = parent + _cpu(resource.RUSAGE_CHILDREN), time.perf_counter()
-    rows, summaries = _variant(name, tasks, workers)
+    rows, results = _variant(name, tasks, workers)
     wall = time.perf_counter() - wall
     parent = _cpu(resource.RUSAGE_SELF) - parent
     cpu_all = _cpu(resource.RUSAGE_SELF) + _cpu(resource.RUSAGE_CHILDREN) - cpu_all
-    if summaries is not None and summaries != reference:
+    for field, before, after in zip(_STAT_FIELDS, machine, _machine(), strict=False):
+        _PARENT[f"machine {field}"] = [after - before, 0.0, 0.0]
+    if results is not None and [_summary(r) for r in results] != reference:  # not timed
         raise SystemExit(f"{name}: the runs' summaries differ from the runs alone")
     return rows, (wall, cpu_all, parent)
 
@@ -270,6 +287,7 @@ def main() -> None:
     alone_wall = time.perf_counter() - wall
     alone = [r.params.pop("_bench")[0] for r in alone_results]
     reference = [_summary(r) for r in alone_results]
+    del alone_results  # the parent forks lighter
     print(f"alone: {len(tasks)} runs, wall {alone_wall:.2f} s, CPU in runs {sum(alone):.2f} s")
     variants = args.variants.split(",")
     figures: dict[str, list[dict[str, float]]] = {}
@@ -287,8 +305,15 @@ def main() -> None:
             parts = ", ".join(
                 f"{part} {cpu * 1000:.0f} ms ({faults:.0f} faults, {calls:.0f} calls)"
                 for part, (cpu, faults, calls) in _PARENT.items()
+                if not part.startswith("machine")
             )
             print(f"  parent CPU {timing[2] * 1000:.0f} ms: {parts}", flush=True)
+            machine = ", ".join(
+                f"{part.split()[1]} {cpu:.2f}"
+                for part, (cpu, _, _) in _PARENT.items()
+                if part.startswith("machine")
+            )
+            print(f"  the machine's CPU s meanwhile (/proc/stat): {machine}", flush=True)
     print(f"load average {os.getloadavg()}; summaries equal to alone: yes (pool variants)")
     for name, timings in figures.items():
         line = ", ".join(

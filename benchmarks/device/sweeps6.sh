@@ -44,7 +44,7 @@ N=$((N > 16 ? 16 : N))
     echo "BUDGET_S=$BUDGET_S seeds=$SEEDS repeat=$REPEAT workers=$N python=$($PY -V 2>&1) nproc=$(nproc)"
     cat /proc/loadavg
     lscpu 2>&1 | grep -E "^(Model name|CPU\(s\)|Thread|Core|Socket|NUMA node\(s\)|L2|L3|Hypervisor)"
-    echo "THP: $(cat /sys/kernel/mm/transparent_hugepage/enabled 2>&1)"
+    echo "kernel $(uname -r); THP $(cat /sys/kernel/mm/transparent_hugepage/enabled 2>&1), defrag $(cat /sys/kernel/mm/transparent_hugepage/defrag 2>&1)"
     grep -E "^cpu MHz" /proc/cpuinfo | sort | uniq -c | head -4
     $PY -c "import dlsched, numpy, scipy; print(dlsched.__file__, numpy.__version__, scipy.__version__)"
 } >"$LOGS/machine.txt" 2>&1
@@ -65,9 +65,12 @@ stage() {  # stage NAME NEEDS_S COMMAND...: run it under what is left, or say it
     tail -9 "$LOGS/$name.log"
 }
 
+cp /proc/vmstat "$LOGS/vmstat_before.txt" 2>/dev/null
+grep -E "^(MemTotal|MemFree|MemAvailable|AnonHugePages)" /proc/meminfo >>"$LOGS/machine.txt" 2>&1
 # 1. each run's CPU alone and on N processes, six ways, alternately (the 1-worker sweep first)
 stage cpu 10 $PY benchmarks/sweep_cpu.py "${SWEEP[@]}" --workers $N --repeat $REPEAT \
     --variants pool,given,pinned,nogc,plain,fewer --csv "$LOGS/runs.csv"
+cp /proc/vmstat "$LOGS/vmstat_after_cpu.txt" 2>/dev/null
 # 2. per-run overhead on N workers from a fresh process (a sweep's parent, warm after one run)
 stage overhead 4 $PY benchmarks/sweep_overhead.py "${SWEEP[@]}" --workers $N
 # 3. the machine's ceiling: N processes each doing the same work (pure Python; the runs)

@@ -31,6 +31,7 @@ from typing import Any
 
 from dlsched.core import Allocation, ClusterView, JobRun, JobSpec
 from dlsched.schedulers.common import requested, requested_size
+from dlsched.schedulers.count_walk import UniformTasks
 from dlsched.schedulers.walk_memo import WalkMemo
 
 Key = tuple[Any, ...]
@@ -96,6 +97,12 @@ class PendingQueue:
         or None where it rebuilt the queue (a policy's own structures must start afresh)."""
         self.memo = WalkMemo()
         """The last choosing walk of `dlsched.schedulers.ordered.run_in_order` over `rank`."""
+        self.uniform = UniformTasks()
+        """Whether every shape this queue made (waiting and running jobs) has one worker
+        demand and no PS: then the choosing walk counts tasks (`dlsched.schedulers.count_walk`)."""
+        self.counted: tuple[object, int, list[tuple[float, ...]], int] | None = None
+        """(cluster, its version, start rows, tasks of `uniform`'s demand free there) of the
+        last counted walk (`dlsched.schedulers.ordered`; one demand a run)."""
         self._held: dict[int, tuple[Allocation, Shape]] = {}
         # job id -> (spec, its shape at the requested size): a preempted job re-enters the
         # queue many times (under LAS, tens of times a job), its shape the same each time
@@ -150,9 +157,11 @@ class PendingQueue:
                 shape = shape_of(spec, *requested(spec))
                 shape = self._shapes.setdefault(shape, shape)  # one object per shape: memory
                 known = self._requested[spec.job_id] = (spec, shape)
+                self.uniform.note(shape)
             shape = known[1]
         else:
             shape = shape_of(spec, *self.size(run))
+            self.uniform.note(shape)
         lane = self._lanes.get(shape)
         if lane is None:
             lane = self._lanes[shape] = _Lane(shape)
@@ -254,6 +263,7 @@ class PendingQueue:
                     alloc,
                     shape_of(run.spec, alloc.num_workers, alloc.num_ps),
                 )
+                self.uniform.note(known[1])
             running.append((key(run, now), run, known[1]))
         if len(held) > 2 * len(running) + 64:  # forget the jobs no longer running
             ids = {run.spec.job_id for run in view.running}
