@@ -202,6 +202,10 @@ class PendingQueue:
         """Every waiting job in key order."""
         return (run for run, _ in self.candidates(set()))
 
+    def lanes(self) -> list[tuple[Shape, list[Key], list[JobRun]]]:
+        """Each shape's waiting jobs with their keys, in key order (read-only lists)."""
+        return [(lane.shape, lane.keys, lane.runs) for lane in self._lanes.values() if lane.keys]
+
     def by_shape(self) -> list[tuple[Shape, list[JobRun]]]:
         """The waiting jobs grouped by shape (each group in key order; read-only lists)."""
         return [(lane.shape, lane.runs) for lane in self._lanes.values() if lane.runs]
