@@ -56,7 +56,7 @@ SHIPPED_START = Path(__file__).resolve().parents[1] / "src/dlsched/papers/dl2/po
 
 def unpaired_advantages(batch, gamma: float) -> np.ndarray:  # type: ignore[no-untyped-def]
     """Return − the mean return of the other traces' copies at the same window slot."""
-    window = batch.slot_obs.shape[1] - 1
+    window = batch.window
     G = returns_to_go(batch.rewards, gamma, window)
     K = batch.copies
     per_trace = G.reshape(-1, K, window).mean(1)  # (P, window)
