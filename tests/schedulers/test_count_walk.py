@@ -9,9 +9,10 @@ from typing import Any
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from dlsched.core import Cluster, JobSpec, Resources
+from dlsched.core import Cluster, JobRun, JobSpec, Resources
 from dlsched.schedulers.common import FreeTracker
 from dlsched.schedulers.count_walk import UniformTasks, count_walk, count_walk_merged, tasks_free
+from dlsched.schedulers.srtf import Srtf
 from tests.helpers import gpu_job
 
 
@@ -157,3 +158,34 @@ def test_merged_walk_takes_the_steps_of_the_merge(
     expected = count_walk(_walk(merged, dead), dead, tasks)
     lanes_list = [(shape, lane_keys, runs) for shape, (lane_keys, runs) in lanes.items()]
     assert count_walk_merged(lanes_list, running, tasks) == expected
+
+
+_time = st.sampled_from([0.0, -0.0, 1.0, 5.0, 10.0]) | st.floats(0.0, 20.0)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    fields=st.lists(
+        st.tuples(_time, _time, _time, st.sampled_from([0.0, 0.5, 1.0, 3.0]), _time),
+        min_size=1,
+        max_size=6,
+    ),
+    now=_time,
+)
+def test_srtf_keys_all_running_jobs_as_one_by_one(
+    fields: list[tuple[float, float, float, float, float]], now: float
+) -> None:
+    """SRTF's running jobs keyed at once (builtins written out) equal `Srtf._key` bit for bit."""
+    runs = [
+        JobRun(
+            gpu_job(i, 0.0, 10.0, 1),
+            progress_s=progress,
+            progress_time_s=since,
+            paused_until_s=paused,
+            rate=rate,
+        )
+        for i, (progress, since, paused, rate, _) in enumerate(fields)
+    ]
+    srtf = Srtf()
+    expected = [srtf._key(run, now) for run in runs]
+    assert [repr(k) for k in srtf._running_keys(runs, now)] == [repr(k) for k in expected]
