@@ -13,6 +13,10 @@ slots (a random phase), then sampling from the start π for ``--window`` recorde
 * ``control``: ``rloo``'s advantages permuted among the group's samples (no signal: the
   estimator's floor).
 
+Also, over all groups, the mean advantage (± s.e.) of a copy's window slot in which it took at
+least one non-greedy action and of one in which it took none (``deviation_slots``): are the
+start's own deviations better or worse than following it?
+
 Over groups: signal², noise² and the samples an update needs for SNR 1 (`dl2_gradient_snr.snr`).
 ``--noise stream`` runs the copies on the simulator's one noise stream per trace instead of
 per-job noise (a changed action reshuffles later draws). ``--line S …`` steps the start along
@@ -43,7 +47,7 @@ from dl2_gradient_snr import line_search, snr
 
 from dlsched.papers.dl2.batched_env import Dl2BatchedEnv
 from dlsched.papers.dl2.env import TRAIN_SEED_MIN
-from dlsched.papers.dl2.network import load
+from dlsched.papers.dl2.network import load, masked_logits
 from dlsched.papers.dl2.paired import (
     paired_rollout,
     policy_gradient_loss,
@@ -56,7 +60,7 @@ SHIPPED_START = Path(__file__).resolve().parents[1] / "src/dlsched/papers/dl2/po
 
 def unpaired_advantages(batch, gamma: float) -> np.ndarray:  # type: ignore[no-untyped-def]
     """Return − the mean return of the other traces' copies at the same window slot."""
-    window = batch.slot_obs.shape[1] - 1
+    window = batch.window
     G = returns_to_go(batch.rewards, gamma, window)
     K = batch.copies
     per_trace = G.reshape(-1, K, window).mean(1)  # (P, window)
@@ -64,6 +68,26 @@ def unpaired_advantages(batch, gamma: float) -> np.ndarray:  # type: ignore[no-u
     others = (per_trace.sum(0, keepdims=True) - per_trace) / max(P - 1, 1)
     base = np.repeat(others, K, axis=0)
     return (G - base)[batch.env, batch.slot].astype(np.float32)
+
+
+def deviation_advantages(
+    policy: torch.nn.Module, batch, adv: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:  # type: ignore[no-untyped-def]
+    """Per copy and window slot, its advantage, split by whether it took a non-greedy action."""
+    with torch.no_grad():
+        logits = masked_logits(policy(torch.from_numpy(batch.obs)), torch.from_numpy(batch.masks))
+    deviated = batch.actions != logits.argmax(1).numpy()
+    keys, inv = np.unique(batch.env * (batch.window + 1) + batch.slot, return_inverse=True)
+    any_dev = np.zeros(len(keys), dtype=bool)
+    np.logical_or.at(any_dev, inv, deviated)
+    slot_adv = np.zeros(len(keys))
+    slot_adv[inv] = adv
+    return slot_adv[any_dev], slot_adv[~any_dev]
+
+
+def _mean_se(x: list[float]) -> dict[str, float]:
+    a = np.asarray(x)
+    return {"n": len(a), "mean": float(a.mean()), "se": float(a.std(ddof=1) / np.sqrt(len(a)))}
 
 
 def gradient(policy: torch.nn.Module, batch, adv: np.ndarray) -> np.ndarray:  # type: ignore[no-untyped-def]
@@ -109,6 +133,8 @@ def main() -> None:
     gen = torch.Generator().manual_seed(args.seed)
     grads: dict[str, list[np.ndarray]] = {"rloo": [], "unpaired": [], "control": []}
     sizes: list[int] = []
+    deviated_slots: list[float] = []
+    greedy_slots: list[float] = []
     out: dict[str, object] = {}
     for m in range(args.groups):
         if time.perf_counter() - t0 > args.max_seconds:
@@ -125,6 +151,9 @@ def main() -> None:
         grads["unpaired"].append(gradient(policy, batch, unpaired_advantages(batch, args.gamma)))
         grads["control"].append(gradient(policy, batch, adv[rng.permutation(len(adv))]))
         sizes.append(len(adv))
+        dev, kept = deviation_advantages(policy, batch, adv)
+        deviated_slots += dev.tolist()
+        greedy_slots += kept.tolist()
         if args.save_grads:
             args.save_grads.mkdir(parents=True, exist_ok=True)
             for name in ("rloo", "control"):
@@ -139,6 +168,10 @@ def main() -> None:
             "groups": m + 1,
             "mean_group_samples": n,
             "adv_std_rloo": float(adv.std()),
+            "deviation_slots": {
+                "with_a_non_greedy_action": _mean_se(deviated_slots),
+                "greedy_only": _mean_se(greedy_slots),
+            },
             **{k: snr(np.stack(g), n) for k, g in grads.items()},
             "wall_s": time.perf_counter() - t0,
         }

@@ -69,8 +69,7 @@ def test_returns_to_go_and_leave_one_out() -> None:
     batch = PairedBatch(
         obs=np.zeros((4, 1), np.float32), masks=np.ones((4, 1), bool),
         actions=np.zeros(4, np.int64), env=np.array([0, 1, 1, 2]), slot=np.array([0, 0, 1, 1]),
-        rewards=rewards, slot_obs=np.zeros((4, 3, 1), np.float32),
-        ended=np.zeros((4, 3), bool), copies=2,
+        rewards=rewards, copies=2, window=2,
     )  # fmt: skip
     # trace 0 = copies 0, 1: G slot 0 = 3 vs 1 → ±2; slot 1 = 4 vs 2 → −2 for copy 1;
     # trace 1 = copies 2, 3: equal returns → 0
@@ -86,9 +85,10 @@ def test_paired_rollout_burns_in_identical_copies_and_records_the_window() -> No
         env, policy, [11, 12], [3, 0], window=2, horizon=3, gen=torch.Generator().manual_seed(0)
     )
     assert batch.copies == 3 and batch.rewards.shape == (6, 5)
+    first = np.stack([batch.obs[np.flatnonzero(batch.env == b)[0]] for b in range(6)])
     for trace in range(2):  # the copies start their window from one state
-        first = batch.slot_obs[3 * trace : 3 * trace + 3, 0]
-        np.testing.assert_array_equal(first, np.broadcast_to(first[0], first.shape))
+        np.testing.assert_array_equal(first[3 * trace : 3 * trace + 3], first[[3 * trace] * 3])
+    assert not np.array_equal(first[0], first[3])
     assert set(batch.slot.tolist()) == {0, 1}
     assert len(batch.actions) == len(batch.env) == len(batch.obs) > 6
     assert (batch.rewards > 0).any()

@@ -9,9 +9,10 @@ from typing import Any
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from dlsched.core import Cluster, JobSpec, Resources
+from dlsched.core import Cluster, JobRun, JobSpec, Resources
 from dlsched.schedulers.common import FreeTracker
-from dlsched.schedulers.count_walk import UniformTasks, count_walk, tasks_free
+from dlsched.schedulers.count_walk import UniformTasks, count_walk, count_walk_merged, tasks_free
+from dlsched.schedulers.srtf import Srtf
 from tests.helpers import gpu_job
 
 
@@ -118,3 +119,73 @@ def test_uniform_tasks_need_one_demand_and_no_ps() -> None:
         uniform.note((need, (0.0, 0.0, 0.0), 1, 0))
         uniform.note((other, (0.0, 0.0, 0.0), 1, 0))
         assert uniform.need is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    jobs=st.lists(
+        st.tuples(st.integers(0, 8), st.booleans(), st.sampled_from([0, 1, 2])),
+        max_size=40,
+    ),
+    order=st.randoms(use_true_random=False),
+    tasks=st.integers(0, 40),
+)
+def test_merged_walk_takes_the_steps_of_the_merge(
+    jobs: list[tuple[int, bool, int]], order: Any, tasks: int
+) -> None:
+    """Waiting lanes and running jobs (unique keys, shapes shared between them) merged in key
+    order, shapes marked dead skipped: `count_walk_merged` chooses as `count_walk` does."""
+    keys = list(range(len(jobs)))
+    order.shuffle(keys)
+    shapes = {
+        (n, kind): ((1.0, 0.0, 0.0), (0.0, 0.0, 0.0), n, kind)
+        for n in range(9)
+        for kind in range(3)
+    }
+    items = [
+        (key, f"job{i}", shapes[(n, kind)], running)
+        for i, ((n, running, kind), key) in enumerate(zip(jobs, keys, strict=True))
+    ]
+    running = sorted((key, job, shape) for key, job, shape, is_running in items if is_running)
+    lanes: dict[Any, tuple[list[int], list[str]]] = {}
+    for key, job, shape, is_running in sorted(items):
+        if not is_running:
+            lane = lanes.setdefault(shape, ([], []))
+            lane[0].append(key)
+            lane[1].append(job)
+    merged = [(job, shape) for _, job, shape, _ in sorted(items)]
+    dead: set[Any] = set()
+    expected = count_walk(_walk(merged, dead), dead, tasks)
+    lanes_list = [(shape, lane_keys, runs) for shape, (lane_keys, runs) in lanes.items()]
+    assert count_walk_merged(lanes_list, running, tasks) == expected
+
+
+_time = st.sampled_from([0.0, -0.0, 1.0, 5.0, 10.0]) | st.floats(0.0, 20.0)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    fields=st.lists(
+        st.tuples(_time, _time, _time, st.sampled_from([0.0, 0.5, 1.0, 3.0]), _time),
+        min_size=1,
+        max_size=6,
+    ),
+    now=_time,
+)
+def test_srtf_keys_all_running_jobs_as_one_by_one(
+    fields: list[tuple[float, float, float, float, float]], now: float
+) -> None:
+    """SRTF's running jobs keyed at once (builtins written out) equal `Srtf._key` bit for bit."""
+    runs = [
+        JobRun(
+            gpu_job(i, 0.0, 10.0, 1),
+            progress_s=progress,
+            progress_time_s=since,
+            paused_until_s=paused,
+            rate=rate,
+        )
+        for i, (progress, since, paused, rate, _) in enumerate(fields)
+    ]
+    srtf = Srtf()
+    expected = [srtf._key(run, now) for run in runs]
+    assert [repr(k) for k in srtf._running_keys(runs, now)] == [repr(k) for k in expected]

@@ -146,15 +146,6 @@ class FreeTracker:
         return Resources(*(sum(row[r] for row in self.free) for r in range(3)))
 
 
-def fit_counts(free: Sequence[Sequence[float]], need: tuple[float, float, float]) -> list[int]:
-    """``[tasks_that_fit(row, need) for row in free]``, with NumPy on large clusters (the same
-    floating-point operations: `capacity_for`)."""
-    if len(free) > _VECTOR_SERVERS:
-        counts: list[int] = capacity_for(free, need).tolist()
-        return counts
-    return [tasks_that_fit(row, need) for row in free]
-
-
 def requested(spec: JobSpec) -> tuple[int, int]:
     """The (workers, PS) the user asked for."""
     return spec.num_workers, spec.num_ps if spec.arch is Arch.PS else 0

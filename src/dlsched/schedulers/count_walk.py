@@ -22,6 +22,9 @@ placing one: `tests/schedulers/test_count_walk.py` compares the two.
 
 from __future__ import annotations
 
+import bisect
+import heapq
+import itertools
 import math
 from collections.abc import Iterator, Sequence
 from typing import Any, TypeVar
@@ -85,6 +88,62 @@ def tasks_free(rows: Sequence[Sequence[float]], need: tuple[float, float, float]
 
 
 Job = TypeVar("Job")
+
+
+def count_walk_merged(
+    lanes: Sequence[tuple[Shape, Sequence[Any], Sequence[Job]]],
+    running: Sequence[tuple[Any, Job, Shape]],
+    tasks_left: int,
+) -> list[tuple[Job, Shape]]:
+    """`count_walk` over the merge of waiting jobs' ``lanes`` (shape, keys, jobs, each in key
+    order) and the ``running`` jobs ((key, job, shape), by key), the same steps as
+    `dlsched.schedulers.pending_queue.PendingQueue.candidates` would yield, with the running
+    jobs between two waiting ones taken at once where all of them fit
+    (keys are unique, so a block is the running jobs keyed below the next waiting job)."""
+    dead: set[Shape] = set()
+    chosen: list[tuple[Job, Shape]] = []
+    keys = [entry[0] for entry in running]
+    ends = list(itertools.accumulate(entry[2][2] for entry in running))  # tasks up to each
+    heap = [(lane_keys[0], i) for i, (_, lane_keys, _) in enumerate(lanes)]
+    heapq.heapify(heap)
+    positions = [0] * len(lanes)
+    done = 0  # running jobs walked
+    while True:
+        while heap and lanes[heap[0][1]][0] in dead:
+            heapq.heappop(heap)
+        end = bisect.bisect_left(keys, heap[0][0], done) if heap else len(keys)
+        if end > done:
+            need = ends[end - 1] - (ends[done - 1] if done else 0)
+            # a block with a dead shape never passes: that shape's n is above the tasks left
+            if need <= tasks_left:
+                chosen.extend((run, shape) for _, run, shape in running[done:end])
+                tasks_left -= need
+            else:
+                for _, run, shape in running[done:end]:
+                    if shape in dead:
+                        continue
+                    if shape[2] <= tasks_left:
+                        tasks_left -= shape[2]
+                        chosen.append((run, shape))
+                    else:
+                        dead.add(shape)
+            done = end
+        if not heap:
+            return chosen
+        i = heap[0][1]
+        shape, lane_keys, runs = lanes[i]
+        pos = positions[i]
+        if shape[2] <= tasks_left:
+            tasks_left -= shape[2]
+            chosen.append((runs[pos], shape))
+        else:
+            dead.add(shape)
+        pos += 1
+        if pos == len(lane_keys) or shape in dead:
+            heapq.heappop(heap)
+        else:
+            positions[i] = pos
+            heapq.heapreplace(heap, (lane_keys[pos], i))
 
 
 def count_walk(

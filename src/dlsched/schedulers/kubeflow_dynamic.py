@@ -99,7 +99,7 @@ from typing import ClassVar
 
 from dlsched.core import Allocation, ClusterView, Decision, JobRun, JobSpec, Resources, Target
 from dlsched.schedulers.base import BaseScheduler, Scheduler
-from dlsched.schedulers.common import fit_counts, tasks_that_fit
+from dlsched.schedulers.common import tasks_that_fit
 from dlsched.schedulers.ordered import requested_size
 from dlsched.schedulers.pending_queue import PendingQueue, Shape
 from dlsched.schedulers.registry import register
@@ -140,7 +140,7 @@ def gang_fit(free: Free, spec: JobSpec, replicas: int) -> Placement | None:
     node order. ``free`` is not changed.
     """
     need = spec.worker_demand.as_tuple()
-    rooms = fit_counts(free, need)
+    rooms = [tasks_that_fit(row, need) for row in free]
     for node, room in enumerate(rooms):
         if room >= replicas:
             return {node: replicas}

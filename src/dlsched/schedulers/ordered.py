@@ -26,7 +26,7 @@ from typing import cast
 
 from dlsched.core import ClusterView, Decision, JobRun, JobSpec, Target
 from dlsched.schedulers.common import FreeTracker, requested, requested_size
-from dlsched.schedulers.count_walk import count_walk, tasks_free
+from dlsched.schedulers.count_walk import count_walk_merged, tasks_free
 from dlsched.schedulers.pending_queue import PendingQueue, Ranking, Shape
 from dlsched.schedulers.walk_memo import EXCEEDS, NO_ROOM, TOOK, WalkMemo
 
@@ -232,8 +232,7 @@ def _choose_by_count(view: ClusterView, ranking: Ranking) -> Chosen | None:
                 return None
             tasks = counted
         queue.counted = (cluster, cluster.version, start, tasks)
-    dead: set[Shape] = set()
-    return cast(Chosen, count_walk(ranking.candidates(dead), dead, tasks))
+    return cast(Chosen, count_walk_merged(queue.lanes(), ranking.running, tasks))
 
 
 def _choose_with_memo(view: ClusterView, ranking: Ranking, memo: WalkMemo) -> Chosen:

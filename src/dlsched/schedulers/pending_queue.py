@@ -72,12 +72,19 @@ class PendingQueue:
         size: (workers, PS) a waiting job starts with; it decides the job's shape.
         flag: jobs to count in `flagged` (e.g. those whose key is not fixed while they wait,
             for which the policy must fall back to sorting the queue itself).
+        running_keys: every running job's key at a time at once, the same as ``key`` job by
+            job (for a policy that keys hundreds of running jobs at every point).
     """
 
     def __init__(
-        self, key: KeyOf, size: SizeOf, flag: Callable[[JobRun], bool] | None = None
+        self,
+        key: KeyOf,
+        size: SizeOf,
+        flag: Callable[[JobRun], bool] | None = None,
+        running_keys: Callable[[Sequence[JobRun], float], list[Key]] | None = None,
     ) -> None:
         self.key = key
+        self.running_keys = running_keys
         self.size = size
         self.flag = flag
         self.clear()
@@ -202,6 +209,10 @@ class PendingQueue:
         """Every waiting job in key order."""
         return (run for run, _ in self.candidates(set()))
 
+    def lanes(self) -> list[tuple[Shape, list[Key], list[JobRun]]]:
+        """Each shape's waiting jobs with their keys, in key order (read-only lists)."""
+        return [(lane.shape, lane.keys, lane.runs) for lane in self._lanes.values() if lane.keys]
+
     def by_shape(self) -> list[tuple[Shape, list[JobRun]]]:
         """The waiting jobs grouped by shape (each group in key order; read-only lists)."""
         return [(lane.shape, lane.runs) for lane in self._lanes.values() if lane.runs]
@@ -254,7 +265,12 @@ class PendingQueue:
         key = self.key
         held = self._held
         running = []
-        for run in view.running:
+        runs = view.running
+        if self.running_keys is not None:
+            keys = self.running_keys(runs, now)
+        else:
+            keys = [key(run, now) for run in runs]
+        for run_key, run in zip(keys, runs, strict=True):
             alloc = run.allocation
             known = held.get(run.job_id)
             if known is None or known[0] is not alloc:
@@ -264,7 +280,7 @@ class PendingQueue:
                     shape_of(run.spec, alloc.num_workers, alloc.num_ps),
                 )
                 self.uniform.note(known[1])
-            running.append((key(run, now), run, known[1]))
+            running.append((run_key, run, known[1]))
         if len(held) > 2 * len(running) + 64:  # forget the jobs no longer running
             ids = {run.spec.job_id for run in view.running}
             self._held = {job: v for job, v in held.items() if job in ids}

@@ -21,7 +21,7 @@ from typing import ClassVar
 
 from dlsched.core import Allocation, ClusterView, Decision, JobRun, JobSpec, Target
 from dlsched.schedulers.base import BaseScheduler, Scheduler
-from dlsched.schedulers.common import fit_counts, tasks_that_fit
+from dlsched.schedulers.common import tasks_that_fit
 from dlsched.schedulers.ordered import requested_size
 from dlsched.schedulers.pending_queue import PendingQueue, Shape, shape_of
 from dlsched.schedulers.registry import register
@@ -36,7 +36,7 @@ def pack_tasks(
     Returns:
         ``(server, tasks)`` pairs, or None (and ``free`` unchanged) if they do not fit.
     """
-    room = fit_counts(free, need)  # kept up to date: only the servers taken from change
+    room = [tasks_that_fit(row, need) for row in free]  # then only the servers taken from
     changed: dict[int, list[float]] = {}  # server -> its row after the tasks placed so far
     placed: list[tuple[int, int]] = []
     left = count

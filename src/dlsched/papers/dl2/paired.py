@@ -39,10 +39,8 @@ class PairedBatch:
         slot: the window slot (0 … ``window − 1``) of each action ``(n,)``.
         rewards: ``(B, window + horizon)`` the paper's slot reward of each copy's slots after
             its burn-in (0 after its episode ended).
-        slot_obs: ``(B, window + 1, obs_dim)`` each copy's first state of every window slot and
-            of the slot after it (for a critic's TD error; zeros after an episode ended).
-        ended: ``(B, window + 1)`` True where the copy's episode had ended before that slot.
         copies: K.
+        window: recorded slots per copy.
     """
 
     obs: npt.NDArray[np.float32]
@@ -51,9 +49,8 @@ class PairedBatch:
     env: npt.NDArray[np.int64]
     slot: npt.NDArray[np.int64]
     rewards: npt.NDArray[np.float64]
-    slot_obs: npt.NDArray[np.float32]
-    ended: npt.NDArray[np.bool_]
     copies: int
+    window: int
 
 
 def _act(
@@ -87,18 +84,13 @@ def paired_rollout(
     slot = np.zeros(B, dtype=np.int64)  # slots ended since the reset
     alive = np.ones(B, dtype=bool)
     rewards = np.zeros((B, T))
-    slot_obs = np.zeros((B, window + 1, env.shape.obs_dim), dtype=np.float32)
-    ended = np.zeros((B, window + 1), dtype=bool)
     rec: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.float32], npt.NDArray[np.bool_],
                     npt.NDArray[np.int64], npt.NDArray[np.int64]]] = []  # fmt: skip
-    first = np.ones(B, dtype=bool)
     while True:
         rel = slot - start  # the slot after the burn-in (negative: still burning in)
         alive &= rel < T
         if not alive.any():
             break
-        for b in np.flatnonzero(first & alive & (rel >= 0) & (rel <= window)):
-            slot_obs[b, rel[b]] = env.obs[b]
         in_window = alive & (rel >= 0) & (rel < window)
         sample = in_window | (alive & (rel >= window) & (after == "sample"))
         act = _act(policy, env, sample, gen)
@@ -110,12 +102,9 @@ def paired_rollout(
         counted = slot_end & alive & (rel >= 0)
         rewards[counted, rel[counted]] = r[counted]
         slot += slot_end
-        first = slot_end.copy()
-        stop = (term | trunc) & alive
-        for b in np.flatnonzero(stop):
-            k = max(slot[b] - start[b], 0)  # a trace that ended in its burn-in records nothing
-            ended[b, min(k, window + 1) :] = True
-        alive &= ~stop
+        alive &= ~(term | trunc)  # a trace that ends in its burn-in records nothing
+    if not rec:
+        raise ValueError(f"traces {trace_seeds} all ended in their burn-in; burn in less")
     envs = np.concatenate([r[0] for r in rec])
     return PairedBatch(
         obs=np.concatenate([r[1] for r in rec]),
@@ -124,9 +113,8 @@ def paired_rollout(
         env=envs,
         slot=np.concatenate([r[4] for r in rec]),
         rewards=rewards,
-        slot_obs=slot_obs,
-        ended=ended,
         copies=K,
+        window=window,
     )
 
 
@@ -146,7 +134,7 @@ def rloo_advantages(batch: PairedBatch, gamma: float) -> npt.NDArray[np.float32]
     K = batch.copies
     if K < 2:
         raise ValueError("leave-one-out needs at least 2 copies of a trace")
-    window = batch.slot_obs.shape[1] - 1
+    window = batch.window
     G = returns_to_go(batch.rewards, gamma, window)
     per_trace = G.reshape(-1, K, window)
     loo = (per_trace.sum(1, keepdims=True) - per_trace) / (K - 1)
