@@ -16,11 +16,14 @@ that ran it (`time.process_time` around `run_task`):
   back only its CPU times (no pool, no results): what the same runs cost with N at once;
 * ``fewer``: the pool with N - 1 workers (a core left to the parent).
 
-Printed per timing and per variant (best / median): wall (s), speed-up over alone and
+Printed per timing and per variant (range and median): wall (s), speed-up over alone and
 efficiency (speed-up ÷ N), CPU of all processes (s), CPU inside the runs (s) and its ratio to the
 same runs alone, the per-run overhead ((all CPU − inside the runs) ÷ runs, ms, as
 `sweep_overhead.py`), and the ratio split by scheduler and by a run's place in its worker
-(first run or later). ``--csv`` writes every run's figures. Every pool variant's summaries are
+(first run or later) and by when it ran (its middle in the first or the second half of the
+timing); per timing also the parent's CPU by part (forks, receiving, unpacking, warm-up,
+stopping; with its minor faults) and the machine's CPU split meanwhile (``/proc/stat``: user,
+system, idle, steal, …). ``--csv`` writes every run's figures. Every pool variant's summaries are
 checked equal to the alone pass's.
 
     PYTHONPATH=src python benchmarks/sweep_cpu.py -w dl2 \\
@@ -249,6 +252,9 @@ def _report(
         first.setdefault(row[2], row[0])
     split = {"first": [r for r in rows if first[r[2]] == r[0]]}
     split["later"] = [r for r in rows if first[r[2]] != r[0]]
+    begin, end = min(r[3] for r in rows), max(r[4] for r in rows)
+    split["early half"] = [r for r in rows if r[3] + r[4] < begin + end]  # by the run's middle
+    split["late half"] = [r for r in rows if r[3] + r[4] >= begin + end]
     for name in dict.fromkeys(t.scheduler for t in tasks):
         split[name] = [r for r in rows if tasks[r[0]].scheduler == name]
     parts = [

@@ -4,6 +4,8 @@ and in the scheduler a checkpoint builds."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -103,3 +105,19 @@ def test_the_scheduler_of_a_masked_network_is_what_the_batched_evaluation_report
         runs[mask] = result.summary()["avg_jct_s"]
         assert batched["avg_jct_s"] == pytest.approx(runs[mask], rel=1e-9)
     assert runs["local"] != runs["none"]
+
+
+def test_a_masked_run_says_so_on_its_card_and_its_scheduler_keeps_the_mask(tmp_path: Path) -> None:
+    from dlsched.papers.sched2.paper import PaperConfig, train_paper
+    from dlsched.papers.sched2.policy import load_scheduler
+
+    config = PaperConfig(
+        episodes=2, num_envs=2, num_jobs=40, learning_starts=64, batch_size=16, eval_every=2,
+        eps_decay_episodes=2, time_budget_s=120.0, device="cpu", hold_mask="local",
+    )  # fmt: skip
+    out = train_paper(config, tmp_path / "p").out
+    scheduler, card = load_scheduler(out)
+    assert card.hyperparams["hold_mask"] == "local"
+    assert card.notes.startswith("NOT the paper's method") and "--hold-mask local" in card.notes
+    assert scheduler.encoder.hold_mask == "local"  # type: ignore[attr-defined]
+    assert load_scheduler("paper")[0].encoder.hold_mask == "none"  # type: ignore[attr-defined]

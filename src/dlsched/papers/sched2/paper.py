@@ -441,7 +441,8 @@ def paper_card(
             "replay, which enters them at the largest priority ever set)"
         )
     notes = (
-        "SCED² paper method (train sched2 --paper): DQN with epsilon-greedy and proportional "
+        ("SCED² paper method" if config.hold_mask == "none" else "NOT the paper's method")
+        + " (train sched2 --paper): DQN with epsilon-greedy and proportional "
         "prioritized replay, double-DQN targets, the shared-weight per-server Q-network "
         "(Eq. 3-5), the paper's state (N x M GPU remaining times, k=4 profiles + GPUs + waiting "
         "time for the first J=10 waiting jobs in arrival order, 4 statistics), J+1 actions with "
