@@ -62,3 +62,13 @@ def test_each_shipped_per_load_policy_was_trained_on_at_its_load_only() -> None:
         assert card["hyperparams"]["mask_invalid"] is False  # the paper's: every action offered
         assert card["hyperparams"]["init_from"].endswith("policies/paper")
         assert f"deeprm:paper@{load:g}" in card["notes"]
+
+
+def test_card_notes_of_a_one_load_warm_start_say_so() -> None:
+    from dlsched.papers.deeprm.paper import PaperConfig, card_notes
+
+    one = card_notes(PaperConfig(loads=(1.9,), init_from="src/policies/paper"))
+    assert "one network for loads" not in one and "from a random network" not in one
+    assert "Started from the network of src/policies/paper" in one
+    several = card_notes(PaperConfig())
+    assert "one network for loads 1.1–1.9" in several and "from a random network" in several
