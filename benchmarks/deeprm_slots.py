@@ -21,18 +21,17 @@ import numpy as np
 from dlsched.experiments.compare import mean_ci95
 from dlsched.papers.deeprm.algorithm import evaluate, run_batch
 from dlsched.papers.deeprm.config import make_jobsets
+from dlsched.papers.deeprm.fits import policy_path
 from dlsched.papers.deeprm.net import DeepRMPolicyNet
 from dlsched.papers.deeprm.state import DeepRMBatch
 from dlsched.papers.deeprm.teachers import sjf_actions, tetris_star_actions
 from dlsched.papers.deeprm.train import VALIDATION_MAX_STEPS
 from dlsched.rl.checkpoint import load_checkpoint
 
-SHIPPED = "src/dlsched/papers/deeprm/policies/"
-
 
 def _net(spec: str) -> DeepRMPolicyNet:
-    """``deeprm:NAME`` (a shipped policy) or a policy folder."""
-    folder = SHIPPED + spec.split(":", 1)[1] if spec.startswith("deeprm:") else spec
+    """``deeprm:ARG`` (what the Simulator's ``deeprm:ARG`` runs) or a policy folder."""
+    folder = policy_path(spec.split(":", 1)[1]) if spec.startswith("deeprm:") else spec
     state, _ = load_checkpoint(folder, algorithm="deeprm")
     net = DeepRMPolicyNet()
     net.load_state_dict(state)

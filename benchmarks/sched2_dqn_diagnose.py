@@ -51,7 +51,10 @@ def run(
     net, _, card = load_policy(policy)
     net.eval()
     gamma = float(card.hyperparams.get("gamma", 0.99))
-    env = BatchedSched2Env(len(seeds), num_jobs=jobs, load=LOAD, reward="incremental")
+    hold_mask = str(card.hyperparams.get("hold_mask", "none"))  # the mask it was trained under
+    env = BatchedSched2Env(
+        len(seeds), num_jobs=jobs, load=LOAD, reward="incremental", hold_mask=hold_mask
+    )
     obs, masks = env.reset(seeds)
     rule = window_hold(shortest=True)
     j, m = env.shape.slots, env.shape.gpus_per_server

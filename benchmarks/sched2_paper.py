@@ -5,7 +5,8 @@ workload, 68 % one-GPU jobs, 15 × 8 GPUs, 1,000 jobs, load 1.8):
 
 * the paper-method Q-network (``--policy``, default the shipped ``policies/sched2_paper``),
   greedy, on `BatchedSched2Env` — per seed the same trajectory as ``dlsched simulate`` with
-  ``sched2:paper`` (tests/rl/test_sched2_batched.py), all traces at once;
+  ``sched2:paper`` (tests/rl/test_sched2_batched.py), all traces at once; a network trained
+  with ``--hold-mask local`` (a deviation) acts under that mask and its row says so;
 * four rules restricted to the paper's window (the first 10 waiting jobs in arrival order, the
   same packing placement), i.e. in the DQN's own action space: ``window-first`` (the first
   fitting slot) and ``window-shortest`` (the fitting slot with the shortest ideal time) never
@@ -47,9 +48,13 @@ LOAD = 1.8
 JCT_TARGET, MAKESPAN_TARGET = 0.85, 0.90
 
 
-def batched_rows(seeds: list[int], choose: Any) -> list[dict[str, float]]:
+PAPER_ROW = "sched2:paper (DQN, paper method)"
+MASKED_ROW = "DQN + hold mask local (deviation)"
+
+
+def batched_rows(seeds: list[int], choose: Any, hold_mask: str = "none") -> list[dict[str, float]]:
     """Per-trace metrics of ``choose(env, obs, masks) -> actions`` on all traces at once."""
-    env = BatchedSched2Env(len(seeds), num_jobs=1000, load=LOAD)
+    env = BatchedSched2Env(len(seeds), num_jobs=1000, load=LOAD, hold_mask=hold_mask)
     obs, masks = env.reset(seeds)
     rows: dict[int, dict[str, float]] = {}
     while len(rows) < len(seeds):
@@ -58,10 +63,11 @@ def batched_rows(seeds: list[int], choose: Any) -> list[dict[str, float]]:
     return [rows[i] for i in range(len(seeds))]
 
 
-def dqn_chooser(policy: Path) -> Any:
+def dqn_chooser(policy: Path) -> tuple[Any, str]:
+    """The greedy network's chooser and the hold mask its card says it acts under."""
     import torch
 
-    net, _, _ = load_policy(policy)
+    net, _, card = load_policy(policy)
     net.eval()
 
     def choose(env: BatchedSched2Env, obs: Any, masks: Any) -> Any:
@@ -69,7 +75,7 @@ def dqn_chooser(policy: Path) -> Any:
             q = net(torch.as_tensor(obs)).masked_fill(~torch.as_tensor(masks), float("-inf"))
         return q.argmax(dim=1).numpy()
 
-    return choose
+    return choose, str(card.hyperparams.get("hold_mask", "none"))
 
 
 def window_rule(shortest: bool) -> Any:
@@ -169,8 +175,10 @@ def main() -> None:
     results: dict[str, list[dict[str, float]]] = {}
     wall: dict[str, float] = {}
     t0 = time.perf_counter()
-    results["sched2:paper (DQN, paper method)"] = batched_rows(seeds, dqn_chooser(args.policy))
-    wall["sched2:paper (DQN, paper method)"] = time.perf_counter() - t0
+    choose, hold_mask = dqn_chooser(args.policy)
+    row = PAPER_ROW if hold_mask == "none" else MASKED_ROW
+    results[row] = batched_rows(seeds, choose, hold_mask)
+    wall[row] = time.perf_counter() - t0
     rules = {
         "window-first": window_rule(False),
         "window-shortest": window_rule(True),
@@ -181,7 +189,7 @@ def main() -> None:
     if earlier["seeds"] != seeds:
         parser.error(f"--reuse {args.reuse}: its seeds differ from these {len(seeds)} traces")
     for name, rows in earlier["rows"].items():
-        if name != "sched2:paper (DQN, paper method)":
+        if name not in (PAPER_ROW, MASKED_ROW):
             results[name], wall[name] = rows, 0.0
     for name, rule in rules.items():
         if name in results:
@@ -208,7 +216,7 @@ def main() -> None:
             f"{cells[1][0]:>11,.0f} ± {cells[1][1]:>6,.0f} {cells[2][0]:>7.3f} ± "
             f"{cells[2][1]:.3f} {wall[name]:>6.0f}"
         )
-    dqn = results["sched2:paper (DQN, paper method)"]
+    dqn = results[row]
     best = min(HEURISTICS, key=lambda h: np.mean([r["makespan_s"] for r in results[h]]))
     jct = ratio_interval([r["avg_jct_s"] for r in dqn], [r["avg_jct_s"] for r in results["dsif"]])
     mk = ratio_interval([r["makespan_s"] for r in dqn], [r["makespan_s"] for r in results[best]])

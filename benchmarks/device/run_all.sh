@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # The session's one device run (an H100 machine: one GPU, 16 cores), prepared ahead and run once:
-#   phase 1 — sweeps5.sh alone on all 16 cores (sweep scaling wants a quiet machine);
+#   phase 1 — sweeps6.sh alone on all 16 cores (sweep scaling wants a quiet machine);
 #   phase 2 — each other benchmarks/device/NAME.sh at once, pinned to its own cores, and every
 #             test marked `cuda`.
 # Each NAME.sh reads BUDGET_S (seconds to use) and writes one $OUT/NAME.tar.gz.
 #
-#   OUT=/tmp/dev PHASE1_S=80 PHASE2_S=420 bash benchmarks/device/run_all.sh
+#   OUT=/tmp/dev PHASE1_S=100 PHASE2_S=200 bash benchmarks/device/run_all.sh
 #   OUT=/tmp/dev PHASE1_S=10 PHASE2_S=20 bash benchmarks/device/run_all.sh   # rehearsal here
 set -u
 OUT=${OUT:?set OUT}
-PHASE1_S=${PHASE1_S:-80}
-PHASE2_S=${PHASE2_S:-420}
+PHASE1_S=${PHASE1_S:-100}
+PHASE2_S=${PHASE2_S:-200}
 PY=${PY:-python3}
 export PY PYTHON=${PYTHON:-$PY}  # the scripts read either; the device has python3 only
 mkdir -p "$OUT"
@@ -37,7 +37,7 @@ run_one() {  # NAME CORES BUDGET
     local name=$1 cores=$2 budget=$3
     [ -f "benchmarks/device/$name.sh" ] || { echo "$name: no script" >>"$LOG"; return; }
     local start=$SECONDS
-    BUDGET_S=$budget OUT="$OUT" timeout $((budget + 40)) $(pin "$cores") \
+    BUDGET_S=$budget OUT="$OUT" timeout $((budget + 20)) $(pin "$cores") \
         bash "benchmarks/device/$name.sh" >"/tmp/$name.stdout" 2>&1
     local rc=$?
     echo "$name: exit $rc after $((SECONDS - start)) s on cores $cores" >>"$LOG"
@@ -46,16 +46,17 @@ run_one() {  # NAME CORES BUDGET
 }
 
 echo "== phase 1 $(date -u +%T)" >>"$LOG"
-run_one sweeps5 0-15 "$PHASE1_S"
+run_one sweeps6 0-15 "$PHASE1_S"
 
 echo "== phase 2 $(date -u +%T)" >>"$LOG"
-run_one deeprm5 0-6 "$PHASE2_S" &
-run_one sched2x 7-9 "$PHASE2_S" &
-run_one dl2x 10-12 "$PHASE2_S" &
-run_one engine5 13-14 "$PHASE2_S" &
+run_one lascore 0-1 "$PHASE2_S" &
+run_one engine6 2-3 "$PHASE2_S" &
+run_one dl2y 4-6 "$PHASE2_S" &
+run_one deeprm6 7-10 "$PHASE2_S" &
+run_one sched2y 11-14 "$PHASE2_S" &
 (
     mapfile -t FILES < <(grep -rl "mark.cuda" tests --include='*.py')
-    timeout 240 $(pin 15-15) $PY -m pytest -m cuda -q -p no:cacheprovider -rA "${FILES[@]}" \
+    timeout "$PHASE2_S" $(pin 15-15) $PY -m pytest -m cuda -q -p no:cacheprovider -rA "${FILES[@]}" \
         >"$OUT/cuda_tests.log" 2>&1
     echo "cuda tests: exit $?" >>"$LOG"
 ) &

@@ -35,7 +35,8 @@ SMOKE: dict[str, str] = {
     "deeprm_paper_diagnose.py": "--iterations 1 --jobsets 2 --episodes 2 --out {tmp}/out",
     "deeprm_paper_iteration.py": "--iterations 2 --jobsets 2",
     "deeprm_settings.py": "--seeds 9001-9002 --loads 1.3 --settings paper",
-    "deeprm_slots.py": "--seeds 9001-9001 --loads 1.3 --policies deeprm:paper",
+    "deeprm_slots.py": "--seeds 9001-9001 --loads 1.3 --policies deeprm:paper,deeprm:paper@1.3",
+    "deeprm_slot_limit.py": "--seeds 9001-9001 --loads 1.9 --samples 2",
     "deeprm_train.py": "--loads 0.7 --workers 1 --iterations 1 --jobsets 2 --episodes 2 "
     "--states 50",
     "dl2_advantage_by_action.py": "--critic-updates 1",
@@ -66,6 +67,7 @@ SMOKE: dict[str, str] = {
     "sched2_policy.py": "--traces 1 --loads 1.8",
     "sim_speed.py": "--repeat 1",
     "startup_time.py": "--src here={src} --repeat 1 --trace {tmp}/trace.csv",
+    "sweep_cpu.py": "-w deeprm --schedulers fifo --seeds 1-2 --repeat 1 --csv {tmp}/runs.csv",
     "sweep_overhead.py": "-w deeprm --schedulers fifo --seeds 1-2",
     "trace_scale.py": "--workloads philly:6214e9 --schedulers fifo --limit 30",
 }

@@ -186,7 +186,9 @@ def _peak_use(workload: Workload, result: dlsched.Result) -> tuple[float, float]
     return peak[0], peak[1]
 
 
-@pytest.mark.parametrize("spec", ["deeprm", "deeprm:0.7", "deeprm:1.3", "deeprm:paper"])
+@pytest.mark.parametrize(
+    "spec", ["deeprm", "deeprm:0.7", "deeprm:1.3", "deeprm:paper", "deeprm:paper@1.3"]
+)
 def test_shipped_policies_load_and_finish_every_job_within_capacity(spec: str) -> None:
     assert {p.name for p in shipped_policies()} >= {"ranked", "load0.7", "load1.3"}
     for load, options in ((0.7, {"num_jobs": 60}), (1.9, {"num_jobs": 60}), (1.3, {})):

@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import cast
 
 from dlsched.core import ClusterView, Decision, JobRun, JobSpec, Target
 from dlsched.schedulers.common import FreeTracker, requested, requested_size
+from dlsched.schedulers.count_walk import count_walk_merged, tasks_free
 from dlsched.schedulers.pending_queue import PendingQueue, Ranking, Shape
 from dlsched.schedulers.walk_memo import EXCEEDS, NO_ROOM, TOOK, WalkMemo
 
@@ -114,7 +116,9 @@ def run_in_order(
     cluster = view.cluster
     running = view.running
     if isinstance(runs, Ranking):
-        chosen = _choose_with_memo(view, runs, runs.queue.memo)
+        chosen = _choose_by_count(view, runs)
+        if chosen is None:
+            chosen = _choose_with_memo(view, runs, runs.queue.memo)
     else:
         chosen = _choose(view, runs, size)
     running_ids = {run.job_id for run in running}
@@ -205,6 +209,30 @@ def _choose(view: ClusterView, runs: Sequence[JobRun], size: Size) -> Chosen:
             chosen.append((run, None))
             _subtract(free, need)
     return chosen
+
+
+def _choose_by_count(view: ClusterView, ranking: Ranking) -> Chosen | None:
+    """`_choose` over a ranking by counting tasks where that is exact
+    (`dlsched.schedulers.count_walk`), else None."""
+    queue = ranking.queue
+    need = queue.uniform.need
+    if need is None:
+        return None
+    cluster = view.cluster
+    known = queue.counted
+    if known is not None and known[0] is cluster and known[1] == cluster.version:
+        tasks = known[3]  # nothing taken or given back since: the same emptied cluster
+    else:
+        start = _emptied_rows(view)
+        if known is not None and known[2] == start:  # the capacities again: the same count
+            tasks = known[3]
+        else:
+            counted = tasks_free(start, need)
+            if counted is None:
+                return None
+            tasks = counted
+        queue.counted = (cluster, cluster.version, start, tasks)
+    return cast(Chosen, count_walk_merged(queue.lanes(), ranking.running, tasks))
 
 
 def _choose_with_memo(view: ClusterView, ranking: Ranking, memo: WalkMemo) -> Chosen:

@@ -31,6 +31,7 @@ from typing import Any
 
 from dlsched.core import Allocation, ClusterView, JobRun, JobSpec
 from dlsched.schedulers.common import requested, requested_size
+from dlsched.schedulers.count_walk import UniformTasks
 from dlsched.schedulers.walk_memo import WalkMemo
 
 Key = tuple[Any, ...]
@@ -71,12 +72,19 @@ class PendingQueue:
         size: (workers, PS) a waiting job starts with; it decides the job's shape.
         flag: jobs to count in `flagged` (e.g. those whose key is not fixed while they wait,
             for which the policy must fall back to sorting the queue itself).
+        running_keys: every running job's key at a time at once, the same as ``key`` job by
+            job (for a policy that keys hundreds of running jobs at every point).
     """
 
     def __init__(
-        self, key: KeyOf, size: SizeOf, flag: Callable[[JobRun], bool] | None = None
+        self,
+        key: KeyOf,
+        size: SizeOf,
+        flag: Callable[[JobRun], bool] | None = None,
+        running_keys: Callable[[Sequence[JobRun], float], list[Key]] | None = None,
     ) -> None:
         self.key = key
+        self.running_keys = running_keys
         self.size = size
         self.flag = flag
         self.clear()
@@ -96,6 +104,12 @@ class PendingQueue:
         or None where it rebuilt the queue (a policy's own structures must start afresh)."""
         self.memo = WalkMemo()
         """The last choosing walk of `dlsched.schedulers.ordered.run_in_order` over `rank`."""
+        self.uniform = UniformTasks()
+        """Whether every shape this queue made (waiting and running jobs) has one worker
+        demand and no PS: then the choosing walk counts tasks (`dlsched.schedulers.count_walk`)."""
+        self.counted: tuple[object, int, list[tuple[float, ...]], int] | None = None
+        """(cluster, its version, start rows, tasks of `uniform`'s demand free there) of the
+        last counted walk (`dlsched.schedulers.ordered`; one demand a run)."""
         self._held: dict[int, tuple[Allocation, Shape]] = {}
         # job id -> (spec, its shape at the requested size): a preempted job re-enters the
         # queue many times (under LAS, tens of times a job), its shape the same each time
@@ -150,9 +164,11 @@ class PendingQueue:
                 shape = shape_of(spec, *requested(spec))
                 shape = self._shapes.setdefault(shape, shape)  # one object per shape: memory
                 known = self._requested[spec.job_id] = (spec, shape)
+                self.uniform.note(shape)
             shape = known[1]
         else:
             shape = shape_of(spec, *self.size(run))
+            self.uniform.note(shape)
         lane = self._lanes.get(shape)
         if lane is None:
             lane = self._lanes[shape] = _Lane(shape)
@@ -192,6 +208,10 @@ class PendingQueue:
     def __iter__(self) -> Iterator[JobRun]:
         """Every waiting job in key order."""
         return (run for run, _ in self.candidates(set()))
+
+    def lanes(self) -> list[tuple[Shape, list[Key], list[JobRun]]]:
+        """Each shape's waiting jobs with their keys, in key order (read-only lists)."""
+        return [(lane.shape, lane.keys, lane.runs) for lane in self._lanes.values() if lane.keys]
 
     def by_shape(self) -> list[tuple[Shape, list[JobRun]]]:
         """The waiting jobs grouped by shape (each group in key order; read-only lists)."""
@@ -245,7 +265,12 @@ class PendingQueue:
         key = self.key
         held = self._held
         running = []
-        for run in view.running:
+        runs = view.running
+        if self.running_keys is not None:
+            keys = self.running_keys(runs, now)
+        else:
+            keys = [key(run, now) for run in runs]
+        for run_key, run in zip(keys, runs, strict=True):
             alloc = run.allocation
             known = held.get(run.job_id)
             if known is None or known[0] is not alloc:
@@ -254,7 +279,8 @@ class PendingQueue:
                     alloc,
                     shape_of(run.spec, alloc.num_workers, alloc.num_ps),
                 )
-            running.append((key(run, now), run, known[1]))
+                self.uniform.note(known[1])
+            running.append((run_key, run, known[1]))
         if len(held) > 2 * len(running) + 64:  # forget the jobs no longer running
             ids = {run.spec.job_id for run in view.running}
             self._held = {job: v for job, v in held.items() if job in ids}

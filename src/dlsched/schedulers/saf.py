@@ -30,16 +30,17 @@ from dlsched.schedulers.registry import register
 def pack_tasks(
     free: list[list[float]], need: tuple[float, float, float], count: int
 ) -> list[tuple[int, int]] | None:
-    """Packing placement of ``count`` tasks (SCED² Fig. 2); takes them from ``free`` in place.
+    """Packing placement of ``count`` tasks (SCED² Fig. 2); takes them from ``free`` in place
+    (the rows of the servers it takes from are replaced, never changed in place).
 
     Returns:
         ``(server, tasks)`` pairs, or None (and ``free`` unchanged) if they do not fit.
     """
-    trial = [row[:] for row in free]
+    room = [tasks_that_fit(row, need) for row in free]  # then only the servers taken from
+    changed: dict[int, list[float]] = {}  # server -> its row after the tasks placed so far
     placed: list[tuple[int, int]] = []
     left = count
     while left > 0:
-        room = [tasks_that_fit(row, need) for row in trial]
         whole = [s for s, n in enumerate(room) if n >= left]
         if whole:
             server = min(whole, key=lambda s: (room[s], s))
@@ -48,11 +49,16 @@ def pack_tasks(
             if room[server] <= 0:
                 return None
         n = min(left, room[server])
+        row = changed.get(server)
+        if row is None:
+            row = changed[server] = list(free[server])
         for r in range(3):
-            trial[server][r] -= need[r] * n
+            row[r] -= need[r] * n
+        room[server] = tasks_that_fit(row, need)
         placed.append((server, n))
         left -= n
-    free[:] = trial
+    for server, row in changed.items():  # new rows: rows are never changed in place
+        free[server] = row
     return placed
 
 
@@ -60,7 +66,7 @@ def pack_allocation(
     free: list[list[float]], spec: JobSpec, num_workers: int, num_ps: int
 ) -> Allocation | None:
     """Packing placement of a job's workers then PS, taken from ``free``; None if no fit."""
-    trial = [row[:] for row in free]
+    trial = list(free)  # `pack_tasks` replaces rows, never changes them
     workers = pack_tasks(trial, spec.worker_demand.as_tuple(), num_workers)
     ps = pack_tasks(trial, spec.ps_demand.as_tuple(), num_ps) if workers is not None else None
     if workers is None or ps is None:
@@ -112,7 +118,7 @@ class Saf(BaseScheduler):
             fitting = []
             for shape in groups:
                 runs = lanes[shape]
-                alloc = pack_allocation([row[:] for row in free], runs[0].spec, shape[2], shape[3])
+                alloc = pack_allocation(list(free), runs[0].spec, shape[2], shape[3])
                 if alloc is None:
                     continue
                 rankings = self._ranked.setdefault(shape, {})

@@ -25,6 +25,7 @@ preemptive shortest-remaining-processing-time discipline.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar
 
 from dlsched.core import Arch, ClusterView, Decision, JobRun
@@ -46,7 +47,9 @@ class Srtf(BaseScheduler):
         self.speeds = ObservedSpeeds()
         # waiting jobs kept sorted between points while every key is fixed (no PS job, whose
         # estimate changes as speeds are observed), the running ones ranked at each
-        self.queue = PendingQueue(self._key, requested_size, flag=_is_ps)
+        self.queue = PendingQueue(
+            self._key, requested_size, flag=_is_ps, running_keys=self._running_keys
+        )
         self.reset()
 
     def reset(self) -> None:
@@ -76,6 +79,28 @@ class Srtf(BaseScheduler):
         if run.rate > 0.0 and now_s > start:
             done = min(spec.total_work, done + run.rate * (now_s - start))
         return (max(0.0, spec.total_work - done), spec.submit_time_s, spec.job_id)
+
+    def _running_keys(self, runs: Sequence[JobRun], now_s: float) -> list[tuple[float, float, int]]:
+        """`_key` of each job, its builtins' `max`/`min` written out (they return their first
+        argument on ties, and so do these): hundreds of running jobs are keyed at every point
+        on all of Philly."""
+        keys = []
+        for run in runs:
+            spec = run.spec
+            if spec.arch is Arch.PS:
+                keys.append(self._key(run, now_s))
+                continue
+            done = run.progress_s
+            since, paused = run.progress_time_s, run.paused_until_s
+            start = paused if paused > since else since  # max(since, paused)
+            rate = run.rate
+            if rate > 0.0 and now_s > start:
+                total = spec.total_work
+                done = done + rate * (now_s - start)
+                done = done if done < total else total  # min(total, done)
+            left = spec.total_work - done
+            keys.append((left if left > 0.0 else 0.0, spec.submit_time_s, spec.job_id))
+        return keys
 
     def decide(self, view: ClusterView) -> Decision:
         self.queue.update(view)

@@ -28,6 +28,10 @@ DEFAULT_POLICY = POLICY_DIR / "ranked"
 PAPER_POLICY = POLICY_DIR / "paper"
 """``deeprm:paper``'s policy: DeepRM's own method (``train deeprm --paper``: REINFORCE from a
 random network on the paper's state, no imitation; its ``card.json`` says on what budget)."""
+PAPER_LOAD_DIR = POLICY_DIR / "paper_loads"
+"""``deeprm:paper@LOAD``'s policies, one folder a load: `PAPER_POLICY` trained on by the same
+method at that load only (the authors' code trains one network per arrival rate). The folder has
+no card itself, so `shipped_policies` (and ``deeprm:LOAD``) never pick one."""
 
 
 def shipped_policies() -> list[Path]:
@@ -47,8 +51,8 @@ def _card(path: Path) -> dict:
 
 def policy_path(arg: str | None) -> Path:
     """The checkpoint folder ``deeprm`` (`DEFAULT_POLICY`), ``deeprm:paper`` (`PAPER_POLICY`),
-    ``deeprm:LOAD`` (the paper-state policy whose card's training load is nearest ``LOAD``) or
-    ``deeprm:PATH`` runs.
+    ``deeprm:paper@LOAD`` (`paper_load_policy`), ``deeprm:LOAD`` (the paper-state policy whose
+    card's training load is nearest ``LOAD``) or ``deeprm:PATH`` runs.
 
     Raises:
         ValueError: one line, when no such policy is there.
@@ -57,6 +61,8 @@ def policy_path(arg: str | None) -> Path:
         if not (PAPER_POLICY / "card.json").is_file():
             raise ValueError(f"deeprm:paper: no policy in {PAPER_POLICY}")
         return PAPER_POLICY
+    if arg is not None and arg.startswith("paper@"):
+        return paper_load_policy(arg)
     if arg is not None and Path(arg).expanduser().exists():
         return Path(arg).expanduser()
     if arg is None:
@@ -71,6 +77,36 @@ def policy_path(arg: str | None) -> Path:
     if not paper:
         raise ValueError(f"deeprm: no paper-state policy in {POLICY_DIR}; use deeprm:PATH")
     return min(paper, key=lambda p: abs(float(_card(p)["workload_params"]["load"]) - want))
+
+
+def paper_load_policies() -> dict[float, Path]:
+    """`PAPER_LOAD_DIR`'s policy folders by the one load each was trained at."""
+    if not PAPER_LOAD_DIR.is_dir():
+        return {}
+    found = {}
+    for folder in sorted(PAPER_LOAD_DIR.iterdir()):
+        if (folder / "card.json").is_file():
+            found[float(_card(folder)["workload_params"]["load"])] = folder
+    return found
+
+
+def paper_load_policy(arg: str) -> Path:
+    """The folder ``deeprm:paper@LOAD`` runs: the `PAPER_LOAD_DIR` policy trained at ``LOAD``
+    exactly (no nearest load: each is `PAPER_POLICY` trained on at that load only).
+
+    Raises:
+        ValueError: one line naming the loads there are, when none was trained at ``LOAD``.
+    """
+    text = arg.removeprefix("paper@")
+    found = paper_load_policies()
+    there = ", ".join(f"paper@{load:g}" for load in sorted(found)) or "none"
+    try:
+        load = float(text)
+    except ValueError:
+        raise ValueError(f"deeprm:{arg}: {text!r} is not a load (shipped: {there})") from None
+    if load not in found:
+        raise ValueError(f"deeprm:{arg}: no policy trained at load {load:g} (shipped: {there})")
+    return found[load]
 
 
 def spec_profile(spec: JobSpec) -> tuple[int, npt.NDArray[np.int64]]:

@@ -48,6 +48,11 @@ Baseline = Literal["step", "decision"]
 PAPER_LOADS = (1.1, 1.3, 1.5, 1.7, 1.9)
 """Training loads of the shipped paper-method policy (issue 29's evaluation loads)."""
 
+_SHARED_LOADS = (
+    "one network for loads 1.1–1.9 (20 of the 100 jobsets at each load)",
+    "one 60-minute budget for all five evaluation loads on a 2-core machine",
+)
+
 PAPER_DEVIATIONS: tuple[tuple[str, str], ...] = (
     (
         "capacity drawn as 20 cells a resource (paper's code: 10), so the image is 20 × 443",
@@ -57,10 +62,7 @@ PAPER_DEVIATIONS: tuple[tuple[str, str], ...] = (
         "no 'time since the last new job' column in the image (authors' code has one)",
         "the paper's §3.2 state has none",
     ),
-    (
-        "one network for loads 1.1–1.9 (20 of the 100 jobsets at each load)",
-        "one 60-minute budget for all five evaluation loads on a 2-core machine",
-    ),
+    _SHARED_LOADS,
     (
         "baseline per time step (the paper's text); the code's is per decision index",
         "per decision index lines up different times (benchmarks/RESULTS.md)",
@@ -136,9 +138,16 @@ class PaperStats(IterationStats):
 
 def card_notes(config: PaperConfig) -> str:
     """The card's ``notes`` of a paper run: the method, its budget, every deviation."""
-    loads = ", ".join(f"{x:g}" for x in (config.loads or (config.load,)))
+    trained_loads = config.loads or (config.load,)
+    loads = ", ".join(f"{x:g}" for x in trained_loads)
     deviations = "; ".join(
-        f"({i}) {what}: {why}" for i, (what, why) in enumerate(PAPER_DEVIATIONS, 1)
+        f"({i}) {what}: {why}"
+        for i, (what, why) in enumerate(
+            # one network per load is the paper's; the shared-network deviation applies only
+            # to a run over several loads
+            (d for d in PAPER_DEVIATIONS if len(trained_loads) > 1 or d is not _SHARED_LOADS),
+            1,
+        )
     )
     extra = "".join(f" {k}: {v}." for k, v in config.extra.items())
     if config.init_from:
@@ -147,7 +156,8 @@ def card_notes(config: PaperConfig) -> str:
             f"counted on, a fresh RMSProp accumulator set to the first gradient squared)."
         )
     return (
-        f"DeepRM's own method (train deeprm --paper): REINFORCE from a random network, no "
+        f"DeepRM's own method (train deeprm --paper): REINFORCE from "
+        f"{'a network trained before (below)' if config.init_from else 'a random network'}, no "
         f"imitation; objective {config.objective}; {config.jobsets} jobsets at loads {loads} x "
         f"{config.episodes} episodes an iteration; RMSProp lr {config.lr:g}; baseline per "
         f"{'time step' if config.baseline == 'step' else 'decision index'}; invalid actions "

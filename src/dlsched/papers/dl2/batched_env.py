@@ -42,6 +42,8 @@ from dlsched.workloads.registry import make_workload
 
 NOISE_BUFFER = 8192
 """Normals drawn ahead per environment (topped up from the same generator when low)."""
+NOISE_MODES = {"stream": bk.NOISE_STREAM, "per_job": bk.NOISE_PER_JOB}
+"""`Dl2BatchedEnv`'s ``noise`` options."""
 
 
 def resolve_device(device: str) -> torch.device:
@@ -65,6 +67,11 @@ class Dl2BatchedEnv:
         max_slots: slots before an episode is truncated.
         seed: seeds the trace seeds drawn on restarts.
         device: where `tensors` puts observations and masks (``auto``, ``cpu``, ``cuda``).
+        noise: ``"stream"`` (the simulator's: one stream of normals per trace, read in order,
+            so one changed action reshuffles every later draw) or ``"per_job"`` (not the
+            simulator's: each job's factor at a tick is a hash of the trace seed, the tick and
+            the job, so copies of a trace that differ only in actions share their noise;
+            paired rollouts, `dlsched.papers.dl2.paired`).
         **workload_options: generator options (``servers``, ``load``, ``num_jobs``).
     """
 
@@ -77,10 +84,14 @@ class Dl2BatchedEnv:
         max_slots: int = 2000,
         seed: int = 0,
         device: str = "cpu",
+        noise: str = "stream",
         **workload_options: Any,
     ) -> None:
         if num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+        if noise not in NOISE_MODES:
+            raise ValueError(f"noise must be one of {', '.join(NOISE_MODES)}, got {noise!r}")
+        self.noise_mode = NOISE_MODES[noise]
         self.num_envs = B = num_envs
         self.workload_name = workload
         self.workload_options = dict(workload_options)
@@ -212,6 +223,8 @@ class Dl2BatchedEnv:
         self.buf[b] = gen.standard_normal(self.buf_len)
         self.ints[b] = 0
         self.ints[b, bk.I_N_JOBS] = len(specs)
+        self.ints[b, bk.I_NOISE_MODE] = self.noise_mode
+        self.ints[b, bk.I_NOISE_KEY] = trace_seed
         self.floats[b, bk.F_NOW] = 0.0
         self.floats[b, bk.F_LEVEL] = self.noise_level
         self.slot_i[b, bs.S_DONE] = 0

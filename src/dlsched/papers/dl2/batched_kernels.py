@@ -18,7 +18,11 @@ same float64 operations in the same order, so a batched episode is the scalar on
   active jobs; a stall is 1,000 points in a row with every job idle after all arrivals.
 
 Noise draws come from a per-environment buffer of standard normals drawn in advance from
-``numpy.random.default_rng(trace_seed)`` (the simulator's generator: the same sequence).
+``numpy.random.default_rng(trace_seed)`` (the simulator's generator: the same sequence). With
+``ints[I_NOISE_MODE] = NOISE_PER_JOB`` (not the simulator's; paired rollouts, issue 29) a draw
+is instead a hash of (``ints[I_NOISE_KEY]``, tick, draw kind, job): copies of a trace that
+differ only in actions see the same factor for the same job at the same tick, whatever else
+ran (common random numbers).
 
 Job state arrays are ``(N,)`` per environment (job index = arrival order); placements
 ``(N, S)``; per-environment scalars live in ``ints`` / ``floats`` (`I_*`, `F_*` below).
@@ -34,8 +38,12 @@ from numba import njit
 
 FUTURE, PENDING, RUNNING, FINISHED = 0, 1, 2, 3
 """Job status values."""
-I_NEXT_ARR, I_IDLE, I_RUN_SEQ, I_CURSOR, I_N_JOBS, I_SLOTS = range(6)
-INT_FIELDS = 6
+I_NEXT_ARR, I_IDLE, I_RUN_SEQ, I_CURSOR, I_N_JOBS, I_SLOTS, I_NOISE_MODE, I_NOISE_KEY = range(8)
+INT_FIELDS = 8
+NOISE_STREAM, NOISE_PER_JOB = 0, 1
+"""`ints[I_NOISE_MODE]` values: the simulator's one stream per trace; one draw per job and tick."""
+TICK_DRAW, RESIZE_DRAW = 0, 1
+"""Draw kinds of the per-job mode: the redraw at a tick, the draw of a changed allocation."""
 F_NOW, F_LEVEL = range(2)
 FLOAT_FIELDS = 2
 SLOT_S = 1200.0
@@ -125,11 +133,34 @@ def _settle(
 
 
 @njit(cache=True)
-def _noise(buf: F64, ints: I64, level: float) -> float:
+def _mix(x: np.uint64) -> np.uint64:
+    """splitmix64's finaliser (a bijective 64-bit hash)."""
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+@njit(cache=True)
+def hashed_normal(key: int, tick: int, kind: int, j: int) -> float:
+    """A standard normal that is a function of its arguments only (Box–Muller on two hashes)."""
+    h = _mix(np.uint64(key) + np.uint64(0x9E3779B97F4A7C15))
+    h = _mix(h ^ np.uint64(tick * 2 + kind))
+    h = _mix(h ^ np.uint64(j))
+    u1 = (float(h >> np.uint64(11)) + 1.0) * 2.0**-53
+    h2 = _mix(h + np.uint64(0x9E3779B97F4A7C15))
+    u2 = float(h2 >> np.uint64(11)) * 2.0**-53
+    return math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2)
+
+
+@njit(cache=True)
+def _noise(buf: F64, ints: I64, level: float, j: int, t: float, kind: int) -> float:
     if level <= 0:
         return 1.0
-    z = buf[ints[I_CURSOR]]
-    ints[I_CURSOR] += 1
+    if ints[I_NOISE_MODE] == NOISE_PER_JOB:
+        z = hashed_normal(ints[I_NOISE_KEY], int(t / SLOT_S + 0.5), kind, j)
+    else:
+        z = buf[ints[I_CURSOR]]
+        ints[I_CURSOR] += 1
     return max(0.1, 1.0 + level * z)
 
 
@@ -209,7 +240,7 @@ def _reallocate(
         started[j] = True
     else:
         paused[j] = t + HOT_S
-    noise = _noise(buf, ints, level)
+    noise = _noise(buf, ints, level, j, t, RESIZE_DRAW)
     _set_rate(j, t, jtype, aw, ap, speed, noise, progress, paused, rate, comp, total)
 
 
@@ -338,7 +369,7 @@ def _next_point(
     if level > 0:
         for j in running_order(status, run_seq, n):
             _settle(j, t_next, progress, ptime, paused, rate, total)
-            noise = _noise(buf, ints, level)
+            noise = _noise(buf, ints, level, j, t_next, TICK_DRAW)
             _set_rate(j, t_next, jtype, aw, ap, speed, noise, progress, paused, rate, comp, total)
     return NEXT
 

@@ -13,8 +13,9 @@ sub-command), `experiments` and `fragmentation` (``dlsched reproduce sched2`` an
 ``policies/sched2_dqn`` (the issue-6 Q-network), `card_check` (its cards' limits);
 `batched_env` (`BatchedSched2Env`: many episodes as arrays; helpers in `arrays`), `replay`
 (vector prioritized replay), `paper` (``train sched2 --paper``, `PaperLearner`; `paper_command`
-its display) and ``policies/sched2_paper`` (``sched2:paper``). This file is
-the plugin manifest (no imports beyond `dlsched.plugins`).
+its display), ``policies/sched2_paper`` (``sched2:paper``) and ``policies/sched2_paper_masked``
+(``sched2:paper-masked``, trained with ``--hold-mask local``, a deviation). This file is the
+plugin manifest (no imports beyond `dlsched.plugins`).
 """
 
 from dlsched.plugins import (

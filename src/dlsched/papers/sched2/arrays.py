@@ -125,3 +125,35 @@ class ArrayOps:
 def slowdown(sensitivity: Any, servers: Any) -> Any:
     """`dlsched.models.locality.slowdown` on arrays, the same operations in the same order."""
     return 1.0 + 2.0 * (sensitivity - 1.0) * (servers - 1) / servers
+
+
+def hold_blocked(free: Any, demand: Any, fits: Any, gpus_per_server: int, xp: Any) -> Any:
+    """``(B,)`` whether some fitting window job would be placed at its best locality now: with
+    ``(B, N)`` free GPUs, packing (SCED² Fig. 2: whole on the best-fitting server, else the
+    emptiest servers first) spreads a ``d``-GPU job over the fewest servers whose free GPUs,
+    largest first, sum to ``d``; best is ``ceil(d / M)`` servers. ``fits``: ``(B, J)`` legal
+    picks, ``demand``: their ``(B, J)`` GPUs."""
+    if xp is np:
+        ranked = -np.sort(-free, axis=1)
+        reach = ranked.cumsum(axis=1)
+    else:
+        reach = xp.sort(free, dim=1, descending=True).values.cumsum(dim=1)
+    best = (demand + gpus_per_server - 1) // gpus_per_server
+    column = (best - 1).clip(0, free.shape[1] - 1)
+    if xp is np:
+        room = reach[np.arange(len(free))[:, None], column]
+    else:
+        room = xp.take_along_dim(reach, column, dim=1)
+    return (fits & (room >= demand)).any(axis=1)
+
+
+def estimated_speed(spans: Any, speeds: Any, span: Any, xp: Any) -> Any:
+    """`JobProfile.estimate_speed` on arrays: ``(B, k)`` profiled spans and speeds of B jobs
+    interpolated linearly at their ``(B,)`` placements' spans (servers)."""
+    out = xp.where(span <= spans[:, 0], speeds[:, 0], speeds[:, -1])
+    for i in range(1, spans.shape[1]):
+        lo, hi = spans[:, i - 1], spans[:, i]
+        inside = (span > lo) & (span <= hi)
+        w = (span - lo) / xp.where(hi > lo, hi - lo, 1)
+        out = xp.where(inside, (1 - w) * speeds[:, i - 1] + w * speeds[:, i], out)
+    return out

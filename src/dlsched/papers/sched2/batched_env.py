@@ -35,10 +35,17 @@ import numpy as np
 import numpy.typing as npt
 
 from dlsched.models.locality import Locality
-from dlsched.papers.sched2.arrays import ArrayOps, check_workload, resolve_device, slowdown
+from dlsched.papers.sched2.arrays import (
+    ArrayOps,
+    check_workload,
+    estimated_speed,
+    hold_blocked,
+    resolve_device,
+    slowdown,
+)
 from dlsched.papers.sched2.env import OBS_HIGH, TraceFactory, workload_traces
 from dlsched.papers.sched2.profiling import K_PROFILES, MINIBATCHES, NOISE, profile_spans
-from dlsched.papers.sched2.state import J_SLOTS, TIME_SCALE_S, Sched2Shape
+from dlsched.papers.sched2.state import J_SLOTS, TIME_SCALE_S, Sched2Shape, check_hold_mask
 from dlsched.workloads.base import Workload
 
 WAITING, RUNNING, FINISHED = 1, 2, 3
@@ -58,6 +65,7 @@ class BatchedSched2Env:
         reward: ``"paper"`` (SCED² §III-D: each picked job's execution effectiveness, 0 for φ)
             or ``"incremental"`` (the same episode total less the job count, paid as it accrues:
             `effectiveness_potential`'s change over each step).
+        hold_mask: ``"none"`` (SCED²) or ``"local"`` (a deviation; `Sched2Builder.action_mask`).
         **workload_options: options of the default ``sched2`` traces.
     """
 
@@ -71,13 +79,16 @@ class BatchedSched2Env:
         device: str = "cpu",
         backend: str | None = None,
         reward: str = "paper",
+        hold_mask: str = "none",
         **workload_options: Any,
     ) -> None:
         if num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
         if reward not in REWARDS:
             raise ValueError(f"batched sched2 env: reward must be one of {REWARDS}, got {reward!r}")
+        check_hold_mask(hold_mask, "batched sched2 env")
         self.reward = reward
+        self.hold_mask = hold_mask
         device = resolve_device(device)
         backend = backend or ("torch" if device == "cuda" else "numpy")
         if backend not in ("numpy", "torch") or (backend == "numpy" and device != "cpu"):
@@ -231,6 +242,8 @@ class BatchedSched2Env:
         fits = (win >= 0) & (demand <= self.free.sum(axis=1)[:, None]) & ~self.done[:, None]
         idle = ~(self.status == RUNNING).any(axis=1)
         phi = ~(idle & fits.any(axis=1))
+        if self.hold_mask == "local":
+            phi = phi & ~hold_blocked(self.free, demand, fits, self.shape.gpus_per_server, xp)
         return xp.concatenate([fits, phi[:, None]], axis=1)
 
     def observe(self, win: Any = None) -> Any:
@@ -394,23 +407,12 @@ class BatchedSched2Env:
         self.finish[p, jobs] = now + (work - 0.0) / speed
         self.next_end[p, jobs] = self.finish[p, jobs]
         self.in_round[p, jobs] = True
-        self.estimate[p, jobs] = work / self._estimated_speed(p, jobs, span).clip(min=1e-9)
+        guess = estimated_speed(self.spans[p, jobs], self.prof_speed[p, jobs], span, xp)
+        self.estimate[p, jobs] = work / guess.clip(min=1e-9)
         self.picks[p] += 1
         effectiveness = work / (now - self.submit[p, jobs] + work / speed).clip(min=1e-9)
         self.eff_sum[p] += effectiveness
         return effectiveness
-
-    def _estimated_speed(self, p: Any, jobs: Any, span: Any) -> Any:
-        """`JobProfile.estimate_speed`: profiled speeds interpolated between profiled spans."""
-        xp = self.ops.xp
-        spans, speeds = self.spans[p, jobs], self.prof_speed[p, jobs]
-        out = xp.where(span <= spans[:, 0], speeds[:, 0], speeds[:, -1])
-        for i in range(1, self.shape.k):
-            lo, hi = spans[:, i - 1], spans[:, i]
-            inside = (span > lo) & (span <= hi)
-            w = (span - lo) / xp.where(hi > lo, hi - lo, 1)
-            out = xp.where(inside, (1 - w) * speeds[:, i - 1] + w * speeds[:, i], out)
-        return out
 
     def _advance(self, idx: Any) -> None:
         """Run episodes ``idx`` from event to event until a waiting job fits (or they end):

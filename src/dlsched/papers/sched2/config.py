@@ -139,3 +139,6 @@ class Sched2RunArgs:
     replay_priority: Literal["max", "td"] = "max"
     """--paper: a new transition's replay priority: max = the largest ever set (Schaul et
     al.), td = its own |TD error| under the current networks (Ape-X; README: deviations)."""
+    hold_mask: Literal["none", "local"] = "none"
+    """--paper: none = φ (hold) legal whenever something runs (SCED²); local = φ also illegal
+    while a window job fits at its best locality (action masking; README: deviations)."""

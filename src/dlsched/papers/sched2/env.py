@@ -97,6 +97,7 @@ class Sched2Env(gym.Env[npt.NDArray[np.float32], np.int64]):
         profile_seed: seed of the profiler's measurement noise.
         reward: ``"paper"`` (effectiveness per pick) or ``"jct"`` (minus job-hours in the
             system; module docstring).
+        hold_mask: ``"none"`` (SCED²) or ``"local"`` (`Sched2Builder.action_mask`).
         **workload_options: options of the default ``sched2`` traces (``num_jobs``, ``load``,
             ``one_gpu_frac``, ``servers``, …).
     """
@@ -114,6 +115,7 @@ class Sched2Env(gym.Env[npt.NDArray[np.float32], np.int64]):
         max_steps: int = 200_000,
         profile_seed: int = 0,
         reward: Sched2Reward = "paper",
+        hold_mask: str = "none",
         **workload_options: Any,
     ) -> None:
         super().__init__()
@@ -127,7 +129,7 @@ class Sched2Env(gym.Env[npt.NDArray[np.float32], np.int64]):
         servers, gpus = len(probe.servers), int(probe.servers[0].gpu)
         self.shape = Sched2Shape(servers, gpus, slots, order=order)
         self.profiler = Profiler(gpus, k=self.shape.k, seed=profile_seed)
-        self.encoder = Sched2Encoder(self.shape, self.profiler)
+        self.encoder = Sched2Encoder(self.shape, self.profiler, hold_mask=hold_mask)
         self.max_steps = max_steps
         self.observation_space = gym.spaces.Box(
             0.0, OBS_HIGH, shape=(self.shape.obs_dim,), dtype=np.float32

@@ -103,6 +103,9 @@ class PaperConfig:
     al. 2016; every transition is replayed once soon, at a small importance weight), or
     ``td``, its own |TD error| under the current networks (Ape-X, Horgan et al. 2018; a
     deviation, README table). `dlsched.papers.sched2.replay`."""
+    hold_mask: str = "none"
+    """``none``: φ legal whenever something runs (SCED² §III-C); ``local``: φ also illegal while
+    a window job fits at its best locality, in training and scheduling (a deviation, README)."""
     grad_clip: float = 10.0
     """Max gradient norm."""
     server_hidden: int = 32
@@ -274,7 +277,8 @@ class PaperLearner:
         self.config = config
         self.rng = np.random.default_rng(config.seed)
         self.device = resolve_device(config.device)
-        self.options: dict[str, Any] = {"num_jobs": config.num_jobs, "load": config.load}
+        self.options: dict[str, Any] = {"num_jobs": config.num_jobs, "load": config.load,
+                                        "hold_mask": config.hold_mask}  # fmt: skip
         self.env = BatchedSched2Env(
             config.num_envs, device=self.device, reward=config.reward, **self.options
         )
@@ -424,6 +428,12 @@ def paper_card(
         f"still reach; a deviation from the paper), gamma {config.gamma}, reward scale "
         f"{config.reward_scale}, target copy every {config.target_update} gradient steps"
     )
+    if config.hold_mask == "local":
+        reward += (
+            "; hold (phi) masked out while a window job fits at its best locality under "
+            "packing (--hold-mask local, action masking; a deviation from the paper, whose "
+            "agent may hold at any time), in training and when the network schedules"
+        )
     if config.new_priority == "td":
         reward += (
             "; new transitions enter the replay at their own |TD error| under the current "
@@ -431,7 +441,8 @@ def paper_card(
             "replay, which enters them at the largest priority ever set)"
         )
     notes = (
-        "SCED² paper method (train sched2 --paper): DQN with epsilon-greedy and proportional "
+        ("SCED² paper method" if config.hold_mask == "none" else "NOT the paper's method")
+        + " (train sched2 --paper): DQN with epsilon-greedy and proportional "
         "prioritized replay, double-DQN targets, the shared-weight per-server Q-network "
         "(Eq. 3-5), the paper's state (N x M GPU remaining times, k=4 profiles + GPUs + waiting "
         "time for the first J=10 waiting jobs in arrival order, 4 statistics), J+1 actions with "

@@ -21,6 +21,7 @@ def train_paper_command(
     num_envs: int,
     reward: str,
     replay_priority: str,
+    hold_mask: str,
     tensorboard: Path | None,
     force: bool,
     resume: bool,
@@ -40,6 +41,7 @@ def train_paper_command(
         load=1.8 if load is None else load,
         device=device,
         new_priority=replay_priority,
+        hold_mask=hold_mask,
         **(INCREMENTAL if reward == "incremental" else {}),  # type: ignore[arg-type]
     )
     with one_line_errors(), progress_bar() as progress:

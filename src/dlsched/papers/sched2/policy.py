@@ -45,6 +45,12 @@ PAPER_POLICY_DIR = Path(__file__).resolve().parent / "policies" / "sched2_paper"
 """SCED²'s own method: the Q-network of ``dlsched train sched2 --paper`` (its card says how)."""
 PAPER_ARG = "paper"
 """``sched2:paper`` names `PAPER_POLICY_DIR`."""
+MASKED_POLICY_DIR = Path(__file__).resolve().parent / "policies" / "sched2_paper_masked"
+"""The paper's DQN with one more deviation, φ masked beside a job that fits at its best
+locality (``train sched2 --paper --hold-mask local``; its card says how)."""
+MASKED_ARG = "paper-masked"
+"""``sched2:paper-masked`` names `MASKED_POLICY_DIR`."""
+SHIPPED_ARGS = {PAPER_ARG: PAPER_POLICY_DIR, MASKED_ARG: MASKED_POLICY_DIR}
 LOOKAHEAD = "lookahead"
 PARAMS_KEY = "params"
 
@@ -60,11 +66,17 @@ def shape_from_card(card: PolicyCard) -> Sched2Shape:
 
 
 def make_scheduler_from(
-    net: Sched2QNet, shape: Sched2Shape, *, profile_seed: int = 0, where: str = "sched2"
+    net: Sched2QNet,
+    shape: Sched2Shape,
+    *,
+    profile_seed: int = 0,
+    where: str = "sched2",
+    hold_mask: str = "none",
 ) -> PolicyScheduler:
-    """A greedy `PolicyScheduler` over ``net`` for clusters of ``shape``."""
-    encoder = Sched2Encoder(shape, Profiler(shape.gpus_per_server, k=shape.k, seed=profile_seed))
-    encoder.where = where
+    """A greedy `PolicyScheduler` over ``net`` for clusters of ``shape`` (``hold_mask``:
+    `Sched2Encoder`'s)."""
+    profiler = Profiler(shape.gpus_per_server, k=shape.k, seed=profile_seed)
+    encoder = Sched2Encoder(shape, profiler, where, hold_mask)
     return PolicyScheduler("sched2", encoder, net, preemptive=False)
 
 
@@ -223,9 +235,9 @@ def load_lookahead(path: str | Path | None = None) -> tuple[LookaheadParams, int
 
 def load_scheduler(path: str | Path | None = None) -> tuple[Scheduler, PolicyCard]:
     """A scheduler from a checkpoint of either kind (default: the shipped SCED²-L policy;
-    ``"paper"``: the shipped paper-method DQN, `PAPER_POLICY_DIR`)."""
-    if path == PAPER_ARG:
-        path = PAPER_POLICY_DIR
+    ``"paper"`` / ``"paper-masked"``: a shipped paper-method DQN, `SHIPPED_ARGS`)."""
+    if isinstance(path, str) and path in SHIPPED_ARGS:
+        path = SHIPPED_ARGS[path]
     where = Path(path) if path is not None else POLICY_DIR
     card = read_card(where)
     check_card(card, algorithm="sched2", where=f"checkpoint {where}")
@@ -238,6 +250,7 @@ def load_scheduler(path: str | Path | None = None) -> tuple[Scheduler, PolicyCar
         return scheduler, card
     net, shape, card = load_policy(where)
     label = f"sched2 ({source}, trained on {card.workload})"
-    dqn = make_scheduler_from(net, shape, profile_seed=seed, where=label)
+    hold_mask = str(card.hyperparams.get("hold_mask", "none"))
+    dqn = make_scheduler_from(net, shape, profile_seed=seed, where=label, hold_mask=hold_mask)
     dqn.trained_setting = card.trained_setting or None
     return dqn, card

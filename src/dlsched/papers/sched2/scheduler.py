@@ -7,7 +7,9 @@ were trained by cross-entropy search on the ``sched2`` workload at load 1.8 (its
 It works on any fixed-GPU workload whose servers have the 8 GPUs it was trained for, at any
 number of servers. ``sched2:paper`` loads ``policies/sched2_paper``, SCED²'s own method (plain
 DQN, the paper's state, its objective paid as it accrues, no demonstrations; ``dlsched train
-sched2 --paper --reward incremental``).
+sched2 --paper --reward incremental``); ``sched2:paper-masked`` loads
+``policies/sched2_paper_masked``, the same method with hold masking (``--hold-mask local``, a
+deviation: φ is illegal while a window job fits at its best locality).
 ``sched2:PATH`` loads another checkpoint (a directory with ``policy.pt`` and
 ``card.json``, `dlsched.rl.checkpoint`) of either kind, e.g. ``policies/sched2_dqn``, SCED²'s
 Q-network (issue 6): at each scheduling point it repeats observe (`dlsched.papers.sched2.state`)
@@ -33,8 +35,9 @@ from dlsched.schedulers.registry import register
 
 
 def _paper_or_path(name: str, arg: str) -> None:
-    """``sched2:paper`` (the shipped paper-method DQN) or an existing checkpoint path."""
-    if arg != "paper":
+    """``sched2:paper`` / ``sched2:paper-masked`` (the shipped paper-method DQNs) or an
+    existing checkpoint path."""
+    if arg not in ("paper", "paper-masked"):
         checkpoint_path(name, arg)
 
 
@@ -54,8 +57,9 @@ def _unprofiled(
     source="SCED² §III",
     description="SCED²-L: learned locality-aware selection over the whole queue with a "
     "reservation over estimated durations; sched2:paper the paper's DQN (train sched2 "
-    "--paper); sched2:PATH loads a checkpoint (DQN or rule)",
-    argument=("paper|PATH", _paper_or_path),
+    "--paper); sched2:paper-masked that DQN with hold masking (a deviation); sched2:PATH "
+    "loads a checkpoint (DQN or rule)",
+    argument=("paper|paper-masked|PATH", _paper_or_path),
     refuses=_unprofiled,
 )
 def _make(arg: str | None) -> Scheduler:

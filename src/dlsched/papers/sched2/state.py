@@ -152,11 +152,25 @@ def remaining_matrix(view: ClusterView, gpus_per_server: int) -> npt.NDArray[np.
     return matrix
 
 
+HOLD_MASKS = ("none", "local")
+"""Where φ (hold) is legal: ``none`` whenever something runs or was picked (SCED²), ``local``
+also not while a window job fits at its best locality (`Sched2Builder.action_mask`)."""
+
+
+def check_hold_mask(hold_mask: str, where: str) -> None:
+    """ValueError naming ``where`` unless ``hold_mask`` is one of `HOLD_MASKS`."""
+    if hold_mask not in HOLD_MASKS:
+        raise ValueError(f"{where}: hold_mask must be one of {HOLD_MASKS}, got {hold_mask!r}")
+
+
 class Sched2Builder:
     """One scheduling point being decided action by action (see the module docstring)."""
 
-    def __init__(self, view: ClusterView, shape: Sched2Shape, profiler: Profiler) -> None:
+    def __init__(
+        self, view: ClusterView, shape: Sched2Shape, profiler: Profiler, hold_mask: str = "none"
+    ) -> None:
         self.view = view
+        self.hold_mask = hold_mask
         self.shape = shape
         self.profiler = profiler
         self.now_s = view.now_s
@@ -233,7 +247,17 @@ class Sched2Builder:
             mask[i] = self._fits(run)
         idle = self.nothing_running and not self.picked
         mask[-1] = not (idle and mask[:-1].any())
+        if self.hold_mask == "local" and mask[-1]:
+            window = self.window()
+            mask[-1] = not any(self._fits_at_best(window[i]) for i in np.flatnonzero(mask[:-1]))
         return mask
+
+    def _fits_at_best(self, run: JobRun) -> bool:
+        """Packing would place ``run`` on its fewest possible servers, ``ceil(GPUs / M)``: the
+        most-free servers, largest first, hold its GPUs (`arrays.hold_blocked`, one job)."""
+        m, gpus = self.shape.gpus_per_server, run.spec.num_gpus
+        best = max(1, -(-gpus // m))
+        return sum(sorted(self._free_gpus, reverse=True)[:best]) >= gpus
 
     # -- acting ------------------------------------------------------------------------------
 
@@ -285,12 +309,20 @@ class Sched2Encoder:
         shape: the sizes the policy was made for.
         profiler: the profiling tool (default: a `Profiler` for ``shape.gpus_per_server``).
         where: how to name the policy in shape errors.
+        hold_mask: ``"none"`` (SCED²) or ``"local"``: φ is illegal while a window job fits at
+            its best locality (``train sched2 --paper --hold-mask local``, a deviation).
     """
 
     def __init__(
-        self, shape: Sched2Shape, profiler: Profiler | None = None, where: str = "sched2"
+        self,
+        shape: Sched2Shape,
+        profiler: Profiler | None = None,
+        where: str = "sched2",
+        hold_mask: str = "none",
     ) -> None:
+        check_hold_mask(hold_mask, where)
         self.shape = shape
+        self.hold_mask = hold_mask
         self.profiler = profiler or Profiler(shape.gpus_per_server, k=shape.k)
         self.where = where
 
@@ -307,4 +339,4 @@ class Sched2Encoder:
                 f"pass --servers {self.shape.servers} or train a policy for it with "
                 "`dlsched train sched2 --workload ... --out DIR`"
             )
-        return Sched2Builder(view, self.shape, self.profiler)
+        return Sched2Builder(view, self.shape, self.profiler, self.hold_mask)
