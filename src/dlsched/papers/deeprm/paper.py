@@ -140,15 +140,9 @@ def card_notes(config: PaperConfig) -> str:
     """The card's ``notes`` of a paper run: the method, its budget, every deviation."""
     trained_loads = config.loads or (config.load,)
     loads = ", ".join(f"{x:g}" for x in trained_loads)
-    deviations = "; ".join(
-        f"({i}) {what}: {why}"
-        for i, (what, why) in enumerate(
-            # one network per load is the paper's; the shared-network deviation applies only
-            # to a run over several loads
-            (d for d in PAPER_DEVIATIONS if len(trained_loads) > 1 or d is not _SHARED_LOADS),
-            1,
-        )
-    )
+    # one network per load is the paper's: the shared-network deviation is a multi-load run's
+    listed = [d for d in PAPER_DEVIATIONS if len(trained_loads) > 1 or d is not _SHARED_LOADS]
+    deviations = "; ".join(f"({i}) {what}: {why}" for i, (what, why) in enumerate(listed, 1))
     extra = "".join(f" {k}: {v}." for k, v in config.extra.items())
     if config.init_from:
         extra += (
