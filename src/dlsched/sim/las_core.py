@@ -85,7 +85,6 @@ def replay(
     n, S = submit.shape[0], cap.shape[0]
     used = np.zeros((S, 3))
     alloc = np.zeros((n, S), dtype=np.int64)
-    nserv = np.zeros(n, dtype=np.int64)
     running_flag = np.zeros(n, dtype=np.bool_)
     attained = np.zeros(n)
     held_s = np.zeros(n)
@@ -333,7 +332,6 @@ def replay(
                     )
                     for s in range(S):
                         alloc[j, s] = 0
-                    nserv[j] = 0
                     version[j] += 1
                     rate[j] = 0.0
                     running_flag[j] = False
@@ -364,7 +362,6 @@ def replay(
                 alloc[j, s] = counts[s]
                 if counts[s]:
                     k += 1
-            nserv[j] = k
             _give(j, alloc, dem, used, S, 1.0)
             version[j] += 1
             if in_a[j]:
