@@ -90,3 +90,22 @@ def test_simulate_uses_the_core_only_where_asked_and_supported() -> None:
     assert _summary(compiled) == _summary(python)
     other = dlsched.simulate(scheduler="srtf", core="compiled", **kw)
     assert other.params["core"] == "python"
+
+
+def test_cli_core_option_runs_the_compiled_core_and_says_so() -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from dlsched.cli import app
+
+    base = ["simulate", "-w", "philly:6214e9", "-o", "max_jobs=120", "--json"]
+    out = {}
+    for scheduler, core in (("las", "python"), ("las", "compiled"), ("srtf", "compiled")):
+        done = CliRunner().invoke(app, [*base, "-s", scheduler, "-o", f"core={core}"])
+        assert done.exit_code == 0, done.output
+        out[scheduler, core] = json.loads(done.output[done.output.index("{") :])
+    assert out["las", "compiled"]["core"] == "compiled LAS"  # the progress display did not stop it
+    assert out["las", "compiled"]["avg_jct_s"] == out["las", "python"]["avg_jct_s"]
+    assert "core" not in out["las", "python"]
+    assert out["srtf", "compiled"]["core"] == "python"  # not replayed there, and said so

@@ -18,7 +18,7 @@ from dlsched.sim.fairness import fairness_summary
 from dlsched.sim.metrics import Timeline, jain_index
 from dlsched.sim.order_stats import median, percentile
 
-_RECORDED_PARAMS = ("skipped_rows", "speed_model", "repack")
+_RECORDED_PARAMS = ("skipped_rows", "speed_model", "repack", "core")
 """Workload and run parameters every summary carries when the run has them."""
 
 
