@@ -57,6 +57,11 @@ I64 = npt.NDArray[np.int64]
 DONE, STALLED = 0, 1
 
 
+# Not split into phases: numba compiles the loop whole, and its phases (arrivals and
+# completions, ranking, the choosing walk, suspensions, starts) share about 30 arrays and 12
+# scalars (list lengths, heap size, busy sums) that each phase both reads and changes; as
+# functions they would pass all of them and return the scalars as tuples, and the equality
+# evidence (tests/sim/test_las_core.py, the fingerprints) would have to be redone: over 80 lines.
 def replay(
     submit: F64,
     jid: I64,
@@ -67,9 +72,7 @@ def replay(
     speed: F64,
     cap: F64,
     shape: I64,
-) -> tuple[
-    int, F64, F64, F64, I64, int, float, float, float, int
-]:  # over 80 lines: one event loop, the Python path's steps in its order
+) -> tuple[int, F64, F64, F64, I64, int, float, float, float, int]:
     """Replay the trace (module docstring). Arrays by job index: ``submit`` (s), ``jid``,
     ``nw`` workers, ``dem`` ``(N, 3)`` per-worker (gpu, cpu, mem), ``total`` work (s at speed
     1), ``resume`` (s), ``speed`` ``(N, S + 1)`` by number of servers held; ``cap`` ``(S, 3)``;
