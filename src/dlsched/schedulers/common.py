@@ -177,7 +177,7 @@ class RoomCounts:
 
     def recount(self, servers: Iterable[int]) -> None:
         """Count again ``servers``, whose rows of ``free`` changed (or were replaced)."""
-        free = self.free
+        free, servers = self.free, tuple(servers)
         for need, room in self.rooms.items():
             for server in servers:
                 room[server] = tasks_that_fit(free[server], need)
