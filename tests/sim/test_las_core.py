@@ -1,5 +1,5 @@
-"""The compiled LAS core (`dlsched.sim.las_core`) gives the simulator's per-job records and
-totals, and so does its plain-Python reference, on random small fixed-GPU traces."""
+"""The compiled LAS core (`dlsched.sim.las_core`) gives the simulator's per-job records,
+totals and timeline, and so does its plain-Python reference, on random small fixed-GPU traces."""
 
 from __future__ import annotations
 
@@ -21,8 +21,9 @@ MODELS = ("vgg-16", "alexnet", "transformer", "deepspeech")
 
 
 @st.composite
-def traces(draw: st.DrawFn) -> tuple[list[JobSpec], int]:
-    """Up to 40 jobs of 1-16 GPUs (ties in submission included) on 1-4 8-GPU servers."""
+def traces(draw: st.DrawFn) -> tuple[list[JobSpec], int, float | None]:
+    """Up to 40 jobs of 1-16 GPUs (ties in submission included) on 1-4 8-GPU servers, and a
+    timeline spacing (s; None: the simulator's default, 600 s on these traces)."""
     servers = draw(st.integers(1, 4))
     n = draw(st.integers(1, 40))
     jobs = []
@@ -41,17 +42,17 @@ def traces(draw: st.DrawFn) -> tuple[list[JobSpec], int]:
                 max_workers=gpus,
             )
         )
-    return jobs, servers
+    return jobs, servers, draw(st.sampled_from([None, 1.0, 75.0]))
 
 
-def _simulator(jobs: list[JobSpec], servers: int) -> Simulator:
+def _simulator(jobs: list[JobSpec], servers: int, step_s: float | None = None) -> Simulator:
     return Simulator(
         jobs,
         Cluster.homogeneous(servers, Resources(8.0, 32.0, 256.0)),
         Locality(gpus_per_server=8),
         Las(),
         Pack(),
-        SimConfig(on_events=True),
+        SimConfig(on_events=True, timeline_step_s=step_s),
     )
 
 
@@ -65,17 +66,21 @@ def _summary(result: dlsched.Result) -> tuple[object, ...]:
         result.gpu_util,
         result.cpu_util,
         result.jct_bound_s,
+        astuple(result.timeline),
     )
 
 
 @settings(max_examples=60, deadline=None)
 @given(traces())
-def test_compiled_and_plain_core_equal_the_simulator(trace: tuple[list[JobSpec], int]) -> None:
-    jobs, servers = trace
-    assert unsupported(_simulator(jobs, servers)) is None
-    expected = _summary(_simulator(jobs, servers).run())
-    compiled = run(_simulator(jobs, servers), compiled=True)
-    plain = run(_simulator(jobs, servers), compiled=False)
+def test_compiled_and_plain_core_equal_the_simulator(
+    trace: tuple[list[JobSpec], int, float | None],
+) -> None:
+    jobs, servers, step_s = trace
+    assert unsupported(_simulator(jobs, servers, step_s)) is None
+    expected = _summary(_simulator(jobs, servers, step_s).run())
+    assert expected[-1][0]  # a timeline was sampled
+    compiled = run(_simulator(jobs, servers, step_s), compiled=True)
+    plain = run(_simulator(jobs, servers, step_s), compiled=False)
     assert compiled is not None and plain is not None
     assert _summary(compiled) == expected
     assert _summary(plain) == expected

@@ -45,6 +45,7 @@ from dlsched.sim.las_core_parts import (  # the kernel's helpers, re-bound by `c
     _pend_insert,
     _pend_remove,
     _remove,
+    _sample,
     _settle,
     _stall_check,
     _sums,
@@ -72,16 +73,21 @@ def replay(
     speed: F64,
     cap: F64,
     shape: I64,
-) -> tuple[int, F64, F64, F64, I64, int, float, float, float, int]:
+    step: float,
+    gpus: I64,
+) -> tuple[int, F64, F64, F64, I64, int, float, float, float, int, F64, int]:
     """Replay the trace (module docstring). Arrays by job index: ``submit`` (s), ``jid``,
     ``nw`` workers, ``dem`` ``(N, 3)`` per-worker (gpu, cpu, mem), ``total`` work (s at speed
     1), ``resume`` (s), ``speed`` ``(N, S + 1)`` by number of servers held; ``cap`` ``(S, 3)``;
     ``shape``: one id per distinct (demand, workers), for the walk's dead shapes
     (`dlsched.schedulers.pending_queue`: once a shape without PS did not fit, none of it will
-    at this point, as the walk only takes resources).
+    at this point, as the walk only takes resources); ``step``: the timeline's least spacing
+    (s); ``gpus``: GPUs of each server, for the timeline's fragmentation.
 
     Returns (status, first start s, finish s, held s, finish order, decisions, end s, busy
-    GPU-s, busy CPU-s, events popped).
+    GPU-s, busy CPU-s, events popped, timeline samples, their number): a sample's row is
+    (time s, GPUs used, CPUs used, running, pending, fragmentation of each server with GPUs:
+    `Simulator._record_timeline` after each decision).
 
     Over 80 lines: one event loop that numba compiles whole, the Python path's steps in its
     order."""
@@ -136,13 +142,21 @@ def replay(
     gmin = math.inf  # the fewest GPUs a job asks for
     for j in range(n):
         gmin = min(gmin, dem[j, 0] * nw[j])
+    ngpu_servers = 0
+    for s in range(S):
+        if gpus[s] > 0:
+            ngpu_servers += 1
+    samples = np.empty((64, 5 + ngpu_servers))  # the timeline (`_sample`), grown as needed
+    frag = np.empty((S, 2))  # `_sample`'s scratch space
+    ns, status = 0, DONE
     while True:
         t_arr = submit[nxt] if nxt < n else math.inf
         t = min(ht[0] if nh else math.inf, t_arr)
         if nfin == n:
             break
         if t == math.inf:
-            return STALLED, first, finish, held_s, order, decisions, now, busy_gpu, busy_cpu, pops
+            status = STALLED
+            break
         dt = t - now
         if dt > 0:
             busy_gpu += gpu_used * dt
@@ -263,19 +277,11 @@ def replay(
         if nstart == 0 and nchosen_run == nrun:
             for i in range(nrun):
                 chosen[run[i]] = False
+            samples, ns = _sample(samples, ns, step, t, gpu_used, cpu_used, npend + na, nrun, run,
+                                  alloc, dem, rate, ptime, progress, paused, total, gpus, frag)  # fmt: skip
             if _stall_check(nxt, n, npend + na, nrun, run, rate):
-                return (
-                    STALLED,
-                    first,
-                    finish,
-                    held_s,
-                    order,
-                    decisions,
-                    now,
-                    busy_gpu,
-                    busy_cpu,
-                    pops,
-                )
+                status = STALLED
+                break
             continue
         # what the chosen running jobs leave, for the starts then the others' places
         for s in range(S):
@@ -390,9 +396,14 @@ def replay(
                     ht, hs, hj, hv = _grow(ht, hs, hj, hv)
                 nh = _heap_push(ht, hs, hj, hv, nh, done, seq, j, version[j])
             gpu_used, cpu_used = _sums(used, S)
+        samples, ns = _sample(samples, ns, step, t, gpu_used, cpu_used, npend + na, nrun, run,
+                              alloc, dem, rate, ptime, progress, paused, total, gpus, frag)  # fmt: skip
         if _stall_check(nxt, n, npend + na, nrun, run, rate):
-            return STALLED, first, finish, held_s, order, decisions, now, busy_gpu, busy_cpu, pops
-    return DONE, first, finish, held_s, order, decisions, now, busy_gpu, busy_cpu, pops
+            status = STALLED
+            break
+    return (
+        status, first, finish, held_s, order, decisions, now, busy_gpu, busy_cpu, pops, samples, ns
+    )  # fmt: skip
 
 
 _COMPILED: dict[str, object] = {}
@@ -421,5 +432,5 @@ def compiled_replay() -> object:
 _KERNEL_FUNCTIONS = (
     "_less", "_settle", "_give", "_add_rows", "_sums", "_remove", "_pend_pos", "_pend_insert",
     "_pend_remove", "_hless", "_hswap", "_heap_push", "_heap_pop", "_grow", "_stall_check",
-    "_fit", "_take", "_pack", "_a_insert", "_a_remove", "replay",
+    "_fit", "_take", "_pack", "_a_insert", "_a_remove", "_sample", "replay",
 )  # fmt: skip

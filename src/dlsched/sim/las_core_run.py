@@ -1,6 +1,6 @@
 """The compiled LAS core (`dlsched.sim.las_core`) behind a `Simulator`: which runs it can
 replay, the job table it reads, and the `Result` it gives (the same per-job records as
-`Simulator.run`; the timeline is left empty: the core samples none)."""
+`Simulator.run`, and the same timeline)."""
 
 from __future__ import annotations
 
@@ -63,7 +63,9 @@ def arrays(sim: Simulator) -> tuple[np.ndarray, ...]:
     cap = np.array(sim.cluster.capacity_array, dtype=np.float64)
     keys = np.column_stack([dem, nw.astype(np.float64)]) if n else np.zeros((0, 4))
     shape = np.unique(keys, axis=0, return_inverse=True)[1].reshape(n).astype(np.int64)
-    return submit, jid, nw, dem, total, resume, speed, cap, shape
+    gpus = np.array([int(row[0]) for row in sim.cluster.capacity_rows], dtype=np.int64)
+    step = float(sim._timeline_step_s)  # noqa: SLF001 - the simulator's own spacing
+    return submit, jid, nw, dem, total, resume, speed, cap, shape, step, gpus
 
 
 def run(sim: Simulator, compiled: bool = True) -> Result | None:
@@ -72,7 +74,7 @@ def run(sim: Simulator, compiled: bool = True) -> Result | None:
     wall0 = time.perf_counter()
     kernel: Any = compiled_replay() if compiled else replay
     out = kernel(*arrays(sim))
-    status, first, finish, held, order, decisions, end_s, busy_gpu, busy_cpu, pops = out
+    status, first, finish, held, order, decisions, end_s, busy_gpu, busy_cpu, pops = out[:10]
     if status != DONE:
         return None
     specs = sim.specs
@@ -108,4 +110,20 @@ def run(sim: Simulator, compiled: bool = True) -> Result | None:
         jct_bound_s=bound,
         cluster_gpus=float(total.gpu),
     )
-    return Result.from_runs(finished, totals, Timeline())
+    return Result.from_runs(finished, totals, timeline(sim, out[10][: out[11]]))
+
+
+def timeline(sim: Simulator, samples: np.ndarray) -> Timeline:
+    """The `Timeline` of the kernel's ``samples`` (`las_core.replay`'s rows), with
+    `Timeline.sample`'s operations: utilisation = used / total, fragmentation = NumPy's mean
+    of the servers' values (`metrics.fragmentation`; 0 without a server with GPUs)."""
+    total = sim.cluster.total
+    out = Timeline()
+    out.times = samples[:, 0].tolist()
+    out.gpu_util = (samples[:, 1] / total.gpu).tolist() if total.gpu else [0.0] * len(samples)
+    out.cpu_util = (samples[:, 2] / total.cpu).tolist() if total.cpu else [0.0] * len(samples)
+    has_gpus = samples.shape[1] > 5
+    out.fragmentation = [float(np.mean(row[5:])) if has_gpus else 0.0 for row in samples]
+    out.running = samples[:, 3].astype(np.int64).tolist()
+    out.pending = samples[:, 4].astype(np.int64).tolist()
+    return out
