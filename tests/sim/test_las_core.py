@@ -3,8 +3,10 @@ totals and timeline, and so does its plain-Python reference, on random small fix
 
 from __future__ import annotations
 
+import logging
 from dataclasses import astuple
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -13,7 +15,7 @@ from dlsched.core import Arch, Cluster, JobSpec, Resources
 from dlsched.models.locality import Locality
 from dlsched.placement.pack import Pack
 from dlsched.schedulers.las import Las
-from dlsched.sim import SimConfig
+from dlsched.sim import SimConfig, las_core_run
 from dlsched.sim.las_core_run import run, unsupported
 from dlsched.sim.simulator import Simulator
 
@@ -88,13 +90,34 @@ def test_compiled_and_plain_core_equal_the_simulator(
 
 def test_simulate_uses_the_core_only_where_asked_and_supported() -> None:
     kw = {"workload": "philly:6214e9", "max_jobs": 120}
-    python = dlsched.simulate(scheduler="las", **kw)
+    python = dlsched.simulate(scheduler="las", core="python", **kw)
+    auto = dlsched.simulate(scheduler="las", **kw)  # default: too small for the core
     compiled = dlsched.simulate(scheduler="las", core="compiled", **kw)
-    assert "core" not in python.params
+    assert "core" not in python.params and "core" not in auto.params
     assert compiled.params["core"] == "compiled LAS"
-    assert _summary(compiled) == _summary(python)
+    assert _summary(compiled) == _summary(python) == _summary(auto)
     other = dlsched.simulate(scheduler="srtf", core="compiled", **kw)
     assert other.params["core"] == "python"
+    with pytest.raises(ValueError, match="core must be"):
+        dlsched.simulate(scheduler="las", core="numba", **kw)
+
+
+def test_auto_takes_the_core_for_large_supported_runs_only(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    kw = {"workload": "philly:6214e9", "max_jobs": 120, "scheduler": "las"}
+    monkeypatch.setattr(las_core_run, "AUTO_MIN_JOBS", 100)
+    monkeypatch.setattr(las_core_run, "AUTO_MIN_JOBS_COLD", 200)
+    monkeypatch.setattr(las_core_run, "compiles", lambda: True)  # as on a first use
+    assert "core" not in dlsched.simulate(**kw).params  # compiling would cost more than it saves
+    monkeypatch.setattr(las_core_run, "AUTO_MIN_JOBS_COLD", 100)
+    with caplog.at_level(logging.INFO, logger="dlsched.sim.las_core_run"):
+        auto = dlsched.simulate(**kw)
+    assert auto.params["core"] == "compiled LAS"
+    assert [r.message for r in caplog.records if "compiling the LAS core" in r.message]
+    assert _summary(auto) == _summary(dlsched.simulate(**kw, core="python"))
+    assert "core" not in dlsched.simulate(**kw, horizon_s=1e5).params  # not replayed: python
+    assert "core" not in dlsched.simulate(**{**kw, "scheduler": "srtf"}).params
 
 
 def test_cli_core_option_runs_the_compiled_core_and_says_so() -> None:
@@ -106,11 +129,16 @@ def test_cli_core_option_runs_the_compiled_core_and_says_so() -> None:
 
     base = ["simulate", "-w", "philly:6214e9", "-o", "max_jobs=120", "--json"]
     out = {}
-    for scheduler, core in (("las", "python"), ("las", "compiled"), ("srtf", "compiled")):
+    for scheduler, core in (
+        ("las", "python"),
+        ("las", "auto"),
+        ("las", "compiled"),
+        ("srtf", "compiled"),
+    ):
         done = CliRunner().invoke(app, [*base, "-s", scheduler, "-o", f"core={core}"])
         assert done.exit_code == 0, done.output
         out[scheduler, core] = json.loads(done.output[done.output.index("{") :])
     assert out["las", "compiled"]["core"] == "compiled LAS"  # the progress display did not stop it
     assert out["las", "compiled"]["avg_jct_s"] == out["las", "python"]["avg_jct_s"]
-    assert "core" not in out["las", "python"]
+    assert "core" not in out["las", "python"] and "core" not in out["las", "auto"]
     assert out["srtf", "compiled"]["core"] == "python"  # not replayed there, and said so

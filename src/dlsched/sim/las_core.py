@@ -27,6 +27,7 @@ the caller must run the Python path from scratch.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -277,8 +278,10 @@ def replay(
         if nstart == 0 and nchosen_run == nrun:
             for i in range(nrun):
                 chosen[run[i]] = False
-            samples, ns = _sample(samples, ns, step, t, gpu_used, cpu_used, npend + na, nrun, run,
-                                  alloc, dem, rate, ptime, progress, paused, total, gpus, frag)  # fmt: skip
+            samples, ns = _sample(  # the timeline
+                samples, ns, step, t, gpu_used, cpu_used, npend + na, nrun, run,
+                alloc, dem, rate, ptime, progress, paused, total, gpus, frag,
+            )  # fmt: skip
             if _stall_check(nxt, n, npend + na, nrun, run, rate):
                 status = STALLED
                 break
@@ -396,8 +399,10 @@ def replay(
                     ht, hs, hj, hv = _grow(ht, hs, hj, hv)
                 nh = _heap_push(ht, hs, hj, hv, nh, done, seq, j, version[j])
             gpu_used, cpu_used = _sums(used, S)
-        samples, ns = _sample(samples, ns, step, t, gpu_used, cpu_used, npend + na, nrun, run,
-                              alloc, dem, rate, ptime, progress, paused, total, gpus, frag)  # fmt: skip
+        samples, ns = _sample(  # the timeline
+            samples, ns, step, t, gpu_used, cpu_used, npend + na, nrun, run,
+            alloc, dem, rate, ptime, progress, paused, total, gpus, frag,
+        )  # fmt: skip
         if _stall_check(nxt, n, npend + na, nrun, run, rate):
             status = STALLED
             break
@@ -409,10 +414,12 @@ def replay(
 _COMPILED: dict[str, object] = {}
 
 
-def compiled_replay() -> object:
+def compiled_replay() -> Any:
     """`replay` compiled by numba (``cache=True``: compiled once per machine, then loaded from
-    ``__pycache__``). The functions above stay plain Python (the reference path); here each is
-    re-bound in a namespace where its helpers are their compiled selves."""
+    ``__pycache__`` or numba's user cache directory; where neither is writable, compiled in
+    every process). The functions above stay plain Python (the reference path); here each is
+    re-bound in a namespace where its helpers are their compiled selves. Compiled lazily: at
+    the first call (`dlsched.sim.las_core_run.compiles` says whether that call compiles)."""
     if "replay" not in _COMPILED:
         import types
 
@@ -423,8 +430,11 @@ def compiled_replay() -> object:
         ns = {**vars(las_core_parts), **globals()}
         plain = dict(ns)
         for name in _KERNEL_FUNCTIONS:
-            code = plain[name].__code__
-            ns[name] = njit(cache=True)(types.FunctionType(code, ns, name))
+            function = types.FunctionType(plain[name].__code__, ns, name)
+            try:
+                ns[name] = njit(cache=True)(function)
+            except RuntimeError:  # numba found no writable cache directory for this file
+                ns[name] = njit(function)
         _COMPILED["replay"] = ns["replay"]
     return _COMPILED["replay"]
 

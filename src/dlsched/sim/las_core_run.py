@@ -4,6 +4,7 @@ replay, the job table it reads, and the `Result` it gives (the same per-job reco
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from typing import Any
@@ -18,6 +19,37 @@ from dlsched.sim.las_core import DONE, compiled_replay, replay
 from dlsched.sim.metrics import Timeline
 from dlsched.sim.result import Result, RunTotals
 from dlsched.sim.simulator import Simulator
+
+log = logging.getLogger(__name__)
+
+AUTO_MIN_JOBS = 2_000
+"""``core="auto"`` replays LAS runs of at least this many jobs in the compiled core once it is
+compiled (in this process or numba's cache): loading it costs ~0.7 s, the simulator's LAS takes
+~1.1 s CPU on 2,000 Philly jobs, 0.68 s on 1,000 (benchmarks/RESULTS.md, issue 31)."""
+AUTO_MIN_JOBS_COLD = 16_000
+"""The same where the next run would compile it (no cache yet, or none writable: ~15 s): the
+simulator's LAS takes ~7.5 s CPU on 8,000 Philly jobs and over 20 s on 16,000."""
+
+
+def compiles() -> bool:
+    """Whether the next compiled run in this process compiles the kernel (~15 s): not loaded
+    yet and numba's cache holds none for this source (or numba cannot cache here)."""
+    kernel = compiled_replay()
+    if kernel.signatures:
+        return False
+    try:  # numba's own index of cached versions (empty when the source changed since)
+        return not kernel._cache._cache_file._load_index()
+    except (AttributeError, OSError):  # no cache (NullCache) or an unreadable index
+        return True
+
+
+def worth_it(sim: Simulator) -> bool:
+    """``core="auto"``'s choice: the core replays ``sim`` and is faster even counting its
+    compilation or loading (`AUTO_MIN_JOBS`, `AUTO_MIN_JOBS_COLD`)."""
+    n = len(sim.specs)
+    if n < AUTO_MIN_JOBS or unsupported(sim) is not None:
+        return False
+    return n >= AUTO_MIN_JOBS_COLD or not compiles()
 
 
 def unsupported(sim: Simulator) -> str | None:
@@ -64,7 +96,7 @@ def arrays(sim: Simulator) -> tuple[np.ndarray, ...]:
     keys = np.column_stack([dem, nw.astype(np.float64)]) if n else np.zeros((0, 4))
     shape = np.unique(keys, axis=0, return_inverse=True)[1].reshape(n).astype(np.int64)
     gpus = np.array([int(row[0]) for row in sim.cluster.capacity_rows], dtype=np.int64)
-    step = float(sim._timeline_step_s)  # noqa: SLF001 - the simulator's own spacing
+    step = float(sim._timeline_step_s)  # the simulator's own spacing
     return submit, jid, nw, dem, total, resume, speed, cap, shape, step, gpus
 
 
@@ -72,6 +104,14 @@ def run(sim: Simulator, compiled: bool = True) -> Result | None:
     """``sim.run()``'s result by the core (compiled, or its plain-Python reference), or None
     where the run leaves what the core replays (the stall rule fired: run ``sim`` itself)."""
     wall0 = time.perf_counter()
+    if compiled and compiles():
+        cached = getattr(compiled_replay()._cache, "_cache_file", None) is not None
+        log.info(
+            "compiling the LAS core with numba (~15 s; %s)",
+            "once: later runs load it from numba's cache"
+            if cached
+            else "numba has no writable cache directory here, so every process compiles it",
+        )
     kernel: Any = compiled_replay() if compiled else replay
     out = kernel(*arrays(sim))
     status, first, finish, held, order, decisions, end_s, busy_gpu, busy_cpu, pops = out[:10]
