@@ -23,9 +23,10 @@ MODELS = ("vgg-16", "alexnet", "transformer", "deepspeech")
 
 
 @st.composite
-def traces(draw: st.DrawFn) -> tuple[list[JobSpec], int, float | None]:
-    """Up to 40 jobs of 1-16 GPUs (ties in submission included) on 1-4 8-GPU servers, and a
-    timeline spacing (s; None: the simulator's default, 600 s on these traces)."""
+def traces(draw: st.DrawFn) -> tuple[list[JobSpec], int, dict[str, float | None]]:
+    """Up to 40 jobs of 1-16 GPUs (ties in submission included) on 1-4 8-GPU servers, and the
+    `SimConfig` keywords: a timeline spacing (s; None: the simulator's default, 600 s on these
+    traces) and a horizon (s; None: none), which often stops a run with jobs unfinished."""
     servers = draw(st.integers(1, 4))
     n = draw(st.integers(1, 40))
     jobs = []
@@ -44,17 +45,21 @@ def traces(draw: st.DrawFn) -> tuple[list[JobSpec], int, float | None]:
                 max_workers=gpus,
             )
         )
-    return jobs, servers, draw(st.sampled_from([None, 1.0, 75.0]))
+    config = {
+        "timeline_step_s": draw(st.sampled_from([None, 1.0, 75.0])),
+        "horizon_s": draw(st.sampled_from([None, None, 900.0, 2500.0])),
+    }
+    return jobs, servers, config
 
 
-def _simulator(jobs: list[JobSpec], servers: int, step_s: float | None = None) -> Simulator:
+def _simulator(jobs: list[JobSpec], servers: int, **config: float | None) -> Simulator:
     return Simulator(
         jobs,
         Cluster.homogeneous(servers, Resources(8.0, 32.0, 256.0)),
         Locality(gpus_per_server=8),
         Las(),
         Pack(),
-        SimConfig(on_events=True, timeline_step_s=step_s),
+        SimConfig(on_events=True, **config),  # type: ignore[arg-type]
     )
 
 
@@ -75,14 +80,14 @@ def _summary(result: dlsched.Result) -> tuple[object, ...]:
 @settings(max_examples=60, deadline=None)
 @given(traces())
 def test_compiled_and_plain_core_equal_the_simulator(
-    trace: tuple[list[JobSpec], int, float | None],
+    trace: tuple[list[JobSpec], int, dict[str, float | None]],
 ) -> None:
-    jobs, servers, step_s = trace
-    assert unsupported(_simulator(jobs, servers, step_s)) is None
-    expected = _summary(_simulator(jobs, servers, step_s).run())
-    assert expected[-1][0]  # a timeline was sampled
-    compiled = run(_simulator(jobs, servers, step_s), compiled=True)
-    plain = run(_simulator(jobs, servers, step_s), compiled=False)
+    jobs, servers, config = trace
+    assert unsupported(_simulator(jobs, servers, **config)) is None
+    expected = _summary(_simulator(jobs, servers, **config).run())
+    assert expected[-1][0] or config["horizon_s"]  # a timeline was sampled
+    compiled = run(_simulator(jobs, servers, **config), compiled=True)
+    plain = run(_simulator(jobs, servers, **config), compiled=False)
     assert compiled is not None and plain is not None
     assert _summary(compiled) == expected
     assert _summary(plain) == expected
@@ -116,7 +121,7 @@ def test_auto_takes_the_core_for_large_supported_runs_only(
     assert auto.params["core"] == "compiled LAS"
     assert [r.message for r in caplog.records if "compiling the LAS core" in r.message]
     assert _summary(auto) == _summary(dlsched.simulate(**kw, core="python"))
-    assert "core" not in dlsched.simulate(**kw, horizon_s=1e5).params  # not replayed: python
+    assert "core" not in dlsched.simulate(**kw, record_events=True).params  # not replayed
     assert "core" not in dlsched.simulate(**{**kw, "scheduler": "srtf"}).params
 
 

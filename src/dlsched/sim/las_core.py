@@ -8,7 +8,7 @@ in the same order, so it can be compiled with ``numba.njit(cache=True)`` as the 
 are (`dlsched.papers.dl2.batched_kernels`) while the plain-Python function stays the reference
 path. Supported (checked by the caller before anything runs; everything else goes through the
 executor unchanged): the ``las`` scheduler, ``pack`` placement, the `Locality` model, on-events
-scheduling (no interval, no noise, no horizon, no repack, no event log), jobs without PS that
+scheduling (no interval, no noise, no repack, no event log; a horizon is), jobs without PS that
 are not elastic, and whole-number capacities and demands (then every cluster sum is exact, so
 the order in which the Python path adds and gives back resources cannot change a bit).
 
@@ -76,6 +76,7 @@ def replay(
     shape: I64,
     step: float,
     gpus: I64,
+    horizon: float,
 ) -> tuple[int, F64, F64, F64, I64, int, float, float, float, int, F64, int]:
     """Replay the trace (module docstring). Arrays by job index: ``submit`` (s), ``jid``,
     ``nw`` workers, ``dem`` ``(N, 3)`` per-worker (gpu, cpu, mem), ``total`` work (s at speed
@@ -83,7 +84,8 @@ def replay(
     ``shape``: one id per distinct (demand, workers), for the walk's dead shapes
     (`dlsched.schedulers.pending_queue`: once a shape without PS did not fit, none of it will
     at this point, as the walk only takes resources); ``step``: the timeline's least spacing
-    (s); ``gpus``: GPUs of each server, for the timeline's fragmentation.
+    (s); ``gpus``: GPUs of each server, for the timeline's fragmentation; ``horizon``: the
+    time (s) the run stops at (``inf``: none), jobs unfinished then are left out of ``order``.
 
     Returns (status, first start s, finish s, held s, finish order, decisions, end s, busy
     GPU-s, busy CPU-s, events popped, timeline samples, their number): a sample's row is
@@ -153,10 +155,15 @@ def replay(
     while True:
         t_arr = submit[nxt] if nxt < n else math.inf
         t = min(ht[0] if nh else math.inf, t_arr)
-        if nfin == n:
-            break
-        if t == math.inf:
-            status = STALLED
+        if horizon == math.inf and nfin == n:
+            break  # (with a horizon, stale completions up to it are popped and counted)
+        if t == math.inf or t > horizon:
+            if horizon == math.inf:
+                status = STALLED
+            elif horizon > now:  # the run ends at the horizon
+                busy_gpu += gpu_used * (horizon - now)
+                busy_cpu += cpu_used * (horizon - now)
+                now = horizon
             break
         dt = t - now
         if dt > 0:

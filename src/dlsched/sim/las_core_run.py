@@ -62,8 +62,8 @@ def unsupported(sim: Simulator) -> str | None:
         return "placement or speed model other than pack / Locality"
     if config.interval_s is not None or not config.on_events or config.noise > 0:
         return "periodic scheduling or noise"
-    if config.horizon_s is not None or config.repack or sim.event_log is not None:
-        return "horizon, repack or event log"
+    if config.repack or sim.event_log is not None:
+        return "repack or event log"
     cap = sim.cluster.capacity_array
     if not np.all(cap == np.floor(cap)):
         return "capacities that are not whole numbers"
@@ -97,7 +97,8 @@ def arrays(sim: Simulator) -> tuple[np.ndarray, ...]:
     shape = np.unique(keys, axis=0, return_inverse=True)[1].reshape(n).astype(np.int64)
     gpus = np.array([int(row[0]) for row in sim.cluster.capacity_rows], dtype=np.int64)
     step = float(sim._timeline_step_s)  # the simulator's own spacing
-    return submit, jid, nw, dem, total, resume, speed, cap, shape, step, gpus
+    horizon = math.inf if sim.config.horizon_s is None else float(sim.config.horizon_s)
+    return submit, jid, nw, dem, total, resume, speed, cap, shape, step, gpus, horizon
 
 
 def run(sim: Simulator, compiled: bool = True) -> Result | None:
@@ -119,7 +120,7 @@ def run(sim: Simulator, compiled: bool = True) -> Result | None:
         return None
     specs = sim.specs
     finished = []
-    for i in order:
+    for i in order[: np.count_nonzero(~np.isnan(finish))]:  # (not those past a horizon)
         spec = specs[i]
         r = JobRun(spec, progress_time_s=float(finish[i]))
         r.ideal_duration_s = spec.total_work / max(sim.model.ideal_speed(spec), 1e-12)
