@@ -43,13 +43,9 @@ def _case(
     make_scheduler("fifo")  # first use imports every scheduler module
     used = time.process_time()
     resource.setrlimit(resource.RLIMIT_CPU, (int(used) + limit_s, int(used) + limit_s + 5))
+    chosen: dict[str, Any] = {} if core is None else {"core": core}  # None: the default
     cpu0, wall0 = time.process_time(), time.perf_counter()
-    result = dlsched.simulate(
-        workload=workload,
-        scheduler=scheduler,
-        seed=0,
-        **({"core": core} if core is not None else {}),
-    )
+    result = dlsched.simulate(workload=workload, scheduler=scheduler, seed=0, **chosen)
     cpu_s = time.process_time() - cpu0
     summary = result.summary()
     queue.put(

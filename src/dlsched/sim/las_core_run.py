@@ -76,8 +76,9 @@ def unsupported(sim: Simulator) -> str | None:
     return None
 
 
-def arrays(sim: Simulator) -> tuple[np.ndarray, ...]:
-    """The job table of ``sim`` (arrival order) and its cluster's capacities."""
+def arrays(sim: Simulator) -> tuple[np.ndarray | float, ...]:
+    """`las_core.replay`'s arguments for ``sim``: the job table (arrival order), the cluster's
+    capacities, the timeline's spacing (s), each server's GPUs and the horizon (s)."""
     specs = sim.specs
     n, S = len(specs), sim.cluster.num_servers
     submit = np.array([s.submit_time_s for s in specs], dtype=np.float64)
