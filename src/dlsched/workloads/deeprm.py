@@ -175,9 +175,12 @@ FIXED_PARAMS: dict[str, object] = {
 Ints = npt.NDArray[np.int64]
 
 
-def _jobs_drawn(rng: np.random.Generator, n: int) -> tuple[npt.NDArray[np.bool_], Ints, Ints, Ints]:
+def _jobs_drawn(
+    rng: np.random.Generator, n: int, scale: int = 1
+) -> tuple[npt.NDArray[np.bool_], Ints, Ints, Ints]:
     """(short?, duration in steps, CPU slots, memory slots) of ``n`` jobs, drawn in this order:
-    the workload of a seed depends on it."""
+    the workload of a seed depends on it. ``scale`` multiplies the demands drawn
+    (`DEMAND_SCALES`)."""
     short = rng.random(n) < SHORT_FRAC
     duration = np.where(
         short,
@@ -187,9 +190,28 @@ def _jobs_drawn(rng: np.random.Generator, n: int) -> tuple[npt.NDArray[np.bool_]
     dominant_is_cpu = rng.integers(0, 2, n) == 0
     dominant = rng.integers(DOMINANT_SLOTS[0], DOMINANT_SLOTS[1] + 1, n)
     other = rng.integers(OTHER_SLOTS[0], OTHER_SLOTS[1] + 1, n)
-    cpu = np.where(dominant_is_cpu, dominant, other)
-    mem = np.where(dominant_is_cpu, other, dominant)
+    cpu = np.where(dominant_is_cpu, dominant, other) * scale
+    mem = np.where(dominant_is_cpu, other, dominant) * scale
     return short, duration, cpu, mem
+
+
+def _params(
+    seed: int, servers: int, load: float, n: int, steps: int, lam: float, demands: str
+) -> dict[str, object]:
+    """The workload's ``params``; ``demands`` only when not the default, so that default
+    workloads' params (which records and fingerprints compare) are unchanged."""
+    params: dict[str, object] = {
+        "seed": seed,
+        "servers": servers,
+        "load": load,
+        "num_jobs": n,
+        "horizon_steps": steps,
+        "arrivals_per_step": lam,
+        **FIXED_PARAMS,
+    }
+    if demands != "text":
+        params["demands"] = demands
+    return params
 
 
 def make_deeprm(
@@ -239,8 +261,7 @@ def make_deeprm(
     steps = np.repeat(np.arange(len(counts)), counts)
     n = len(steps)
 
-    short, duration, cpu, mem = _jobs_drawn(rng, n)
-    cpu, mem = cpu * DEMAND_SCALES[demands], mem * DEMAND_SCALES[demands]
+    short, duration, cpu, mem = _jobs_drawn(rng, n, DEMAND_SCALES[demands])
 
     jobs = tuple(
         JobSpec(
@@ -257,17 +278,7 @@ def make_deeprm(
         for i in range(n)
     )
     log.debug("deeprm seed=%d: %d jobs over %d steps, λ=%.3f", seed, n, len(counts), lam)
-    params = {
-        "seed": seed,
-        "servers": servers,
-        "load": load,
-        "num_jobs": n,
-        "horizon_steps": len(counts),
-        "arrivals_per_step": lam,
-        **FIXED_PARAMS,
-    }
-    if demands != "text":  # default params unchanged (records and fingerprints compare them)
-        params["demands"] = demands
+    params = _params(seed, servers, load, n, len(counts), lam, demands)
     return Workload(
         name="deeprm",
         jobs=jobs,
