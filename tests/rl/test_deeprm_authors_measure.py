@@ -1,6 +1,7 @@
-"""The authors' DeepRM test measure (`benchmarks/deeprm_authors_setting.py`): the slowdown of
-the jobs started before the arrivals stop, as ``hongzimao/deeprm``'s ``slow_down_cdf.launch``
-with ``end='no_new_job'`` counts them, beside ours (every job, run to its end)."""
+"""The authors' DeepRM setting (`hongzimao/deeprm`): their test measure, the slowdown of the
+jobs started before the arrivals stop (``slow_down_cdf.launch`` with ``end='no_new_job'``), beside
+ours (every job, run to its end), in `benchmarks/deeprm_authors_setting.py`; and their job sizes
+in the training config (``demands="code"``)."""
 
 from __future__ import annotations
 
@@ -39,3 +40,17 @@ def test_a_job_never_started_voids_the_full_measure_only() -> None:
         np.array([0.0, 1.0]), np.array([0.0, -1.0]), np.array([3.0, 3.0]), 50.0
     )
     assert np.isnan(full) and authors == pytest.approx(1.0) and left_out == pytest.approx(0.5)
+
+
+def test_training_config_draws_the_code_demands_when_asked() -> None:
+    from dlsched.papers.deeprm.config import ReinforceConfig
+    from dlsched.papers.deeprm.train import ValidationSet
+
+    text = ReinforceConfig(load=1.9).training_jobsets([0])[0]
+    code_config = ReinforceConfig(load=1.9, demands="code")
+    code = code_config.training_jobsets([0])[0]
+    assert code.demand.max(1).min() >= 10 and (code.demand % 2 == 0).all()
+    assert text.demand.max(1).max() <= 10
+    assert len(code) < 0.75 * len(text)  # half the jobs a step (50 steps: ~52 against ~103)
+    validation = ValidationSet.build(code_config, per_point=2)
+    assert validation.jobsets[0].demand.max(1).min() >= 10
