@@ -113,13 +113,8 @@ def simulate(
         on_job_finished: called with (jobs finished, jobs in the workload) after each finish,
             e.g. to show progress.
         record_events: keep the run's events in ``result.event_log`` (same results).
-        core: ``"auto"`` (default): LAS runs the compiled core (`dlsched.sim.las_core`)
-            replays and that are large enough for it to be faster counting its compilation
-            (`las_core_run.AUTO_MIN_JOBS`: 2,000 jobs once compiled, else 16,000) run there,
-            the rest in the simulator; ``"compiled"``: every run the core replays runs there;
-            ``"python"``: the simulator. The same records, totals and timeline either way;
-            ``params["core"]`` (and the summary's ``core``) says which ran when the core ran
-            or was asked for.
+        core: ``"auto"``: large LAS runs in the compiled core (`las_core_run.worth_it`);
+            ``"compiled"``: all it replays; ``"python"``: none. Same results; ``params["core"]``.
         **overrides: workload generator options (``num_jobs=50``, ``mix="large-jobs"``, …).
 
     Raises:

@@ -44,8 +44,11 @@ def compiles() -> bool:
 
 
 def worth_it(sim: Simulator) -> bool:
-    """``core="auto"``'s choice: the core replays ``sim`` and is faster even counting its
-    compilation or loading (`AUTO_MIN_JOBS`, `AUTO_MIN_JOBS_COLD`)."""
+    """``simulate(core="auto")``'s choice: the core replays ``sim`` and is faster even counting
+    its compilation or loading (`AUTO_MIN_JOBS`, `AUTO_MIN_JOBS_COLD`). The other cores:
+    ``"compiled"`` takes it for every run it replays, ``"python"`` for none; the records,
+    totals and timeline are the same, and ``params["core"]`` (the summary's ``core``) is
+    ``"compiled LAS"`` when it ran (``"python"`` where ``"compiled"`` was asked in vain)."""
     n = len(sim.specs)
     if n < AUTO_MIN_JOBS or unsupported(sim) is not None:
         return False
