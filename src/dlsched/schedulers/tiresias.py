@@ -24,6 +24,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from dlsched.core import ClusterView, Decision, JobRun
@@ -79,7 +80,7 @@ class Tiresias(BaseScheduler):
         self._starving: list[tuple[float, int, float, float, JobRun]] = []
         self._running_seen: object = None  # view.running at the last decision
         # waiting jobs kept sorted between points; the running ones are ranked at each
-        self.queue = PendingQueue(self._key, requested_size)
+        self.queue = PendingQueue(self._key, requested_size, running_keys=self._keys_running)
 
     def queue_of(self, run: JobRun, now_s: float) -> int:
         """Queue index (0 = highest priority) of ``run`` at ``now_s``."""
@@ -120,6 +121,30 @@ class Tiresias(BaseScheduler):
                 key,
             )
         return key
+
+    def _keys_running(self, runs: Sequence[JobRun], now_s: float) -> list[tuple[int, float, int]]:
+        """`_key` of each running job, its kept keys looked up in one loop (hundreds of running
+        jobs are keyed at every point on all of Philly; few cross a threshold).
+
+        The service offset is not compared: it changes only while a job waits
+        (`_promote`), and a job that runs again has had its progress time moved by its start.
+        """
+        kept_keys = self._running_keys
+        key_of = self._key
+        keys = []
+        for run in runs:
+            kept = kept_keys.get(run.job_id)
+            if (
+                kept is not None
+                and kept[0] is run.allocation
+                and kept[1] == run.attained_gpu_s
+                and kept[2] == run.progress_time_s
+                and kept[4] <= now_s < kept[5]
+            ):
+                keys.append(kept[6])
+            else:
+                keys.append(key_of(run, now_s))
+        return keys
 
     def _same_queue_until(self, run: JobRun, queue: int, held: float, offset: float) -> float:
         """A time before which ``run``, holding ``held`` GPUs from its last progress update on,
