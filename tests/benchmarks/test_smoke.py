@@ -32,6 +32,7 @@ SMOKE: dict[str, str] = {
     "chaos_k8s.py": "--jobs 10 --faults 1",
     "core_ceiling.py": "-w deeprm --schedulers fifo --processes 1,2 --repeat 1",
     "compare_workers.py": "-w deeprm --schedulers fifo --seeds 1-2 --per-task --ceiling",
+    "deeprm_authors_setting.py": "--seeds 9001-9001 --loads 1.9",
     "deeprm_paper_diagnose.py": "--iterations 1 --jobsets 2 --episodes 2 --out {tmp}/out",
     "deeprm_paper_iteration.py": "--iterations 2 --jobsets 2",
     "deeprm_settings.py": "--seeds 9001-9002 --loads 1.3 --settings paper",
