@@ -32,6 +32,7 @@ SMOKE: dict[str, str] = {
     "chaos_k8s.py": "--jobs 10 --faults 1",
     "core_ceiling.py": "-w deeprm --schedulers fifo --processes 1,2 --repeat 1",
     "compare_workers.py": "-w deeprm --schedulers fifo --seeds 1-2 --per-task --ceiling",
+    "deeprm_authors_setting.py": "--seeds 9001-9001 --loads 1.9",
     "deeprm_paper_diagnose.py": "--iterations 1 --jobsets 2 --episodes 2 --out {tmp}/out",
     "deeprm_paper_iteration.py": "--iterations 2 --jobsets 2",
     "deeprm_settings.py": "--seeds 9001-9002 --loads 1.3 --settings paper",
@@ -143,7 +144,9 @@ def test_peer_side_by_side(tmp_path: Path) -> None:
     script = str(BENCHMARKS / "peer_side_by_side.py")
     args = ["--blox", str(PEERS / "blox"), "--blox-run", str(PEERS / "blox-run")]
     args += ["--blox-python", "/work/peer-venvs/blox/bin/python", "--jobs", "20"]
-    _ok(_run([script, *args, "--policies", "fifo", "--out", str(tmp_path)]))
+    done = _run([script, *args, "--policies", "fifo", "--blox-rounds", "--out", str(tmp_path)])
+    _ok(done)
+    assert "dlsched-rounds" in done.stdout.splitlines()[-1]
 
 
 @pytest.mark.slow

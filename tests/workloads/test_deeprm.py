@@ -121,9 +121,28 @@ def test_deterministic_per_seed() -> None:
         ({"servers": 0}, "servers"),
         ({"num_jobs": 0}, "num_jobs"),
         ({"horizon_steps": 0}, "horizon_steps"),
+        ({"demands": "paper"}, "demands"),
     ],
 )
 def test_bad_options(kwargs: dict[str, float], option: str) -> None:
     with pytest.raises(ValueError, match=f"^{option} must") as info:
         make_deeprm(0, **kwargs)
     assert "\n" not in str(info.value)
+
+
+def test_code_demands_are_the_authors_ranges_at_half_the_arrivals() -> None:
+    """``demands="code"``: hongzimao/deeprm's job_distribution.py ranges (0.5r..1.0r dominant,
+    0.1r..0.2r other), the same draws doubled, and half the jobs for the same load."""
+    text = make_deeprm(5, load=1.9, num_jobs=8_000)
+    code = make_deeprm(5, load=1.9, num_jobs=8_000, demands="code")
+    assert code.params["demands"] == "code" and "demands" not in text.params
+    demand = np.array([(j.worker_demand.cpu, j.worker_demand.mem) for j in code.jobs])
+    dominant, other = demand.max(1) / SLOTS_PER_R, demand.min(1) / SLOTS_PER_R
+    assert set(dominant.tolist()) == {0.5, 0.6, 0.7, 0.8, 0.9, 1.0}
+    assert set(other.tolist()) == {0.1, 0.2}
+    assert code.params["arrivals_per_step"] == pytest.approx(text.params["arrivals_per_step"] / 2)
+    steps = code.params["horizon_steps"]
+    cpu = float((demand[:, 0] * [j.total_work for j in code.jobs]).sum()) / (POOL.cpu * steps)
+    assert cpu == pytest.approx(1.9, rel=0.05)
+    via_cli = make_workload("deeprm", seed=5, load=1.9, num_jobs=8_000, demands="code")
+    assert [j.worker_demand for j in via_cli.jobs] == [j.worker_demand for j in code.jobs]

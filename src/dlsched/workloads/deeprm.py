@@ -20,6 +20,10 @@ Jobs (§4.1)
     * Each job has a dominant resource, picked independently and uniformly among the two; its
       demand is uniform in 0.25r..0.5r (5..10 slots), the other's in 0.05r..0.1r (1..2 slots),
       whole slots uniformly (means 0.375r and 0.075r, as for the continuous ranges).
+      ``demands="code"`` draws the authors' code's ranges instead (``job_distribution.py``:
+      ``max_job_size / 2 .. max_job_size`` and ``1 .. max_job_size / 5`` of ``res_slot = 10``,
+      i.e. 0.5r..1.0r and 0.1r..0.2r): the same draws, doubled (10..20 and 2..4 slots, even
+      numbers only), so a given load brings half as many jobs (see Arrivals).
     * One task a job, never preempted, fixed allocation (§3.1): ``arch = Arch.REPLICA``,
       ``num_workers = min_workers = max_workers = 1``, speed from `FixedDuration`.
       ``model`` is ``"short"`` or ``"long"`` (its duration class; §4.3 Fig. 7 compares them).
@@ -39,7 +43,10 @@ Arrivals and load
       because its demands are twice the text's: 0.5–1.0 and 0.1–0.2 of capacity.) We keep the
       text's demands and extend the process above ``λ = 1``: each step brings ``floor(λ)`` jobs
       plus one more with probability ``λ - floor(λ)``. For ``load <= 0.9225`` (default 0.7:
-      ``p = 0.759``) this is exactly a Bernoulli process.
+      ``p = 0.759``) this is exactly a Bernoulli process. At load 1.9 the text's demands bring
+      ``λ = 2.06`` jobs a step, the code's (``demands="code"``, ``λ = load / 1.845``) 1.03:
+      DeepRM's 10 arrival-order slots then hold about 5 steps of arrivals instead of 10
+      (``benchmarks/deeprm_authors_setting.py``).
     * **Length**: by default DeepRM's jobsets ("each experiment lasts for 50t", §4.1): exactly
       ``horizon_steps`` = 50 steps of arrivals however many jobs they bring (the workload may
       even be empty); or, with ``num_jobs`` given and no ``horizon_steps``, that many jobs
@@ -104,9 +111,13 @@ MEAN_DEMAND_R = (_mean(DOMINANT_SLOTS) + _mean(OTHER_SLOTS)) / 2.0 / SLOTS_PER_R
 """0.225 r on each resource (dominant on half the jobs)."""
 
 
-def arrivals_per_step(load: float, servers: int = DEFAULT_SERVERS) -> float:
+DEMAND_SCALES = {"text": 1, "code": 2}
+"""``demands`` option → factor on §4.1's demand draws (the authors' code's are twice the text's)."""
+
+
+def arrivals_per_step(load: float, servers: int = DEFAULT_SERVERS, demands: str = "text") -> float:
     """Mean jobs a time step (``λ``) that offer ``load`` of ``servers`` pools' capacity."""
-    return load * servers / (MEAN_DURATION_STEPS * MEAN_DEMAND_R)
+    return load * servers / (MEAN_DURATION_STEPS * MEAN_DEMAND_R * DEMAND_SCALES[demands])
 
 
 def _counts(rng: np.random.Generator, lam: float, steps: int) -> npt.NDArray[np.int64]:
@@ -134,9 +145,11 @@ def _counts_until(rng: np.random.Generator, lam: float, num_jobs: int) -> npt.ND
 
 
 def _check_arguments(
-    servers: int, load: float, num_jobs: int | None, horizon_steps: int | None
+    servers: int, load: float, num_jobs: int | None, horizon_steps: int | None, demands: str
 ) -> None:
     """`make_deeprm`'s ValueErrors, before anything is drawn."""
+    if demands not in DEMAND_SCALES:
+        raise ValueError(f"demands must be one of {sorted(DEMAND_SCALES)}, got {demands!r}")
     if servers < 1:
         raise ValueError(f"servers must be >= 1, got {servers}")
     if not (load > 0 and math.isfinite(load)):
@@ -162,9 +175,12 @@ FIXED_PARAMS: dict[str, object] = {
 Ints = npt.NDArray[np.int64]
 
 
-def _jobs_drawn(rng: np.random.Generator, n: int) -> tuple[npt.NDArray[np.bool_], Ints, Ints, Ints]:
+def _jobs_drawn(
+    rng: np.random.Generator, n: int, scale: int = 1
+) -> tuple[npt.NDArray[np.bool_], Ints, Ints, Ints]:
     """(short?, duration in steps, CPU slots, memory slots) of ``n`` jobs, drawn in this order:
-    the workload of a seed depends on it."""
+    the workload of a seed depends on it. ``scale`` multiplies the demands drawn
+    (`DEMAND_SCALES`)."""
     short = rng.random(n) < SHORT_FRAC
     duration = np.where(
         short,
@@ -174,9 +190,28 @@ def _jobs_drawn(rng: np.random.Generator, n: int) -> tuple[npt.NDArray[np.bool_]
     dominant_is_cpu = rng.integers(0, 2, n) == 0
     dominant = rng.integers(DOMINANT_SLOTS[0], DOMINANT_SLOTS[1] + 1, n)
     other = rng.integers(OTHER_SLOTS[0], OTHER_SLOTS[1] + 1, n)
-    cpu = np.where(dominant_is_cpu, dominant, other)
-    mem = np.where(dominant_is_cpu, other, dominant)
+    cpu = np.where(dominant_is_cpu, dominant, other) * scale
+    mem = np.where(dominant_is_cpu, other, dominant) * scale
     return short, duration, cpu, mem
+
+
+def _params(
+    seed: int, servers: int, load: float, n: int, steps: int, lam: float, demands: str
+) -> dict[str, object]:
+    """The workload's ``params``; ``demands`` only when not the default, so that default
+    workloads' params (which records and fingerprints compare) are unchanged."""
+    params: dict[str, object] = {
+        "seed": seed,
+        "servers": servers,
+        "load": load,
+        "num_jobs": n,
+        "horizon_steps": steps,
+        "arrivals_per_step": lam,
+        **FIXED_PARAMS,
+    }
+    if demands != "text":
+        params["demands"] = demands
+    return params
 
 
 def make_deeprm(
@@ -186,6 +221,7 @@ def make_deeprm(
     load: float | None = None,
     num_jobs: int | None = None,
     horizon_steps: int | None = None,
+    demands: str = "text",
 ) -> Workload:
     """Generate one DeepRM jobset (see the module docstring for every choice and its source).
 
@@ -197,6 +233,8 @@ def make_deeprm(
         num_jobs: jobs in the workload (used when ``horizon_steps`` is None; a long jobset).
         horizon_steps: arrivals cover exactly this many time steps (DeepRM's fixed episode
             length) and ``num_jobs`` is not used; None with ``num_jobs`` None → 50, the paper's.
+        demands: ``"text"`` (§4.1's ranges, the default) or ``"code"`` (the authors' code's,
+            twice as large; the workload's ``params`` then say ``demands="code"``).
 
     Returns:
         The workload: one-task jobs with ``total_work`` = duration in seconds, the pools,
@@ -204,17 +242,17 @@ def make_deeprm(
         for ``horizon_steps`` jobsets.
 
     Raises:
-        ValueError: ``servers``, ``num_jobs`` or ``horizon_steps`` below 1, or ``load`` not a
-            finite number > 0.
+        ValueError: ``servers``, ``num_jobs`` or ``horizon_steps`` below 1, ``load`` not a
+            finite number > 0, or ``demands`` neither ``"text"`` nor ``"code"``.
     """
     servers = DEFAULT_SERVERS if servers is None else servers
     load = DEFAULT_LOAD if load is None else load
-    _check_arguments(servers, load, num_jobs, horizon_steps)
+    _check_arguments(servers, load, num_jobs, horizon_steps, demands)
     if horizon_steps is None and num_jobs is None:
         horizon_steps = DEFAULT_HORIZON_STEPS
 
     rng = np.random.default_rng(seed)
-    lam = arrivals_per_step(load, servers)
+    lam = arrivals_per_step(load, servers, demands)
     if horizon_steps is None:
         assert num_jobs is not None
         counts = _counts_until(rng, lam, num_jobs)
@@ -223,7 +261,7 @@ def make_deeprm(
     steps = np.repeat(np.arange(len(counts)), counts)
     n = len(steps)
 
-    short, duration, cpu, mem = _jobs_drawn(rng, n)
+    short, duration, cpu, mem = _jobs_drawn(rng, n, DEMAND_SCALES[demands])
 
     jobs = tuple(
         JobSpec(
@@ -240,15 +278,7 @@ def make_deeprm(
         for i in range(n)
     )
     log.debug("deeprm seed=%d: %d jobs over %d steps, λ=%.3f", seed, n, len(counts), lam)
-    params = {
-        "seed": seed,
-        "servers": servers,
-        "load": load,
-        "num_jobs": n,
-        "horizon_steps": len(counts),
-        "arrivals_per_step": lam,
-        **FIXED_PARAMS,
-    }
+    params = _params(seed, servers, load, n, len(counts), lam, demands)
     return Workload(
         name="deeprm",
         jobs=jobs,

@@ -37,6 +37,9 @@ class ReinforceConfig:
     """Training iterations (paper: 1000)."""
     horizon_steps: Annotated[int, Opt(min=1, max=MAX_HORIZON_STEPS)] = 50
     """Time steps of arrivals per jobset (paper: 50)."""
+    demands: Literal["text", "code"] = "text"
+    """Job demands: §4.1's text (0.25r–0.5r, 0.05r–0.1r) or the authors' code's (twice those,
+    half the jobs a step at a given load; the ``deeprm`` workload's ``demands``)."""
     loads: Annotated[tuple[float, ...], Opt(min=0.01, max=MAX_LOAD)] = ()
     """Several training loads, dealt round-robin over the jobsets (empty: ``load`` only)."""
     long_jobs: Annotated[int, Opt(min=0, max=MAX_STEPS)] = 0
@@ -96,7 +99,7 @@ class ReinforceConfig:
         out = []
         for i in ids:
             seed, load, kind = self.jobset_setting(i)
-            out += make_jobsets([seed], load, kind, self.long_jobs)
+            out += make_jobsets([seed], load, kind, self.long_jobs, self.demands)
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -132,13 +135,19 @@ class DeepRMRunArgs:
 
 
 def make_jobsets(
-    seeds: Sequence[int], load: float, horizon_steps: int | None = 50, num_jobs: int = 200
+    seeds: Sequence[int],
+    load: float,
+    horizon_steps: int | None = 50,
+    num_jobs: int = 200,
+    demands: str = "text",
 ) -> list[Jobset]:
     """``deeprm`` jobsets for ``seeds``: ``horizon_steps`` steps of arrivals at ``load``, or
-    ``num_jobs`` jobs when ``horizon_steps`` is None."""
+    ``num_jobs`` jobs when ``horizon_steps`` is None; ``demands`` as `make_deeprm`'s."""
     return [
         Jobset.from_workload(
-            make_deeprm(s, load=load, horizon_steps=horizon_steps, num_jobs=num_jobs)
+            make_deeprm(
+                s, load=load, horizon_steps=horizon_steps, num_jobs=num_jobs, demands=demands
+            )
         )
         for s in seeds
     ]

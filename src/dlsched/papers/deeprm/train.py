@@ -133,7 +133,7 @@ class ValidationSet:
         points = config.points()
         jobsets: list[Jobset] = []
         for load, kind in points:
-            jobsets += make_jobsets(seeds, load, kind, config.long_jobs)
+            jobsets += make_jobsets(seeds, load, kind, config.long_jobs, config.demands)
         point_of = np.repeat(np.arange(len(points)), per_point)
         batch = DeepRMBatch(jobsets, config.shape, max_steps=VALIDATION_MAX_STEPS)
         sjf = run_batch(batch, sjf_actions)
