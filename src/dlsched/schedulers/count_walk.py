@@ -168,10 +168,7 @@ def count_walk_split(
     while True:
         while heap and lanes[heap[0][1]][0] in dead:
             heapq.heappop(heap)
-        if heap:
-            end = bisect.bisect_left(running, heap[0][0], done, key=_FIRST)
-        else:
-            end = len(running)
+        end = bisect.bisect_left(running, heap[0][0], done, key=_FIRST) if heap else len(running)
         if end > done:
             need = ends[end - 1] - (ends[done - 1] if done else 0)
             if need <= tasks_left:  # the whole block kept (as in `count_walk_merged`)
