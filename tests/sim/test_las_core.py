@@ -147,3 +147,19 @@ def test_cli_core_option_runs_the_compiled_core_and_says_so() -> None:
     assert out["las", "compiled"]["avg_jct_s"] == out["las", "python"]["avg_jct_s"]
     assert "core" not in out["las", "python"] and "core" not in out["las", "auto"]
     assert out["srtf", "compiled"]["core"] == "python"  # not replayed there, and said so
+
+
+def test_compiles_says_when_the_next_run_would_compile(monkeypatch: pytest.MonkeyPatch) -> None:
+    from types import SimpleNamespace
+
+    def kernel(signatures: list[str], cache: object) -> None:
+        fake = SimpleNamespace(signatures=signatures, _cache=cache)
+        monkeypatch.setattr(las_core_run, "compiled_replay", lambda: fake)
+
+    kernel(["loaded"], object())
+    assert not las_core_run.compiles()  # already compiled in this process
+    kernel([], object())  # numba's NullCache: no cache directory was writable
+    assert las_core_run.compiles()
+    for index in ({}, {"sig": "entry"}):  # numba's index: empty once the source changed
+        kernel([], SimpleNamespace(_cache_file=SimpleNamespace(_load_index=lambda i=index: i)))
+        assert las_core_run.compiles() == (not index)

@@ -120,6 +120,7 @@ def run(sim: Simulator, compiled: bool = True) -> Result | None:
     kernel: Any = compiled_replay() if compiled else replay
     out = kernel(*arrays(sim))
     status, first, finish, held, order, decisions, end_s, busy_gpu, busy_cpu, pops = out[:10]
+    samples = out[10][: out[11]]  # the timeline's rows
     if status != DONE:
         return None
     specs = sim.specs
@@ -155,7 +156,7 @@ def run(sim: Simulator, compiled: bool = True) -> Result | None:
         jct_bound_s=bound,
         cluster_gpus=float(total.gpu),
     )
-    return Result.from_runs(finished, totals, timeline(sim, out[10][: out[11]]))
+    return Result.from_runs(finished, totals, timeline(sim, samples))
 
 
 def timeline(sim: Simulator, samples: np.ndarray) -> Timeline:
