@@ -26,6 +26,7 @@ import bisect
 import heapq
 import itertools
 import math
+import operator
 from collections.abc import Iterator, Sequence
 from typing import Any, TypeVar
 
@@ -34,6 +35,7 @@ Shape = tuple[Any, ...]
 
 _MAX_NEED = 2.0**20
 _MAX_FREE = 2.0**30
+_FIRST = operator.itemgetter(0)
 
 
 class UniformTasks:
@@ -158,7 +160,6 @@ def count_walk_split(
     dead: set[Shape] = set()
     starting: list[Job] = []
     left_out: list[Job] = []
-    keys = [entry[0] for entry in running]
     ends = list(itertools.accumulate(entry[2][2] for entry in running))  # tasks up to each
     heap = [(lane_keys[0], i) for i, (_, lane_keys, _) in enumerate(lanes)]
     heapq.heapify(heap)
@@ -167,7 +168,7 @@ def count_walk_split(
     while True:
         while heap and lanes[heap[0][1]][0] in dead:
             heapq.heappop(heap)
-        end = bisect.bisect_left(keys, heap[0][0], done) if heap else len(keys)
+        end = bisect.bisect_left(running, heap[0][0], done, key=_FIRST) if heap else len(running)
         if end > done:
             need = ends[end - 1] - (ends[done - 1] if done else 0)
             if need <= tasks_left:  # the whole block kept (as in `count_walk_merged`)

@@ -181,16 +181,14 @@ class Tiresias(BaseScheduler):
             self._prev_decision_s = now
             return
         self._running_seen = running
-        running_ids = set()
-        for run in running:
-            job = run.job_id
-            running_ids.add(job)
-            if job not in tracked:  # started by the last decision
-                self._waiting_since_s.pop(job, None)
-                self._run_started_s[job] = prev
-                tracked[job] = run
-        if len(tracked) > len(running_ids):  # some were running at the last decision only
-            for job in [job for job in tracked if job not in running_ids]:
+        by_id = {run.job_id: run for run in running}
+        # (the order in which jobs are visited here changes nothing: the heap orders itself)
+        for job in by_id.keys() - tracked.keys():  # started by the last decision
+            self._waiting_since_s.pop(job, None)
+            self._run_started_s[job] = prev
+            tracked[job] = by_id[job]
+        if len(tracked) > len(by_id):  # some were running at the last decision only
+            for job in tracked.keys() - by_id.keys():
                 run = tracked.pop(job)
                 started = self._run_started_s.pop(job)
                 if run.finish_s is not None:
