@@ -70,7 +70,6 @@ class Sched2QNet(nn.Module):
     ) -> None:
         super().__init__()
         self.shape = shape
-        self.dueling = dueling
         n, m = shape.servers, shape.gpus_per_server
         self.gpu_dim = n * m
         self.server_encoder = nn.Sequential(
