@@ -24,7 +24,9 @@ times interleaved; the medians are printed. ``--variants`` adds dlsched runs (in
 with Blox's assumptions switched on one at a time — decisions only every 300 s round instead of
 at every arrival and completion; no slowdown for jobs spread over servers; for LAS, service
 counted as wall time held instead of GPU-seconds — to show where the average JCTs differ and
-why.
+why. ``--blox-rounds`` also times, as a whole process like the others, dlsched in Blox's rounds
+(``BLOX_ROUNDS_OPTIONS``: decisions every 300 s only, no cross-server slowdown, no restart pause;
+row ``dlsched-rounds``), the configuration whose average JCT is compared with Blox's.
 """
 
 from __future__ import annotations
@@ -181,8 +183,21 @@ def run_blox(
     }
 
 
-def run_dlsched(trace: Path, policy: str, servers: int) -> dict[str, Any]:
-    """One dlsched run as a whole process (``dlsched simulate --json``)."""
+# dlsched in Blox's rounds (``--blox-rounds``), as Blox's simulator models them: decisions only
+# at 300 s round boundaries, no slowdown for jobs spread over servers, and no restart pause for
+# a preempted job (Blox's simulated launch: "TODO: Add time for checkpoint and restore").
+BLOX_ROUNDS_OPTIONS = (
+    "interval_s=300",
+    "on_events=false",
+    "cross_server_slowdown=false",
+    "restart_s=0",
+)
+
+
+def run_dlsched(
+    trace: Path, policy: str, servers: int, options: tuple[str, ...] = (), label: str = "dlsched"
+) -> dict[str, Any]:
+    """One dlsched run as a whole process (``dlsched simulate --json``, ``-o`` each option)."""
     cpu0, wall0 = _children_cpu(), time.perf_counter()
     proc = subprocess.run(
         [
@@ -196,6 +211,7 @@ def run_dlsched(trace: Path, policy: str, servers: int) -> dict[str, Any]:
             policy,
             "--servers",
             str(servers),
+            *(arg for option in options for arg in ("-o", option)),
             "--json",
         ],
         capture_output=True,
@@ -205,7 +221,7 @@ def run_dlsched(trace: Path, policy: str, servers: int) -> dict[str, Any]:
     wall = time.perf_counter() - wall0
     summary = json.loads(proc.stdout)
     return {
-        "sim": "dlsched",
+        "sim": label,
         "policy": policy,
         "wall_s": wall,
         "cpu_s": _children_cpu() - cpu0,
@@ -213,6 +229,7 @@ def run_dlsched(trace: Path, policy: str, servers: int) -> dict[str, Any]:
         "avg_jct_s": summary["avg_jct_s"],
         "makespan_s": summary["makespan_s"],
         "sim_wall_s": summary["wall_s"],
+        "core": summary.get("core"),  # which simulator core ran (LAS: compiled or python)
     }
 
 
@@ -291,6 +308,19 @@ def run_variants(trace: Path, policy: str, servers: int) -> list[dict[str, Any]]
     return rows
 
 
+def _versus(jobs: int, b: dict[str, float], name: str, d: dict[str, float]) -> str:
+    """One summary line: Blox's medians beside one dlsched configuration's."""
+    return (
+        f"blox {jobs / b['wall_s']:.1f} jobs/s ({b['wall_s']:.1f} s wall, "
+        f"{b['cpu_s']:.1f} s CPU), {name} {jobs / d['wall_s']:.1f} jobs/s "
+        f"({d['wall_s']:.2f} s wall, {d['cpu_s']:.2f} s CPU): ratio "
+        f"{b['wall_s'] / d['wall_s']:.1f}x wall, {b['cpu_s'] / d['cpu_s']:.1f}x CPU; "
+        f"avg JCT blox {b['avg_jct_s']:,.0f} s, {name} {d['avg_jct_s']:,.0f} s "
+        f"({100 * (d['avg_jct_s'] / b['avg_jct_s'] - 1):+.1f} %); makespan "
+        f"{b['makespan_s']:,.0f} vs {d['makespan_s']:,.0f} s"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--blox", type=Path, required=True, help="a Blox checkout (peer)")
@@ -301,6 +331,11 @@ def main() -> int:
     parser.add_argument("--policies", default="fifo,las")
     parser.add_argument("--reps", type=int, default=1)
     parser.add_argument("--variants", action="store_true", help="dlsched with Blox's assumptions")
+    parser.add_argument(
+        "--blox-rounds",
+        action="store_true",
+        help="also time dlsched in Blox's rounds (" + " ".join(BLOX_ROUNDS_OPTIONS) + ")",
+    )
     parser.add_argument("--blox-as-shipped", action="store_true", help="no placement fix")
     parser.add_argument("--out", type=Path, default=None, help="scratch folder (default: temp)")
     parser.add_argument("--json", type=Path, default=None, help="also write every run here")
@@ -322,12 +357,16 @@ def main() -> int:
     )
     rows: list[dict[str, Any]] = []
     policies = args.policies.split(",")
+    sims = ["blox", "dlsched"] + (["dlsched-rounds"] if args.blox_rounds else [])
     for rep in range(args.reps):
         for policy in policies:
-            for row in (
+            runs = [
                 run_blox(copy, args.blox_run, args.blox_python, trace, policy, args.servers, out),
                 run_dlsched(trace, policy, args.servers),
-            ):
+            ]
+            if args.blox_rounds:
+                runs.append(run_dlsched(trace, policy, args.servers, BLOX_ROUNDS_OPTIONS, sims[2]))
+            for row in runs:
                 row["rep"] = rep
                 rows.append(row)
                 print(json.dumps(row), flush=True)
@@ -338,23 +377,14 @@ def main() -> int:
                 print(json.dumps(row), flush=True)
     for policy in policies:
         med: dict[str, dict[str, float]] = {}
-        for sim in ("blox", "dlsched"):
+        for sim in sims:
             mine = [r for r in rows if r["sim"] == sim and r["policy"] == policy]
             med[sim] = {
                 k: statistics.median(r[k] for r in mine)
                 for k in ("wall_s", "cpu_s", "avg_jct_s", "makespan_s")
             }
-        b, d = med["blox"], med["dlsched"]
-        print(
-            f"{policy}: blox {args.jobs / b['wall_s']:.1f} jobs/s ({b['wall_s']:.1f} s wall, "
-            f"{b['cpu_s']:.1f} s CPU), dlsched {args.jobs / d['wall_s']:.1f} jobs/s "
-            f"({d['wall_s']:.2f} s wall, {d['cpu_s']:.2f} s CPU): ratio "
-            f"{b['wall_s'] / d['wall_s']:.1f}x wall, {b['cpu_s'] / d['cpu_s']:.1f}x CPU; "
-            f"avg JCT blox {b['avg_jct_s']:,.0f} s, dlsched {d['avg_jct_s']:,.0f} s "
-            f"({100 * (d['avg_jct_s'] / b['avg_jct_s'] - 1):+.1f} %); makespan "
-            f"{b['makespan_s']:,.0f} vs {d['makespan_s']:,.0f} s",
-            flush=True,
-        )
+        for sim in sims[1:]:
+            print(f"{policy}: {_versus(args.jobs, med['blox'], sim, med[sim])}", flush=True)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
     return 0

@@ -31,7 +31,7 @@ TARGET_S = {"philly:6214e9": 15.0, "philly": 60.0}
 
 
 def _case(
-    workload_name: str, scheduler: str, limit_s: int, queue: Any, src: str | None, core: str
+    workload_name: str, scheduler: str, limit_s: int, queue: Any, src: str | None, core: str | None
 ) -> None:
     if src is not None:
         sys.path.insert(0, src)
@@ -43,13 +43,9 @@ def _case(
     make_scheduler("fifo")  # first use imports every scheduler module
     used = time.process_time()
     resource.setrlimit(resource.RLIMIT_CPU, (int(used) + limit_s, int(used) + limit_s + 5))
+    chosen: dict[str, Any] = {} if core is None else {"core": core}  # None: the default
     cpu0, wall0 = time.process_time(), time.perf_counter()
-    result = dlsched.simulate(
-        workload=workload,
-        scheduler=scheduler,
-        seed=0,
-        **({"core": core} if core != "python" else {}),
-    )
+    result = dlsched.simulate(workload=workload, scheduler=scheduler, seed=0, **chosen)
     cpu_s = time.process_time() - cpu0
     summary = result.summary()
     queue.put(
@@ -63,6 +59,7 @@ def _case(
             "avg_jct_s": summary["avg_jct_s"],
             "events": summary["events"],
             "decisions": summary["decisions"],
+            "core": summary.get("core", "python"),
             "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             "code": os.path.dirname(os.path.dirname(dlsched.__file__)),
         }
@@ -70,10 +67,15 @@ def _case(
 
 
 def run_case(
-    workload: str, scheduler: str, limit_s: int, src: str | None = None, core: str = "python"
+    workload: str,
+    scheduler: str,
+    limit_s: int,
+    src: str | None = None,
+    core: str | None = None,
 ) -> dict[str, Any]:
     """One run in a fresh process (of the package in ``src`` if given, else the one on the
-    path); ``{"stopped": True}`` if it hit the CPU limit or failed."""
+    path; ``core``: `simulate`'s, None its default); ``{"stopped": True}`` if it hit the CPU
+    limit or failed."""
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = "1"
     ctx = mp.get_context("spawn")
@@ -102,9 +104,10 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="one JSON object per run")
     parser.add_argument(
         "--core",
-        choices=("python", "compiled"),
-        default="python",
-        help="simulate's core for the (after) runs: compiled replays LAS runs it supports",
+        choices=("auto", "python", "compiled"),
+        default=None,
+        help="simulate's core for the (after) runs (default: simulate's, auto): compiled "
+        "replays every LAS run it supports, python none",
     )
     parser.add_argument(
         "--before", metavar="DIR", help="also run each case on the package in DIR, first"

@@ -128,7 +128,7 @@ OPTION_BOUNDS: dict[str, Bound] = {
     "restart_s": Bound("float", 0.0, 1e6),  # seconds of a checkpoint-restart (Pollux: 30)
     "cross_server_slowdown": Bound("bool"),  # false: the locality model's slowdown off
     "repack": Bound("bool"),  # true: jobs split over servers move onto one when room frees
-    "core": Bound("str"),  # compiled: LAS runs the compiled core replays (dlsched.sim.las_core)
+    "core": Bound("str"),  # auto, compiled or python: which core replays LAS runs (simulate)
 }
 """Type and range of every ``-o`` key; a key not listed is passed on as text or number (finite)
 and the workload refuses it if it has no such option."""

@@ -83,7 +83,7 @@ def simulate(
     max_idle_retries: int | None = None,
     on_job_finished: Callable[[int, int], None] | None = None,
     record_events: bool = False,
-    core: str = "python",
+    core: str = "auto",
     **overrides: Any,
 ) -> Result:
     """Run one workload under one scheduler and return its `Result`.
@@ -113,8 +113,8 @@ def simulate(
         on_job_finished: called with (jobs finished, jobs in the workload) after each finish,
             e.g. to show progress.
         record_events: keep the run's events in ``result.event_log`` (same results).
-        core: ``"compiled"``: runs `dlsched.sim.las_core` supports replay there (same records
-            and totals, empty timeline; ``params["core"]`` says which ran); default the simulator.
+        core: ``"auto"``: large LAS runs in the compiled core (`las_core_run.worth_it`);
+            ``"compiled"``: all it replays; ``"python"``: none. Same results; ``params["core"]``.
         **overrides: workload generator options (``num_jobs=50``, ``mix="large-jobs"``, …).
 
     Raises:
@@ -153,7 +153,7 @@ def _run(
     placement: str | None,
     on_job_finished: Callable[[int, int], None] | None,
     record_events: bool,
-    core: str = "python",
+    core: str = "auto",
 ) -> Result:
     """`simulate` once its workload, scheduler and configuration are settled: the run and the
     parameters its result records."""
@@ -170,9 +170,9 @@ def _run(
         on_job_finished=on_job_finished,
         record_events=record_events,
     )
-    if core not in ("python", "compiled"):
-        raise ValueError(f"core must be 'python' or 'compiled', got {core!r}")
-    result = _compiled(sim) if core == "compiled" else None
+    if core not in ("auto", "python", "compiled"):
+        raise ValueError(f"core must be 'auto', 'python' or 'compiled', got {core!r}")
+    result = _compiled(sim, core)
     ran = "python" if result is None else "compiled LAS"
     if result is None:
         with _tracing(scheduler, record_events) as trace:
@@ -182,17 +182,22 @@ def _run(
     result.decision_trace = None if trace is None else trace.as_dict()
     moves = f"on ({sim.repacked} moves)" if config.repack else "off"
     result.params = {**workload.params, "speed_model": speed_model(workload), "repack": moves}
-    if core != "python":
+    if core == "compiled" or ran != "python":
         result.params["core"] = ran
     if kept is not None:
         kept.append(result)
     return result
 
 
-def _compiled(sim: Simulator) -> Result | None:
-    """``sim``'s result by the compiled LAS core, or None where it does not apply (logged)."""
+def _compiled(sim: Simulator, core: str) -> Result | None:
+    """``sim``'s result by the compiled LAS core, or None where ``core`` (`simulate`) runs the
+    simulator (logged when the core was asked for and does not apply)."""
+    if core == "python":
+        return None
     from dlsched.sim import las_core_run
 
+    if core == "auto" and not las_core_run.worth_it(sim):
+        return None
     why = las_core_run.unsupported(sim)
     if why is None:
         result = las_core_run.run(sim)

@@ -144,7 +144,9 @@ def test_peer_side_by_side(tmp_path: Path) -> None:
     script = str(BENCHMARKS / "peer_side_by_side.py")
     args = ["--blox", str(PEERS / "blox"), "--blox-run", str(PEERS / "blox-run")]
     args += ["--blox-python", "/work/peer-venvs/blox/bin/python", "--jobs", "20"]
-    _ok(_run([script, *args, "--policies", "fifo", "--out", str(tmp_path)]))
+    done = _run([script, *args, "--policies", "fifo", "--blox-rounds", "--out", str(tmp_path)])
+    _ok(done)
+    assert "dlsched-rounds" in done.stdout.splitlines()[-1]
 
 
 @pytest.mark.slow

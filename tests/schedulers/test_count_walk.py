@@ -11,7 +11,13 @@ from hypothesis import strategies as st
 
 from dlsched.core import Cluster, JobRun, JobSpec, Resources
 from dlsched.schedulers.common import FreeTracker
-from dlsched.schedulers.count_walk import UniformTasks, count_walk, count_walk_merged, tasks_free
+from dlsched.schedulers.count_walk import (
+    UniformTasks,
+    count_walk,
+    count_walk_merged,
+    count_walk_split,
+    tasks_free,
+)
 from dlsched.schedulers.srtf import Srtf
 from tests.helpers import gpu_job
 
@@ -158,6 +164,12 @@ def test_merged_walk_takes_the_steps_of_the_merge(
     expected = count_walk(_walk(merged, dead), dead, tasks)
     lanes_list = [(shape, lane_keys, runs) for shape, (lane_keys, runs) in lanes.items()]
     assert count_walk_merged(lanes_list, running, tasks) == expected
+    # the same walk told as changes: waiting jobs chosen, running jobs left out (by key)
+    chosen = {job for job, _ in expected}
+    waiting_ids = {job for _, job, _, is_running in items if not is_running}
+    starting = [job for job, _ in expected if job in waiting_ids]
+    left_out = [job for _, job, _ in running if job not in chosen]
+    assert count_walk_split(lanes_list, running, tasks) == (starting, left_out)
 
 
 _time = st.sampled_from([0.0, -0.0, 1.0, 5.0, 10.0]) | st.floats(0.0, 20.0)

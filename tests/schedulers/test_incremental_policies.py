@@ -259,7 +259,16 @@ class RefKubeflowDynamic(KubeflowDynamic):
                 grown = True
             if grown and run.job_id not in changed:
                 changed.append(run.job_id)
-        return self._decision(view, placements, by_id, changed)
+        # the whole desired state: every running job, unchanged ones at their counts
+        decision = Decision()
+        for run in view.running:
+            if run.job_id not in changed:
+                decision.set(run.job_id, run.allocation.num_workers)
+        for job_id in changed:
+            if job_id not in decision.targets:
+                alloc = Allocation.of(placements[job_id].items())
+                decision.targets[job_id] = Target(alloc.num_workers, 0, alloc)
+        return decision
 
 
 PAIRS: dict[str, tuple[Callable[[], Scheduler], Callable[[], Scheduler]]] = {

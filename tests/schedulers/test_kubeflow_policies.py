@@ -42,13 +42,17 @@ def test_dynamic_admits_a_high_priority_job_by_scaling_down_a_lower_one():
 
 def test_dynamic_never_scales_below_min_and_takes_nothing_when_that_is_not_enough():
     # 8 replicas need the whole node; job 0 can only go down to 2 (4 cores): scale-down fails
-    decision = KubeflowDynamic().decide(full_of_low_priority(8).view())
-    assert counts(decision) == {0: (8, 0)}
+    view = full_of_low_priority(8).view()
+    decision = KubeflowDynamic().decide(view)
+    assert decision.changes_only and counts(decision) == {}  # nothing changes
+    assert counts(decision.whole(view.running)) == {0: (8, 0)}
 
 
 def test_dynamic_never_scales_down_a_job_of_equal_priority():
-    decision = KubeflowDynamic().decide(full_of_low_priority(4, high_priority=1.0).view())
-    assert counts(decision) == {0: (8, 0)}
+    view = full_of_low_priority(4, high_priority=1.0).view()
+    decision = KubeflowDynamic().decide(view)
+    assert decision.changes_only and counts(decision) == {}  # nothing changes
+    assert counts(decision.whole(view.running)) == {0: (8, 0)}
 
 
 def test_dynamic_scales_up_into_free_resources_up_to_max_replicas():
@@ -99,18 +103,20 @@ class BoundsChecked(KubeflowDynamic):
 
     def decide(self, view: ClusterView) -> Decision:
         decision = super().decide(view)
+        assert decision.changes_only
         self.decisions += 1
+        whole = decision.whole(view.running)  # the running jobs it leaves out keep theirs
         running = {r.job_id: r for r in view.running}
         by_id = {r.job_id: r for r in view.jobs()}
-        admitted = [by_id[j].spec.priority for j in decision.targets if j not in running]
-        for job_id, target in decision.targets.items():
+        admitted = [by_id[j].spec.priority for j in whole.targets if j not in running]
+        for job_id, target in whole.targets.items():
             spec = by_id[job_id].spec
             assert spec.min_workers <= target.num_workers <= spec.max_workers, job_id
             run = running.get(job_id)
             if run is not None and target.num_workers < run.allocation.num_workers:
                 assert any(p > spec.priority for p in admitted), "scaled down for no one"
                 self.scale_downs += 1
-        assert set(running) <= set(decision.targets), "a running job was preempted"
+        assert set(running) <= set(whole.targets), "a running job was preempted"
         return decision
 
 

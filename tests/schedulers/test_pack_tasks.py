@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dlsched.schedulers.common import tasks_that_fit
+from dlsched.schedulers.common import RoomCounts, tasks_that_fit
 from dlsched.schedulers.saf import pack_tasks
 
 
@@ -54,6 +54,13 @@ def test_pack_tasks_places_as_the_full_recount(
 ) -> None:
     ours = [row[:] for row in free]
     ref = [row[:] for row in free]
+    counted = [row[:] for row in free]  # packed from room counts kept by `RoomCounts`
+    rooms = RoomCounts(counted)
     for count in counts:  # one after another on what is left
-        assert pack_tasks(ours, need, count) == ref_pack_tasks(ref, need, count)
+        expected = ref_pack_tasks(ref, need, count)
+        assert pack_tasks(ours, need, count) == expected
         assert ours == ref
+        assert pack_tasks(counted, need, count, rooms.of(need)) == expected
+        rooms.recount(server for server, _ in expected or [])
+        assert counted == ref
+        assert rooms.of(need) == [tasks_that_fit(row, need) for row in ref]

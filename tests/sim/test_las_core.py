@@ -1,10 +1,12 @@
-"""The compiled LAS core (`dlsched.sim.las_core`) gives the simulator's per-job records and
-totals, and so does its plain-Python reference, on random small fixed-GPU traces."""
+"""The compiled LAS core (`dlsched.sim.las_core`) gives the simulator's per-job records,
+totals and timeline, and so does its plain-Python reference, on random small fixed-GPU traces."""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import astuple
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -13,7 +15,7 @@ from dlsched.core import Arch, Cluster, JobSpec, Resources
 from dlsched.models.locality import Locality
 from dlsched.placement.pack import Pack
 from dlsched.schedulers.las import Las
-from dlsched.sim import SimConfig
+from dlsched.sim import SimConfig, las_core_run
 from dlsched.sim.las_core_run import run, unsupported
 from dlsched.sim.simulator import Simulator
 
@@ -21,8 +23,10 @@ MODELS = ("vgg-16", "alexnet", "transformer", "deepspeech")
 
 
 @st.composite
-def traces(draw: st.DrawFn) -> tuple[list[JobSpec], int]:
-    """Up to 40 jobs of 1-16 GPUs (ties in submission included) on 1-4 8-GPU servers."""
+def traces(draw: st.DrawFn) -> tuple[list[JobSpec], int, dict[str, float | None]]:
+    """Up to 40 jobs of 1-16 GPUs (ties in submission included) on 1-4 8-GPU servers, and the
+    `SimConfig` keywords: a timeline spacing (s; None: the simulator's default, 600 s on these
+    traces) and a horizon (s; None: none), which often stops a run with jobs unfinished."""
     servers = draw(st.integers(1, 4))
     n = draw(st.integers(1, 40))
     jobs = []
@@ -41,17 +45,21 @@ def traces(draw: st.DrawFn) -> tuple[list[JobSpec], int]:
                 max_workers=gpus,
             )
         )
-    return jobs, servers
+    config = {
+        "timeline_step_s": draw(st.sampled_from([None, 1.0, 75.0])),
+        "horizon_s": draw(st.sampled_from([None, None, 900.0, 2500.0])),
+    }
+    return jobs, servers, config
 
 
-def _simulator(jobs: list[JobSpec], servers: int) -> Simulator:
+def _simulator(jobs: list[JobSpec], servers: int, **config: float | None) -> Simulator:
     return Simulator(
         jobs,
         Cluster.homogeneous(servers, Resources(8.0, 32.0, 256.0)),
         Locality(gpus_per_server=8),
         Las(),
         Pack(),
-        SimConfig(on_events=True),
+        SimConfig(on_events=True, **config),  # type: ignore[arg-type]
     )
 
 
@@ -65,17 +73,21 @@ def _summary(result: dlsched.Result) -> tuple[object, ...]:
         result.gpu_util,
         result.cpu_util,
         result.jct_bound_s,
+        astuple(result.timeline),
     )
 
 
 @settings(max_examples=60, deadline=None)
 @given(traces())
-def test_compiled_and_plain_core_equal_the_simulator(trace: tuple[list[JobSpec], int]) -> None:
-    jobs, servers = trace
-    assert unsupported(_simulator(jobs, servers)) is None
-    expected = _summary(_simulator(jobs, servers).run())
-    compiled = run(_simulator(jobs, servers), compiled=True)
-    plain = run(_simulator(jobs, servers), compiled=False)
+def test_compiled_and_plain_core_equal_the_simulator(
+    trace: tuple[list[JobSpec], int, dict[str, float | None]],
+) -> None:
+    jobs, servers, config = trace
+    assert unsupported(_simulator(jobs, servers, **config)) is None
+    expected = _summary(_simulator(jobs, servers, **config).run())
+    assert expected[-1][0] or config["horizon_s"]  # a timeline was sampled
+    compiled = run(_simulator(jobs, servers, **config), compiled=True)
+    plain = run(_simulator(jobs, servers, **config), compiled=False)
     assert compiled is not None and plain is not None
     assert _summary(compiled) == expected
     assert _summary(plain) == expected
@@ -83,13 +95,34 @@ def test_compiled_and_plain_core_equal_the_simulator(trace: tuple[list[JobSpec],
 
 def test_simulate_uses_the_core_only_where_asked_and_supported() -> None:
     kw = {"workload": "philly:6214e9", "max_jobs": 120}
-    python = dlsched.simulate(scheduler="las", **kw)
+    python = dlsched.simulate(scheduler="las", core="python", **kw)
+    auto = dlsched.simulate(scheduler="las", **kw)  # default: too small for the core
     compiled = dlsched.simulate(scheduler="las", core="compiled", **kw)
-    assert "core" not in python.params
+    assert "core" not in python.params and "core" not in auto.params
     assert compiled.params["core"] == "compiled LAS"
-    assert _summary(compiled) == _summary(python)
+    assert _summary(compiled) == _summary(python) == _summary(auto)
     other = dlsched.simulate(scheduler="srtf", core="compiled", **kw)
     assert other.params["core"] == "python"
+    with pytest.raises(ValueError, match="core must be"):
+        dlsched.simulate(scheduler="las", core="numba", **kw)
+
+
+def test_auto_takes_the_core_for_large_supported_runs_only(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    kw = {"workload": "philly:6214e9", "max_jobs": 120, "scheduler": "las"}
+    monkeypatch.setattr(las_core_run, "AUTO_MIN_JOBS", 100)
+    monkeypatch.setattr(las_core_run, "AUTO_MIN_JOBS_COLD", 200)
+    monkeypatch.setattr(las_core_run, "compiles", lambda: True)  # as on a first use
+    assert "core" not in dlsched.simulate(**kw).params  # compiling would cost more than it saves
+    monkeypatch.setattr(las_core_run, "AUTO_MIN_JOBS_COLD", 100)
+    with caplog.at_level(logging.INFO, logger="dlsched.sim.las_core_run"):
+        auto = dlsched.simulate(**kw)
+    assert auto.params["core"] == "compiled LAS"
+    assert [r.message for r in caplog.records if "compiling the LAS core" in r.message]
+    assert _summary(auto) == _summary(dlsched.simulate(**kw, core="python"))
+    assert "core" not in dlsched.simulate(**kw, record_events=True).params  # not replayed
+    assert "core" not in dlsched.simulate(**{**kw, "scheduler": "srtf"}).params
 
 
 def test_cli_core_option_runs_the_compiled_core_and_says_so() -> None:
@@ -101,11 +134,32 @@ def test_cli_core_option_runs_the_compiled_core_and_says_so() -> None:
 
     base = ["simulate", "-w", "philly:6214e9", "-o", "max_jobs=120", "--json"]
     out = {}
-    for scheduler, core in (("las", "python"), ("las", "compiled"), ("srtf", "compiled")):
+    for scheduler, core in (
+        ("las", "python"),
+        ("las", "auto"),
+        ("las", "compiled"),
+        ("srtf", "compiled"),
+    ):
         done = CliRunner().invoke(app, [*base, "-s", scheduler, "-o", f"core={core}"])
         assert done.exit_code == 0, done.output
         out[scheduler, core] = json.loads(done.output[done.output.index("{") :])
     assert out["las", "compiled"]["core"] == "compiled LAS"  # the progress display did not stop it
     assert out["las", "compiled"]["avg_jct_s"] == out["las", "python"]["avg_jct_s"]
-    assert "core" not in out["las", "python"]
+    assert "core" not in out["las", "python"] and "core" not in out["las", "auto"]
     assert out["srtf", "compiled"]["core"] == "python"  # not replayed there, and said so
+
+
+def test_compiles_says_when_the_next_run_would_compile(monkeypatch: pytest.MonkeyPatch) -> None:
+    from types import SimpleNamespace
+
+    def kernel(signatures: list[str], cache: object) -> None:
+        fake = SimpleNamespace(signatures=signatures, _cache=cache)
+        monkeypatch.setattr(las_core_run, "compiled_replay", lambda: fake)
+
+    kernel(["loaded"], object())
+    assert not las_core_run.compiles()  # already compiled in this process
+    kernel([], object())  # numba's NullCache: no cache directory was writable
+    assert las_core_run.compiles()
+    for index in ({}, {"sig": "entry"}):  # numba's index: empty once the source changed
+        kernel([], SimpleNamespace(_cache_file=SimpleNamespace(_load_index=lambda i=index: i)))
+        assert las_core_run.compiles() == (not index)

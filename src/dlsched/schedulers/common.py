@@ -154,3 +154,30 @@ def requested(spec: JobSpec) -> tuple[int, int]:
 def requested_size(run: JobRun) -> tuple[int, int]:
     """The (workers, PS) the user asked for."""
     return requested(run.spec)
+
+
+class RoomCounts:
+    """Each server's count of tasks of a demand in ``free`` (`tasks_that_fit`; one list a
+    demand, counted when first asked), kept equal to ``free`` by `recount` after each change:
+    a policy that packs or gang-fits many jobs at one point then copies or reads a list
+    instead of counting every server again for each job."""
+
+    __slots__ = ("free", "rooms")
+
+    def __init__(self, free: list[list[float]]) -> None:
+        self.free = free
+        self.rooms: dict[tuple[float, float, float], list[int]] = {}
+
+    def of(self, need: tuple[float, float, float]) -> list[int]:
+        """The counts for ``need`` (the caller does not change the list)."""
+        room = self.rooms.get(need)
+        if room is None:
+            room = self.rooms[need] = [tasks_that_fit(row, need) for row in self.free]
+        return room
+
+    def recount(self, servers: Iterable[int]) -> None:
+        """Count again ``servers``, whose rows of ``free`` changed (or were replaced)."""
+        free, servers = self.free, tuple(servers)
+        for need, room in self.rooms.items():
+            for server in servers:
+                room[server] = tasks_that_fit(free[server], need)

@@ -26,6 +26,7 @@ import bisect
 import heapq
 import itertools
 import math
+import operator
 from collections.abc import Iterator, Sequence
 from typing import Any, TypeVar
 
@@ -34,6 +35,7 @@ Shape = tuple[Any, ...]
 
 _MAX_NEED = 2.0**20
 _MAX_FREE = 2.0**30
+_FIRST = operator.itemgetter(0)
 
 
 class UniformTasks:
@@ -136,6 +138,59 @@ def count_walk_merged(
         if shape[2] <= tasks_left:
             tasks_left -= shape[2]
             chosen.append((runs[pos], shape))
+        else:
+            dead.add(shape)
+        pos += 1
+        if pos == len(lane_keys) or shape in dead:
+            heapq.heappop(heap)
+        else:
+            positions[i] = pos
+            heapq.heapreplace(heap, (lane_keys[pos], i))
+
+
+def count_walk_split(
+    lanes: Sequence[tuple[Shape, Sequence[Any], Sequence[Job]]],
+    running: Sequence[tuple[Any, Job, Shape]],
+    tasks_left: int,
+) -> tuple[list[Job], list[Job]]:
+    """`count_walk_merged`'s walk, told as what changes: the waiting jobs it chooses (in walk
+    order) and the running jobs it leaves out (by key). A preemptive policy's decision needs
+    only these, and the running jobs it keeps (most of them, at most points) are passed over
+    in blocks without being listed."""
+    dead: set[Shape] = set()
+    starting: list[Job] = []
+    left_out: list[Job] = []
+    ends = list(itertools.accumulate(entry[2][2] for entry in running))  # tasks up to each
+    heap = [(lane_keys[0], i) for i, (_, lane_keys, _) in enumerate(lanes)]
+    heapq.heapify(heap)
+    positions = [0] * len(lanes)
+    done = 0  # running jobs walked
+    while True:
+        while heap and lanes[heap[0][1]][0] in dead:
+            heapq.heappop(heap)
+        end = bisect.bisect_left(running, heap[0][0], done, key=_FIRST) if heap else len(running)
+        if end > done:
+            need = ends[end - 1] - (ends[done - 1] if done else 0)
+            if need <= tasks_left:  # the whole block kept (as in `count_walk_merged`)
+                tasks_left -= need
+            else:
+                for _, run, shape in running[done:end]:
+                    if shape in dead:
+                        left_out.append(run)
+                    elif shape[2] <= tasks_left:
+                        tasks_left -= shape[2]
+                    else:
+                        dead.add(shape)
+                        left_out.append(run)
+            done = end
+        if not heap:
+            return starting, left_out
+        i = heap[0][1]
+        shape, lane_keys, runs = lanes[i]
+        pos = positions[i]
+        if shape[2] <= tasks_left:
+            tasks_left -= shape[2]
+            starting.append(runs[pos])
         else:
             dead.add(shape)
         pos += 1

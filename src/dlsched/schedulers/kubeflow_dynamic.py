@@ -19,8 +19,9 @@ scratch copy of the nodes' free resources:
    time, first-fit in node order, while they fit and it is below its maximum replicas
    (``max_workers``). Jobs scaled down in this round are not scaled back up in it.
 
-The decision lists every running job (scaled or not) with an explicit placement where it
-changes, so replicas never move: scale-down removes replicas, scale-up and admission add them.
+The decision lists only the jobs it admits or resizes (`Decision.changes_only`), each with an
+explicit placement; the other running jobs keep theirs, so replicas never move: scale-down
+removes replicas, scale-up and admission add them.
 
 Where the seed's pseudo-code is wrong, this is what we implement instead:
 
@@ -99,7 +100,7 @@ from typing import ClassVar
 
 from dlsched.core import Allocation, ClusterView, Decision, JobRun, JobSpec, Resources, Target
 from dlsched.schedulers.base import BaseScheduler, Scheduler
-from dlsched.schedulers.common import tasks_that_fit
+from dlsched.schedulers.common import RoomCounts, tasks_that_fit
 from dlsched.schedulers.ordered import requested_size
 from dlsched.schedulers.pending_queue import PendingQueue, Shape
 from dlsched.schedulers.registry import register
@@ -133,14 +134,18 @@ def _take(free: Free, node: int, need: tuple[float, float, float], n: int) -> No
         row[r] -= need[r] * n
 
 
-def gang_fit(free: Free, spec: JobSpec, replicas: int) -> Placement | None:
+def gang_fit(
+    free: Free, spec: JobSpec, replicas: int, rooms: list[int] | None = None
+) -> Placement | None:
     """Where ``replicas`` replicas of ``spec`` go (seed's gang rule, corrected); None if not all.
 
     One node if a node holds them all (the first such node), else first-fit across nodes in
-    node order. ``free`` is not changed.
+    node order. ``free`` is not changed. ``rooms``: each node's count of ``spec``'s replicas
+    in ``free``, if the caller has them (not changed); None: counted here.
     """
-    need = spec.worker_demand.as_tuple()
-    rooms = [tasks_that_fit(row, need) for row in free]
+    if rooms is None:
+        need = spec.worker_demand.as_tuple()
+        rooms = [tasks_that_fit(row, need) for row in free]
     for node, room in enumerate(rooms):
         if room >= replicas:
             return {node: replicas}
@@ -186,9 +191,9 @@ class KubeflowDynamic(BaseScheduler):
             self._total = total
         queue = self.queue.update(view)
         free: Free = view.cluster.free_array.tolist()
-        placements: dict[int, Placement] = {
-            run.job_id: dict(run.allocation.workers) for run in view.running
-        }
+        # the placements of the jobs admitted or resized at this point (`_placement`: the
+        # others hold their allocation's)
+        placements: dict[int, Placement] = {}
         by_id = {run.job_id: run for run in view.running}
         changed: list[int] = []
         scaled_down: set[int] = set()
@@ -197,13 +202,16 @@ class KubeflowDynamic(BaseScheduler):
             # free resources only shrink: once a job's gang does not fit, none of its shape
             # will (first-fit across nodes fails only when the nodes' room adds up to less).
             dead: set[Shape] = set()
+            rooms = RoomCounts(free)
             for run, shape in queue.candidates(dead):
                 spec = run.spec
-                gang = gang_fit(free, spec, spec.num_workers)
+                need = spec.worker_demand.as_tuple()
+                gang = gang_fit(free, spec, spec.num_workers, rooms.of(need))
                 if gang is None:
                     dead.add(shape)
                     continue
                 self._admit(free, placements, by_id, changed, run, gang)
+                rooms.recount(gang)
         else:
             for run in sorted(view.pending, key=lambda r: self._key(r, 0.0)):
                 spec = run.spec
@@ -216,7 +224,7 @@ class KubeflowDynamic(BaseScheduler):
                     continue
                 self._admit(free, placements, by_id, changed, run, gang)
         self._scale_up(free, placements, by_id, total, changed, scaled_down)
-        return self._decision(view, placements, by_id, changed)
+        return self._decision(placements, changed)
 
     @staticmethod
     def _admit(
@@ -252,7 +260,7 @@ class KubeflowDynamic(BaseScheduler):
             reverse=True,
         )
         trial_free = [row[:] for row in free]
-        trial = {r.job_id: dict(placements[r.job_id]) for r in victims}
+        trial = {r.job_id: dict(_placement(placements, r)) for r in victims}
         for victim in victims:
             spec = victim.spec
             where = trial[victim.job_id]
@@ -267,7 +275,7 @@ class KubeflowDynamic(BaseScheduler):
                     if gang is not None:
                         free[:] = trial_free
                         for job_id, placement in trial.items():
-                            if placement != placements[job_id]:
+                            if placement != _placement(placements, by_id[job_id]):
                                 placements[job_id] = placement
                                 changed.append(job_id)
                                 scaled_down.add(job_id)
@@ -288,12 +296,11 @@ class KubeflowDynamic(BaseScheduler):
         growable = [
             run
             for run in by_id.values()
-            if run.job_id not in scaled_down
-            and sum(placements[run.job_id].values()) < run.spec.max_workers
+            if run.spec.max_workers > _replicas(placements, run) and run.job_id not in scaled_down
         ]
         for run in sorted(growable, key=lambda r: self._key(r, 0.0)):
             spec = run.spec
-            where = placements[run.job_id]
+            where = placements[run.job_id] = _placement(placements, run)
             need = spec.worker_demand.as_tuple()
             grown = False
             while sum(where.values()) < spec.max_workers:
@@ -308,23 +315,28 @@ class KubeflowDynamic(BaseScheduler):
                 changed.append(run.job_id)
 
     @staticmethod
-    def _decision(
-        view: ClusterView,
-        placements: dict[int, Placement],
-        by_id: dict[int, JobRun],
-        changed: list[int],
-    ) -> Decision:
-        decision = Decision()
-        changed_set = set(changed)
-        for run in view.running:  # unchanged jobs first: the engine skips them
-            if run.job_id not in changed_set:
-                decision.set(run.job_id, run.allocation.num_workers)
+    def _decision(placements: dict[int, Placement], changed: list[int]) -> Decision:
+        """Only what changes (`Decision.changes_only`): the running jobs not listed keep what
+        they hold, as the whole-state decision that listed them at their counts did."""
+        decision = Decision(changes_only=True)
         for job_id in changed:
             if job_id in decision.targets:
                 continue
             alloc = Allocation.of(placements[job_id].items())
             decision.targets[job_id] = Target(alloc.num_workers, 0, alloc)
         return decision
+
+
+def _placement(placements: dict[int, Placement], run: JobRun) -> Placement:
+    """``run``'s placement at this point so far (its allocation's if not changed yet)."""
+    placement = placements.get(run.job_id)
+    return dict(run.allocation.workers) if placement is None else placement
+
+
+def _replicas(placements: dict[int, Placement], run: JobRun) -> int:
+    """``run``'s replicas at this point so far."""
+    placement = placements.get(run.job_id)
+    return run.allocation.num_workers if placement is None else sum(placement.values())
 
 
 def _has_utility(run: JobRun) -> bool:

@@ -26,7 +26,7 @@ from typing import cast
 
 from dlsched.core import ClusterView, Decision, JobRun, JobSpec, Target
 from dlsched.schedulers.common import FreeTracker, requested, requested_size
-from dlsched.schedulers.count_walk import count_walk_merged, tasks_free
+from dlsched.schedulers.count_walk import count_walk_merged, count_walk_split, tasks_free
 from dlsched.schedulers.pending_queue import PendingQueue, Ranking, Shape
 from dlsched.schedulers.walk_memo import EXCEEDS, NO_ROOM, TOOK, WalkMemo
 
@@ -116,6 +116,10 @@ def run_in_order(
     cluster = view.cluster
     running = view.running
     if isinstance(runs, Ranking):
+        if changes_only:
+            changes = _changes_by_count(view, runs, size)
+            if changes is not None:
+                return changes
         chosen = _choose_by_count(view, runs)
         if chosen is None:
             chosen = _choose_with_memo(view, runs, runs.queue.memo)
@@ -214,7 +218,43 @@ def _choose(view: ClusterView, runs: Sequence[JobRun], size: Size) -> Chosen:
 def _choose_by_count(view: ClusterView, ranking: Ranking) -> Chosen | None:
     """`_choose` over a ranking by counting tasks where that is exact
     (`dlsched.schedulers.count_walk`), else None."""
-    queue = ranking.queue
+    tasks = _tasks_free(view, ranking.queue)
+    if tasks is None:
+        return None
+    return cast(Chosen, count_walk_merged(ranking.queue.lanes(), ranking.running, tasks))
+
+
+def _changes_by_count(view: ClusterView, ranking: Ranking, size: Size) -> Decision | None:
+    """`run_in_order`'s changes-only decision from the counted walk's jobs to start and
+    running jobs left out (`count_walk_split`), where counting is exact, else None: the
+    same decision, without listing the running jobs kept."""
+    tasks = _tasks_free(view, ranking.queue)
+    if tasks is None:
+        return None
+    starting, left_out = count_walk_split(ranking.queue.lanes(), ranking.running, tasks)
+    decision = Decision(changes_only=True)
+    if not starting and not left_out:
+        return decision  # every running job kept, none started: nothing to place
+    targets = decision.targets
+    if left_out:
+        left_ids = {run.job_id for run in left_out}
+        release = [run for run in view.running if run.job_id in left_ids]
+    else:
+        release = []
+    tracker = FreeTracker(view.cluster, release=release)
+    for run in starting:
+        workers, ps = size(run)
+        if tracker.take(run.spec, workers, ps):
+            targets[run.job_id] = _target(workers, ps)
+    for run in left_out:  # by rank: preempt only those whose place a chosen job needs
+        if not tracker.take_exact(run.spec, run.allocation):
+            targets[run.job_id] = _target(0, 0)
+    return decision
+
+
+def _tasks_free(view: ClusterView, queue: PendingQueue) -> int | None:
+    """Tasks of the queue's one demand free on the emptied cluster, where the counted walk is
+    exact (`dlsched.schedulers.count_walk`), else None; kept while the cluster is unchanged."""
     need = queue.uniform.need
     if need is None:
         return None
@@ -232,7 +272,7 @@ def _choose_by_count(view: ClusterView, ranking: Ranking) -> Chosen | None:
                 return None
             tasks = counted
         queue.counted = (cluster, cluster.version, start, tasks)
-    return cast(Chosen, count_walk_merged(queue.lanes(), ranking.running, tasks))
+    return tasks
 
 
 def _choose_with_memo(view: ClusterView, ranking: Ranking, memo: WalkMemo) -> Chosen:

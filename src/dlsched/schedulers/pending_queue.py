@@ -271,21 +271,33 @@ class PendingQueue:
         else:
             keys = [key(run, now) for run in runs]
         for run_key, run in zip(keys, runs, strict=True):
-            alloc = run.allocation
             known = held.get(run.job_id)
-            if known is None or known[0] is not alloc:
-                # one shape object per holding, so the walk memo compares it by identity
-                known = held[run.job_id] = (
-                    alloc,
-                    shape_of(run.spec, alloc.num_workers, alloc.num_ps),
-                )
-                self.uniform.note(known[1])
-            running.append((run_key, run, known[1]))
-        if len(held) > 2 * len(running) + 64:  # forget the jobs no longer running
-            ids = {run.spec.job_id for run in view.running}
-            self._held = {job: v for job, v in held.items() if job in ids}
+            if known is None or known[0] is not run.allocation:
+                running.append((run_key, run, self.held_shape(run)))
+            else:
+                running.append((run_key, run, known[1]))
+        if len(held) > 2 * len(running) + 64:
+            self.forget_held(runs)
         running.sort(key=_FIRST)
         return Ranking(self, running)
+
+    def held_shape(self, run: JobRun) -> Shape:
+        """The shape of what a running job holds: one object per holding, so that the walk
+        memo compares it by identity (for a policy that ranks its running jobs itself)."""
+        alloc = run.allocation
+        known = self._held.get(run.job_id)
+        if known is None or known[0] is not alloc:
+            known = self._held[run.job_id] = (
+                alloc,
+                shape_of(run.spec, alloc.num_workers, alloc.num_ps),
+            )
+            self.uniform.note(known[1])
+        return known[1]
+
+    def forget_held(self, running: Iterable[JobRun]) -> None:
+        """Forget the held shapes of the jobs not in ``running`` (no longer running)."""
+        ids = {run.job_id for run in running}
+        self._held = {job: v for job, v in self._held.items() if job in ids}
 
 
 _FIRST = operator.itemgetter(0)

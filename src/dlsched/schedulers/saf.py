@@ -21,31 +21,43 @@ from typing import ClassVar
 
 from dlsched.core import Allocation, ClusterView, Decision, JobRun, JobSpec, Target
 from dlsched.schedulers.base import BaseScheduler, Scheduler
-from dlsched.schedulers.common import tasks_that_fit
+from dlsched.schedulers.common import RoomCounts, tasks_that_fit
 from dlsched.schedulers.ordered import requested_size
 from dlsched.schedulers.pending_queue import PendingQueue, Shape, shape_of
 from dlsched.schedulers.registry import register
 
 
 def pack_tasks(
-    free: list[list[float]], need: tuple[float, float, float], count: int
+    free: list[list[float]],
+    need: tuple[float, float, float],
+    count: int,
+    room: list[int] | None = None,
 ) -> list[tuple[int, int]] | None:
     """Packing placement of ``count`` tasks (SCED² Fig. 2); takes them from ``free`` in place
     (the rows of the servers it takes from are replaced, never changed in place).
 
+    Args:
+        room: ``tasks_that_fit(free[s], need)`` for every server ``s``, if the caller has them
+            (not changed); None: counted here.
+
     Returns:
         ``(server, tasks)`` pairs, or None (and ``free`` unchanged) if they do not fit.
     """
-    room = [tasks_that_fit(row, need) for row in free]  # then only the servers taken from
+    if count <= 0:
+        return []
+    # then only the servers taken from are counted again
+    room = [tasks_that_fit(row, need) for row in free] if room is None else list(room)
     changed: dict[int, list[float]] = {}  # server -> its row after the tasks placed so far
     placed: list[tuple[int, int]] = []
     left = count
     while left > 0:
-        whole = [s for s, n in enumerate(room) if n >= left]
-        if whole:
-            server = min(whole, key=lambda s: (room[s], s))
+        # the tightest server that takes them all (lowest index on ties), else the roomiest
+        # (lowest index on ties): `index` finds the first server with that count
+        tightest = min((n for n in room if n >= left), default=None)
+        if tightest is not None:
+            server = room.index(tightest)
         else:
-            server = max(range(len(room)), key=lambda s: (room[s], -s))
+            server = room.index(max(room))
             if room[server] <= 0:
                 return None
         n = min(left, room[server])
@@ -63,11 +75,16 @@ def pack_tasks(
 
 
 def pack_allocation(
-    free: list[list[float]], spec: JobSpec, num_workers: int, num_ps: int
+    free: list[list[float]],
+    spec: JobSpec,
+    num_workers: int,
+    num_ps: int,
+    worker_room: list[int] | None = None,
 ) -> Allocation | None:
-    """Packing placement of a job's workers then PS, taken from ``free``; None if no fit."""
+    """Packing placement of a job's workers then PS, taken from ``free``; None if no fit.
+    ``worker_room``: each server's count of the job's worker tasks in ``free``, if known."""
     trial = list(free)  # `pack_tasks` replaces rows, never changes them
-    workers = pack_tasks(trial, spec.worker_demand.as_tuple(), num_workers)
+    workers = pack_tasks(trial, spec.worker_demand.as_tuple(), num_workers, worker_room)
     ps = pack_tasks(trial, spec.ps_demand.as_tuple(), num_ps) if workers is not None else None
     if workers is None or ps is None:
         return None
@@ -113,12 +130,17 @@ class Saf(BaseScheduler):
         lanes = dict(queue.by_shape())
         groups = list(lanes)
         picked: set[int] = set()  # stay ranked: a job whose start fails waits on
+        rooms = RoomCounts(free)
+        touched: dict[int, _Ranked] = {}  # the rankings `top` was asked at this point
         while groups:
             best: tuple[_Key, JobRun, Allocation, Shape] | None = None
             fitting = []
             for shape in groups:
                 runs = lanes[shape]
-                alloc = pack_allocation(list(free), runs[0].spec, shape[2], shape[3])
+                spec = runs[0].spec
+                alloc = pack_allocation(
+                    list(free), spec, shape[2], shape[3], rooms.of(spec.worker_demand.as_tuple())
+                )
                 if alloc is None:
                     continue
                 rankings = self._ranked.setdefault(shape, {})
@@ -128,6 +150,7 @@ class Saf(BaseScheduler):
                     if len(rankings) >= KEPT_PACKINGS:
                         del rankings[next(iter(rankings))]  # the least recently used
                 rankings[alloc] = kept
+                touched[id(kept)] = kept
                 top = kept.top(picked)
                 if top is None:
                     continue  # every job of the shape was picked at this point
@@ -138,12 +161,13 @@ class Saf(BaseScheduler):
                 break
             _, run, alloc, shape = best
             picked.add(run.job_id)
-            pack_allocation(free, run.spec, alloc.num_workers, alloc.num_ps)
+            need = run.spec.worker_demand.as_tuple()
+            pack_allocation(free, run.spec, alloc.num_workers, alloc.num_ps, rooms.of(need))
+            rooms.recount({s for s, _ in alloc.workers} | {s for s, _ in alloc.ps})
             decision.targets[run.job_id] = Target(alloc.num_workers, alloc.num_ps, alloc)
             groups = fitting
-        for rankings in self._ranked.values():
-            for kept in rankings.values():
-                kept.restore()
+        for kept in touched.values():
+            kept.restore()
         return decision
 
     def _follow(

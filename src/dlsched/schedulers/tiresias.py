@@ -24,13 +24,16 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
+import operator
 from typing import Any, ClassVar
 
 from dlsched.core import ClusterView, Decision, JobRun
 from dlsched.schedulers.base import BaseScheduler, Scheduler
 from dlsched.schedulers.ordered import requested_size, run_in_order
-from dlsched.schedulers.pending_queue import PendingQueue
+from dlsched.schedulers.pending_queue import PendingQueue, Ranking
 from dlsched.schedulers.registry import register
+
+_FIRST = operator.itemgetter(0)
 
 DEFAULT_THRESHOLDS_GPU_S: tuple[float, ...] = (3600.0,)
 """Attained GPU-seconds at which a job moves to the next (lower-priority) queue."""
@@ -71,8 +74,8 @@ class Tiresias(BaseScheduler):
         self._last_run_s: dict[int, float] = {}
         self._waiting_since_s: dict[int, float] = {}
         self._service_offset: dict[int, float] = {}
-        # running jobs' keys: (allocation, attained, progress time, offset, from, until, key)
-        self._running_keys: dict[int, tuple[Any, ...]] = {}
+        # running jobs' ranking entries, kept while their keys hold (`_rank`)
+        self._ranked: dict[int, tuple[Any, ...]] = {}
         # the jobs in _run_started_s (seen running, not yet seen waiting or finished)
         self._tracked: dict[int, JobRun] = {}
         # waiting jobs that may be promoted: (when, job id, waiting since, last run, job)
@@ -87,39 +90,62 @@ class Tiresias(BaseScheduler):
         return bisect.bisect_right(self.thresholds_gpu_s, service)
 
     def _key(self, run: JobRun, now_s: float) -> tuple[int, float, int]:
-        """Queue, then arrival (a waiting job's key changes only when it is promoted).
-
-        A running job's key is asked at every point but changes only when its service crosses
-        the next threshold: it is kept, with a time safely before that crossing, until then.
-        """
+        """Queue, then arrival (a waiting job's key changes only when it is promoted)."""
         spec = run.spec
-        job = spec.job_id
+        return (self.queue_of(run, now_s), spec.submit_time_s, spec.job_id)
+
+    def _rank(self, view: ClusterView) -> Ranking:
+        """`PendingQueue.rank` with each running job's ranking entry kept while its key cannot
+        change: its queue changes only when its service crosses the next threshold, so its
+        entry is kept, with a time safely before that crossing, until then (hundreds of
+        running jobs are ranked at every point on all of Philly; few cross a threshold).
+
+        An entry is checked against the job's allocation (by identity), its attained service
+        and its progress time, which the engine changes together. The service offset is not:
+        it changes only while a job waits (`_promote`), and a job that runs again has had its
+        progress time moved by its start.
+        """
+        now = view.now_s
+        kept = self._ranked
+        ranked = []
+        for run in view.running:
+            entry = kept.get(run.job_id)
+            if (
+                entry is None
+                or entry[0] is not run.allocation
+                or entry[1] != run.attained_gpu_s
+                or entry[2] != run.progress_time_s
+                or not now < entry[3]
+            ):
+                entry = self._rank_entry(run, now)
+            ranked.append(entry[4])
+        if len(kept) > 2 * len(ranked) + 64:  # forget the jobs no longer running
+            ids = {run.job_id for run in view.running}
+            self._ranked = {job: v for job, v in kept.items() if job in ids}
+            self.queue.forget_held(view.running)
+        ranked.sort(key=_FIRST)
+        return Ranking(self.queue, ranked)
+
+    def _rank_entry(self, run: JobRun, now_s: float) -> tuple[Any, ...]:
+        """(allocation, attained, progress time, kept until, (key, job, shape)) of a running
+        job at ``now_s``, kept for `_rank`."""
+        key = self._key(run, now_s)
         alloc = run.allocation
-        offset = self._service_offset.get(job, 0.0)
-        kept = self._running_keys.get(job)
-        if (
-            kept is not None
-            and kept[0] is alloc
-            and kept[1] == run.attained_gpu_s
-            and kept[2] == run.progress_time_s
-            and kept[3] == offset
-            and kept[4] <= now_s < kept[5]
-        ):
-            return kept[6]
-        key = (self.queue_of(run, now_s), spec.submit_time_s, job)
-        held = alloc.num_workers * spec.worker_demand.gpu
+        held = alloc.num_workers * run.spec.worker_demand.gpu
         if held > 0:
+            offset = self._service_offset.get(run.job_id, 0.0)
             until = self._same_queue_until(run, key[0], held, offset)
-            self._running_keys[job] = (
-                alloc,
-                run.attained_gpu_s,
-                run.progress_time_s,
-                offset,
-                now_s,
-                until,
-                key,
-            )
-        return key
+        else:
+            until = -math.inf
+        entry = (
+            alloc,
+            run.attained_gpu_s,
+            run.progress_time_s,
+            until,
+            (key, run, self.queue.held_shape(run)),
+        )
+        self._ranked[run.job_id] = entry
+        return entry
 
     def _same_queue_until(self, run: JobRun, queue: int, held: float, offset: float) -> float:
         """A time before which ``run``, holding ``held`` GPUs from its last progress update on,
@@ -155,16 +181,14 @@ class Tiresias(BaseScheduler):
             self._prev_decision_s = now
             return
         self._running_seen = running
-        running_ids = set()
-        for run in running:
-            job = run.job_id
-            running_ids.add(job)
-            if job not in tracked:  # started by the last decision
-                self._waiting_since_s.pop(job, None)
-                self._run_started_s[job] = prev
-                tracked[job] = run
-        if len(tracked) > len(running_ids):  # some were running at the last decision only
-            for job in [job for job in tracked if job not in running_ids]:
+        by_id = {run.job_id: run for run in running}
+        # (the order in which jobs are visited here changes nothing: the heap orders itself)
+        for job in by_id.keys() - tracked.keys():  # started by the last decision
+            self._waiting_since_s.pop(job, None)
+            self._run_started_s[job] = prev
+            tracked[job] = by_id[job]
+        if len(tracked) > len(by_id):  # some were running at the last decision only
+            for job in tracked.keys() - by_id.keys():
                 run = tracked.pop(job)
                 started = self._run_started_s.pop(job)
                 if run.finish_s is not None:
@@ -207,7 +231,7 @@ class Tiresias(BaseScheduler):
     def decide(self, view: ClusterView) -> Decision:
         self.queue.update(view)
         self._track(view)
-        return run_in_order(view, self.queue.rank(view), changes_only=True)
+        return run_in_order(view, self._rank(view), changes_only=True)
 
 
 @register(

@@ -8,7 +8,7 @@ in the same order, so it can be compiled with ``numba.njit(cache=True)`` as the 
 are (`dlsched.papers.dl2.batched_kernels`) while the plain-Python function stays the reference
 path. Supported (checked by the caller before anything runs; everything else goes through the
 executor unchanged): the ``las`` scheduler, ``pack`` placement, the `Locality` model, on-events
-scheduling (no interval, no noise, no horizon, no repack, no event log), jobs without PS that
+scheduling (no interval, no noise, no repack, no event log; a horizon is), jobs without PS that
 are not elastic, and whole-number capacities and demands (then every cluster sum is exact, so
 the order in which the Python path adds and gives back resources cannot change a bit).
 
@@ -27,6 +27,7 @@ the caller must run the Python path from scratch.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -45,6 +46,7 @@ from dlsched.sim.las_core_parts import (  # the kernel's helpers, re-bound by `c
     _pend_insert,
     _pend_remove,
     _remove,
+    _sample,
     _settle,
     _stall_check,
     _sums,
@@ -72,16 +74,23 @@ def replay(
     speed: F64,
     cap: F64,
     shape: I64,
-) -> tuple[int, F64, F64, F64, I64, int, float, float, float, int]:
+    step: float,
+    gpus: I64,
+    horizon: float,
+) -> tuple[int, F64, F64, F64, I64, int, float, float, float, int, F64, int]:
     """Replay the trace (module docstring). Arrays by job index: ``submit`` (s), ``jid``,
     ``nw`` workers, ``dem`` ``(N, 3)`` per-worker (gpu, cpu, mem), ``total`` work (s at speed
     1), ``resume`` (s), ``speed`` ``(N, S + 1)`` by number of servers held; ``cap`` ``(S, 3)``;
     ``shape``: one id per distinct (demand, workers), for the walk's dead shapes
     (`dlsched.schedulers.pending_queue`: once a shape without PS did not fit, none of it will
-    at this point, as the walk only takes resources).
+    at this point, as the walk only takes resources); ``step``: the timeline's least spacing
+    (s); ``gpus``: GPUs of each server, for the timeline's fragmentation; ``horizon``: the
+    time (s) the run stops at (``inf``: none), jobs unfinished then are left out of ``order``.
 
     Returns (status, first start s, finish s, held s, finish order, decisions, end s, busy
-    GPU-s, busy CPU-s, events popped).
+    GPU-s, busy CPU-s, events popped, timeline samples, their number): a sample's row is
+    (time s, GPUs used, CPUs used, running, pending, fragmentation of each server with GPUs:
+    `Simulator._record_timeline` after each decision).
 
     Over 80 lines: one event loop that numba compiles whole, the Python path's steps in its
     order."""
@@ -136,13 +145,26 @@ def replay(
     gmin = math.inf  # the fewest GPUs a job asks for
     for j in range(n):
         gmin = min(gmin, dem[j, 0] * nw[j])
+    ngpu_servers = 0
+    for s in range(S):
+        if gpus[s] > 0:
+            ngpu_servers += 1
+    samples = np.empty((64, 5 + ngpu_servers))  # the timeline (`_sample`), grown as needed
+    frag = np.empty((S, 2))  # `_sample`'s scratch space
+    ns, status = 0, DONE
     while True:
         t_arr = submit[nxt] if nxt < n else math.inf
         t = min(ht[0] if nh else math.inf, t_arr)
-        if nfin == n:
+        if horizon == math.inf and nfin == n:
+            break  # (with a horizon, stale completions up to it are popped and counted)
+        if t == math.inf or t > horizon:
+            if horizon == math.inf:
+                status = STALLED
+            elif horizon > now:  # the run ends at the horizon
+                busy_gpu += gpu_used * (horizon - now)
+                busy_cpu += cpu_used * (horizon - now)
+                now = horizon
             break
-        if t == math.inf:
-            return STALLED, first, finish, held_s, order, decisions, now, busy_gpu, busy_cpu, pops
         dt = t - now
         if dt > 0:
             busy_gpu += gpu_used * dt
@@ -263,19 +285,13 @@ def replay(
         if nstart == 0 and nchosen_run == nrun:
             for i in range(nrun):
                 chosen[run[i]] = False
+            samples, ns = _sample(  # the timeline
+                samples, ns, step, t, gpu_used, cpu_used, npend + na, nrun, run,
+                alloc, dem, rate, ptime, progress, paused, total, gpus, frag,
+            )  # fmt: skip
             if _stall_check(nxt, n, npend + na, nrun, run, rate):
-                return (
-                    STALLED,
-                    first,
-                    finish,
-                    held_s,
-                    order,
-                    decisions,
-                    now,
-                    busy_gpu,
-                    busy_cpu,
-                    pops,
-                )
+                status = STALLED
+                break
             continue
         # what the chosen running jobs leave, for the starts then the others' places
         for s in range(S):
@@ -390,18 +406,27 @@ def replay(
                     ht, hs, hj, hv = _grow(ht, hs, hj, hv)
                 nh = _heap_push(ht, hs, hj, hv, nh, done, seq, j, version[j])
             gpu_used, cpu_used = _sums(used, S)
+        samples, ns = _sample(  # the timeline
+            samples, ns, step, t, gpu_used, cpu_used, npend + na, nrun, run,
+            alloc, dem, rate, ptime, progress, paused, total, gpus, frag,
+        )  # fmt: skip
         if _stall_check(nxt, n, npend + na, nrun, run, rate):
-            return STALLED, first, finish, held_s, order, decisions, now, busy_gpu, busy_cpu, pops
-    return DONE, first, finish, held_s, order, decisions, now, busy_gpu, busy_cpu, pops
+            status = STALLED
+            break
+    return (
+        status, first, finish, held_s, order, decisions, now, busy_gpu, busy_cpu, pops, samples, ns
+    )  # fmt: skip
 
 
 _COMPILED: dict[str, object] = {}
 
 
-def compiled_replay() -> object:
+def compiled_replay() -> Any:
     """`replay` compiled by numba (``cache=True``: compiled once per machine, then loaded from
-    ``__pycache__``). The functions above stay plain Python (the reference path); here each is
-    re-bound in a namespace where its helpers are their compiled selves."""
+    ``__pycache__`` or numba's user cache directory; where neither is writable, compiled in
+    every process). The functions above stay plain Python (the reference path); here each is
+    re-bound in a namespace where its helpers are their compiled selves. Compiled lazily: at
+    the first call (`dlsched.sim.las_core_run.compiles` says whether that call compiles)."""
     if "replay" not in _COMPILED:
         import types
 
@@ -412,8 +437,11 @@ def compiled_replay() -> object:
         ns = {**vars(las_core_parts), **globals()}
         plain = dict(ns)
         for name in _KERNEL_FUNCTIONS:
-            code = plain[name].__code__
-            ns[name] = njit(cache=True)(types.FunctionType(code, ns, name))
+            function = types.FunctionType(plain[name].__code__, ns, name)
+            try:
+                ns[name] = njit(cache=True)(function)
+            except RuntimeError:  # numba found no writable cache directory for this file
+                ns[name] = njit(function)
         _COMPILED["replay"] = ns["replay"]
     return _COMPILED["replay"]
 
@@ -421,5 +449,5 @@ def compiled_replay() -> object:
 _KERNEL_FUNCTIONS = (
     "_less", "_settle", "_give", "_add_rows", "_sums", "_remove", "_pend_pos", "_pend_insert",
     "_pend_remove", "_hless", "_hswap", "_heap_push", "_heap_pop", "_grow", "_stall_check",
-    "_fit", "_take", "_pack", "_a_insert", "_a_remove", "replay",
+    "_fit", "_take", "_pack", "_a_insert", "_a_remove", "_sample", "replay",
 )  # fmt: skip

@@ -251,6 +251,55 @@ def _pack(free: F64, dem: F64, n: int, out: I64, fits: I64) -> bool:
     return True
 
 
+def _sample(
+    samples: F64, ns: int, step: float, t: float, gpu_used: float, cpu_used: float,
+    npending: int, nrun: int, run: I64, alloc: I64, dem: F64, rate: F64, ptime: F64,
+    progress: F64, paused: F64, total: F64, gpus: I64, frag: F64,
+) -> tuple[F64, int]:  # fmt: skip
+    """`Simulator._record_timeline` at ``t``: a row of ``samples`` (grown when full) unless the
+    last is less than ``step`` s before; each server's fragmentation as `metrics.fragmentation`
+    computes it (same float operations; NumPy's mean of the row is taken by the caller)."""
+    if ns and t - samples[ns - 1, 0] < step:
+        return samples, ns
+    if ns == samples.shape[0]:
+        bigger = np.empty((2 * ns, samples.shape[1]))
+        bigger[:ns] = samples
+        samples = bigger
+    row = samples[ns]
+    row[0], row[1], row[2], row[3], row[4] = t, gpu_used, cpu_used, nrun, npending
+    S = gpus.shape[0]
+    frag[:] = 0.0  # per server: sum of GPU-weighted remaining s, and of its square
+    for i in range(nrun):
+        j = run[i]
+        per_task = dem[j, 0]
+        r, p = rate[j], paused[j]
+        left = 1e9
+        if r > 0:
+            since, done = ptime[j], progress[j]
+            start = since if since >= p else p
+            if t > start:
+                x = done + r * (t - start)
+                done = total[j] if total[j] <= x else x
+            left = total[j] - done
+            left = (left if left > 0.0 else 0.0) / r
+            if left > 1e9:
+                left = 1e9
+        if p > t:
+            left += p - t
+        for s in range(S):
+            if alloc[j, s]:  # whole demands: ``k * per_task`` is `round`'s whole number
+                weight = (alloc[j, s] * per_task) * left
+                frag[s, 0] += weight
+                frag[s, 1] += weight * left
+    g = 5
+    for s in range(S):
+        if gpus[s] > 0:
+            v, q = frag[s, 0], frag[s, 1]
+            row[g] = 1.0 - v * v / (gpus[s] * q) if q > 0 else 0.0
+            g += 1
+    return samples, ns + 1
+
+
 def _less(a0: float, a1: float, a2: int, b0: float, b1: float, b2: int) -> bool:
     """Tuple order of two LAS keys."""
     if a0 != b0:

@@ -1,9 +1,10 @@
 """The compiled LAS core (`dlsched.sim.las_core`) behind a `Simulator`: which runs it can
 replay, the job table it reads, and the `Result` it gives (the same per-job records as
-`Simulator.run`; the timeline is left empty: the core samples none)."""
+`Simulator.run`, and the same timeline)."""
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from typing import Any
@@ -19,6 +20,40 @@ from dlsched.sim.metrics import Timeline
 from dlsched.sim.result import Result, RunTotals
 from dlsched.sim.simulator import Simulator
 
+log = logging.getLogger(__name__)
+
+AUTO_MIN_JOBS = 2_000
+"""``core="auto"`` replays LAS runs of at least this many jobs in the compiled core once it is
+compiled (in this process or numba's cache): loading it costs ~0.7 s, the simulator's LAS takes
+~1.1 s CPU on 2,000 Philly jobs, 0.68 s on 1,000 (benchmarks/RESULTS.md, issue 31)."""
+AUTO_MIN_JOBS_COLD = 16_000
+"""The same where the next run would compile it (no cache yet, or none writable: ~15 s): the
+simulator's LAS takes ~7.5 s CPU on 8,000 Philly jobs and over 20 s on 16,000."""
+
+
+def compiles() -> bool:
+    """Whether the next compiled run in this process compiles the kernel (~15 s): not loaded
+    yet and numba's cache holds none for this source (or numba cannot cache here)."""
+    kernel = compiled_replay()
+    if kernel.signatures:
+        return False
+    try:  # numba's own index of cached versions (empty when the source changed since)
+        return not kernel._cache._cache_file._load_index()
+    except (AttributeError, OSError):  # no cache (NullCache) or an unreadable index
+        return True
+
+
+def worth_it(sim: Simulator) -> bool:
+    """``simulate(core="auto")``'s choice: the core replays ``sim`` and is faster even counting
+    its compilation or loading (`AUTO_MIN_JOBS`, `AUTO_MIN_JOBS_COLD`). The other cores:
+    ``"compiled"`` takes it for every run it replays, ``"python"`` for none; the records,
+    totals and timeline are the same, and ``params["core"]`` (the summary's ``core``) is
+    ``"compiled LAS"`` when it ran (``"python"`` where ``"compiled"`` was asked in vain)."""
+    n = len(sim.specs)
+    if n < AUTO_MIN_JOBS or unsupported(sim) is not None:
+        return False
+    return n >= AUTO_MIN_JOBS_COLD or not compiles()
+
 
 def unsupported(sim: Simulator) -> str | None:
     """Why the core cannot replay ``sim`` (None: it can; `dlsched.sim.las_core`'s list)."""
@@ -30,8 +65,8 @@ def unsupported(sim: Simulator) -> str | None:
         return "placement or speed model other than pack / Locality"
     if config.interval_s is not None or not config.on_events or config.noise > 0:
         return "periodic scheduling or noise"
-    if config.horizon_s is not None or config.repack or sim.event_log is not None:
-        return "horizon, repack or event log"
+    if config.repack or sim.event_log is not None:
+        return "repack or event log"
     cap = sim.cluster.capacity_array
     if not np.all(cap == np.floor(cap)):
         return "capacities that are not whole numbers"
@@ -44,8 +79,9 @@ def unsupported(sim: Simulator) -> str | None:
     return None
 
 
-def arrays(sim: Simulator) -> tuple[np.ndarray, ...]:
-    """The job table of ``sim`` (arrival order) and its cluster's capacities."""
+def arrays(sim: Simulator) -> tuple[np.ndarray | float, ...]:
+    """`las_core.replay`'s arguments for ``sim``: the job table (arrival order), the cluster's
+    capacities, the timeline's spacing (s), each server's GPUs and the horizon (s)."""
     specs = sim.specs
     n, S = len(specs), sim.cluster.num_servers
     submit = np.array([s.submit_time_s for s in specs], dtype=np.float64)
@@ -63,21 +99,33 @@ def arrays(sim: Simulator) -> tuple[np.ndarray, ...]:
     cap = np.array(sim.cluster.capacity_array, dtype=np.float64)
     keys = np.column_stack([dem, nw.astype(np.float64)]) if n else np.zeros((0, 4))
     shape = np.unique(keys, axis=0, return_inverse=True)[1].reshape(n).astype(np.int64)
-    return submit, jid, nw, dem, total, resume, speed, cap, shape
+    gpus = np.array([int(row[0]) for row in sim.cluster.capacity_rows], dtype=np.int64)
+    step = float(sim._timeline_step_s)  # the simulator's own spacing
+    horizon = math.inf if sim.config.horizon_s is None else float(sim.config.horizon_s)
+    return submit, jid, nw, dem, total, resume, speed, cap, shape, step, gpus, horizon
 
 
 def run(sim: Simulator, compiled: bool = True) -> Result | None:
     """``sim.run()``'s result by the core (compiled, or its plain-Python reference), or None
     where the run leaves what the core replays (the stall rule fired: run ``sim`` itself)."""
     wall0 = time.perf_counter()
+    if compiled and compiles():
+        cached = getattr(compiled_replay()._cache, "_cache_file", None) is not None
+        log.info(
+            "compiling the LAS core with numba (~15 s; %s)",
+            "once: later runs load it from numba's cache"
+            if cached
+            else "numba has no writable cache directory here, so every process compiles it",
+        )
     kernel: Any = compiled_replay() if compiled else replay
     out = kernel(*arrays(sim))
-    status, first, finish, held, order, decisions, end_s, busy_gpu, busy_cpu, pops = out
+    status, first, finish, held, order, decisions, end_s, busy_gpu, busy_cpu, pops = out[:10]
+    samples = out[10][: out[11]]  # the timeline's rows
     if status != DONE:
         return None
     specs = sim.specs
     finished = []
-    for i in order:
+    for i in order[: np.count_nonzero(~np.isnan(finish))]:  # (not those past a horizon)
         spec = specs[i]
         r = JobRun(spec, progress_time_s=float(finish[i]))
         r.ideal_duration_s = spec.total_work / max(sim.model.ideal_speed(spec), 1e-12)
@@ -108,4 +156,20 @@ def run(sim: Simulator, compiled: bool = True) -> Result | None:
         jct_bound_s=bound,
         cluster_gpus=float(total.gpu),
     )
-    return Result.from_runs(finished, totals, Timeline())
+    return Result.from_runs(finished, totals, timeline(sim, samples))
+
+
+def timeline(sim: Simulator, samples: np.ndarray) -> Timeline:
+    """The `Timeline` of the kernel's ``samples`` (`las_core.replay`'s rows), with
+    `Timeline.sample`'s operations: utilisation = used / total, fragmentation = NumPy's mean
+    of the servers' values (`metrics.fragmentation`; 0 without a server with GPUs)."""
+    total = sim.cluster.total
+    out = Timeline()
+    out.times = samples[:, 0].tolist()
+    out.gpu_util = (samples[:, 1] / total.gpu).tolist() if total.gpu else [0.0] * len(samples)
+    out.cpu_util = (samples[:, 2] / total.cpu).tolist() if total.cpu else [0.0] * len(samples)
+    has_gpus = samples.shape[1] > 5
+    out.fragmentation = [float(np.mean(row[5:])) if has_gpus else 0.0 for row in samples]
+    out.running = samples[:, 3].astype(np.int64).tolist()
+    out.pending = samples[:, 4].astype(np.int64).tolist()
+    return out

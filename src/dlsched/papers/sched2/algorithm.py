@@ -15,6 +15,10 @@ Network (Eq. 3–5)::
     E   = Concat(F_1, …, F_N, G)
     A   = f(f(E; w_2); w_3)                      (J + 1 Q-values)
 
+With ``dueling`` (Wang et al. 2016; not in SCED², a deviation) w_3 splits into a value and an
+advantage stream, Q = V + A − mean(A): the state's value is learnt once for every action, so
+the small differences between actions (φ beside a pick) are not drowned by its noise.
+
 Targets use double DQN (the online network picks the next action, the target network values it)
 when ``double`` is set; illegal next actions are masked out of the max.
 """
@@ -52,6 +56,7 @@ class Sched2QNet(nn.Module):
         server_out: features per server.
         job_hidden: features of the job/statistics encoder.
         hidden: hidden width of the head.
+        dueling: value and advantage streams after the head's hidden layer (module docstring).
     """
 
     def __init__(
@@ -61,6 +66,7 @@ class Sched2QNet(nn.Module):
         server_out: int = 16,
         job_hidden: int = 128,
         hidden: int = 256,
+        dueling: bool = False,
     ) -> None:
         super().__init__()
         self.shape = shape
@@ -77,6 +83,8 @@ class Sched2QNet(nn.Module):
             nn.ReLU(),
             nn.Linear(hidden, shape.num_actions),
         )
+        # dueling: head[2] is the advantage stream, value the state's (one output)
+        self.value = nn.Linear(hidden, 1) if dueling else None
 
     def server_features(self, obs: torch.Tensor) -> torch.Tensor:
         """``(B, N, server_out)``: the shared encoder applied to each server's GPU row."""
@@ -89,14 +97,19 @@ class Sched2QNet(nn.Module):
         """``(B, obs_dim)`` observations → ``(B, J + 1)`` Q-values."""
         f = self.server_features(obs).flatten(1)
         g = self.job_encoder(obs[:, self.gpu_dim :])
-        out: torch.Tensor = self.head(torch.cat([f, g], dim=1))
-        return out
+        if self.value is None:
+            out: torch.Tensor = self.head(torch.cat([f, g], dim=1))
+            return out
+        h = self.head[1](self.head[0](torch.cat([f, g], dim=1)))
+        advantage = self.head[2](h)
+        q: torch.Tensor = self.value(h) + advantage - advantage.mean(dim=1, keepdim=True)
+        return q
 
 
 def make_net(shape: Sched2Shape, config: DQNConfig | None = None) -> Sched2QNet:
     """A `Sched2QNet` with ``config``'s widths."""
     c = config or DQNConfig()
-    return Sched2QNet(shape, c.server_hidden, c.server_out, c.job_hidden, c.hidden)
+    return Sched2QNet(shape, c.server_hidden, c.server_out, c.job_hidden, c.hidden, c.dueling)
 
 
 # -- acting and learning --------------------------------------------------------------------

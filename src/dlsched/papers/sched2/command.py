@@ -81,7 +81,8 @@ def _train_paper(
     budget_s = None if run.max_minutes is None else 60.0 * run.max_minutes
     train_paper_command(run.out, config.episodes or 2400, budget_s, config.seed, args.load,
                         args.device, args.num_envs, args.reward, args.replay_priority,
-                        args.hold_mask, run.tensorboard, run.force, run.resume)  # fmt: skip
+                        args.hold_mask, config.dueling, args.discount_time_s,
+                        run.tensorboard, run.force, run.resume)  # fmt: skip
 
 
 Row = Mapping[str, object]

@@ -51,6 +51,9 @@ class DQNConfig:
     """Max gradient norm."""
     double: bool = True
     """Double-DQN targets."""
+    dueling: bool = False
+    """Dueling Q-network head: value + advantage streams, Q = V + A − mean(A) (Wang et al.
+    2016; not in SCED², a deviation, README table). Also applies to --paper."""
     server_hidden: Annotated[int, Opt(min=1, max=MAX_LAYER)] = 32
     """Width of the shared per-server encoder's hidden layer."""
     server_out: Annotated[int, Opt(min=1, max=MAX_LAYER)] = 16
@@ -139,6 +142,9 @@ class Sched2RunArgs:
     replay_priority: Literal["max", "td"] = "max"
     """--paper: a new transition's replay priority: max = the largest ever set (Schaul et
     al.), td = its own |TD error| under the current networks (Ape-X; README: deviations)."""
+    discount_time_s: Annotated[float, Opt(min=0.0, max=1e9)] = 0.0
+    """--paper: 0 = γ per action; > 0 = semi-MDP discounting γ^(Δt / this) over the simulated
+    seconds Δt between decisions (README: deviations)."""
     hold_mask: Literal["none", "local"] = "none"
     """--paper: none = φ (hold) legal whenever something runs (SCED²); local = φ also illegal
     while a window job fits at its best locality (action masking; README: deviations)."""

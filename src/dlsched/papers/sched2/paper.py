@@ -66,7 +66,11 @@ class PaperConfig:
     num_jobs: int = 1000
     """Jobs per trace (SCED² §IV-A)."""
     gamma: float = 0.99
-    """Discount per action."""
+    """Discount per action (per ``discount_time_s`` when that is > 0)."""
+    discount_time_s: float = 0.0
+    """0: γ per action (as DQN); > 0: semi-MDP discounting, γ^(Δt / discount_time_s) with Δt
+    the simulated seconds between a decision and the next (decisions of one frozen-time round
+    undiscounted; a deviation: SCED² does not say how it discounts, README table)."""
     reward: str = "paper"
     """``paper``: each picked job's execution effectiveness (SCED² §III-D); ``incremental``:
     the same objective paid as it accrues (`BatchedSched2Env.effectiveness_potential`; a
@@ -108,6 +112,9 @@ class PaperConfig:
     a window job fits at its best locality, in training and scheduling (a deviation, README)."""
     grad_clip: float = 10.0
     """Max gradient norm."""
+    dueling: bool = False
+    """Dueling head (value + advantage streams, Q = V + A − mean(A); Wang et al. 2016): not in
+    SCED², a deviation (README table). `Sched2QNet`."""
     server_hidden: int = 32
     """Width of the shared per-server encoder's hidden layer (w_shared)."""
     server_out: int = 16
@@ -199,9 +206,15 @@ class DQNLearner:
         self.optimizer = torch.optim.Adam(self.net.parameters(), lr=config.lr)
         self.steps = 0
 
-    def targets(self, rewards: Any, next_obs: Any, next_masks: Any, dones: Any) -> torch.Tensor:
-        """Double-DQN targets ``r·scale + γ·Q_target(s', argmax_a Q(s', a))`` (0 past the end)."""
+    def targets(self, rewards: Any, next_obs: Any, next_masks: Any, dones: Any,
+                elapsed_s: Any = None) -> torch.Tensor:  # fmt: skip
+        """Double-DQN targets ``r·scale + γ·Q_target(s', argmax_a Q(s', a))`` (0 past the end;
+        γ^(Δt / discount_time_s) with ``elapsed_s`` = Δt when ``discount_time_s`` > 0)."""
         c, dev = self.config, self.device
+        gamma: Any = c.gamma
+        if c.discount_time_s > 0:
+            dt = torch.as_tensor(elapsed_s, device=dev, dtype=torch.float32)
+            gamma = c.gamma ** (dt / c.discount_time_s)
         nxt = torch.as_tensor(next_obs, device=dev)
         masks = torch.as_tensor(next_masks, device=dev)
         done = torch.as_tensor(dones, device=dev, dtype=torch.float32)
@@ -209,12 +222,12 @@ class DQNLearner:
             best = self.net(nxt).masked_fill(~masks, float("-inf")).argmax(dim=1, keepdim=True)
             next_value = self.target(nxt).gather(1, best).squeeze(1) * (1.0 - done)
             reward = torch.as_tensor(rewards, device=dev, dtype=torch.float32)
-            return reward * c.reward_scale + c.gamma * next_value
+            return reward * c.reward_scale + gamma * next_value
 
     def td_abs(self, obs: Any, actions: Any, rewards: Any, next_obs: Any, next_masks: Any,
-               dones: Any) -> npt.NDArray[np.float64]:  # fmt: skip
+               dones: Any, elapsed_s: Any = None) -> npt.NDArray[np.float64]:  # fmt: skip
         """|TD error| of transitions under the current networks (their replay priority)."""
-        y = self.targets(rewards, next_obs, next_masks, dones)
+        y = self.targets(rewards, next_obs, next_masks, dones, elapsed_s)
         with torch.no_grad():
             q = self.net(torch.as_tensor(obs, device=self.device))
             taken = torch.as_tensor(actions, device=self.device).unsqueeze(1)
@@ -227,7 +240,8 @@ class DQNLearner:
         obs = torch.as_tensor(batch.obs, device=dev)
         actions = torch.as_tensor(batch.actions, device=dev)
         weights = torch.as_tensor(batch.weights, device=dev)
-        y = self.targets(batch.rewards, batch.next_obs, batch.next_masks, batch.dones)
+        y = self.targets(batch.rewards, batch.next_obs, batch.next_masks, batch.dones,
+                         batch.elapsed_s)  # fmt: skip
         q_all = self.net(obs)
         q = q_all.gather(1, actions.unsqueeze(1)).squeeze(1)
         loss = (weights * nn.functional.smooth_l1_loss(q, y, reduction="none")).mean()
@@ -253,7 +267,7 @@ class DQNLearner:
 def make_paper_net(shape: Any, config: PaperConfig) -> Sched2QNet:
     """SCED²'s shared-weight Q-network (Eq. 3–5) with ``config``'s widths."""
     return Sched2QNet(shape, config.server_hidden, config.server_out, config.job_hidden,
-                      config.hidden)  # fmt: skip
+                      config.hidden, config.dueling)  # fmt: skip
 
 
 class PaperLearner:
@@ -314,14 +328,17 @@ class PaperLearner:
         m = torch.as_tensor(self.masks, device=self.device)
         actions = greedy(self.dqn.net, o, m).cpu().numpy()
         masks_np = to_np(self.masks)
+        before_s = to_np(env.now).copy()
         explore = self.rng.random(c.num_envs) < eps
         uniform = (self.rng.random(masks_np.shape) * masks_np).argmax(axis=1)
         actions = np.where(explore, uniform, actions)
         next_obs, rewards, ended, next_masks, info = env.step(actions)
         new = (to_np(self.obs), actions, to_np(rewards), to_np(next_obs), to_np(next_masks),
                  to_np(ended))  # fmt: skip
-        priorities = self.dqn.td_abs(*new) + c.prio_eps if c.new_priority == "td" else None
-        self.replay.add(*new, priorities=priorities)
+        elapsed_s = to_np(env.now) - before_s
+        td = c.new_priority == "td"
+        priorities = self.dqn.td_abs(*new, elapsed_s) + c.prio_eps if td else None
+        self.replay.add(*new, priorities=priorities, elapsed_s=elapsed_s)
         self.transitions += c.num_envs
         self.obs, self.masks = next_obs, next_masks
         if len(self.replay) >= c.learning_starts:
@@ -434,6 +451,17 @@ def paper_card(
             "packing (--hold-mask local, action masking; a deviation from the paper, whose "
             "agent may hold at any time), in training and when the network schedules"
         )
+    if config.dueling:
+        reward += (
+            "; dueling Q-network head (value + advantage streams, Q = V + A - mean(A), Wang "
+            "et al. 2016; --dueling, a deviation: SCED²'s head is one MLP)"
+        )
+    if config.discount_time_s > 0:
+        reward += (
+            f"; semi-MDP discounting gamma^(dt / {config.discount_time_s} s) over the simulated "
+            "time dt between decisions (--discount-time-s, a deviation: the paper does not say "
+            "how it discounts)"
+        )
     if config.new_priority == "td":
         reward += (
             "; new transitions enter the replay at their own |TD error| under the current "
@@ -441,7 +469,11 @@ def paper_card(
             "replay, which enters them at the largest priority ever set)"
         )
     notes = (
-        ("SCED² paper method" if config.hold_mask == "none" else "NOT the paper's method")
+        (
+            "SCED² paper method"
+            if config.hold_mask == "none" and not config.dueling and config.discount_time_s == 0
+            else "NOT the paper's method"
+        )
         + " (train sched2 --paper): DQN with epsilon-greedy and proportional "
         "prioritized replay, double-DQN targets, the shared-weight per-server Q-network "
         "(Eq. 3-5), the paper's state (N x M GPU remaining times, k=4 profiles + GPUs + waiting "

@@ -22,6 +22,8 @@ def train_paper_command(
     reward: str,
     replay_priority: str,
     hold_mask: str,
+    dueling: bool,
+    discount_time_s: float,
     tensorboard: Path | None,
     force: bool,
     resume: bool,
@@ -42,6 +44,8 @@ def train_paper_command(
         device=device,
         new_priority=replay_priority,
         hold_mask=hold_mask,
+        dueling=dueling,
+        discount_time_s=discount_time_s,
         **(INCREMENTAL if reward == "incremental" else {}),  # type: ignore[arg-type]
     )
     with one_line_errors(), progress_bar() as progress:

@@ -99,7 +99,7 @@ def load_policy(path: str | Path | None = None) -> tuple[Sched2QNet, Sched2Shape
     return net, shape, card
 
 
-_NET_FIELDS = ("server_hidden", "server_out", "job_hidden", "hidden")
+_NET_FIELDS = ("server_hidden", "server_out", "job_hidden", "hidden", "dueling")
 
 
 def dqn_files(

@@ -37,6 +37,8 @@ class ReplayBatch(NamedTuple):
     """Whether each sampled transition is drawn for the first time."""
     demos: npt.NDArray[np.float32]
     """1.0 for a teacher's transition (DQfD), else 0.0."""
+    elapsed_s: npt.NDArray[np.float32] | None = None
+    """Simulated seconds between each transition's decision and the next (0 if not given)."""
 
 
 class VectorSumTree:
@@ -102,6 +104,7 @@ class VectorReplay:
         self.rewards = np.zeros(capacity, dtype=np.float32)
         self.dones = np.zeros(capacity, dtype=np.float32)
         self.demos = np.zeros(capacity, dtype=np.float32)
+        self.elapsed_s = np.zeros(capacity, dtype=np.float32)
         self.added_at = np.zeros(capacity, dtype=np.int64)  # value of `added` when stored
         self.replayed = np.zeros(capacity, dtype=bool)
         self.tree = VectorSumTree(capacity)
@@ -125,9 +128,11 @@ class VectorReplay:
         dones: npt.NDArray[np.bool_],
         priorities: npt.NDArray[np.float64] | None = None,
         demos: npt.NDArray[np.bool_] | None = None,
+        elapsed_s: npt.NDArray[np.float64] | None = None,
     ) -> None:
         """Store a batch of transitions at ``priorities`` (before ^α; default the largest
-        ever set), ``demos`` flagging a teacher's ones."""
+        ever set), ``demos`` flagging a teacher's ones, ``elapsed_s`` the simulated seconds
+        to each next decision (default 0)."""
         n = len(actions)
         idx = (self.pos + np.arange(n)) % self.capacity
         self.obs[idx] = obs
@@ -137,6 +142,7 @@ class VectorReplay:
         self.next_masks[idx] = next_masks
         self.dones[idx] = dones
         self.demos[idx] = 0.0 if demos is None else demos
+        self.elapsed_s[idx] = 0.0 if elapsed_s is None else elapsed_s
         self.added_at[idx] = self.added + np.arange(n)
         self.replayed[idx] = False
         if priorities is None:
@@ -178,6 +184,7 @@ class VectorReplay:
             self.added - 1 - self.added_at[idx],
             fresh,
             self.demos[idx],
+            self.elapsed_s[idx],
         )
 
     def update_priorities(
