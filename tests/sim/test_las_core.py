@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import astuple
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -23,10 +24,11 @@ MODELS = ("vgg-16", "alexnet", "transformer", "deepspeech")
 
 
 @st.composite
-def traces(draw: st.DrawFn) -> tuple[list[JobSpec], int, dict[str, float | None]]:
+def traces(draw: st.DrawFn) -> tuple[list[JobSpec], int, dict[str, Any]]:
     """Up to 40 jobs of 1-16 GPUs (ties in submission included) on 1-4 8-GPU servers, and the
     `SimConfig` keywords: a timeline spacing (s; None: the simulator's default, 600 s on these
-    traces) and a horizon (s; None: none), which often stops a run with jobs unfinished."""
+    traces), a horizon (s; None: none), which often stops a run with jobs unfinished, and
+    scheduling on events and/or at periodic ticks (Blox's rounds: ticks only)."""
     servers = draw(st.integers(1, 4))
     n = draw(st.integers(1, 40))
     jobs = []
@@ -48,18 +50,20 @@ def traces(draw: st.DrawFn) -> tuple[list[JobSpec], int, dict[str, float | None]
     config = {
         "timeline_step_s": draw(st.sampled_from([None, 1.0, 75.0])),
         "horizon_s": draw(st.sampled_from([None, None, 900.0, 2500.0])),
+        "interval_s": draw(st.sampled_from([None, None, 50.0, 0.1 * 37, 300.0])),
     }
+    config["on_events"] = config["interval_s"] is None or draw(st.booleans())
     return jobs, servers, config
 
 
-def _simulator(jobs: list[JobSpec], servers: int, **config: float | None) -> Simulator:
+def _simulator(jobs: list[JobSpec], servers: int, **config: Any) -> Simulator:
     return Simulator(
         jobs,
         Cluster.homogeneous(servers, Resources(8.0, 32.0, 256.0)),
         Locality(gpus_per_server=8),
         Las(),
         Pack(),
-        SimConfig(on_events=True, **config),  # type: ignore[arg-type]
+        SimConfig(**{"on_events": True, **config}),
     )
 
 

@@ -7,10 +7,11 @@ job table (job index = arrival order, ``(submit, job id)``), with the same float
 in the same order, so it can be compiled with ``numba.njit(cache=True)`` as the DL2 kernels
 are (`dlsched.papers.dl2.batched_kernels`) while the plain-Python function stays the reference
 path. Supported (checked by the caller before anything runs; everything else goes through the
-executor unchanged): the ``las`` scheduler, ``pack`` placement, the `Locality` model, on-events
-scheduling (no interval, no noise, no repack, no event log; a horizon is), jobs without PS that
-are not elastic, and whole-number capacities and demands (then every cluster sum is exact, so
-the order in which the Python path adds and gives back resources cannot change a bit).
+executor unchanged): the ``las`` scheduler, ``pack`` placement, the `Locality` model,
+scheduling on events and/or periodic ticks (no noise, no repack, no event log; a horizon is),
+jobs without PS that are not elastic, and whole-number capacities and demands (then every
+cluster sum is exact, so the order in which the Python path adds and gives back resources
+cannot change a bit).
 
 Per point (an arrival or a completion): every active job is ranked by
 ``(attained GPU-s at now, submit, id)``; the choosing walk takes jobs in that order on the
@@ -77,6 +78,8 @@ def replay(
     step: float,
     gpus: I64,
     horizon: float,
+    interval: float,
+    on_events: bool,
 ) -> tuple[int, F64, F64, F64, I64, int, float, float, float, int, F64, int]:
     """Replay the trace (module docstring). Arrays by job index: ``submit`` (s), ``jid``,
     ``nw`` workers, ``dem`` ``(N, 3)`` per-worker (gpu, cpu, mem), ``total`` work (s at speed
@@ -85,7 +88,9 @@ def replay(
     (`dlsched.schedulers.pending_queue`: once a shape without PS did not fit, none of it will
     at this point, as the walk only takes resources); ``step``: the timeline's least spacing
     (s); ``gpus``: GPUs of each server, for the timeline's fragmentation; ``horizon``: the
-    time (s) the run stops at (``inf``: none), jobs unfinished then are left out of ``order``.
+    time (s) the run stops at (``inf``: none), jobs unfinished then are left out of ``order``;
+    ``interval``: periodic scheduling's tick interval (s; 0: none, ``SimConfig.interval_s``
+    None); ``on_events``: a scheduling point at every arrival and completion.
 
     Returns (status, first start s, finish s, held s, finish order, decisions, end s, busy
     GPU-s, busy CPU-s, events popped, timeline samples, their number): a sample's row is
@@ -152,9 +157,12 @@ def replay(
     samples = np.empty((64, 5 + ngpu_servers))  # the timeline (`_sample`), grown as needed
     frag = np.empty((S, 2))  # `_sample`'s scratch space
     ns, status = 0, DONE
+    # the one tick due (`Simulator._push_next_tick`): handled after every completion at its
+    # time (`EventKind` order), so it needs no place in the heap
+    tick_s = math.ceil(submit[0] / interval - 1e-12) * interval if interval > 0 and n else math.inf
     while True:
         t_arr = submit[nxt] if nxt < n else math.inf
-        t = min(ht[0] if nh else math.inf, t_arr)
+        t = min(ht[0] if nh else math.inf, t_arr, tick_s)
         if horizon == math.inf and nfin == n:
             break  # (with a horizon, stale completions up to it are popped and counted)
         if t == math.inf or t > horizon:
@@ -209,7 +217,16 @@ def replay(
                 nfin += 1
                 gpu_used, cpu_used = _sums(used, S)
                 changed = True
-        if not (changed and (npend or na or nrun)):
+        tick = tick_s <= t
+        if tick:
+            pops += 1
+            if npend or na or nrun:
+                tick_s = t + interval
+            elif nxt < n:
+                tick_s = math.ceil(submit[nxt] / interval - 1e-12) * interval
+            else:
+                tick_s = math.inf
+        if not ((tick or (changed and on_events)) and (npend or na or nrun)):
             continue
         decisions += 1
         # rank the running jobs by their key now (insertion sort: few run at once)

@@ -63,8 +63,8 @@ def unsupported(sim: Simulator) -> str | None:
         return "the scheduler is not las"  # (by name: the simulator is below the schedulers)
     if type(sim.placement) is not Pack or type(sim.model) is not Locality:
         return "placement or speed model other than pack / Locality"
-    if config.interval_s is not None or not config.on_events or config.noise > 0:
-        return "periodic scheduling or noise"
+    if config.noise > 0:
+        return "noise"
     if config.repack or sim.event_log is not None:
         return "repack or event log"
     cap = sim.cluster.capacity_array
@@ -81,7 +81,8 @@ def unsupported(sim: Simulator) -> str | None:
 
 def arrays(sim: Simulator) -> tuple[np.ndarray | float, ...]:
     """`las_core.replay`'s arguments for ``sim``: the job table (arrival order), the cluster's
-    capacities, the timeline's spacing (s), each server's GPUs and the horizon (s)."""
+    capacities, the timeline's spacing (s), each server's GPUs, the horizon (s), the tick
+    interval (s; 0: none) and whether every arrival and completion is a scheduling point."""
     specs = sim.specs
     n, S = len(specs), sim.cluster.num_servers
     submit = np.array([s.submit_time_s for s in specs], dtype=np.float64)
@@ -102,7 +103,11 @@ def arrays(sim: Simulator) -> tuple[np.ndarray | float, ...]:
     gpus = np.array([int(row[0]) for row in sim.cluster.capacity_rows], dtype=np.int64)
     step = float(sim._timeline_step_s)  # the simulator's own spacing
     horizon = math.inf if sim.config.horizon_s is None else float(sim.config.horizon_s)
-    return submit, jid, nw, dem, total, resume, speed, cap, shape, step, gpus, horizon
+    interval = 0.0 if sim.config.interval_s is None else float(sim.config.interval_s)
+    return (
+        *(submit, jid, nw, dem, total, resume, speed, cap, shape, step, gpus, horizon),
+        *(interval, sim.config.on_events),
+    )
 
 
 def run(sim: Simulator, compiled: bool = True) -> Result | None:
