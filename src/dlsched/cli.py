@@ -146,10 +146,10 @@ def simulate(
 ) -> None:
     """Simulate one workload under one scheduler and print its metrics.
 
-    LAS runs of at least 2,000 jobs (pack placement, on events or in rounds, no noise) run in a compiled LAS
-    core with the same results (the first use compiles it, ~15 s, once per machine; before that
-    only runs of 16,000 jobs and more take it); -o core=python runs the simulator, -o
-    core=compiled the core for every run it replays; the output's core says which ran.
+    LAS runs of at least 2,000 jobs (pack placement, on events or in rounds, no noise) run in a
+    compiled LAS core with the same results (the first use compiles it, ~15 s, once per machine;
+    before that only runs of 16,000 jobs and more take it); -o core=python runs the simulator,
+    -o core=compiled the core for every run it replays; the output's core says which ran.
     """
     import dlsched
     from dlsched.commands.report import write_run_outputs

@@ -117,6 +117,7 @@ OPTION_BOUNDS: dict[str, Bound] = {
     "jobs": Bound("str"),  # pollux: adaptive, tuned or tuned-batch
     "cluster": Bound("str"),  # every workload: a heterogeneous cluster, v100:4x8,k80:4x8
     "speed_spread": Bound("float", 0.0, 10.0),  # heterogeneous: true rates around the profile
+    "demands": Bound("str"),  # deeprm: text (the paper's job sizes) or code (the authors' code's)
     "job_types": Bound("str"),  # heterogeneous: drawn, model or a CSV of job_id,job_type
     "jobs_per_hour": Bound("float", 0.0, 1e6, low_open=True),  # gavel: arrival rate
     "multi_gpu": Bound("bool"),  # gavel: jobs of 1-8 GPUs
