@@ -127,8 +127,8 @@ class Sched2RunArgs:
     paper: Annotated[bool, Opt(flags=("--paper",))] = False
     """SCED²'s own method at its scale: plain DQN (no demonstrations), arrival window, 2,400
     episodes on batched environments (README: deviations); its hyper-parameters are
-    `dlsched.papers.sched2.paper.PaperConfig`'s (of the DQN options only --seed and --episodes
-    apply)."""
+    `dlsched.papers.sched2.paper_config.PaperConfig`'s (of the DQN options only --seed and
+    --episodes apply)."""
     device: str = "auto"
     """--paper: auto, cpu (NumPy) or cuda (PyTorch)."""
     num_envs: Annotated[int, Opt(min=1, max=4096)] = 128
@@ -137,7 +137,7 @@ class Sched2RunArgs:
     """--paper: paper = each picked job's execution effectiveness (SCED² §III-D);
     incremental = the same objective paid as it accrues (waiting and placement losses in the
     step where they happen), with γ 0.9, reward scale 1, target copy every 50 gradient steps,
-    2 gradient steps per batched step (`dlsched.papers.sched2.paper.INCREMENTAL`; README:
+    2 gradient steps per batched step (`dlsched.papers.sched2.paper_config.INCREMENTAL`; README:
     deviations)."""
     replay_priority: Literal["max", "td"] = "max"
     """--paper: a new transition's replay priority: max = the largest ever set (Schaul et

@@ -31,7 +31,8 @@ def train_paper_command(
     """Run `train_paper` for ``episodes`` episodes and show progress (a line per validation
     and every 20 episodes when stderr is not a terminal)."""
     from dlsched.papers.sched2.batched_env import resolve_device
-    from dlsched.papers.sched2.paper import INCREMENTAL, PaperConfig, train_paper
+    from dlsched.papers.sched2.paper import train_paper
+    from dlsched.papers.sched2.paper_config import INCREMENTAL, PaperConfig
 
     with one_line_errors():
         resolve_device(device)
