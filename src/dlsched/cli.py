@@ -148,7 +148,8 @@ def simulate(
 
     LAS runs of at least 2,000 jobs (pack placement, on events or in rounds, no noise) run in a
     compiled LAS core with the same results (the first use compiles it, ~15 s, once per machine;
-    before that only runs of 16,000 jobs and more take it); -o core=python runs the simulator,
+    before that only runs of 16,000 jobs and more take it), Tiresias runs of at least 4,000 jobs
+    too (45,000 before the first compile); -o core=python runs the simulator,
     -o core=compiled the core for every run it replays; the output's core says which ran.
     """
     import dlsched

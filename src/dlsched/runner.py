@@ -113,8 +113,9 @@ def simulate(
         on_job_finished: called with (jobs finished, jobs in the workload) after each finish,
             e.g. to show progress.
         record_events: keep the run's events in ``result.event_log`` (same results).
-        core: ``"auto"``: large LAS runs in the compiled core (`las_core_run.worth_it`);
-            ``"compiled"``: all it replays; ``"python"``: none. Same results; ``params["core"]``.
+        core: ``"auto"``: large LAS and Tiresias runs in the compiled core
+            (`las_core_run.worth_it`); ``"compiled"``: all it replays; ``"python"``: none. Same
+            results; ``params["core"]``.
         **overrides: workload generator options (``num_jobs=50``, ``mix="large-jobs"``, …).
 
     Raises:
@@ -173,7 +174,7 @@ def _run(
     if core not in ("auto", "python", "compiled"):
         raise ValueError(f"core must be 'auto', 'python' or 'compiled', got {core!r}")
     result = _compiled(sim, core)
-    ran = "python" if result is None else "compiled LAS"
+    ran = "python" if result is None else _core_label(sim)
     if result is None:
         with _tracing(scheduler, record_events) as trace:
             result = sim.run()
@@ -187,6 +188,13 @@ def _run(
     if kept is not None:
         kept.append(result)
     return result
+
+
+def _core_label(sim: Simulator) -> str:
+    """``params["core"]`` of a run the compiled core replayed (`las_core_run.label`)."""
+    from dlsched.sim import las_core_run
+
+    return las_core_run.label(sim)
 
 
 def _compiled(sim: Simulator, core: str) -> Result | None:

@@ -1,6 +1,6 @@
-"""The compiled LAS core (`dlsched.sim.las_core`) behind a `Simulator`: which runs it can
-replay, the job table it reads, and the `Result` it gives (the same per-job records as
-`Simulator.run`, and the same timeline)."""
+"""The compiled LAS core (`dlsched.sim.las_core`; it replays Tiresias too) behind a
+`Simulator`: which runs it can replay, the job table it reads, and the `Result` it gives (the
+same per-job records as `Simulator.run`, and the same timeline)."""
 
 from __future__ import annotations
 
@@ -29,6 +29,12 @@ compiled (in this process or numba's cache): loading it costs ~0.7 s, the simula
 AUTO_MIN_JOBS_COLD = 16_000
 """The same where the next run would compile it (no cache yet, or none writable: ~15 s): the
 simulator's LAS takes ~7.5 s CPU on 8,000 Philly jobs and over 20 s on 16,000."""
+TIRESIAS_AUTO_MIN_JOBS = 4_000
+"""`AUTO_MIN_JOBS` for Tiresias, whose simulator run costs less than LAS's: 0.62 s CPU on
+4,000 jobs of ``philly:6214e9``, 0.39 s on 2,000 (benchmarks/RESULTS.md, issue 31)."""
+TIRESIAS_AUTO_MIN_JOBS_COLD = 45_000
+"""`AUTO_MIN_JOBS_COLD` for Tiresias: all 41,226 jobs of ``philly:6214e9`` take ~8 s CPU in the
+simulator (less than compiling), all of Philly's 82,247 over 70 s (the first 30,000 38 s)."""
 
 
 def compiles() -> bool:
@@ -48,19 +54,24 @@ def worth_it(sim: Simulator) -> bool:
     its compilation or loading (`AUTO_MIN_JOBS`, `AUTO_MIN_JOBS_COLD`). The other cores:
     ``"compiled"`` takes it for every run it replays, ``"python"`` for none; the records,
     totals and timeline are the same, and ``params["core"]`` (the summary's ``core``) is
-    ``"compiled LAS"`` when it ran (``"python"`` where ``"compiled"`` was asked in vain)."""
+    ``"compiled LAS"`` or ``"compiled Tiresias"`` when it ran (``"python"`` where
+    ``"compiled"`` was asked in vain)."""
     n = len(sim.specs)
-    if n < AUTO_MIN_JOBS or unsupported(sim) is not None:
+    warm, cold = (
+        (TIRESIAS_AUTO_MIN_JOBS, TIRESIAS_AUTO_MIN_JOBS_COLD)
+        if _policy(sim) == "Tiresias"
+        else (AUTO_MIN_JOBS, AUTO_MIN_JOBS_COLD)
+    )
+    if n < warm or unsupported(sim) is not None:
         return False
-    return n >= AUTO_MIN_JOBS_COLD or not compiles()
+    return n >= cold or not compiles()
 
 
 def unsupported(sim: Simulator) -> str | None:
     """Why the core cannot replay ``sim`` (None: it can; `dlsched.sim.las_core`'s list)."""
     config = sim.config
-    kind = type(sim.scheduler)
-    if (kind.__module__, kind.__qualname__) != ("dlsched.schedulers.las", "Las"):
-        return "the scheduler is not las"  # (by name: the simulator is below the schedulers)
+    if _policy(sim) is None:
+        return "the scheduler is not las or tiresias"
     if type(sim.placement) is not Pack or type(sim.model) is not Locality:
         return "placement or speed model other than pack / Locality"
     if config.noise > 0:
@@ -79,10 +90,30 @@ def unsupported(sim: Simulator) -> str | None:
     return None
 
 
+def _policy(sim: Simulator) -> str | None:
+    """``"LAS"`` or ``"Tiresias"``: the policy the core replays ``sim``'s scheduler as (None:
+    neither; by class name: the simulator is below the schedulers)."""
+    kind = type(sim.scheduler)
+    return _POLICIES.get((kind.__module__, kind.__qualname__))
+
+
+_POLICIES = {
+    ("dlsched.schedulers.las", "Las"): "LAS",
+    ("dlsched.schedulers.tiresias", "Tiresias"): "Tiresias",
+}
+
+
+def label(sim: Simulator) -> str:
+    """The summary's ``core`` where the core replayed ``sim``: ``compiled LAS`` or ``compiled
+    Tiresias``."""
+    return f"compiled {_policy(sim)}"
+
+
 def arrays(sim: Simulator) -> tuple[np.ndarray | float, ...]:
     """`las_core.replay`'s arguments for ``sim``: the job table (arrival order), the cluster's
     capacities, the timeline's spacing (s), each server's GPUs, the horizon (s), the tick
-    interval (s; 0: none) and whether every arrival and completion is a scheduling point."""
+    interval (s; 0: none), whether every arrival and completion is a scheduling point, and
+    whether the scheduler is Tiresias, with its thresholds (GPU-s) and promotion knob."""
     specs = sim.specs
     n, S = len(specs), sim.cluster.num_servers
     submit = np.array([s.submit_time_s for s in specs], dtype=np.float64)
@@ -104,9 +135,13 @@ def arrays(sim: Simulator) -> tuple[np.ndarray | float, ...]:
     step = float(sim._timeline_step_s)  # the simulator's own spacing
     horizon = math.inf if sim.config.horizon_s is None else float(sim.config.horizon_s)
     interval = 0.0 if sim.config.interval_s is None else float(sim.config.interval_s)
+    tiresias = _policy(sim) == "Tiresias"
+    scheduler: Any = sim.scheduler
+    thresholds = np.array(scheduler.thresholds_gpu_s if tiresias else (), dtype=np.float64)
+    knob = float(scheduler.promote_knob) if tiresias else 0.0
     return (
         *(submit, jid, nw, dem, total, resume, speed, cap, shape, step, gpus, horizon),
-        *(interval, sim.config.on_events),
+        *(interval, sim.config.on_events, tiresias, thresholds, knob),
     )
 
 
