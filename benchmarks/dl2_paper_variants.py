@@ -20,7 +20,8 @@ advantage = the action's job reward − V(s)); ``--teacher`` makes a start imita
 heuristic (not the paper's DRF; a diagnosis: is a better policy representable and near?).
 Fourth session (helper ``dl2z``): ``P`` the authors' code's prioritised replay
 (``PaperSpec.priority``, `dlsched.papers.dl2.prioritized`; not in the paper), A otherwise;
-``Q`` P with γ = 0 (the authors' RL setting: advantage r − V(s) with prioritised replay).
+``Q`` P with γ = 0 (the authors' RL setting: advantage r − V(s) with prioritised replay);
+``R`` P with lr 1e-5 (L with prioritised replay).
 Every run's log adds ``offgreedy_share``: the share of its mini-batches' actions that are not
 the current policy's arg-max (where a policy gradient can learn), and ``is_weight``.
 Each variant validates every 750 updates (``--eval-every``) and keeps its best policy in
@@ -78,6 +79,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     # fourth session: the authors' code's prioritised replay
     "P": {"num_envs": 16, "priority": True},
     "Q": {"num_envs": 16, "priority": True, "config": paper_config(gamma=0.0)},
+    "R": {"num_envs": 16, "priority": True, "config": paper_config(rl_lr=1e-5)},
 }
 NO_SIGNAL = ("Z", "Y")
 """Variants whose mini-batches get `permuted_targets`."""
