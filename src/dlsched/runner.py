@@ -113,9 +113,8 @@ def simulate(
         on_job_finished: called with (jobs finished, jobs in the workload) after each finish,
             e.g. to show progress.
         record_events: keep the run's events in ``result.event_log`` (same results).
-        core: ``"auto"``: large LAS and FIFO runs in a compiled core (`las_core_run.worth_it`,
-            `fifo_core_run.worth_it`);
-            ``"compiled"``: all it replays; ``"python"``: none. Same results; ``params["core"]``.
+        core: ``"auto"``: large LAS and FIFO runs in a compiled core (their ``worth_it``);
+            ``"compiled"``: all one replays; ``"python"``: none. Same results; ``params["core"]``.
         **overrides: workload generator options (``num_jobs=50``, ``mix="large-jobs"``, …).
 
     Raises:
