@@ -17,12 +17,13 @@ log = logging.getLogger(__name__)
 
 AUTO_MIN_JOBS = 20_000
 """``core="auto"`` replays FIFO runs of at least this many jobs in the compiled core once it is
-compiled (in this process or numba's cache): loading it costs ~0.4 s, which the simulator's
-FIFO (~15,000 jobs/s) saves from about 10,000 jobs on (benchmarks/RESULTS.md, issue 31)."""
+compiled (in this process or numba's cache): loading it costs ~0.5 s CPU, which the simulator's
+FIFO (~15,000 jobs/s) spends on ~8,000 jobs (benchmarks/RESULTS.md, issue 31)."""
 AUTO_MIN_JOBS_COLD = 80_000
-"""The same where the next run would compile it (no cache yet, or none writable: ~5 s): all of
-Philly (82,247 jobs) takes ~5.3 s CPU in the simulator, so from there compiling costs about
-what it saves in the run that pays it, and every later run is the faster."""
+"""The same where the next run would compile it (no cache yet, or none writable): compiling
+takes ~12 s CPU (~4 s where the LAS core, whose helpers it shares, is cached), so the run that
+compiles is slower than the simulator (all of Philly, 82,247 jobs: 14.4 s against 6.7 s CPU on
+a loaded 2-core box) and every later one faster (1.7-2.2 s): only runs this large pay it."""
 
 
 def compiles() -> bool:
@@ -39,8 +40,8 @@ def unsupported(sim: Simulator) -> str | None:
 
 
 def worth_it(sim: Simulator) -> bool:
-    """``simulate(core="auto")``'s choice for a FIFO run: the core replays ``sim`` and is
-    faster even counting its compilation or loading (`AUTO_MIN_JOBS`, `AUTO_MIN_JOBS_COLD`)."""
+    """``simulate(core="auto")``'s choice for a FIFO run: the core replays ``sim``, which is
+    large enough (`AUTO_MIN_JOBS`; `AUTO_MIN_JOBS_COLD` where the run would compile it)."""
     n = len(sim.specs)
     if n < AUTO_MIN_JOBS or unsupported(sim) is not None:
         return False
@@ -60,6 +61,6 @@ def run(sim: Simulator, compiled: bool = True) -> Result | None:
     where the run leaves what the core replays (the stall rule fired: run ``sim`` itself)."""
     wall0 = time.perf_counter()
     if compiled and compiles():
-        log.info("compiling the FIFO core with numba (~5 s; once where numba can cache it)")
+        log.info("compiling the FIFO core with numba (~4-12 s; once where numba can cache it)")
     kernel: Any = compiled_replay() if compiled else replay
     return las_core_run.result_of(sim, kernel(*arrays(sim)), wall0)
