@@ -11,10 +11,11 @@ for want of room another target would free; a job that finds no room is left out
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from dlsched.core import Allocation, Arch, ClusterView, Decision, JobRun, JobSpec, Target
-from dlsched.core.cluster import tasks_that_fit
+from dlsched.core.cluster import _EPS, _UNBOUNDED
 
 
 def not_fixed_gpu_jobs(name: str, jobs: Sequence[JobSpec]) -> str | None:
@@ -54,16 +55,27 @@ def place_on_types(
             targets[run.job_id] = Target(alloc.num_workers, alloc.num_ps)
             continue
         (movers if alloc.workers else starters).append((run, t))
+    # a mover's fit depends only on its type's servers: one that failed is tried again only
+    # once a move touched that type (the same answers as trying it again, without the scan)
+    changes = dict.fromkeys(servers_of, 0)
+    failed_at: dict[int, int] = {}
     pending = movers
     while pending:  # a mover goes where there is room now; its old room frees up after
         later = []
         for run, t in pending:
+            if failed_at.get(run.job_id) == changes.get(t, 0):
+                later.append((run, t))
+                continue
             new = _fit(run.spec, servers_of.get(t, []), cap, used)
             if new is None:
+                failed_at[run.job_id] = changes.get(t, 0)
                 later.append((run, t))
                 continue
             _add(used, run.spec, run.allocation, -1.0)
             _add(used, run.spec, new, 1.0)
+            for s, _ in (*run.allocation.workers, *run.allocation.ps):
+                changes[server_types[s]] += 1
+            changes[t] = changes.get(t, 0) + 1
             targets[run.job_id] = Target(new.num_workers, new.num_ps, new)
         if len(later) == len(pending):
             break  # left out this round (suspended)
@@ -96,23 +108,35 @@ def _fit(
 ) -> Allocation | None:
     """The job's workers on ``servers`` (those of its GPU type, ascending) with room: the
     fullest single server that fits them all, else the emptiest servers first; None if they do
-    not fit."""
-    need = spec.worker_demand.as_tuple()
+    not fit. (`tasks_that_fit` inlined, the same floating-point operations: this runs for every
+    placed job of every round.)"""
+    g, c, m = spec.worker_demand.as_tuple()
     want = scale_of(spec)
+    counted = g > 0 or c > 0 or m > 0
     room = []
+    best: tuple[int, int] | None = None  # the fullest single server: (tasks that fit, server)
     for s in servers:
-        free = [cap[s][0] - used[s][0], cap[s][1] - used[s][1], cap[s][2] - used[s][2]]
-        n = tasks_that_fit(free, need) if any(need) else want
+        if counted:
+            have, took = cap[s], used[s]
+            n = math.floor((have[0] - took[0] + _EPS) / g) if g > 0 else _UNBOUNDED
+            if c > 0:
+                n = min(n, math.floor((have[1] - took[1] + _EPS) / c))
+            if m > 0:
+                n = min(n, math.floor((have[2] - took[2] + _EPS) / m))
+        else:
+            n = want
         if n > 0:
             room.append((n, s))
-    single = [(n, s) for n, s in room if n >= want]
-    if single:
-        _, s = min(single)
-        return Allocation.of([(s, want)])
+            if n >= want and (best is None or n < best[0]):
+                best = (n, s)
+    if best is not None:
+        return Allocation.of([(best[1], want)])
     placed: list[tuple[int, int]] = []
+    total = 0
     for n, s in sorted(room, key=lambda r: (-r[0], r[1])):
-        take = min(n, want - sum(k for _, k in placed))
+        take = min(n, want - total)
         placed.append((s, take))
-        if sum(k for _, k in placed) == want:
+        total += take
+        if total == want:
             return Allocation.of(placed)
     return None
