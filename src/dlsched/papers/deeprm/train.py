@@ -196,7 +196,8 @@ def _card(config: ReinforceConfig, mode: str, validation: dict[str, float], it: 
 
 def _train_seeds(config: ReinforceConfig, iterations: int) -> dict[str, list[int]]:
     """The card's training seeds: the fixed jobsets' list, or with ``fresh_jobsets`` the first
-    and last seed of the range its iterations drew from (`FRESH_SEED_BASE`)."""
+    and last seed of iterations 1 to ``iterations`` (`FRESH_SEED_BASE`; a run started with
+    ``--init-from`` drew only those of its own iterations, the notes say which)."""
     if not getattr(config, "fresh_jobsets", False):
         return {"train": config.train_seeds()}
     first = FRESH_SEED_BASE + 1_000_000 * config.seed
