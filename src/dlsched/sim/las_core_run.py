@@ -31,10 +31,11 @@ AUTO_MIN_JOBS_COLD = 16_000
 simulator's LAS takes ~7.5 s CPU on 8,000 Philly jobs and over 20 s on 16,000."""
 
 
-def compiles() -> bool:
-    """Whether the next compiled run in this process compiles the kernel (~15 s): not loaded
-    yet and numba's cache holds none for this source (or numba cannot cache here)."""
-    kernel = compiled_replay()
+def compiles(kernel: Any = None) -> bool:
+    """Whether the next compiled run in this process compiles the kernel (LAS's, ~15 s, unless
+    another core's `compiled_replay` is given): not loaded yet and numba's cache holds none for
+    this source (or numba cannot cache here)."""
+    kernel = compiled_replay() if kernel is None else kernel
     if kernel.signatures:
         return False
     try:  # numba's own index of cached versions (empty when the source changed since)
@@ -57,10 +58,16 @@ def worth_it(sim: Simulator) -> bool:
 
 def unsupported(sim: Simulator) -> str | None:
     """Why the core cannot replay ``sim`` (None: it can; `dlsched.sim.las_core`'s list)."""
-    config = sim.config
     kind = type(sim.scheduler)
     if (kind.__module__, kind.__qualname__) != ("dlsched.schedulers.las", "Las"):
         return "the scheduler is not las"  # (by name: the simulator is below the schedulers)
+    return unsupported_setting(sim)
+
+
+def unsupported_setting(sim: Simulator) -> str | None:
+    """Why a core cannot replay ``sim``'s placement, model, options, cluster or jobs (None: it
+    can; the LAS and FIFO cores, `dlsched.sim.fifo_core`, replay the same settings)."""
+    config = sim.config
     if type(sim.placement) is not Pack or type(sim.model) is not Locality:
         return "placement or speed model other than pack / Locality"
     if config.noise > 0:
@@ -123,7 +130,12 @@ def run(sim: Simulator, compiled: bool = True) -> Result | None:
             else "numba has no writable cache directory here, so every process compiles it",
         )
     kernel: Any = compiled_replay() if compiled else replay
-    out = kernel(*arrays(sim))
+    return result_of(sim, kernel(*arrays(sim)), wall0)
+
+
+def result_of(sim: Simulator, out: tuple[Any, ...], wall0: float) -> Result | None:
+    """``sim``'s `Result` from a core's ``replay`` output (`las_core.replay`'s tuple), None
+    where it did not finish (``wall0``: `time.perf_counter` when the run began)."""
     status, first, finish, held, order, decisions, end_s, busy_gpu, busy_cpu, pops = out[:10]
     samples = out[10][: out[11]]  # the timeline's rows
     if status != DONE:
