@@ -6,9 +6,8 @@ workload, 68 % one-GPU jobs, 15 × 8 GPUs, 1,000 jobs, load 1.8):
 * the paper-method Q-network (``--policy``, repeatable, default the shipped
   ``policies/sched2_paper``), greedy, on `BatchedSched2Env` — per seed the same trajectory as
   ``dlsched simulate`` with ``sched2:paper`` (tests/rl/test_sched2_batched.py), all traces at
-  once; a network trained
-  with ``--hold-mask local`` (a deviation) acts under that mask; a row names every deviation
-  its card records (hold mask, dueling head, semi-MDP discount);
+  once; a network trained with ``--hold-mask local`` (a deviation) acts under that mask; its
+  row names every deviation its card records (hold mask, dueling head, semi-MDP discount);
 * four rules restricted to the paper's window (the first 10 waiting jobs in arrival order, the
   same packing placement), i.e. in the DQN's own action space: ``window-first`` (the first
   fitting slot) and ``window-shortest`` (the fitting slot with the shortest ideal time) never
@@ -236,7 +235,9 @@ def main() -> None:
         "window-first-hold": window_hold(False),
         "window-shortest-hold": window_hold(True),
     }
-    earlier = json.loads(args.reuse.read_text()) if args.reuse else {"seeds": seeds, "rows": {}}
+    earlier: dict[str, Any] = (
+        json.loads(args.reuse.read_text()) if args.reuse else {"seeds": seeds, "rows": {}}
+    )
     if earlier["seeds"] != seeds:
         parser.error(f"--reuse {args.reuse}: its seeds differ from these {len(seeds)} traces")
     for name, rows in earlier["rows"].items():

@@ -33,7 +33,10 @@ SMOKE: dict[str, str] = {
     "core_ceiling.py": "-w deeprm --schedulers fifo --processes 1,2 --repeat 1",
     "compare_workers.py": "-w deeprm --schedulers fifo --seeds 1-2 --per-task --ceiling",
     "deeprm_authors_setting.py": "--seeds 9001-9001 --loads 1.9",
+    "deeprm_gradient_agreement.py": "--groups 2 --jobsets 1 --load 1.1 deeprm:paper",
     "deeprm_paper_diagnose.py": "--iterations 1 --jobsets 2 --episodes 2 --out {tmp}/out",
+    "deeprm_paired_samples.py": "--seeds 800000-800001 --samples 2 --load 1.1 deeprm:paper "
+    "deeprm:paper@1.3",
     "deeprm_paper_iteration.py": "--iterations 2 --jobsets 2",
     "deeprm_settings.py": "--seeds 9001-9002 --loads 1.3 --settings paper",
     "deeprm_slots.py": "--seeds 9001-9001 --loads 1.3 --policies deeprm:paper,deeprm:paper@1.3",

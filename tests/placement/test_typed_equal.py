@@ -1,6 +1,7 @@
 """`place_on_types` gives the very targets of the plain version it replaced (71cc9c1): every
-mover tried again on every pass, `tasks_that_fit` called per server. The fast one skips a mover
-whose type no move touched since it last failed, and inlines the fit."""
+mover tried again on every pass, `tasks_that_fit` called per server. The fast one skips the fit
+of a shape (demand, size) that failed on a type nothing was taken from or given back to since,
+and inlines the fit."""
 
 from __future__ import annotations
 

@@ -95,6 +95,10 @@ def test_fresh_jobsets_are_new_every_iteration_and_never_validation_or_test_ones
     fixed = [(*js.arrival.tolist(), *js.length.tolist()) for js in trainer.jobsets()]
     assert seen[0] == seen[2] and seen[0] != seen[1] and seen[0] != fixed
     assert FRESH_SEED_BASE > 900_029  # validation 800000+, tests 9001+ and 900000+ lie below
+    from dlsched.papers.deeprm.train import _train_seeds
+
+    assert _train_seeds(config, 2) == {"train_fresh_range": [FRESH_SEED_BASE, FRESH_SEED_BASE + 5]}
+    assert _train_seeds(PaperConfig(jobsets=2), 9) == {"train": [100_000, 100_001]}
 
 
 def test_fresh_jobsets_need_the_paper_preset(tmp_path: Path) -> None:

@@ -55,35 +55,25 @@ def place_on_types(
             targets[run.job_id] = Target(alloc.num_workers, alloc.num_ps)
             continue
         (movers if alloc.workers else starters).append((run, t))
-    # a mover's fit depends only on its type's servers: one that failed is tried again only
-    # once a move touched that type (the same answers as trying it again, without the scan)
-    changes = dict.fromkeys(servers_of, 0)
-    failed_at: dict[int, int] = {}
+    fits = _Fits(server_types, servers_of, cap, used)
     pending = movers
     while pending:  # a mover goes where there is room now; its old room frees up after
         later = []
         for run, t in pending:
-            if failed_at.get(run.job_id) == changes.get(t, 0):
-                later.append((run, t))
-                continue
-            new = _fit(run.spec, servers_of.get(t, []), cap, used)
+            new = fits.fit(run.spec, t)
             if new is None:
-                failed_at[run.job_id] = changes.get(t, 0)
                 later.append((run, t))
                 continue
-            _add(used, run.spec, run.allocation, -1.0)
-            _add(used, run.spec, new, 1.0)
-            for s, _ in (*run.allocation.workers, *run.allocation.ps):
-                changes[server_types[s]] += 1
-            changes[t] = changes.get(t, 0) + 1
+            fits.take(run.spec, run.allocation, -1.0)
+            fits.take(run.spec, new, 1.0)
             targets[run.job_id] = Target(new.num_workers, new.num_ps, new)
         if len(later) == len(pending):
             break  # left out this round (suspended)
         pending = later
     for run, t in starters:
-        new = _fit(run.spec, servers_of.get(t, []), cap, used)
+        new = fits.fit(run.spec, t)
         if new is not None:
-            _add(used, run.spec, new, 1.0)
+            fits.take(run.spec, new, 1.0)
             targets[run.job_id] = Target(new.num_workers, new.num_ps, new)
     return Decision(targets)
 
@@ -91,6 +81,43 @@ def place_on_types(
 def scale_of(spec: JobSpec) -> int:
     """GPUs a fixed-size job runs on (Gavel's scale factor): its requested workers."""
     return max(spec.num_workers, 1)
+
+
+class _Fits:
+    """`_fit` on a round's books, remembering failures: a job's fit depends only on its shape
+    (demand, size) and on what is held on its type's servers, so a shape that found no room on
+    a type finds none again until something is taken or given back there (the same answers
+    as scanning again: movers are retried pass after pass, most of them in vain)."""
+
+    def __init__(
+        self,
+        server_types: Sequence[str],
+        servers_of: dict[str, list[int]],
+        cap: list[list[float]],
+        used: list[list[float]],
+    ) -> None:
+        self.server_types, self.servers_of, self.cap, self.used = (
+            server_types, servers_of, cap, used,
+        )  # fmt: skip
+        self.changes = dict.fromkeys(servers_of, 0)  # per type: takes and give-backs so far
+        self.failed: dict[tuple[str, tuple[float, float, float], int], int] = {}
+
+    def fit(self, spec: JobSpec, t: str) -> Allocation | None:
+        """`_fit` of ``spec`` on the servers of type ``t``."""
+        shape = (t, spec.worker_demand.as_tuple(), scale_of(spec))
+        if self.failed.get(shape) == self.changes.get(t, 0):
+            return None
+        new = _fit(spec, self.servers_of.get(t, []), self.cap, self.used)
+        if new is None:
+            self.failed[shape] = self.changes.get(t, 0)
+        return new
+
+    def take(self, spec: JobSpec, alloc: Allocation, sign: float) -> None:
+        """`_add` (``sign`` 1: take, -1: give back), noting the types it touched."""
+        _add(self.used, spec, alloc, sign)
+        for s, _ in (*alloc.workers, *alloc.ps):
+            t = self.server_types[s]
+            self.changes[t] = self.changes.get(t, 0) + 1
 
 
 def _add(used: list[list[float]], spec: JobSpec, alloc: Allocation, sign: float) -> None:
