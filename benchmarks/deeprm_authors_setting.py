@@ -45,11 +45,11 @@ from dlsched.papers.deeprm.train import VALIDATION_MAX_STEPS
 from dlsched.rl.checkpoint import load_checkpoint
 from dlsched.workloads.deeprm import DEFAULT_HORIZON_STEPS, STEP_S, make_deeprm
 
-PER_LOAD = {1.3: "deeprm:paper@1.3", 1.9: "deeprm:paper@1.9"}
+PER_LOAD = {load: f"deeprm:paper@{load:g}" for load in (1.3, 1.5, 1.7, 1.9)}
 """The shipped per-load paper-method policy at the loads that have one."""
 POLICIES = Path(__file__).resolve().parents[1] / "src/dlsched/papers/deeprm/policies"
 FOLDERS = {"deeprm:paper": "paper", "deeprm:paper@1.3": "paper_loads/load1.3"}
-FOLDERS["deeprm:paper@1.9"] = "paper_loads/load1.9"
+FOLDERS |= {f"deeprm:paper@{load:g}": f"paper_loads/load{load:g}" for load in (1.5, 1.7, 1.9)}
 """Where each shipped paper-method policy's network is."""
 
 

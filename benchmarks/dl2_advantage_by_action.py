@@ -7,8 +7,9 @@ value network alone for ``--critic-updates`` mini-batches (the policy stays the 
 reports over every replay sample, per kind of action (worker, PS, bundle, void), the mean
 advantage and the mean gradient the policy loss puts on the void action's logit,
 ``A · (1[a = void] − π(void | s))`` (> 0: the update makes ending the slot more likely, i.e.
-fewer tasks handed out). ``--gamma 0.9`` is the paper's TD(0) target ``r + γV(s')``; ``--gamma
-0`` the authors' code (``train.py``: advantage = slot reward − V(s), value regressed on it).
+fewer tasks handed out), and the share of the authors' prioritised replay's priority mass
+that the non-greedy samples hold. ``--gamma 0.9`` is the paper's TD(0) target ``r + γV(s')``;
+``--gamma 0`` the authors' code (``train.py``: advantage = slot reward − V(s), V regressed on it).
 
     PYTHONPATH=src python benchmarks/dl2_advantage_by_action.py --gamma 0.9
 """
@@ -23,6 +24,7 @@ import torch
 
 from dlsched.papers.dl2.network import masked_logits
 from dlsched.papers.dl2.paper import PaperLearner, PaperSpec, SlotReplay, paper_config
+from dlsched.papers.dl2.prioritized import PRIORITY_ALPHA, PRIORITY_CAP, PRIORITY_EPS
 
 SHIPPED_START = Path(__file__).resolve().parents[1] / "src/dlsched/papers/dl2/policies/dl2_paper"
 """`dl2:paper`: the paper-method run kept its supervised start (its card says so)."""
@@ -103,6 +105,19 @@ def main() -> None:
     print(
         f"sampled action = greedy action in {greedy.mean():.4f} of samples; mean π(a|s) "
         f"{taken.mean():.4f}; samples with π(a|s) < 0.9: {(taken < 0.9).mean():.4f}"
+    )
+    priority_of_deviations(adv_np, ~greedy)
+
+
+def priority_of_deviations(adv: np.ndarray, off: np.ndarray) -> None:
+    """Would the authors' prioritised replay (`dlsched.papers.dl2.prioritized`) draw the
+    start's non-greedy actions more often than they occur? Their share of the priority mass
+    ``min(|A| + 0.01, 4)^0.9`` against their share of the samples, and their mean |A|."""
+    pri = np.minimum(np.abs(adv) + PRIORITY_EPS, PRIORITY_CAP) ** PRIORITY_ALPHA
+    print(
+        f"non-greedy samples: share {off.mean():.4f}, share of priority mass "
+        f"{pri[off].sum() / pri.sum():.4f}; mean |A| non-greedy {np.abs(adv[off]).mean():.3f}, "
+        f"greedy {np.abs(adv[~off]).mean():.3f}"
     )
 
 

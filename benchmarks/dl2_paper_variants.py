@@ -18,6 +18,12 @@ mini-batch: the control), ``V`` / ``N`` Table 2's no value network / no explorat
 Third session: ``J`` per-job credit (``reward="job"``, the authors' code's option; γ = 0,
 advantage = the action's job reward − V(s)); ``--teacher`` makes a start imitating another
 heuristic (not the paper's DRF; a diagnosis: is a better policy representable and near?).
+Fourth session (helper ``dl2z``): ``P`` the authors' code's prioritised replay
+(``PaperSpec.priority``, `dlsched.papers.dl2.prioritized`; not in the paper), A otherwise;
+``Q`` P with γ = 0 (the authors' RL setting: advantage r − V(s) with prioritised replay);
+``R`` P with lr 1e-5 (L with prioritised replay).
+Every run's log adds ``offgreedy_share``: the share of its mini-batches' actions that are not
+the current policy's arg-max (where a policy gradient can learn), and ``is_weight``.
 Each variant validates every 750 updates (``--eval-every``) and keeps its best policy in
 ``OUT/NAME``; ``--seed`` > 0 makes (or reuses) its own supervised start ``OUT/sl-SEED``.
 """
@@ -36,6 +42,7 @@ import numpy as np
 import torch
 
 from dlsched.papers.dl2.algorithm import Batch
+from dlsched.papers.dl2.network import masked_logits
 from dlsched.papers.dl2.paper import COLUMNS, PaperLearner, PaperSpec, SlotReplay, paper_config
 from dlsched.rl.checkpoint import save_checkpoint
 
@@ -69,6 +76,10 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "W": {"num_envs": 16, "config": paper_config(rl_lr=1e-5, gamma=0.0)},  # U with lr 1e-5
     # third session: per-job credit (the authors' code's TS_REWARD_PLUS_JOB_REWARD), γ = 0
     "J": {"num_envs": 16, "reward": "job", "config": paper_config(gamma=0.0)},
+    # fourth session: the authors' code's prioritised replay
+    "P": {"num_envs": 16, "priority": True},
+    "Q": {"num_envs": 16, "priority": True, "config": paper_config(gamma=0.0)},
+    "R": {"num_envs": 16, "priority": True, "config": paper_config(rl_lr=1e-5)},
 }
 NO_SIGNAL = ("Z", "Y")
 """Variants whose mini-batches get `permuted_targets`."""
@@ -87,6 +98,23 @@ def permuted_targets(replay: SlotReplay) -> None:
         )
 
     replay.sample = shuffled  # type: ignore[method-assign]
+
+
+def watch_batches(learner: PaperLearner, seen: list[tuple[float, float]]) -> None:
+    """Record per mini-batch the share of actions that are not the policy's arg-max and the
+    mean policy-gradient weight (importance weight under prioritised replay; else 1)."""
+    replay, sample = learner.replay, learner.replay.sample
+
+    def watched(n: int, rng: np.random.Generator, device: torch.device, **kw: Any) -> Batch:
+        batch = sample(n, rng, device, **kw)
+        with torch.no_grad():
+            logits = masked_logits(learner.learner.policy(batch.obs), batch.masks)
+        off = float((logits.argmax(dim=1) != batch.actions).float().mean())
+        w = 1.0 if batch.pg_weights is None else float(batch.pg_weights.mean())
+        seen.append((off, w))
+        return batch
+
+    replay.sample = watched  # type: ignore[method-assign]
 
 
 def main() -> None:
@@ -133,13 +161,16 @@ def main() -> None:
     learner = PaperLearner(spec)
     if args.variant in NO_SIGNAL:
         permuted_targets(learner.replay)
+    seen: list[tuple[float, float]] = []
+    watch_batches(learner, seen)
+    columns = (*COLUMNS, "offgreedy_share", "is_weight")
     learner.step()  # loads the supervised start
     start = learner.validate()
     t0, best = time.perf_counter(), start.rank[0]
     with (spec.out / "train_log.csv").open("w", newline="") as fh:
-        csv.writer(fh).writerow(COLUMNS)
+        csv.writer(fh).writerow(columns)
         csv.writer(fh).writerow(
-            ["sl", 0, *[""] * (len(COLUMNS) - 4), start.row["val_avg_jct_s"], 0]
+            ["sl", 0, *[""] * (len(COLUMNS) - 4), start.row["val_avg_jct_s"], 0, "", ""]
         )
     while time.perf_counter() < t0 + 60.0 * args.minutes and (
         args.updates is None or learner.updates < args.updates
@@ -147,11 +178,14 @@ def main() -> None:
         row = learner.step()
         validation = learner.validate()
         row.update(validation.row, wall_s=time.perf_counter() - t0)
+        off, weight = np.mean(seen, axis=0).tolist()
+        row.update(offgreedy_share=off, is_weight=weight)
+        seen.clear()
         if validation.rank[0] < best:
             best = validation.rank[0]
             save_checkpoint(spec.out, *learner.policy_files())
         with (spec.out / "train_log.csv").open("a", newline="") as fh:
-            csv.writer(fh).writerow([row.get(c, "") for c in COLUMNS])
+            csv.writer(fh).writerow([row.get(c, "") for c in columns])
         logging.info("%s: %s", args.variant, row)
 
 

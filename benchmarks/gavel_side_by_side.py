@@ -14,7 +14,8 @@ it on ``-c V:P:K`` GPUs (one GPU per server, Gavel's default) and dlsched on the
 of 4). Printed per policy: average JCT and makespan of each, their ratio (target: within ±10 %)
 and the time of each (target: dlsched ≥ 50× faster).
 
-Both are timed the same way: each runs as a whole process of its own (interpreter start-up,
+Both are timed the same way (``--repeat N``: N runs of each side, alternated, medians; the
+load average beside each line): each runs as a whole process of its own (interpreter start-up,
 imports, reading the jobs, the simulation), wall time and CPU time (user + system, of the
 child process: steadier than wall time on a loaded machine). dlsched's process is this script
 with ``--dlsched-run JOBS POLICY CLUSTER`` (the jobs as JSON); it also reports the time of the
@@ -170,6 +171,11 @@ def run_dlsched(
     return got["avg_jct_s"], got["makespan_s"], wall, cpu, got["sim_s"]
 
 
+def _medians(runs: list[tuple[float, ...]]) -> tuple[float, ...]:
+    """Each field's median over ``runs`` (the JCT and makespan are the same in every run)."""
+    return tuple(float(np.median(column)) for column in zip(*runs, strict=True))
+
+
 def main() -> int:
     if len(sys.argv) == 5 and sys.argv[1] == "--dlsched-run":  # dlsched's own timed process
         print(json.dumps(dlsched_once(Path(sys.argv[2]), sys.argv[3], sys.argv[4])))
@@ -187,6 +193,9 @@ def main() -> int:
     parser.add_argument("--gavel-python", type=Path, help="Python of Gavel's venv")
     parser.add_argument("--venv-dir", type=Path, default=Path(tempfile.gettempdir()) / "gavel-venv")
     parser.add_argument("--timeout-s", type=float, default=1800.0, help="per run")
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="runs of each side per policy (times: medians)"
+    )
     args = parser.parse_args()
     unknown = [p for p in args.policies.split(",") if p not in POLICIES]
     if unknown:
@@ -199,7 +208,7 @@ def main() -> int:
     print(
         f"{'policy':20} {'JCT gavel':>11} {'dlsched':>11} {'ratio':>6} {'span gavel':>11} "
         f"{'dlsched':>11} {'ratio':>6} {'wall gavel':>10} {'dlsched':>8} {'faster':>6} "
-        f"{'cpu gavel':>9} {'dlsched':>8} {'faster':>6} {'sim':>6}"
+        f"{'cpu gavel':>9} {'dlsched':>8} {'faster':>6} {'sim':>6} {'load':>5}"
     )
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -209,14 +218,20 @@ def main() -> int:
         jobs_json = work / "jobs.json"
         jobs_json.write_text(json.dumps(exact_jobs(drawn, steps)))
         for name in args.policies.split(","):
-            g = run_gavel(
-                python, copy, trace, POLICIES[name], args.cluster, args.seed, args.timeout_s
-            )
-            d = run_dlsched(jobs_json, name, args.cluster, args.timeout_s)
+            gavel_runs, dlsched_runs = [], []
+            for _ in range(max(args.repeat, 1)):  # alternated, so both meet the same load
+                gavel_runs.append(
+                    run_gavel(
+                        python, copy, trace, POLICIES[name], args.cluster, args.seed, args.timeout_s
+                    )
+                )
+                dlsched_runs.append(run_dlsched(jobs_json, name, args.cluster, args.timeout_s))
+            g, d = _medians(gavel_runs), _medians(dlsched_runs)
             print(
                 f"{name:20} {g[0]:11,.0f} {d[0]:11,.0f} {d[0] / g[0]:6.3f} {g[1]:11,.0f} "
                 f"{d[1]:11,.0f} {d[1] / g[1]:6.3f} {g[2]:9.1f}s {d[2]:7.2f}s {g[2] / d[2]:5.1f}x "
-                f"{g[3]:8.1f}s {d[3]:7.2f}s {g[3] / d[3]:5.1f}x {d[4]:5.2f}s",
+                f"{g[3]:8.1f}s {d[3]:7.2f}s {g[3] / d[3]:5.1f}x {d[4]:5.2f}s "
+                f"{os.getloadavg()[0]:5.1f}",
                 flush=True,
             )
     return 0

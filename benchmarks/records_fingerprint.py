@@ -83,13 +83,20 @@ def _key(run: tuple[str, str, int, dict[str, Any]]) -> str:
     return f"{workload}|{scheduler}|{seed}|{json.dumps(options, sort_keys=True)}"
 
 
+CORE: dict[str, str] = {}
+"""``simulate``'s ``core`` for every run (``--core``; empty: its default), e.g. ``compiled`` to
+check a compiled core against fingerprints of the simulator (the key stays the same)."""
+
+
 def _one(run: tuple[str, str, int, dict[str, Any]]) -> tuple[str, Any]:
     import dlsched
 
     workload, scheduler, seed, options = run
     key = _key(run)
     try:
-        result = dlsched.simulate(workload=workload, scheduler=scheduler, seed=seed, **options)
+        result = dlsched.simulate(
+            workload=workload, scheduler=scheduler, seed=seed, **options, **CORE
+        )
     except Exception as exc:  # the error is part of the behaviour being compared
         return key, {"error": f"{type(exc).__name__}: {exc}"}
     rows = [repr(astuple(r)) for r in result.records]
@@ -199,7 +206,10 @@ def main() -> int:
     parser.add_argument(
         "--subset", action="store_true", help="--diff only the runs AFTER has (a --schedulers run)"
     )
+    parser.add_argument("--core", choices=("auto", "python", "compiled"), help="simulate's core")
     args = parser.parse_args()
+    if args.core:
+        CORE["core"] = args.core  # (forked runs see it)
     if args.diff:
         return _diff(*args.diff, args.match, args.subset)
     if not args.out:

@@ -3,10 +3,11 @@
 Runs, on the same held-out test traces (`dlsched.papers.sched2.train.TEST_SEEDS`; ``sched2``
 workload, 68 % one-GPU jobs, 15 × 8 GPUs, 1,000 jobs, load 1.8):
 
-* the paper-method Q-network (``--policy``, default the shipped ``policies/sched2_paper``),
-  greedy, on `BatchedSched2Env` — per seed the same trajectory as ``dlsched simulate`` with
-  ``sched2:paper`` (tests/rl/test_sched2_batched.py), all traces at once; a network trained
-  with ``--hold-mask local`` (a deviation) acts under that mask and its row says so;
+* the paper-method Q-network (``--policy``, repeatable, default the shipped
+  ``policies/sched2_paper``), greedy, on `BatchedSched2Env` — per seed the same trajectory as
+  ``dlsched simulate`` with ``sched2:paper`` (tests/rl/test_sched2_batched.py), all traces at
+  once; a network trained with ``--hold-mask local`` (a deviation) acts under that mask; its
+  row names every deviation its card records (hold mask, dueling head, semi-MDP discount);
 * four rules restricted to the paper's window (the first 10 waiting jobs in arrival order, the
   same packing placement), i.e. in the DQN's own action space: ``window-first`` (the first
   fitting slot) and ``window-shortest`` (the fitting slot with the shortest ideal time) never
@@ -49,7 +50,19 @@ JCT_TARGET, MAKESPAN_TARGET = 0.85, 0.90
 
 
 PAPER_ROW = "sched2:paper (DQN, paper method)"
-MASKED_ROW = "DQN + hold mask local (deviation)"
+
+
+def dqn_row(card: Any) -> str:
+    """The DQN's row label: the paper's method, or the deviations its card records."""
+    params = card.hyperparams
+    deviations = (
+        [f"hold mask {params['hold_mask']}"] if params.get("hold_mask", "none") != "none" else []
+    )
+    deviations += ["dueling"] if params.get("dueling") else []
+    deviations += [f"γ^(Δt/{params['discount_time_s']} s)"] if params.get("discount_time_s") else []
+    if not deviations:
+        return PAPER_ROW
+    return f"DQN + {' + '.join(deviations)} (deviation{'s' if len(deviations) > 1 else ''})"
 
 
 def batched_rows(seeds: list[int], choose: Any, hold_mask: str = "none") -> list[dict[str, float]]:
@@ -63,8 +76,8 @@ def batched_rows(seeds: list[int], choose: Any, hold_mask: str = "none") -> list
     return [rows[i] for i in range(len(seeds))]
 
 
-def dqn_chooser(policy: Path) -> tuple[Any, str]:
-    """The greedy network's chooser and the hold mask its card says it acts under."""
+def dqn_chooser(policy: Path) -> tuple[Any, str, str]:
+    """The greedy network's chooser, the hold mask its card says it acts under and its row."""
     import torch
 
     net, _, card = load_policy(policy)
@@ -75,7 +88,7 @@ def dqn_chooser(policy: Path) -> tuple[Any, str]:
             q = net(torch.as_tensor(obs)).masked_fill(~torch.as_tensor(masks), float("-inf"))
         return q.argmax(dim=1).numpy()
 
-    return choose, str(card.hyperparams.get("hold_mask", "none"))
+    return choose, str(card.hyperparams.get("hold_mask", "none")), dqn_row(card)
 
 
 def window_rule(shortest: bool) -> Any:
@@ -154,17 +167,51 @@ def ratio_interval(num: list[float], den: list[float], seed: int = 0) -> tuple[f
     )
 
 
+def verdicts(results: dict[str, list[dict[str, float]]], dqn_names: list[str]) -> None:
+    """Print each DQN row's ratios to the targets (paired bootstrap 95 % intervals) and, with
+    several DQNs, the first one's ratios to each other."""
+    best = min(HEURISTICS, key=lambda h: np.mean([r["makespan_s"] for r in results[h]]))
+
+    def ratios(name: str, other: str) -> tuple[tuple[float, float, float], ...]:
+        return tuple(
+            ratio_interval([r[m] for r in results[name]], [r[m] for r in results[other]])
+            for m in ("avg_jct_s", "makespan_s")
+        )
+
+    for name in dqn_names:
+        jct, mk = ratios(name, "dsif")[0], ratios(name, best)[1]
+        ok_j, ok_m = jct[0] <= JCT_TARGET, mk[0] <= MAKESPAN_TARGET
+        print(
+            f"{name}: avg JCT / DSIF = {jct[0]:.3f} [{jct[1]:.3f}, {jct[2]:.3f}] (target <= "
+            f"{JCT_TARGET}): {'met' if ok_j else 'NOT met'}; makespan / best heuristic "
+            f"({best}) = {mk[0]:.3f} [{mk[1]:.3f}, {mk[2]:.3f}] (target <= {MAKESPAN_TARGET}): "
+            f"{'met' if ok_m else 'NOT met'}"
+        )
+    for other in dqn_names[1:]:
+        jct, mk = ratios(dqn_names[0], other)
+        print(
+            f"{dqn_names[0]} / {other}: avg JCT {jct[0]:.3f} [{jct[1]:.3f}, {jct[2]:.3f}], "
+            f"makespan {mk[0]:.3f} [{mk[1]:.3f}, {mk[2]:.3f}]"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--traces", type=int, default=30, help="test traces (<= 30)")
-    parser.add_argument("--policy", type=Path, default=PAPER_POLICY_DIR)
+    parser.add_argument(
+        "--policy",
+        type=Path,
+        action="append",
+        help="a DQN checkpoint (repeatable; default the shipped policies/sched2_paper); the "
+        "first one's ratios to each other one are printed too",
+    )
     parser.add_argument("--no-lookahead", action="store_true", help="skip SCED²-L")
     parser.add_argument("--json", type=Path, default=None, help="also write the rows here")
     parser.add_argument(
         "--reuse",
         type=Path,
         default=None,
-        help="take every row but the DQN's from an earlier --json of the same seeds (they are "
+        help="take every row but the DQNs' from an earlier --json of the same seeds (they are "
         "deterministic; saves ~15 min on a loaded 2-core box)",
     )
     args = parser.parse_args()
@@ -174,22 +221,27 @@ def main() -> None:
     seeds = list(TEST_SEEDS[: args.traces])
     results: dict[str, list[dict[str, float]]] = {}
     wall: dict[str, float] = {}
-    t0 = time.perf_counter()
-    choose, hold_mask = dqn_chooser(args.policy)
-    row = PAPER_ROW if hold_mask == "none" else MASKED_ROW
-    results[row] = batched_rows(seeds, choose, hold_mask)
-    wall[row] = time.perf_counter() - t0
+    dqn_names: list[str] = []
+    for policy in args.policy or [PAPER_POLICY_DIR]:
+        t0 = time.perf_counter()
+        choose, hold_mask, row = dqn_chooser(policy)
+        row = row if row not in results else f"{row} {policy.name}"
+        results[row] = batched_rows(seeds, choose, hold_mask)
+        wall[row] = time.perf_counter() - t0
+        dqn_names.append(row)
     rules = {
         "window-first": window_rule(False),
         "window-shortest": window_rule(True),
         "window-first-hold": window_hold(False),
         "window-shortest-hold": window_hold(True),
     }
-    earlier = json.loads(args.reuse.read_text()) if args.reuse else {"seeds": seeds, "rows": {}}
+    earlier: dict[str, Any] = (
+        json.loads(args.reuse.read_text()) if args.reuse else {"seeds": seeds, "rows": {}}
+    )
     if earlier["seeds"] != seeds:
         parser.error(f"--reuse {args.reuse}: its seeds differ from these {len(seeds)} traces")
     for name, rows in earlier["rows"].items():
-        if name not in (PAPER_ROW, MASKED_ROW):
+        if name in rules or name in HEURISTICS or name == "sched2":
             results[name], wall[name] = rows, 0.0
     for name, rule in rules.items():
         if name in results:
@@ -208,27 +260,15 @@ def main() -> None:
         ]
         wall[name] = time.perf_counter() - t0
     print(f"test seeds {seeds[0]}-{seeds[-1]} ({len(seeds)} traces), load {LOAD}; mean ± 95 % CI")
-    print(f"{'scheduler':<34} {'avg JCT (s)':>18} {'makespan (s)':>20} {'avg eff.':>14} wall s")
+    print(f"{'scheduler':<44} {'avg JCT (s)':>18} {'makespan (s)':>20} {'avg eff.':>14} wall s")
     for name, rows in results.items():
         cells = [interval([r[m] for r in rows]) for m in METRICS]
         print(
-            f"{name:<34} {cells[0][0]:>10,.0f} ± {cells[0][1]:>5,.0f} "
+            f"{name:<44} {cells[0][0]:>10,.0f} ± {cells[0][1]:>5,.0f} "
             f"{cells[1][0]:>11,.0f} ± {cells[1][1]:>6,.0f} {cells[2][0]:>7.3f} ± "
             f"{cells[2][1]:.3f} {wall[name]:>6.0f}"
         )
-    dqn = results[row]
-    best = min(HEURISTICS, key=lambda h: np.mean([r["makespan_s"] for r in results[h]]))
-    jct = ratio_interval([r["avg_jct_s"] for r in dqn], [r["avg_jct_s"] for r in results["dsif"]])
-    mk = ratio_interval([r["makespan_s"] for r in dqn], [r["makespan_s"] for r in results[best]])
-    ok_j, ok_m = jct[0] <= JCT_TARGET, mk[0] <= MAKESPAN_TARGET
-    print(
-        f"DQN avg JCT / DSIF = {jct[0]:.3f} [{jct[1]:.3f}, {jct[2]:.3f}] (target <= "
-        f"{JCT_TARGET}): {'met' if ok_j else 'NOT met'}"
-    )
-    print(
-        f"DQN makespan / best heuristic ({best}) = {mk[0]:.3f} [{mk[1]:.3f}, {mk[2]:.3f}] "
-        f"(target <= {MAKESPAN_TARGET}): {'met' if ok_m else 'NOT met'}"
-    )
+    verdicts(results, dqn_names)
     if args.json is not None:
         args.json.write_text(json.dumps({"seeds": seeds, "rows": results}, indent=1))
 

@@ -22,11 +22,15 @@ import json
 import multiprocessing as mp
 import os
 import resource
+import signal
 import sys
 import time
 from typing import Any
 
 FIXED_GPU = "fifo,sjf,sif,dsif,saf,spf,lrf,srtf,las,tiresias,kubeflow-static,kubeflow-dynamic"
+"""The default list: the fixed-GPU heuristics (and SJF and Kubeflow's two, made for other
+workloads, which run on Philly too). ``--schedulers philly`` runs instead every registered
+scheduler made for Philly (`philly_schedulers`), learned and Gavel policies included."""
 TARGET_S = {"philly:6214e9": 15.0, "philly": 60.0}
 
 
@@ -66,6 +70,15 @@ def _case(
     )
 
 
+def philly_schedulers() -> str:
+    """Every registered scheduler whose setting names the philly workload or says "any"
+    (`dlsched.schedulers.registry.made_for`), comma-separated."""
+    from dlsched.schedulers.registry import made_for, schedulers
+
+    names = [n for n in schedulers() if made_for(n) is None or "philly" in (made_for(n) or ())]
+    return ",".join(names)
+
+
 def run_case(
     workload: str,
     scheduler: str,
@@ -75,7 +88,7 @@ def run_case(
 ) -> dict[str, Any]:
     """One run in a fresh process (of the package in ``src`` if given, else the one on the
     path; ``core``: `simulate`'s, None its default); ``{"stopped": True}`` if it hit the CPU
-    limit or failed."""
+    limit or failed (``exitcode`` says which: `_report`)."""
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = "1"
     ctx = mp.get_context("spawn")
@@ -99,7 +112,11 @@ def run_case(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workloads", default="philly:6214e9,philly")
-    parser.add_argument("--schedulers", default=FIXED_GPU)
+    parser.add_argument(
+        "--schedulers",
+        default=FIXED_GPU,
+        help="comma-separated names; 'philly': every scheduler made for Philly",
+    )
     parser.add_argument("--limit", type=int, default=70, help="CPU seconds per run")
     parser.add_argument("--json", action="store_true", help="one JSON object per run")
     parser.add_argument(
@@ -113,8 +130,9 @@ def main() -> None:
         "--before", metavar="DIR", help="also run each case on the package in DIR, first"
     )
     args = parser.parse_args()
+    names = philly_schedulers() if args.schedulers == "philly" else args.schedulers
     for workload in args.workloads.split(","):
-        for scheduler in args.schedulers.split(","):
+        for scheduler in names.split(","):
             before = None
             if args.before:
                 before = run_case(workload, scheduler, args.limit, os.path.abspath(args.before))
@@ -134,8 +152,13 @@ def _report(row: dict[str, Any], limit_s: int, as_json: bool, label: str) -> Non
     workload, scheduler = row["workload"], row["scheduler"]
     target = TARGET_S.get(workload)
     if row.get("stopped"):
+        why = (  # the CPU limit's signal, else the run failed (its error above)
+            f"stopped at the {limit_s} s CPU limit"
+            if row["exitcode"] == -signal.SIGXCPU
+            else "failed"
+        )
         print(
-            f"{label}{workload} {scheduler}: stopped at the {limit_s} s CPU limit "
+            f"{label}{workload} {scheduler}: {why} "
             f"(exit {row['exitcode']}, {row['wall_s']:.0f} s wall)",
             flush=True,
         )

@@ -113,9 +113,8 @@ def simulate(
         on_job_finished: called with (jobs finished, jobs in the workload) after each finish,
             e.g. to show progress.
         record_events: keep the run's events in ``result.event_log`` (same results).
-        core: ``"auto"``: large LAS and Tiresias runs in the compiled core
-            (`las_core_run.worth_it`); ``"compiled"``: all it replays; ``"python"``: none. Same
-            results; ``params["core"]``.
+        core: ``"auto"``: large LAS, Tiresias, FIFO runs in a compiled core (``worth_it``);
+            ``"compiled"``: all one replays; ``"python"``: none. Same results; ``params["core"]``.
         **overrides: workload generator options (``num_jobs=50``, ``mix="large-jobs"``, …).
 
     Raises:
@@ -173,8 +172,8 @@ def _run(
     )
     if core not in ("auto", "python", "compiled"):
         raise ValueError(f"core must be 'auto', 'python' or 'compiled', got {core!r}")
-    result = _compiled(sim, core)
-    ran = "python" if result is None else _core_label(sim)
+    result, name = _compiled(sim, core)
+    ran = "python" if result is None else name
     if result is None:
         with _tracing(scheduler, record_events) as trace:
             result = sim.run()
@@ -190,30 +189,25 @@ def _run(
     return result
 
 
-def _core_label(sim: Simulator) -> str:
-    """``params["core"]`` of a run the compiled core replayed (`las_core_run.label`)."""
-    from dlsched.sim import las_core_run
+def _compiled(sim: Simulator, core: str) -> tuple[Result | None, str]:
+    """``sim``'s result by a compiled core (LAS's, which replays Tiresias too, or FIFO's), or
+    None where ``core`` (`simulate`) runs the simulator (logged when the core was asked for and
+    does not apply); and the core's name for ``params["core"]``."""
+    from dlsched.sim import fifo_core_run, las_core_run
 
-    return las_core_run.label(sim)
-
-
-def _compiled(sim: Simulator, core: str) -> Result | None:
-    """``sim``'s result by the compiled LAS core, or None where ``core`` (`simulate`) runs the
-    simulator (logged when the core was asked for and does not apply)."""
-    if core == "python":
-        return None
-    from dlsched.sim import las_core_run
-
-    if core == "auto" and not las_core_run.worth_it(sim):
-        return None
-    why = las_core_run.unsupported(sim)
+    fifo = sim.scheduler.name == "fifo"
+    chosen: Any = fifo_core_run if fifo else las_core_run
+    name = "compiled FIFO" if fifo else las_core_run.label(sim)
+    if core == "python" or (core == "auto" and not chosen.worth_it(sim)):
+        return None, name
+    why = None if core == "auto" else chosen.unsupported(sim)  # (`worth_it` checked it)
     if why is None:
-        result = las_core_run.run(sim)
+        result = chosen.run(sim)
         if result is not None:
-            return result
+            return result, name
         why = "the run stalled"
-    log.info("compiled LAS core not used: %s", why)
-    return None
+    log.info("%s core not used: %s", name, why)
+    return None, name
 
 
 @contextmanager

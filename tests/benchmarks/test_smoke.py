@@ -33,7 +33,10 @@ SMOKE: dict[str, str] = {
     "core_ceiling.py": "-w deeprm --schedulers fifo --processes 1,2 --repeat 1",
     "compare_workers.py": "-w deeprm --schedulers fifo --seeds 1-2 --per-task --ceiling",
     "deeprm_authors_setting.py": "--seeds 9001-9001 --loads 1.9",
+    "deeprm_gradient_agreement.py": "--groups 2 --jobsets 1 --load 1.1 deeprm:paper",
     "deeprm_paper_diagnose.py": "--iterations 1 --jobsets 2 --episodes 2 --out {tmp}/out",
+    "deeprm_paired_samples.py": "--seeds 800000-800001 --samples 2 --load 1.1 deeprm:paper "
+    "deeprm:paper@1.3",
     "deeprm_paper_iteration.py": "--iterations 2 --jobsets 2",
     "deeprm_settings.py": "--seeds 9001-9002 --loads 1.3 --settings paper",
     "deeprm_slots.py": "--seeds 9001-9001 --loads 1.3 --policies deeprm:paper,deeprm:paper@1.3",
@@ -43,6 +46,7 @@ SMOKE: dict[str, str] = {
     "dl2_advantage_by_action.py": "--critic-updates 1",
     "dl2_gradient_snr.py": "--groups 3 --group-size 64 --critic-updates 1",
     "dl2_decisions.py": "--runs 101/2/0.5 --out {tmp}/out.json",
+    "dl2_paper_curves.py": "A=benchmarks/dl2_paper_runs/fourth_session/A.csv --out {tmp}/c.png",
     "dl2_paper_variants.py": "sl --minutes 0 --out {tmp}/out",
     "dl2_signal.py": "--traces 1 --jobs 12 --samples 1 --slots 2 --out {tmp}/s.json",
     "dl2_paired_snr.py": "--groups 2 --traces 1 --copies 2 --window 2 --horizon 3 --max-burn 5 "
@@ -53,6 +57,7 @@ SMOKE: dict[str, str] = {
     "dl2_stalls.py": "--seeds 0-0 --jobs 4",
     "gavel_side_by_side.py": "",  # the peer faked: see test_gavel_side_by_side
     "hetero_learned.py": "--rates 8 --seeds 20001 --num-jobs 6 --out {tmp}/out",
+    "fifo_core_equal.py": "--workload philly:6214e9 --max-jobs 300",
     "env_steps.py": "--seconds 0.2 --deeprm-batch 4 --dl2-batch 2 --sched2-envs 2",
     "k8s_reconcile.py": "--jobs 10 --nodes 5",
     "live_attacks.py": "--jobs 1 --attack-s 0.2 --steps 20",

@@ -72,3 +72,36 @@ def test_card_notes_of_a_one_load_warm_start_say_so() -> None:
     assert "Started from the network of src/policies/paper" in one
     several = card_notes(PaperConfig())
     assert "one network for loads 1.1–1.9" in several and "from a random network" in several
+
+
+def test_fresh_jobsets_are_new_every_iteration_and_never_validation_or_test_ones(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from dlsched.papers.deeprm.config import FRESH_SEED_BASE
+    from dlsched.papers.deeprm.paper import PaperConfig, PaperReinforce
+
+    config = PaperConfig(loads=(1.7,), jobsets=3, episodes=2, horizon_steps=10, fresh_jobsets=True)
+    trainer = PaperReinforce(config)
+    seen: list[list[tuple[float, ...]]] = []
+
+    def rollout(jobsets: list) -> dict:  # what each iteration trains on, by arrival times
+        seen.append([(*js.arrival.tolist(), *js.length.tolist()) for js in jobsets])
+        raise StopIteration
+
+    monkeypatch.setattr(trainer, "_rollout", rollout)
+    for iteration in (0, 1, 0):
+        with pytest.raises(StopIteration):
+            trainer.part(iteration, 0, range(3))
+    fixed = [(*js.arrival.tolist(), *js.length.tolist()) for js in trainer.jobsets()]
+    assert seen[0] == seen[2] and seen[0] != seen[1] and seen[0] != fixed
+    assert FRESH_SEED_BASE > 900_029  # validation 800000+, tests 9001+ and 900000+ lie below
+    from dlsched.papers.deeprm.train import _train_seeds
+
+    assert _train_seeds(config, 2) == {"train_fresh_range": [FRESH_SEED_BASE, FRESH_SEED_BASE + 5]}
+    assert _train_seeds(PaperConfig(jobsets=2), 9) == {"train": [100_000, 100_001]}
+
+
+def test_fresh_jobsets_need_the_paper_preset(tmp_path: Path) -> None:
+    from tests.cli.test_bad_args import assert_refused
+
+    assert_refused(["train", "deeprm", "--fresh-jobsets", "--out", str(tmp_path / "o")], "--paper")

@@ -52,7 +52,7 @@ OptionOpt = Annotated[
         help="Workload generator option KEY=VALUE (repeatable); num_jobs <= 1,000,000; "
         "simulator: horizon_s, interval_s, on_events, restart_s (s per restart), "
         "cross_server_slowdown=false, repack=true (move split jobs onto one server), "
-        "core=compiled (LAS on fixed-GPU traces in the compiled core; says which core ran).",
+        "core=compiled (LAS and FIFO on fixed-GPU traces in a compiled core; says which ran).",
     ),
 ]
 OnBadRowOpt = Annotated[

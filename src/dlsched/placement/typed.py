@@ -11,10 +11,11 @@ for want of room another target would free; a job that finds no room is left out
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from dlsched.core import Allocation, Arch, ClusterView, Decision, JobRun, JobSpec, Target
-from dlsched.core.cluster import tasks_that_fit
+from dlsched.core.cluster import _EPS, _UNBOUNDED
 
 
 def not_fixed_gpu_jobs(name: str, jobs: Sequence[JobSpec]) -> str | None:
@@ -54,24 +55,25 @@ def place_on_types(
             targets[run.job_id] = Target(alloc.num_workers, alloc.num_ps)
             continue
         (movers if alloc.workers else starters).append((run, t))
+    fits = _Fits(server_types, servers_of, cap, used)
     pending = movers
     while pending:  # a mover goes where there is room now; its old room frees up after
         later = []
         for run, t in pending:
-            new = _fit(run.spec, servers_of.get(t, []), cap, used)
+            new = fits.fit(run.spec, t)
             if new is None:
                 later.append((run, t))
                 continue
-            _add(used, run.spec, run.allocation, -1.0)
-            _add(used, run.spec, new, 1.0)
+            fits.take(run.spec, run.allocation, -1.0)
+            fits.take(run.spec, new, 1.0)
             targets[run.job_id] = Target(new.num_workers, new.num_ps, new)
         if len(later) == len(pending):
             break  # left out this round (suspended)
         pending = later
     for run, t in starters:
-        new = _fit(run.spec, servers_of.get(t, []), cap, used)
+        new = fits.fit(run.spec, t)
         if new is not None:
-            _add(used, run.spec, new, 1.0)
+            fits.take(run.spec, new, 1.0)
             targets[run.job_id] = Target(new.num_workers, new.num_ps, new)
     return Decision(targets)
 
@@ -79,6 +81,43 @@ def place_on_types(
 def scale_of(spec: JobSpec) -> int:
     """GPUs a fixed-size job runs on (Gavel's scale factor): its requested workers."""
     return max(spec.num_workers, 1)
+
+
+class _Fits:
+    """`_fit` on a round's books, remembering failures: a job's fit depends only on its shape
+    (demand, size) and on what is held on its type's servers, so a shape that found no room on
+    a type finds none again until something is taken or given back there (the same answers
+    as scanning again: movers are retried pass after pass, most of them in vain)."""
+
+    def __init__(
+        self,
+        server_types: Sequence[str],
+        servers_of: dict[str, list[int]],
+        cap: list[list[float]],
+        used: list[list[float]],
+    ) -> None:
+        self.server_types, self.servers_of, self.cap, self.used = (
+            server_types, servers_of, cap, used,
+        )  # fmt: skip
+        self.changes = dict.fromkeys(servers_of, 0)  # per type: takes and give-backs so far
+        self.failed: dict[tuple[str, tuple[float, float, float], int], int] = {}
+
+    def fit(self, spec: JobSpec, t: str) -> Allocation | None:
+        """`_fit` of ``spec`` on the servers of type ``t``."""
+        shape = (t, spec.worker_demand.as_tuple(), scale_of(spec))
+        if self.failed.get(shape) == self.changes.get(t, 0):
+            return None
+        new = _fit(spec, self.servers_of.get(t, []), self.cap, self.used)
+        if new is None:
+            self.failed[shape] = self.changes.get(t, 0)
+        return new
+
+    def take(self, spec: JobSpec, alloc: Allocation, sign: float) -> None:
+        """`_add` (``sign`` 1: take, -1: give back), noting the types it touched."""
+        _add(self.used, spec, alloc, sign)
+        for s, _ in (*alloc.workers, *alloc.ps):
+            t = self.server_types[s]
+            self.changes[t] = self.changes.get(t, 0) + 1
 
 
 def _add(used: list[list[float]], spec: JobSpec, alloc: Allocation, sign: float) -> None:
@@ -96,23 +135,35 @@ def _fit(
 ) -> Allocation | None:
     """The job's workers on ``servers`` (those of its GPU type, ascending) with room: the
     fullest single server that fits them all, else the emptiest servers first; None if they do
-    not fit."""
-    need = spec.worker_demand.as_tuple()
+    not fit. (`tasks_that_fit` inlined, the same floating-point operations: this runs for every
+    placed job of every round.)"""
+    g, c, m = spec.worker_demand.as_tuple()
     want = scale_of(spec)
+    counted = g > 0 or c > 0 or m > 0
     room = []
+    best: tuple[int, int] | None = None  # the fullest single server: (tasks that fit, server)
     for s in servers:
-        free = [cap[s][0] - used[s][0], cap[s][1] - used[s][1], cap[s][2] - used[s][2]]
-        n = tasks_that_fit(free, need) if any(need) else want
+        if counted:
+            have, took = cap[s], used[s]
+            n = math.floor((have[0] - took[0] + _EPS) / g) if g > 0 else _UNBOUNDED
+            if c > 0:
+                n = min(n, math.floor((have[1] - took[1] + _EPS) / c))
+            if m > 0:
+                n = min(n, math.floor((have[2] - took[2] + _EPS) / m))
+        else:
+            n = want
         if n > 0:
             room.append((n, s))
-    single = [(n, s) for n, s in room if n >= want]
-    if single:
-        _, s = min(single)
-        return Allocation.of([(s, want)])
+            if n >= want and (best is None or n < best[0]):
+                best = (n, s)
+    if best is not None:
+        return Allocation.of([(best[1], want)])
     placed: list[tuple[int, int]] = []
+    total = 0
     for n, s in sorted(room, key=lambda r: (-r[0], r[1])):
-        take = min(n, want - sum(k for _, k in placed))
+        take = min(n, want - total)
         placed.append((s, take))
-        if sum(k for _, k in placed) == want:
+        total += take
+        if total == want:
             return Allocation.of(placed)
     return None

@@ -37,10 +37,11 @@ TIRESIAS_AUTO_MIN_JOBS_COLD = 45_000
 simulator (less than compiling), all of Philly's 82,247 over 70 s (the first 30,000 38 s)."""
 
 
-def compiles() -> bool:
-    """Whether the next compiled run in this process compiles the kernel (~15 s): not loaded
-    yet and numba's cache holds none for this source (or numba cannot cache here)."""
-    kernel = compiled_replay()
+def compiles(kernel: Any = None) -> bool:
+    """Whether the next compiled run in this process compiles the kernel (LAS's, ~15 s, unless
+    another core's `compiled_replay` is given): not loaded yet and numba's cache holds none for
+    this source (or numba cannot cache here)."""
+    kernel = compiled_replay() if kernel is None else kernel
     if kernel.signatures:
         return False
     try:  # numba's own index of cached versions (empty when the source changed since)
@@ -69,9 +70,15 @@ def worth_it(sim: Simulator) -> bool:
 
 def unsupported(sim: Simulator) -> str | None:
     """Why the core cannot replay ``sim`` (None: it can; `dlsched.sim.las_core`'s list)."""
-    config = sim.config
     if _policy(sim) is None:
         return "the scheduler is not las or tiresias"
+    return unsupported_setting(sim)
+
+
+def unsupported_setting(sim: Simulator) -> str | None:
+    """Why a core cannot replay ``sim``'s placement, model, options, cluster or jobs (None: it
+    can; the LAS and FIFO cores, `dlsched.sim.fifo_core`, replay the same settings)."""
+    config = sim.config
     if type(sim.placement) is not Pack or type(sim.model) is not Locality:
         return "placement or speed model other than pack / Locality"
     if config.noise > 0:
@@ -106,14 +113,14 @@ _POLICIES = {
 def label(sim: Simulator) -> str:
     """The summary's ``core`` where the core replayed ``sim``: ``compiled LAS`` or ``compiled
     Tiresias``."""
-    return f"compiled {_policy(sim)}"
+    return f"compiled {_policy(sim) or 'LAS'}"
 
 
 def arrays(sim: Simulator) -> tuple[np.ndarray | float, ...]:
     """`las_core.replay`'s arguments for ``sim``: the job table (arrival order), the cluster's
     capacities, the timeline's spacing (s), each server's GPUs, the horizon (s), the tick
-    interval (s; 0: none), whether every arrival and completion is a scheduling point, and
-    whether the scheduler is Tiresias, with its thresholds (GPU-s) and promotion knob."""
+    interval (s; 0: none) and whether every arrival and completion is a scheduling point
+    (`fifo_core_run` reads them too; the policy's are `policy_arrays`)."""
     specs = sim.specs
     n, S = len(specs), sim.cluster.num_servers
     submit = np.array([s.submit_time_s for s in specs], dtype=np.float64)
@@ -135,14 +142,19 @@ def arrays(sim: Simulator) -> tuple[np.ndarray | float, ...]:
     step = float(sim._timeline_step_s)  # the simulator's own spacing
     horizon = math.inf if sim.config.horizon_s is None else float(sim.config.horizon_s)
     interval = 0.0 if sim.config.interval_s is None else float(sim.config.interval_s)
+    return (
+        *(submit, jid, nw, dem, total, resume, speed, cap, shape, step, gpus, horizon),
+        *(interval, sim.config.on_events),
+    )
+
+
+def policy_arrays(sim: Simulator) -> tuple[bool, np.ndarray, float]:
+    """`las_core.replay`'s last arguments: whether ``sim``'s scheduler is Tiresias, its queue
+    thresholds (GPU-s; none for LAS) and its promotion knob (0 for LAS)."""
     tiresias = _policy(sim) == "Tiresias"
     scheduler: Any = sim.scheduler
     thresholds = np.array(scheduler.thresholds_gpu_s if tiresias else (), dtype=np.float64)
-    knob = float(scheduler.promote_knob) if tiresias else 0.0
-    return (
-        *(submit, jid, nw, dem, total, resume, speed, cap, shape, step, gpus, horizon),
-        *(interval, sim.config.on_events, tiresias, thresholds, knob),
-    )
+    return tiresias, thresholds, float(scheduler.promote_knob) if tiresias else 0.0
 
 
 def run(sim: Simulator, compiled: bool = True) -> Result | None:
@@ -158,7 +170,12 @@ def run(sim: Simulator, compiled: bool = True) -> Result | None:
             else "numba has no writable cache directory here, so every process compiles it",
         )
     kernel: Any = compiled_replay() if compiled else replay
-    out = kernel(*arrays(sim))
+    return result_of(sim, kernel(*arrays(sim), *policy_arrays(sim)), wall0)
+
+
+def result_of(sim: Simulator, out: tuple[Any, ...], wall0: float) -> Result | None:
+    """``sim``'s `Result` from a core's ``replay`` output (`las_core.replay`'s tuple), None
+    where it did not finish (``wall0``: `time.perf_counter` when the run began)."""
     status, first, finish, held, order, decisions, end_s, busy_gpu, busy_cpu, pops = out[:10]
     samples = out[10][: out[11]]  # the timeline's rows
     if status != DONE:

@@ -46,6 +46,8 @@ def train_deeprm_command(run: RunOptions, config: ReinforceConfig, args: DeepRMR
 
     torch.set_num_threads(1)
     with one_line_errors():
+        if args.fresh_jobsets and not args.paper:
+            raise ValueError("--fresh-jobsets: only with --paper")
         config = _paper_config(config, args) if args.paper else config
     if config.loads:  # the first of several loads is the card's nominal one
         config = dataclasses.replace(config, load=config.loads[0])
@@ -101,4 +103,10 @@ def _paper_config(config: ReinforceConfig, args: DeepRMRunArgs) -> ReinforceConf
     fields = {f.name: getattr(config, f.name) for f in dataclasses.fields(ReinforceConfig)}
     fields.update(mask_invalid=False, loads=config.loads or PAPER_LOADS)
     device = resolve_device(args.device)
-    return PaperConfig(**fields, device=device, baseline=args.baseline, init_from=args.init_from)
+    return PaperConfig(
+        **fields,
+        device=device,
+        baseline=args.baseline,
+        init_from=args.init_from,
+        fresh_jobsets=args.fresh_jobsets,
+    )

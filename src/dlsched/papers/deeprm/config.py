@@ -17,6 +17,10 @@ from dlsched.workloads.deeprm import make_deeprm
 
 TRAIN_SEED_BASE = 100_000
 """Training jobset ``i`` of a run seeded ``s``: ``deeprm`` seed ``TRAIN_SEED_BASE + 1000 s + i``."""
+FRESH_SEED_BASE = 1_000_000
+"""``--fresh-jobsets``: jobset ``i`` of iteration ``k`` (0-based) of a run seeded ``s`` is
+``deeprm`` seed ``FRESH_SEED_BASE + 1_000_000 s + k · jobsets + i`` (above every validation and
+test seed: 800000+, 900000+, 9001+)."""
 MAX_HORIZON_STEPS = 100_000
 """Largest ``horizon_steps`` an option accepts."""
 
@@ -94,11 +98,14 @@ class ReinforceConfig:
         load, kind = self.points()[i % len(self.points())]
         return self.train_seeds()[i], load, kind
 
-    def training_jobsets(self, ids: Sequence[int]) -> list[Jobset]:
-        """The training jobsets ``ids`` (indices into `train_seeds`)."""
+    def training_jobsets(self, ids: Sequence[int], iteration: int | None = None) -> list[Jobset]:
+        """The training jobsets ``ids`` (indices into `train_seeds`); with ``iteration``, that
+        iteration's fresh ones instead (`FRESH_SEED_BASE`, same loads and kinds)."""
         out = []
         for i in ids:
             seed, load, kind = self.jobset_setting(i)
+            if iteration is not None:
+                seed = FRESH_SEED_BASE + 1_000_000 * self.seed + iteration * self.jobsets + i
             out += make_jobsets([seed], load, kind, self.long_jobs, self.demands)
         return out
 
@@ -132,6 +139,9 @@ class DeepRMRunArgs:
     init_from: str = ""
     """--paper: start from this policy folder's network (policy.pt + card.json, e.g.
     src/dlsched/papers/deeprm/policies/paper), counting its iterations on."""
+    fresh_jobsets: Annotated[bool, Opt(flags=("--fresh-jobsets",))] = False
+    """--paper: draw new training jobsets every iteration (not the paper's: it trains on the
+    same 100 every iteration)."""
 
 
 def make_jobsets(

@@ -105,6 +105,9 @@ class PaperConfig(ReinforceConfig):
     backend: Literal["auto", "numpy", "torch"] = "auto"
     """Environment arrays: ``"auto"`` (NumPy on the CPU, torch elsewhere), or force one
     (``"torch"`` on the CPU runs the GPU code path there: tests, rehearsals)."""
+    fresh_jobsets: bool = False
+    """New training jobsets every iteration (`ReinforceConfig.training_jobsets` with the
+    iteration), not the paper's same ``jobsets`` every iteration."""
     chunk: int = 0
     """Jobsets per lock-step batch, a *part* (0: the jobsets split evenly over ``workers``, in
     `BUDGET_ROUNDS` rounds under a wall-time budget, so that it can stop between them; smaller
@@ -144,6 +147,12 @@ def card_notes(config: PaperConfig) -> str:
     listed = [d for d in PAPER_DEVIATIONS if len(trained_loads) > 1 or d is not _SHARED_LOADS]
     deviations = "; ".join(f"({i}) {what}: {why}" for i, (what, why) in enumerate(listed, 1))
     extra = "".join(f" {k}: {v}." for k, v in config.extra.items())
+    fresh = " fresh" if config.fresh_jobsets else ""
+    if config.fresh_jobsets:
+        deviations += (
+            f"; ({len(listed) + 1}) new training jobsets every iteration (--fresh-jobsets; the "
+            f"paper trains on the same {config.jobsets}): a test against over-fitting them"
+        )
     if config.init_from:
         extra += (
             f" Started from the network of {config.init_from} (--init-from; its iterations "
@@ -152,9 +161,9 @@ def card_notes(config: PaperConfig) -> str:
     return (
         f"DeepRM's own method (train deeprm --paper): REINFORCE from "
         f"{'a network trained before (below)' if config.init_from else 'a random network'}, no "
-        f"imitation; objective {config.objective}; {config.jobsets} jobsets at loads {loads} x "
-        f"{config.episodes} episodes an iteration; RMSProp lr {config.lr:g}; baseline per "
-        f"{'time step' if config.baseline == 'step' else 'decision index'}; invalid actions "
+        f"imitation; objective {config.objective}; {config.jobsets}{fresh} jobsets at loads "
+        f"{loads} x {config.episodes} episodes an iteration; RMSProp lr {config.lr:g}; baseline "
+        f"per {'time step' if config.baseline == 'step' else 'decision index'}; invalid actions "
         f"{'masked' if config.mask_invalid else 'offered (the paper)'}; device {config.device}; "
         f"kept: best validation score.{extra} Deviations from the paper: {deviations}."
     )
@@ -215,7 +224,7 @@ class PaperReinforce:
         rounds with ``stop``) run in the worker processes, one round of ``workers`` at a time."""
         cfg = self.config
         wall0 = time.perf_counter()
-        num = len(self.jobsets())
+        num = self.config.jobsets
         workers = self._workers()
         rounds = 1 if stop is None else BUDGET_ROUNDS
         size = cfg.chunk or -(-num // (workers * rounds))
@@ -292,8 +301,11 @@ class PaperReinforce:
         part_seed = np.random.SeedSequence([self.config.seed, iteration, index])
         self.gen.manual_seed(int(part_seed.generate_state(1, np.uint64)[0]))
         self.net.zero_grad()
-        jobsets = self.jobsets()
-        out = self._rollout([jobsets[i] for i in ids])
+        if self.config.fresh_jobsets:
+            out = self._rollout(self.config.training_jobsets(ids, iteration))
+        else:
+            jobsets = self.jobsets()
+            out = self._rollout([jobsets[i] for i in ids])
         out["grads"] = [
             (p.grad if p.grad is not None else torch.zeros_like(p)).detach().clone().cpu()
             for p in self.net.parameters()

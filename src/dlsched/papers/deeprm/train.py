@@ -47,6 +47,7 @@ from dlsched.papers.deeprm.algorithm import (
     run_batch,
     sjf_actions,
 )
+from dlsched.papers.deeprm.config import FRESH_SEED_BASE
 from dlsched.papers.deeprm.net import DeepRMPolicyNet
 from dlsched.papers.deeprm.state import DeepRMBatch, Jobset, Objective
 from dlsched.rl.checkpoint import PolicyCard, read_card
@@ -184,13 +185,23 @@ def _card(config: ReinforceConfig, mode: str, validation: dict[str, float], it: 
         workload="deeprm",
         workload_params=workload_params,
         shapes=config.shape.shapes(),
-        seeds={"train": config.train_seeds()},
+        seeds=_train_seeds(config, it),
         steps={"iterations": it, "pretrain_epochs": config.pretrain_epochs},
         validation=validation,
         hyperparams=hyper,
         notes=_notes(config),
         trained_setting={"workload": "deeprm", "params": params},
     )
+
+
+def _train_seeds(config: ReinforceConfig, iterations: int) -> dict[str, list[int]]:
+    """The card's training seeds: the fixed jobsets' list, or with ``fresh_jobsets`` the first
+    and last seed of iterations 1 to ``iterations`` (`FRESH_SEED_BASE`; a run started with
+    ``--init-from`` drew only those of its own iterations, the notes say which)."""
+    if not getattr(config, "fresh_jobsets", False):
+        return {"train": config.train_seeds()}
+    first = FRESH_SEED_BASE + 1_000_000 * config.seed
+    return {"train_fresh_range": [first, first + iterations * config.jobsets - 1]}
 
 
 def _notes(config: ReinforceConfig) -> str:

@@ -50,6 +50,7 @@ from dlsched.papers.dl2.network import (
 )
 from dlsched.papers.dl2.paper_collect import STAGGER_SLOTS, Collector, SlotReplay
 from dlsched.papers.dl2.paper_collect import exploration_fixes as exploration_fixes
+from dlsched.papers.dl2.prioritized import PrioritizedSlotReplay
 from dlsched.papers.dl2.state import Dl2Shape
 from dlsched.rl.checkpoint import PolicyCard
 from dlsched.rl.training import RunOptions, RunResult, Validation, train
@@ -137,6 +138,11 @@ class PaperSpec:
             same phase of its trace until the first episodes end); True: each environment first
             runs a random number of slots (0 to 400, policy acting, nothing recorded), so the
             replay mixes phases as the paper's one continuous cluster does.
+        priority: False (the paper): mini-batches drawn uniformly from the replay; True (the
+            authors' code's ``PRIORITY_REPLAY``, NOT in the paper): drawn in proportion to
+            each sample's last |advantage|, importance-weighted
+            (`dlsched.papers.dl2.prioritized`; the weights are normalised by their sum in the
+            mini-batch, the code divides by its size).
     """
 
     out: Path
@@ -157,6 +163,7 @@ class PaperSpec:
     explored_in_pg: bool = True
     slot_td: str = "paper"
     stagger: bool = False
+    priority: bool = False
 
 
 def _grad_norm(net: nn.Module) -> float:
@@ -199,6 +206,17 @@ def rl_update(learner: Learner, batch: Batch, critic_only: bool = False) -> dict
     return stats
 
 
+def advantages(learner: Learner, batch: Batch) -> npt.NDArray[np.float32]:
+    """Each sample's advantage under the current networks, as `Learner.backward` computes it
+    (``r + γV(s') − V(s)``, or ``r − baseline`` without a value network), before its update."""
+    with torch.no_grad():
+        if not learner.cfg.value_net:
+            return (batch.rewards - learner.baseline).cpu().numpy()
+        discount = learner.cfg.gamma * (1 - batch.dones)
+        nxt, v = learner.value(batch.next_obs)[:, 0], learner.value(batch.obs)[:, 0]
+        return (batch.rewards + discount * nxt - v).cpu().numpy()
+
+
 REWARD_NOTES = {  # what the card says of each `PaperSpec.reward`
     "paper": "",
     "jct": " (NOT the paper's: minus jobs in the system)",
@@ -229,7 +247,8 @@ def _notes(spec: PaperSpec, updates: int, slots: int) -> str:
             f"{cfg.normalize_advantage}, value-only warm-up updates={spec.critic_warmup}",
             f"reward={spec.reward}" + REWARD_NOTES[spec.reward],
             f"exploration's actions in the policy gradient={spec.explored_in_pg}, slot "
-            f"targets={spec.slot_td}, staggered starts={spec.stagger}",
+            f"targets={spec.slot_td}, staggered starts={spec.stagger}, prioritised replay="
+            + ("True (NOT the paper's: the authors' code's)" if spec.priority else "False"),
             f"checkpoint = best greedy validation avg JCT on seeds {list(spec.val_seeds)}",
         ]
     )
@@ -258,7 +277,8 @@ class PaperLearner:
         self.updates = 0
         self.collector: Collector | None = None
         self.rng = np.random.default_rng(cfg.seed + 1)
-        self.replay = SlotReplay(
+        replay_type = PrioritizedSlotReplay if spec.priority else SlotReplay
+        self.replay = replay_type(
             cfg.replay_size if cfg.replay else cfg.batch_size, shape.obs_dim, shape.num_actions
         )
         self.val_jct = float("nan")
@@ -304,6 +324,8 @@ class PaperLearner:
                     cfg.batch_size, self.rng, self.device,
                     explored_in_pg=spec.explored_in_pg, chain=spec.slot_td == "chain",
                 )  # fmt: skip
+                if isinstance(replay, PrioritizedSlotReplay):
+                    replay.update(advantages(self.learner, batch))
                 stats = rl_update(self.learner, batch, self.updates < spec.critic_warmup)
                 for k in STATS:
                     sums[k] += stats.get(k, float("nan"))

@@ -26,7 +26,7 @@ would free. A policy subclass gives ``allocation``.
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import ClassVar
 
 import numpy as np
@@ -71,15 +71,18 @@ class GavelRounds(BaseScheduler):
         self.reset()
 
     def reset(self) -> None:
-        self._x: dict[int, dict[str, float]] = {}
-        self._job_time: dict[int, dict[str, float]] = {}
+        # per job, one entry per GPU type in the order of ``decide``'s ``types``
+        self._x: dict[int, list[float]] = {}
+        self._job_time: dict[int, list[float]] = {}
         self._worker_time: dict[str, float] = {}
-        self._deficit: dict[int, dict[str, float]] = {}
+        self._deficit: dict[int, list[float]] = {}
         self._last_reset_s: float | None = None
         self._last_point_s: float | None = None
         self._known: set[int] = set()
         self._changed = False
         self._shuffle = random.Random(5)
+        self._rows_of: tuple[object, tuple[str, ...]] | None = None
+        self._rows: dict[int, list[float]] = {}
 
     def cannot_run(self, jobs: Sequence[JobSpec], servers: Sequence[Resources]) -> str | None:
         """Gavel schedules GPU jobs of a fixed size: no parameter servers, at least one GPU."""
@@ -118,11 +121,19 @@ class GavelRounds(BaseScheduler):
         return place_on_types(view, server_types, chosen)
 
     def _rates(self, view: ClusterView, runs: Sequence[JobRun], types: tuple[str, ...]) -> Array:
-        """``(m, n)`` estimated rates (all 1.0 without estimates)."""
+        """``(m, n)`` estimated rates (all 1.0 without estimates); each job's row read once
+        (the estimates of a run never change)."""
         estimates = view.type_speeds
         if estimates is None:
             return np.ones((len(runs), len(types)))
-        return np.array([[estimates.of(r.spec).get(t, 0.0) for t in types] for r in runs])
+        if self._rows_of != (estimates, types):
+            self._rows_of, self._rows = (estimates, types), {}
+        rows = self._rows
+        for r in runs:
+            if r.job_id not in rows:
+                row = estimates.of(r.spec)
+                rows[r.job_id] = [row.get(t, 0.0) for t in types]
+        return np.array([rows[r.job_id] for r in runs], dtype=float).reshape(len(runs), len(types))
 
     def _recompute(
         self, view: ClusterView, runs: Sequence[JobRun], types: tuple[str, ...], rates: Array
@@ -134,9 +145,7 @@ class GavelRounds(BaseScheduler):
             gpus=np.array([float(gpus.get(t, 0)) for t in types]),
         )
         x = self.allocation(problem, runs, view.now_s) if runs else np.zeros((0, len(types)))
-        self._x = {
-            r.job_id: {t: float(x[i, k]) for k, t in enumerate(types)} for i, r in enumerate(runs)
-        }
+        self._x = {r.job_id: [float(v) for v in x[i]] for i, r in enumerate(runs)}
         self._changed = False
 
     def _account(
@@ -152,15 +161,17 @@ class GavelRounds(BaseScheduler):
         self._last_point_s = now
         for t in types:
             self._worker_time.setdefault(t, 0.0)
+        column = {t: k for k, t in enumerate(types)}
         for run in view.running:
-            if run.allocation.workers and run.job_id in self._job_time:
+            times = self._job_time.get(run.job_id)
+            if run.allocation.workers and times is not None:
                 t = server_types[run.allocation.workers[0][0]]
-                self._job_time[run.job_id][t] = self._job_time[run.job_id].get(t, 0.0) + elapsed
+                times[column[t]] += elapsed
                 self._worker_time[t] += elapsed
         active = {r.job_id for r in view.running} | {r.job_id for r in view.pending}
         for job_id in active - self._known:  # Gavel's add_job: half a round on every type
-            self._job_time[job_id] = dict.fromkeys(types, round_s / 2)
-            self._deficit[job_id] = dict.fromkeys(types, 0.0)
+            self._job_time[job_id] = [round_s / 2] * len(types)
+            self._deficit[job_id] = [0.0] * len(types)
             for t in types:
                 self._worker_time[t] += round_s / 2
         for job_id in self._known - active:
@@ -173,13 +184,15 @@ class GavelRounds(BaseScheduler):
 
     def _reset_accounts(self, now: float, types: tuple[str, ...], round_s: float) -> None:
         since = 0.0 if self._last_reset_s is None else now - self._last_reset_s
-        for t in types:
+        none = [0.0] * len(types)
+        for k, t in enumerate(types):
             self._worker_time[t] = 0.0
             for job_id, times in self._job_time.items():
-                got = times.get(t, 0.0) - round_s / 2
-                owed = self._x.get(job_id, {}).get(t, 0.0) * since
-                self._deficit[job_id][t] = self._deficit[job_id].get(t, 0.0) + owed - got
-                times[t] = round_s / 2
+                got = times[k] - round_s / 2
+                owed = self._x.get(job_id, none)[k] * since
+                deficit = self._deficit[job_id]
+                deficit[k] = deficit[k] + owed - got  # (d + owed) - got, as Gavel adds
+                times[k] = round_s / 2
                 self._worker_time[t] += round_s / 2
         self._last_reset_s = now
 
@@ -207,38 +220,48 @@ class GavelRounds(BaseScheduler):
             return []
         left = {t: int(gpus.get(t, 0)) for t in types}
         scales = [scale_of(run.spec) for run in runs]
+        orders = self._by_priority(runs, types, rates)
         chosen: list[tuple[JobRun, str]] = []
-        taken: set[int] = set()
+        taken = [False] * len(runs)
         for t in self._type_order(types, rates):
-            k = types.index(t)
-            for i in self._by_priority(runs, t, rates[:, k]):
-                if left[t] <= 0:
+            room = left[t]
+            for i in orders(types.index(t)):
+                if room <= 0:
                     break  # the rest of this type's jobs find no GPU either
-                run = runs[i]
-                if run.job_id in taken or scales[i] > left[t]:
+                if taken[i] or scales[i] > room:
                     continue
-                left[t] -= scales[i]
-                taken.add(run.job_id)
-                chosen.append((run, t))
+                room -= scales[i]
+                taken[i] = True
+                chosen.append((runs[i], t))
+            left[t] = room
         return chosen
 
-    def _by_priority(self, runs: Sequence[JobRun], t: str, rates: Array) -> list[int]:
-        """Indices of the jobs that may run on type ``t`` in decreasing (priority, deficit,
-        ``X``) order, ties by index (priority: see the module doc); jobs of zero priority
-        left out where `skip_zero_priority`, and jobs whose estimated rate on ``t`` is 0."""
-        x = np.array([self._x.get(r.job_id, {}).get(t, 0.0) for r in runs])
-        job_time = np.array([self._job_time.get(r.job_id, {}).get(t, 0.0) for r in runs])
-        deficit = np.array([self._deficit.get(r.job_id, {}).get(t, 0.0) for r in runs])
-        worker_time = self._worker_time.get(t, 0.0)
-        fraction = job_time / worker_time if worker_time > 0 else np.zeros(len(runs))
+    def _by_priority(
+        self, runs: Sequence[JobRun], types: tuple[str, ...], rates: Array
+    ) -> Callable[[int], list[int]]:
+        """For the type of column ``k``: the indices of the jobs that may run on it in
+        decreasing (priority, deficit, ``X``) order, ties by index (priority: see the module
+        doc); jobs of zero priority left out where `skip_zero_priority`, and jobs whose
+        estimated rate on the type is 0. The priorities of every type are computed at once."""
+        none = [0.0] * len(types)
+        books = (self._x, self._job_time, self._deficit)
+        table = [[book.get(r.job_id, none) for r in runs] for book in books]
+        x, job_time, deficit = np.array(table, dtype=float).reshape(3, len(runs), len(types))
+        worker_time = np.array([self._worker_time.get(t, 0.0) for t in types])
         with np.errstate(divide="ignore", invalid="ignore"):
+            fraction = np.where(worker_time > 0, job_time / worker_time, 0.0)
             share = np.where(fraction > 0, x / fraction, x * _BIG)
         priority = np.where((x <= 0.0) | (rates <= 0.0), 0.0, share)
-        order = np.lexsort((np.arange(len(runs)), -x, -deficit, -priority))
         allowed = rates > 0.0
         if self.skip_zero_priority:
             allowed &= priority > 0.0
-        return [int(i) for i in order if allowed[i]]
+        index = np.arange(len(runs))
+
+        def order(k: int) -> list[int]:
+            ranked = np.lexsort((index, -x[:, k], -deficit[:, k], -priority[:, k]))
+            return ranked[allowed[ranked, k]].tolist()
+
+        return order
 
 
 def _gpus(view: ClusterView) -> dict[str, int]:

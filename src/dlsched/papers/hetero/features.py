@@ -68,11 +68,15 @@ def pair_features(
     out[:, :, 0] = np.where(positive, np.log1p(remaining[:, None] / safe), 0.0)
     out[:, :, 1] = relative
     out[:, :, 2] = advantage
+    column = {t: k for k, t in enumerate(types)}
     for i, run in enumerate(runs):
         workers = run.allocation.workers
         if workers:
             here = server_types[workers[0][0]] if server_types else types[0]
-            out[i, types.index(here), 3] = 1.0
-        out[i, :, 4] = math.log1p(max(0.0, now - run.spec.submit_time_s))
-        out[i, :, 5] = math.log2(max(run.spec.num_workers, 1))
+            out[i, column[here], 3] = 1.0
+    # the same math-module floats as one row at a time, written a column at once
+    waited = [math.log1p(max(0.0, now - run.spec.submit_time_s)) for run in runs]
+    out[:, :, 4] = np.array(waited)[:, None]
+    sizes = [math.log2(max(run.spec.num_workers, 1)) for run in runs]
+    out[:, :, 5] = np.array(sizes)[:, None]
     return out

@@ -82,12 +82,16 @@ def choose(
     left = [int(gpus.get(t, 0)) for t in types]
     taken: set[int] = set()
     chosen: list[tuple[JobRun, str]] = []
+    room = sum(left)
     for p in order:
+        if room <= 0:
+            break  # every job needs a GPU at least (`scale_of`): no other pair fits
         i, k = int(jobs[p]), int(kinds[p])
         need = scale_of(runs[i].spec)
         if i in taken or need > left[k]:
             continue
         left[k] -= need
+        room -= need
         taken.add(i)
         chosen.append((runs[i], types[k]))
     return chosen

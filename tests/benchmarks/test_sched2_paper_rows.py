@@ -1,0 +1,33 @@
+"""`benchmarks/sched2_paper.py` names each DQN's row by the deviations its card records, so a
+network trained with deviations is never shown as the paper's method."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+from dlsched.papers.sched2.policy import MASKED_POLICY_DIR, PAPER_POLICY_DIR
+from dlsched.rl.checkpoint import read_card
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "sched2_paper.py"
+
+
+def _module() -> Any:
+    spec = importlib.util.spec_from_file_location("sched2_paper", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_rows_name_every_deviation_and_only_the_paper_card_gets_the_paper_row() -> None:
+    bench = _module()
+    paper, masked = read_card(PAPER_POLICY_DIR), read_card(MASKED_POLICY_DIR)
+    assert bench.dqn_row(paper) == bench.PAPER_ROW
+    assert bench.dqn_row(masked) == "DQN + hold mask local (deviation)"
+    dueling = dataclasses.replace(masked, hyperparams={**masked.hyperparams, "dueling": True})
+    assert bench.dqn_row(dueling) == "DQN + hold mask local + dueling (deviations)"
+    smdp = dataclasses.replace(paper, hyperparams={**paper.hyperparams, "discount_time_s": 100.0})
+    assert "γ^(Δt/100.0 s)" in bench.dqn_row(smdp) and "paper method" not in bench.dqn_row(smdp)
