@@ -46,6 +46,7 @@ SMOKE: dict[str, str] = {
     "dl2_advantage_by_action.py": "--critic-updates 1",
     "dl2_gradient_snr.py": "--groups 3 --group-size 64 --critic-updates 1",
     "dl2_decisions.py": "--runs 101/2/0.5 --out {tmp}/out.json",
+    "dl2_paper_curves.py": "A=benchmarks/dl2_paper_runs/fourth_session/A.csv --out {tmp}/c.png",
     "dl2_paper_variants.py": "sl --minutes 0 --out {tmp}/out",
     "dl2_signal.py": "--traces 1 --jobs 12 --samples 1 --slots 2 --out {tmp}/s.json",
     "dl2_paired_snr.py": "--groups 2 --traces 1 --copies 2 --window 2 --horizon 3 --max-burn 5 "

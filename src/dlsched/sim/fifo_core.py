@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from dlsched.sim.las_core import DONE, STALLED  # the status codes `las_core_run` reads
 from dlsched.sim.las_core_parts import (  # the kernel's helpers, re-bound by `compiled_replay`
     _a_insert,
     _a_remove,
@@ -47,8 +48,6 @@ from dlsched.sim.las_core_parts import (  # the kernel's helpers, re-bound by `c
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
-
-DONE, STALLED = 0, 1
 
 
 def _walk(anext: I64, n: int, free: F64, dem: F64, nw: I64, scratch: I64, starts: I64) -> int:
