@@ -60,7 +60,7 @@ def test_each_shipped_per_load_policy_was_trained_on_at_its_load_only() -> None:
         assert folder.name == f"load{load:g}"
         assert card["hyperparams"]["loads"] == [load]
         assert card["hyperparams"]["mask_invalid"] is False  # the paper's: every action offered
-        assert card["hyperparams"]["init_from"].endswith("policies/paper")
+        assert "policies/paper" in card["hyperparams"]["init_from"]  # or a per-load one
         assert f"deeprm:paper@{load:g}" in card["notes"]
 
 
