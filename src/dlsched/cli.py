@@ -148,8 +148,8 @@ def simulate(
 
     LAS runs of at least 2,000 jobs (pack placement, on events or in rounds, no noise) run in a
     compiled LAS core with the same results (the first use compiles it, ~15 s, once per machine;
-    before that only runs of 16,000 jobs and more take it), FIFO runs of 20,000 jobs and more
-    in a compiled FIFO core (compiled once, ~4-12 s, by a first run of 80,000 jobs and more);
+    before that 16,000) and so do Tiresias runs of 4,000 (45,000); FIFO runs of 20,000 and more in a
+    compiled FIFO core (compiled once, ~4-12 s, by a first run of 80,000 jobs and more);
     -o core=python: the simulator, -o core=compiled: the core where it replays; see core.
     """
     import dlsched

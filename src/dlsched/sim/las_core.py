@@ -7,14 +7,16 @@ job table (job index = arrival order, ``(submit, job id)``), with the same float
 in the same order, so it can be compiled with ``numba.njit(cache=True)`` as the DL2 kernels
 are (`dlsched.papers.dl2.batched_kernels`) while the plain-Python function stays the reference
 path. Supported (checked by the caller before anything runs; everything else goes through the
-executor unchanged): the ``las`` scheduler, ``pack`` placement, the `Locality` model,
-scheduling on events and/or periodic ticks (no noise, no repack, no event log; a horizon is),
-jobs without PS that are not elastic, and whole-number capacities and demands (then every
-cluster sum is exact, so the order in which the Python path adds and gives back resources
-cannot change a bit).
+executor unchanged): the ``las`` scheduler (and ``tiresias``), ``pack`` placement, the
+`Locality` model, scheduling on events and/or periodic ticks (no noise, no repack, no event
+log; a horizon is), jobs without PS that are not elastic, and whole-number capacities and
+demands (then every cluster sum is exact, so the order in which the Python path adds and gives
+back resources cannot change a bit).
 
 Per point (an arrival or a completion): every active job is ranked by
-``(attained GPU-s at now, submit, id)``; the choosing walk takes jobs in that order on the
+``(attained GPU-s at now, submit, id)`` (Tiresias: ``(queue, submit, id)``, the queue by the
+attained GPU-s less the service offset a promotion set, starved jobs promoted first, as
+`schedulers.tiresias.Tiresias` does); the choosing walk takes jobs in that order on the
 emptied cluster with `FreeTracker._place`'s rule; chosen pending jobs are placed on what the
 chosen running jobs leave; running jobs not chosen keep their place if it is still free
 (`take_exact`), else are suspended (in running order) and the starts are placed by `Pack`
@@ -46,6 +48,9 @@ from dlsched.sim.las_core_parts import (  # the kernel's helpers, re-bound by `c
     _pack,
     _pend_insert,
     _pend_remove,
+    _promote,
+    _queue_of,
+    _rank_running,
     _remove,
     _sample,
     _settle,
@@ -80,6 +85,9 @@ def replay(
     horizon: float,
     interval: float,
     on_events: bool,
+    tiresias: bool,
+    thresholds: F64,
+    knob: float,
 ) -> tuple[int, F64, F64, F64, I64, int, float, float, float, int, F64, int]:
     """Replay the trace (module docstring). Arrays by job index: ``submit`` (s), ``jid``,
     ``nw`` workers, ``dem`` ``(N, 3)`` per-worker (gpu, cpu, mem), ``total`` work (s at speed
@@ -90,7 +98,9 @@ def replay(
     (s); ``gpus``: GPUs of each server, for the timeline's fragmentation; ``horizon``: the
     time (s) the run stops at (``inf``: none), jobs unfinished then are left out of ``order``;
     ``interval``: periodic scheduling's tick interval (s; 0: none, ``SimConfig.interval_s``
-    None); ``on_events``: a scheduling point at every arrival and completion.
+    None); ``on_events``: a scheduling point at every arrival and completion; ``tiresias``:
+    rank as `schedulers.tiresias.Tiresias` with these ``thresholds`` (GPU-s) and promotion
+    ``knob`` instead of as LAS.
 
     Returns (status, first start s, finish s, held s, finish order, decisions, end s, busy
     GPU-s, busy CPU-s, events popped, timeline samples, their number): a sample's row is
@@ -126,7 +136,8 @@ def replay(
     anext[n], aprev[n] = n, n
     in_a = np.zeros(n, dtype=np.bool_)
     pend = np.empty(n, dtype=np.int64)
-    pkey = np.empty(n)  # their attained GPU-s
+    pkey = np.empty(n)  # their keys
+    pk = np.zeros(n)  # each pending job's key: LAS attained GPU-s, Tiresias queue
     npend = 0  # in `pend`
     na = 0  # in the linked list
     run = np.empty(n, dtype=np.int64)  # running jobs in start order
@@ -137,8 +148,21 @@ def replay(
     chosen[:] = False
     starts = np.empty(n, dtype=np.int64)
     suspend = np.zeros(n, dtype=np.int64)
-    rk = np.empty(n, dtype=np.int64)
+    rk = np.empty(n, dtype=np.int64)  # the running jobs by key, at the last decision
     rkey = np.empty(n)
+    nrk = 0
+    inrk = np.zeros(n, dtype=np.bool_)
+    # Tiresias' spells (`Tiresias._track`): start of the last run, waiting since, last run's
+    # length (s), service offset (GPU-s), a version per job, and the promotion heap
+    started = np.zeros(n)
+    wsince = np.full(n, np.nan)
+    lastrun = np.zeros(n)
+    offset = np.zeros(n)
+    pver = np.zeros(n, dtype=np.int64)
+    pt, ps = np.empty(cap_h), np.empty(cap_h, dtype=np.int64)
+    pj, pv = np.empty(cap_h, dtype=np.int64), np.empty(cap_h, dtype=np.int64)
+    nph = 0
+    later = np.empty(n, dtype=np.int64)
     counts = np.empty(S, dtype=np.int64)
     scratch = np.empty(S, dtype=np.int64)
     free = np.empty((S, 3))
@@ -194,19 +218,9 @@ def replay(
             pops += 1
             if version[j] == v and math.isnan(finish[j]):
                 _settle(
-                    j,
-                    t,
-                    running_flag,
-                    nw,
-                    dem,
-                    attained,
-                    held_s,
-                    progress,
-                    ptime,
-                    paused,
-                    rate,
-                    total,
-                )
+                    j, t, running_flag, nw, dem, attained, held_s, progress, ptime,
+                    paused, rate, total,
+                )  # fmt: skip
                 progress[j] = total[j]
                 finish[j] = t
                 rate[j] = 0.0
@@ -229,19 +243,16 @@ def replay(
         if not ((tick or (changed and on_events)) and (npend or na or nrun)):
             continue
         decisions += 1
-        # rank the running jobs by their key now (insertion sort: few run at once)
-        for i in range(nrun):
-            j = run[i]
-            since = t - ptime[j]
-            h = since if since > 0.0 else 0.0
-            key = attained[j] + nw[j] * dem[j, 0] * h
-            p = i
-            while p > 0 and _less(
-                key, submit[j], jid[j], rkey[p - 1], submit[rk[p - 1]], jid[rk[p - 1]]
-            ):
-                rk[p], rkey[p] = rk[p - 1], rkey[p - 1]
-                p -= 1
-            rk[p], rkey[p] = j, key
+        if tiresias and nph:
+            nph, npend, na = _promote(
+                t, knob, pt, ps, pj, pv, nph, later, pver, wsince, lastrun, offset, attained,
+                pk, running_flag, finish, pend, pkey, npend, anext, aprev, in_a, na, submit, jid,
+            )  # fmt: skip
+        _rank_running(
+            t, rk, rkey, nrk, run, nrun, running_flag, inrk, attained, nw, dem, ptime, submit,
+            jid, offset, thresholds, tiresias,
+        )  # fmt: skip
+        nrk = nrun
         # the choosing walk on the emptied cluster, pending and running merged by key
         fsum[:] = 0.0
         for s in range(S):
@@ -260,7 +271,7 @@ def replay(
         while pa != n or a >= 0 or b < nrun:
             q = int(pa) if pa != n else (int(pend[a]) if a >= 0 else -1)
             if b == nrun or (
-                q >= 0 and _less(attained[q], submit[q], jid[q], rkey[b], submit[rk[b]], jid[rk[b]])
+                q >= 0 and _less(pk[q], submit[q], jid[q], rkey[b], submit[rk[b]], jid[rk[b]])
             ):
                 j = q
                 if pa != n:
@@ -353,30 +364,32 @@ def replay(
                     suspend[j] = 0
                     _give(j, alloc, dem, used, S, -1.0)
                     _settle(
-                        j,
-                        t,
-                        running_flag,
-                        nw,
-                        dem,
-                        attained,
-                        held_s,
-                        progress,
-                        ptime,
-                        paused,
-                        rate,
-                        total,
-                    )
+                        j, t, running_flag, nw, dem, attained, held_s, progress, ptime,
+                        paused, rate, total,
+                    )  # fmt: skip
                     for s in range(S):
                         alloc[j, s] = 0
                     version[j] += 1
                     rate[j] = 0.0
                     running_flag[j] = False
-                    if attained[j] == 0.0:
+                    key = attained[j]
+                    if tiresias:  # `Tiresias._track`, and the key `PendingQueue.add` gives
+                        lastrun[j] = t - started[j]
+                        wsince[j] = t
+                        pver[j] += 1
+                        if lastrun[j] > 0:
+                            if nph == pt.shape[0]:
+                                pt, ps, pj, pv = _grow(pt, ps, pj, pv)
+                            when = t + knob * lastrun[j]
+                            nph = _heap_push(pt, ps, pj, pv, nph, when, j, j, pver[j])
+                        key = _queue_of(attained[j] - offset[j], thresholds)
+                    pk[j] = key
+                    if key == 0.0:
                         _a_insert(anext, aprev, j)
                         in_a[j] = True
                         na += 1
                     else:
-                        npend = _pend_insert(pend, pkey, npend, j, attained[j], submit, jid)
+                        npend = _pend_insert(pend, pkey, npend, j, key, submit, jid)
                     pcount[shape[j]] += 1
                     gpu_used, cpu_used = _sums(used, S)
                 else:
@@ -391,8 +404,9 @@ def replay(
             if not _pack(free, dem[j], nw[j], counts, scratch):
                 continue
             _settle(
-                j, t, running_flag, nw, dem, attained, held_s, progress, ptime, paused, rate, total
-            )
+                j, t, running_flag, nw, dem, attained, held_s, progress, ptime,
+                paused, rate, total,
+            )  # fmt: skip
             k = 0
             for s in range(S):
                 alloc[j, s] = counts[s]
@@ -405,8 +419,11 @@ def replay(
                 in_a[j] = False
                 na -= 1
             else:
-                npend = _pend_remove(pend, pkey, npend, j, submit, jid, attained[j])
+                npend = _pend_remove(pend, pkey, npend, j, submit, jid, pk[j])
             pcount[shape[j]] -= 1
+            started[j] = t
+            wsince[j] = math.nan
+            pver[j] += 1
             run[nrun] = j
             nrun += 1
             running_flag[j] = True
@@ -466,5 +483,6 @@ def compiled_replay() -> Any:
 _KERNEL_FUNCTIONS = (
     "_less", "_settle", "_give", "_add_rows", "_sums", "_remove", "_pend_pos", "_pend_insert",
     "_pend_remove", "_hless", "_hswap", "_heap_push", "_heap_pop", "_grow", "_stall_check",
-    "_fit", "_take", "_pack", "_a_insert", "_a_remove", "_sample", "replay",
+    "_fit", "_take", "_pack", "_a_insert", "_a_remove", "_sample", "_queue_of", "_rank_running",
+    "_promote", "replay",
 )  # fmt: skip

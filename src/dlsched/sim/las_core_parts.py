@@ -307,3 +307,92 @@ def _less(a0: float, a1: float, a2: int, b0: float, b1: float, b2: int) -> bool:
     if a1 != b1:
         return a1 < b1
     return a2 < b2
+
+
+def _queue_of(service: float, thresholds: F64) -> float:
+    """`Tiresias.queue_of` of ``service`` GPU-s (``bisect_right`` over the thresholds)."""
+    q = 0
+    for x in thresholds:
+        if x <= service:
+            q += 1
+    return float(q)
+
+
+def _rank_running(
+    t: float, rk: I64, rkey: F64, nrk: int, run: I64, nrun: int, holding: npt.NDArray[np.bool_],
+    inrk: npt.NDArray[np.bool_], attained: F64, nw: I64, dem: F64, ptime: F64, submit: F64,
+    jid: I64, offset: F64, thresholds: F64, tiresias: bool,
+) -> None:  # fmt: skip
+    """The first ``nrun`` of ``rk``: the running jobs by key at ``t`` (LAS: attained GPU-s, as
+    `schedulers.las.service_key`; Tiresias: its queue, `JobRun.attained_gpu_s_at` less the
+    service offset), ``rkey`` their keys; ``rk``'s first ``nrk`` are the last point's ranking.
+
+    Sorted by insertion from the last ranking (those still running), then the jobs started
+    since: keys are unique, so the order is the same from any start, and this start is nearly
+    sorted (a Tiresias job's key changes only when it crosses a threshold)."""
+    m = 0
+    for i in range(nrk):
+        j = rk[i]
+        if holding[j]:
+            rk[m] = j
+            m += 1
+        else:
+            inrk[j] = False
+    for i in range(nrun):
+        j = run[i]
+        if not inrk[j]:
+            inrk[j] = True
+            rk[m] = j
+            m += 1
+    for i in range(m):
+        j = rk[i]
+        since = t - ptime[j]
+        h = since if since > 0.0 else 0.0
+        key = attained[j] + nw[j] * dem[j, 0] * h
+        if tiresias:
+            key = _queue_of(key - offset[j], thresholds)
+        p = i
+        while p > 0 and _less(
+            key, submit[j], jid[j], rkey[p - 1], submit[rk[p - 1]], jid[rk[p - 1]]
+        ):
+            rk[p], rkey[p] = rk[p - 1], rkey[p - 1]
+            p -= 1
+        rk[p], rkey[p] = j, key
+
+
+def _promote(
+    t: float, knob: float, pt: F64, ps: I64, pj: I64, pv: I64, nph: int, later: I64,
+    pver: I64, wsince: F64, lastrun: F64, offset: F64, attained: F64, pk: F64,
+    holding: npt.NDArray[np.bool_], finish: F64, pend: I64, pkey: F64, npend: int,
+    anext: I64, aprev: I64, in_a: npt.NDArray[np.bool_], na: int, submit: F64, jid: I64,
+) -> tuple[int, int, int]:  # fmt: skip
+    """`Tiresias._promote` at ``t``: each waiting job that has waited ``knob`` times its last
+    run gets its attained GPU-s as service offset and moves to queue 0 (the never-served list,
+    by index). ``pt, ps, pj, pv``: a heap of (due time, job index, job, version ``pver`` at the
+    job's suspension; another start, suspension or promotion since makes it stale), ``nph``
+    long; ``later``: scratch space. Returns the heap's and the two pending lists' lengths."""
+    nlater = 0
+    # the heap's times are rounded sums: look a little ahead, decide by the exact test
+    while nph and pt[0] <= t + 1e-6 * max(1.0, abs(t)):
+        j, v = pj[0], pv[0]
+        nph = _heap_pop(pt, ps, pj, pv, nph)
+        if pver[j] != v or holding[j] or not math.isnan(finish[j]):
+            continue
+        if t - wsince[j] >= knob * lastrun[j]:
+            offset[j] = attained[j]  # `attained_gpu_s_at` of a waiting job
+            wsince[j] = t
+            lastrun[j] = 0.0
+            pver[j] += 1
+            if pk[j] != 0.0:  # its key (queue, submit, id) becomes queue 0's
+                npend = _pend_remove(pend, pkey, npend, j, submit, jid, pk[j])
+                pk[j] = 0.0
+                _a_insert(anext, aprev, j)
+                in_a[j] = True
+                na += 1
+        else:
+            later[nlater] = j
+            nlater += 1
+    for i in range(nlater):
+        j = later[i]
+        nph = _heap_push(pt, ps, pj, pv, nph, wsince[j] + knob * lastrun[j], j, j, pver[j])
+    return nph, npend, na

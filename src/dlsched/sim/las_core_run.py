@@ -1,6 +1,6 @@
-"""The compiled LAS core (`dlsched.sim.las_core`) behind a `Simulator`: which runs it can
-replay, the job table it reads, and the `Result` it gives (the same per-job records as
-`Simulator.run`, and the same timeline)."""
+"""The compiled LAS core (`dlsched.sim.las_core`; it replays Tiresias too) behind a
+`Simulator`: which runs it can replay, the job table it reads, and the `Result` it gives (the
+same per-job records as `Simulator.run`, and the same timeline)."""
 
 from __future__ import annotations
 
@@ -29,6 +29,12 @@ compiled (in this process or numba's cache): loading it costs ~0.7 s, the simula
 AUTO_MIN_JOBS_COLD = 16_000
 """The same where the next run would compile it (no cache yet, or none writable: ~15 s): the
 simulator's LAS takes ~7.5 s CPU on 8,000 Philly jobs and over 20 s on 16,000."""
+TIRESIAS_AUTO_MIN_JOBS = 4_000
+"""`AUTO_MIN_JOBS` for Tiresias, whose simulator run costs less than LAS's: 0.62 s CPU on
+4,000 jobs of ``philly:6214e9``, 0.39 s on 2,000 (benchmarks/RESULTS.md, issue 31)."""
+TIRESIAS_AUTO_MIN_JOBS_COLD = 45_000
+"""`AUTO_MIN_JOBS_COLD` for Tiresias: all 41,226 jobs of ``philly:6214e9`` take ~8 s CPU in the
+simulator (less than compiling), all of Philly's 82,247 over 70 s (the first 30,000 38 s)."""
 
 
 def compiles(kernel: Any = None) -> bool:
@@ -49,18 +55,23 @@ def worth_it(sim: Simulator) -> bool:
     its compilation or loading (`AUTO_MIN_JOBS`, `AUTO_MIN_JOBS_COLD`). The other cores:
     ``"compiled"`` takes it for every run it replays, ``"python"`` for none; the records,
     totals and timeline are the same, and ``params["core"]`` (the summary's ``core``) is
-    ``"compiled LAS"`` when it ran (``"python"`` where ``"compiled"`` was asked in vain)."""
+    ``"compiled LAS"`` or ``"compiled Tiresias"`` when it ran (``"python"`` where
+    ``"compiled"`` was asked in vain)."""
     n = len(sim.specs)
-    if n < AUTO_MIN_JOBS or unsupported(sim) is not None:
+    warm, cold = (
+        (TIRESIAS_AUTO_MIN_JOBS, TIRESIAS_AUTO_MIN_JOBS_COLD)
+        if _policy(sim) == "Tiresias"
+        else (AUTO_MIN_JOBS, AUTO_MIN_JOBS_COLD)
+    )
+    if n < warm or unsupported(sim) is not None:
         return False
-    return n >= AUTO_MIN_JOBS_COLD or not compiles()
+    return n >= cold or not compiles()
 
 
 def unsupported(sim: Simulator) -> str | None:
     """Why the core cannot replay ``sim`` (None: it can; `dlsched.sim.las_core`'s list)."""
-    kind = type(sim.scheduler)
-    if (kind.__module__, kind.__qualname__) != ("dlsched.schedulers.las", "Las"):
-        return "the scheduler is not las"  # (by name: the simulator is below the schedulers)
+    if _policy(sim) is None:
+        return "the scheduler is not las or tiresias"
     return unsupported_setting(sim)
 
 
@@ -86,10 +97,30 @@ def unsupported_setting(sim: Simulator) -> str | None:
     return None
 
 
+def _policy(sim: Simulator) -> str | None:
+    """``"LAS"`` or ``"Tiresias"``: the policy the core replays ``sim``'s scheduler as (None:
+    neither; by class name: the simulator is below the schedulers)."""
+    kind = type(sim.scheduler)
+    return _POLICIES.get((kind.__module__, kind.__qualname__))
+
+
+_POLICIES = {
+    ("dlsched.schedulers.las", "Las"): "LAS",
+    ("dlsched.schedulers.tiresias", "Tiresias"): "Tiresias",
+}
+
+
+def label(sim: Simulator) -> str:
+    """The summary's ``core`` where the core replayed ``sim``: ``compiled LAS`` or ``compiled
+    Tiresias``."""
+    return f"compiled {_policy(sim) or 'LAS'}"
+
+
 def arrays(sim: Simulator) -> tuple[np.ndarray | float, ...]:
     """`las_core.replay`'s arguments for ``sim``: the job table (arrival order), the cluster's
     capacities, the timeline's spacing (s), each server's GPUs, the horizon (s), the tick
-    interval (s; 0: none) and whether every arrival and completion is a scheduling point."""
+    interval (s; 0: none) and whether every arrival and completion is a scheduling point
+    (`fifo_core_run` reads them too; the policy's are `policy_arrays`)."""
     specs = sim.specs
     n, S = len(specs), sim.cluster.num_servers
     submit = np.array([s.submit_time_s for s in specs], dtype=np.float64)
@@ -117,6 +148,15 @@ def arrays(sim: Simulator) -> tuple[np.ndarray | float, ...]:
     )
 
 
+def policy_arrays(sim: Simulator) -> tuple[bool, np.ndarray, float]:
+    """`las_core.replay`'s last arguments: whether ``sim``'s scheduler is Tiresias, its queue
+    thresholds (GPU-s; none for LAS) and its promotion knob (0 for LAS)."""
+    tiresias = _policy(sim) == "Tiresias"
+    scheduler: Any = sim.scheduler
+    thresholds = np.array(scheduler.thresholds_gpu_s if tiresias else (), dtype=np.float64)
+    return tiresias, thresholds, float(scheduler.promote_knob) if tiresias else 0.0
+
+
 def run(sim: Simulator, compiled: bool = True) -> Result | None:
     """``sim.run()``'s result by the core (compiled, or its plain-Python reference), or None
     where the run leaves what the core replays (the stall rule fired: run ``sim`` itself)."""
@@ -130,7 +170,7 @@ def run(sim: Simulator, compiled: bool = True) -> Result | None:
             else "numba has no writable cache directory here, so every process compiles it",
         )
     kernel: Any = compiled_replay() if compiled else replay
-    return result_of(sim, kernel(*arrays(sim)), wall0)
+    return result_of(sim, kernel(*arrays(sim), *policy_arrays(sim)), wall0)
 
 
 def result_of(sim: Simulator, out: tuple[Any, ...], wall0: float) -> Result | None:
