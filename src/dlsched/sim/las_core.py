@@ -57,6 +57,7 @@ from dlsched.sim.las_core_parts import (  # the kernel's helpers, re-bound by `c
     _stall_check,
     _sums,
     _take,
+    compile_kernel,
 )
 
 F64 = npt.NDArray[np.float64]
@@ -456,27 +457,10 @@ _COMPILED: dict[str, object] = {}
 
 
 def compiled_replay() -> Any:
-    """`replay` compiled by numba (``cache=True``: compiled once per machine, then loaded from
-    ``__pycache__`` or numba's user cache directory; where neither is writable, compiled in
-    every process). The functions above stay plain Python (the reference path); here each is
-    re-bound in a namespace where its helpers are their compiled selves. Compiled lazily: at
-    the first call (`dlsched.sim.las_core_run.compiles` says whether that call compiles)."""
+    """`replay` compiled by numba (`las_core_parts.compile_kernel`), lazily: at the first call
+    (`dlsched.sim.las_core_run.compiles` says whether that call compiles)."""
     if "replay" not in _COMPILED:
-        import types
-
-        from numba import njit
-
-        from dlsched.sim import las_core_parts
-
-        ns = {**vars(las_core_parts), **globals()}
-        plain = dict(ns)
-        for name in _KERNEL_FUNCTIONS:
-            function = types.FunctionType(plain[name].__code__, ns, name)
-            try:
-                ns[name] = njit(cache=True)(function)
-            except RuntimeError:  # numba found no writable cache directory for this file
-                ns[name] = njit(function)
-        _COMPILED["replay"] = ns["replay"]
+        _COMPILED["replay"] = compile_kernel(globals(), _KERNEL_FUNCTIONS)
     return _COMPILED["replay"]
 
 

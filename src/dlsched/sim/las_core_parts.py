@@ -6,6 +6,7 @@ each with the float operations of the Python path it stands for. Units: seconds,
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -396,3 +397,24 @@ def _promote(
         j = later[i]
         nph = _heap_push(pt, ps, pj, pv, nph, wsince[j] + knob * lastrun[j], j, j, pver[j])
     return nph, npend, na
+
+
+def compile_kernel(module_globals: dict[str, Any], names: tuple[str, ...]) -> Any:
+    """A core's ``replay`` compiled by numba (``cache=True``: compiled once per machine, then
+    loaded from ``__pycache__`` or numba's user cache directory; where neither is writable,
+    compiled in every process). The core's functions (``names``, its module's
+    ``module_globals``) and these helpers stay plain Python (the reference path); each is
+    re-bound in a namespace where the functions it calls are their compiled selves."""
+    import types
+
+    from numba import njit
+
+    ns = {**globals(), **module_globals}
+    plain = dict(ns)
+    for name in names:
+        function = types.FunctionType(plain[name].__code__, ns, name)
+        try:
+            ns[name] = njit(cache=True)(function)
+        except RuntimeError:  # numba found no writable cache directory for this file
+            ns[name] = njit(function)
+    return ns["replay"]
