@@ -40,13 +40,13 @@ The engine applies exactly the placements decided here. Non-preemptive.
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any, ClassVar
 
 from dlsched.core import Allocation, ClusterView, Decision, JobRun, JobSpec, Resources, Target
+from dlsched.papers.sched2.lookahead_queue import Entry, RankedQueue, Walk
 from dlsched.papers.sched2.profiling import JobProfile, Profiler
 from dlsched.schedulers.base import BaseScheduler
 from dlsched.schedulers.common import tasks_that_fit
@@ -143,10 +143,21 @@ class LookaheadScheduler(BaseScheduler):
         self.gpus_per_server = gpus_per_server
         self.profiler = Profiler(gpus_per_server, seed=profile_seed)
         self._known: dict[int, tuple[JobSpec, JobProfile, float, int, float]] = {}
+        self._queue = self._new_queue()
+
+    def _new_queue(self) -> RankedQueue:
+        return RankedQueue(self._queued, self.params.promote_after, self.params.aging)
 
     def reset(self) -> None:
         self.profiler._cache.clear()
         self._known.clear()
+        self._queue = self._new_queue()
+
+    def _queued(self, run: JobRun) -> tuple[float, float, float]:
+        """What the waiting queue keeps of a job: the time-free part of its key, its best
+        profiled time s and its estimated time on one server s."""
+        _, prof, best_s, _, base = self._entry(run.spec)
+        return base, best_s, prof.estimate_time_s(1)
 
     def cannot_run(self, jobs: Sequence[JobSpec], servers: Sequence[Resources]) -> str | None:
         """`Profiler.cannot_profile`'s reason, where some job cannot be profiled."""
@@ -200,7 +211,11 @@ class LookaheadScheduler(BaseScheduler):
     # -- deciding ------------------------------------------------------------------------
 
     def decide(self, view: ClusterView) -> Decision:
+        """The rule (module docstring): the waiting jobs in key order, each started where it
+        may; `dlsched.papers.sched2.lookahead_queue` yields them in that order without keying
+        or trying the jobs that cannot start."""
         decision = Decision()
+        queue = self._queue.update(view)  # at every point: it follows the queue's changes
         pending = view.pending
         if not pending:
             return decision
@@ -209,17 +224,24 @@ class LookaheadScheduler(BaseScheduler):
         if free_gpus < 0.5:
             return decision  # no job starts: the loop below stops before its first candidate
         now = view.now_s
-        ranked, arrival = self._rank(pending, now)
+        queue.promote(now)
         times = self._free_times(view)
-        target, reserve_until, reserved = self._reservation(pending, arrival, free, times, now)
+        target, reserve_until, reserved = self._reservation(queue, free, times, now)
         # more GPUs than any packing on ``free`` can give (``tasks_that_fit`` adds 1e-9 a
         # server): a job asking for more cannot start, so its packing is not tried
         gpu_room = free_gpus + len(free) * 1e-9 + 1e-6
-        while ranked and free_gpus >= 0.5:
-            key, _, job_id, i = heapq.heappop(ranked)  # lowest key first (sort order)
+        # parameters that are not finite (NaN keys): every job keyed, as the rule did
+        entries = None if queue.finite else self._rank(pending, now)
+        walk = Walk(
+            queue, entries, now, free, reserved, self.params.backfill * reserve_until, gpu_room
+        )
+        while free_gpus >= 0.5:
+            entry = walk.next()  # lowest key first (sort order)
+            if entry is None:
+                break
+            key, _, job_id, run = entry
             if job_id == target:
                 continue
-            run = pending[i]
             spec = run.spec
             per_worker = spec.worker_demand.gpu
             if per_worker > 0 and spec.num_workers * per_worker > gpu_room:
@@ -243,22 +265,19 @@ class LookaheadScheduler(BaseScheduler):
                 row.sort()
             free_gpus -= spec.num_gpus
             gpu_room -= per_worker * alloc.num_workers
+            walk.started(gpu_room)
             decision.targets[job_id] = Target(alloc.num_workers, 0, alloc)
         return decision
 
-    def _rank(
-        self, pending: Sequence[JobRun], now: float
-    ) -> tuple[list[tuple[float, float, int, int]], list[tuple[float, int, int]]]:
-        """The waiting jobs as a heap of (priority key, submission time, job id, index in
-        ``pending``), lowest key first (module docstring, 1 and 4), and as (submission time,
-        job id, index) in arrival order. Tuples compared in C: with hundreds to thousands of
-        jobs waiting at every point, this loop is most of the policy's time."""
+    def _rank(self, pending: Sequence[JobRun], now: float) -> list[Entry]:
+        """Every waiting job's (priority key, submission time, job id, job) in ``pending``'s
+        order (module docstring, 1 and 4): what the rule heapified at every point; used where
+        the parameters are not finite (`RankedQueue.finite`)."""
         p = self.params
         aging, promote_after = p.aging, p.promote_after
         known = self._known
-        ranked: list[tuple[float, float, int, int]] = []
-        arrival: list[tuple[float, int, int]] = []
-        for i, run in enumerate(pending):
+        ranked: list[Entry] = []
+        for run in pending:
             spec = run.spec
             entry = known.get(spec.job_id)
             if entry is None or entry[0] is not spec:
@@ -269,11 +288,8 @@ class LookaheadScheduler(BaseScheduler):
                 key = -1e9 + submit / HOUR_S  # promoted: arrival order first
             else:
                 key = entry[4] - aging * math.log1p(wait_h)
-            ranked.append((key, submit, spec.job_id, i))
-            arrival.append((submit, spec.job_id, i))
-        heapq.heapify(ranked)
-        arrival.sort()
-        return ranked, arrival
+            ranked.append((key, submit, spec.job_id, run))
+        return ranked
 
     def _candidate(self, run: JobRun, key: float) -> _Candidate:
         _, prof, best_s, span, _ = self._entry(run.spec)
@@ -281,8 +297,7 @@ class LookaheadScheduler(BaseScheduler):
 
     def _reservation(
         self,
-        pending: Sequence[JobRun],
-        arrival: list[tuple[float, int, int]],
+        queue: RankedQueue,
         free: list[list[float]],
         times: list[list[float]],
         now: float,
@@ -291,14 +306,14 @@ class LookaheadScheduler(BaseScheduler):
         (s from now) and servers reserved for it: the longest-waiting job past
         ``reserve_after_h`` that cannot start now."""
         limit_s = self.params.reserve_after_h * HOUR_S
-        for submit, job_id, i in arrival:
-            if now - submit < limit_s:
+        for job in queue.arrival():
+            if now - job.submit < limit_s:
                 break
-            c = self._candidate(pending[i], 0.0)
+            c = self._candidate(job.run, 0.0)
             if self._startable(free, c, now) is None:
                 gpus = max(1, c.run.spec.num_gpus)
                 until, servers = self._reserve(times, gpus, c.best_span, self.gpus_per_server)
-                return job_id, until, servers
+                return job.job_id, until, servers
         return None, math.inf, set()
 
     def _startable(self, free: list[list[float]], c: _Candidate, now: float) -> Allocation | None:

@@ -1,0 +1,120 @@
+"""SCED²-L's queue kept between points (issue 31): at every scheduling point of runs with long
+queues, promoted jobs, reservations and any parameters, the rule decides as the plain rule
+(every waiting job keyed, the whole queue sorted, every candidate's packing tried), whether the
+queue follows the view's changes or is rebuilt; and its min-tree answers as a linear scan."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dlsched.api import simulate
+from dlsched.core import ClusterView, Decision
+from dlsched.papers.sched2.lookahead import LookaheadParams, LookaheadScheduler
+from dlsched.papers.sched2.lookahead_queue import MinTree
+from dlsched.workloads.registry import make_workload
+from tests.rl.test_sched2_lookahead_ranked import PARAMS, plain_decide
+
+# the regime of the shipped rule on an overloaded Philly cluster: most jobs promoted soon,
+# reservations early, one-server jobs that may not backfill on the reserved servers
+BUSY = st.builds(
+    LookaheadParams,
+    gpu_exp=st.floats(0.0, 1.0),
+    aging=st.floats(0.0, 1.0),
+    slow_tol=st.floats(0.0, 0.5),
+    patience=st.floats(0.0, 3.0),
+    reserve_after_h=st.floats(0.0, 1.0),
+    backfill=st.floats(0.0, 1.5),
+    match=st.floats(0.0, 1.0),
+    open_cost=st.floats(0.0, 1.0),
+    promote_after=st.floats(0.0, 2.0),
+)
+
+
+class Checked(LookaheadScheduler):
+    """Decides with the kept queue and checks it against the plain rule at every point;
+    with ``forget`` set, hides the view's changes at some points (the queue is rebuilt)."""
+
+    def __init__(self, params: LookaheadParams, forget: int = 0) -> None:
+        super().__init__(params)
+        self.forget = forget
+        self.points = 0
+        self.long_queue = 0
+        self.promoted_walks = 0
+
+    def decide(self, view: ClusterView) -> Decision:
+        self.points += 1
+        if self.forget and self.points % self.forget == 0:
+            view = dataclasses.replace(view, changes=None)
+        fast = super().decide(view)
+        assert fast.targets == plain_decide(self, view).targets, view.now_s
+        self.long_queue += len(view.pending) >= 30
+        self.promoted_walks += any(lane.promoted for lane in self._queue.lanes.values())
+        return fast
+
+
+def _check(params: LookaheadParams, seed: int, servers: int, jobs: int, forget: int = 0) -> Checked:
+    workload = make_workload("sched2", seed=seed, num_jobs=jobs, load=6.0, servers=servers)
+    scheduler = Checked(params, forget)
+    result = simulate(workload, scheduler, seed=seed)
+    assert len(result.records) == len(workload.jobs)
+    return scheduler
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(params=BUSY, seed=st.integers(0, 10_000), servers=st.integers(1, 3))
+def test_kept_queue_decides_as_the_plain_rule_on_long_queues(params, seed, servers):
+    scheduler = _check(params, seed, servers, jobs=150)
+    assert scheduler.long_queue > 0  # the queue was long
+    assert scheduler._queue.rebuilds == 1  # it followed the changes after the first point
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(params=PARAMS, seed=st.integers(0, 10_000), servers=st.integers(1, 3))
+def test_kept_queue_decides_as_the_plain_rule_for_any_parameters(params, seed, servers):
+    _check(params, seed, servers, jobs=80)
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    params=BUSY,
+    seed=st.integers(0, 10_000),
+    servers=st.integers(1, 3),
+    forget=st.integers(2, 7),
+)
+def test_rebuilt_queue_decides_as_the_plain_rule(params, seed, servers, forget):
+    scheduler = _check(params, seed, servers, jobs=80, forget=forget)
+    assert scheduler._queue.rebuilds > 1
+
+
+def test_the_shipped_regime_walks_promoted_lanes():
+    """With jobs promoted at once the walk goes through the lanes' trees (not a sorted queue)."""
+    params = LookaheadParams(aging=0.5, reserve_after_h=0.2, backfill=0.5, promote_after=0.5)
+    scheduler = _check(params, seed=3, servers=2, jobs=150)
+    assert scheduler.promoted_walks > 0 and scheduler.long_queue > 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    values=st.lists(
+        st.one_of(st.floats(0.0, 100.0), st.just(math.inf), st.just(1.7976931348623157e308)),
+        min_size=1,
+        max_size=70,
+    ),
+    pos=st.integers(0, 80),
+    thr=st.one_of(st.floats(0.0, 100.0), st.just(1.7976931348623157e308)),
+    cleared=st.lists(st.integers(0, 69), max_size=10),
+)
+def test_min_tree_finds_the_first_value_at_most_thr(values, pos, thr, cleared):
+    tree = MinTree(128)
+    for i, v in enumerate(values):
+        tree.set(i, v)
+    for i in cleared:
+        if i < len(values):
+            tree.set(i, math.inf)
+            values[i] = math.inf
+    want = next((i for i in range(pos, len(values)) if values[i] <= thr), -1)
+    assert tree.first(pos, thr) == want
