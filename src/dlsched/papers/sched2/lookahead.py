@@ -304,24 +304,39 @@ class LookaheadScheduler(BaseScheduler):
     ) -> tuple[int | None, float, set[int]]:
         """The job that gets a reservation (module docstring, 3), None if none, and the time
         (s from now) and servers reserved for it: the longest-waiting job past
-        ``reserve_after_h`` that cannot start now."""
+        ``reserve_after_h`` that cannot start now. ``free`` does not change during the scan,
+        so each shape (lane) is packed once: tens of old jobs that could start but wait for
+        the reserved servers come before the blocked one on a busy Philly cluster."""
         limit_s = self.params.reserve_after_h * HOUR_S
+        packed: dict[object, Allocation | None] = {}
         for job in queue.arrival():
             if now - job.submit < limit_s:
                 break
             c = self._candidate(job.run, 0.0)
-            if self._startable(free, c, now) is None:
+            if job.lane not in packed:
+                spec = job.run.spec
+                packed[job.lane] = pack_allocation(
+                    [row[:] for row in free], spec, spec.num_workers, 0
+                )
+            if self._startable(free, c, now, packed[job.lane]) is None:
                 gpus = max(1, c.run.spec.num_gpus)
                 until, servers = self._reserve(times, gpus, c.best_span, self.gpus_per_server)
                 return job.job_id, until, servers
         return None, math.inf, set()
 
-    def _startable(self, free: list[list[float]], c: _Candidate, now: float) -> Allocation | None:
+    def _startable(
+        self, free: list[list[float]], c: _Candidate, now: float, *packed: Allocation | None
+    ) -> Allocation | None:
         """The job's packing placement on ``free`` unless it does not fit or is held for
-        locality (estimated slowdown over ``1 + slow_tol`` and waited under ``patience``)."""
+        locality (estimated slowdown over ``1 + slow_tol`` and waited under ``patience``).
+        ``packed``: that packing (or None: it does not fit), where the caller has it (it
+        depends on the job's shape and ``free`` only)."""
         p = self.params
         spec = c.run.spec
-        alloc = pack_allocation([row[:] for row in free], spec, spec.num_workers, 0)
+        if packed:
+            alloc = packed[0]
+        else:
+            alloc = pack_allocation([row[:] for row in free], spec, spec.num_workers, 0)
         if alloc is None:
             return None
         est = c.profile.estimate_time_s(alloc.num_servers)
