@@ -78,3 +78,62 @@ def test_a_wrong_verdict_is_caught_by_the_final_solve(monkeypatch: pytest.Monkey
     t, x = lp_warm.bisect_floor(problem, floor_at, 100.0, 1e6, 0.05, "t")
     assert 300.0 <= t <= 315.0
     check_feasible(x, problem)
+
+
+@st.composite
+def job_sequences(draw: st.DrawFn) -> tuple[int, list[list[tuple[int, float, float]]]]:
+    """GPU types, and successive job sets (id, scale, rate key) where a few jobs leave and
+    arrive between solves, as between Gavel's rounds."""
+    n = draw(st.integers(1, 3))
+    steps = []
+    jobs: list[tuple[int, float, float]] = []
+    next_id = 0
+    for _ in range(draw(st.integers(2, 6))):
+        keep = [j for j in jobs if draw(st.booleans()) or draw(st.booleans())]
+        for _ in range(draw(st.integers(0 if keep else 1, 4))):
+            scale = float(draw(st.sampled_from([1, 2, 4, 8])))
+            keep.append((next_id, scale, float(draw(st.integers(0, 10_000)))))
+            next_id += 1
+        draw(st.randoms()).shuffle(keep)
+        jobs = keep
+        steps.append(list(jobs))
+    return n, steps
+
+
+def _rates(job: tuple[int, float, float], n: int) -> list[float]:
+    rng = np.random.default_rng(int(job[2]))
+    row = rng.choice([0.0, 0.5, 1.0, 2.5, 7.0], n)
+    row[0] = max(row[0], 0.5)  # every job runs somewhere
+    return list(row)
+
+
+def _min_share(problem: Problem, x: Array) -> float:
+    from dlsched.papers.gavel.max_min_fairness import proportional_throughputs
+
+    prop = proportional_throughputs(problem)
+    return float(((problem.rates * x).sum(axis=1) * problem.scale / prop).min())
+
+
+@settings(max_examples=40, deadline=None)
+@given(sequence=job_sequences(), gpus=st.integers(4, 16))
+def test_warm_started_las_is_as_optimal_and_feasible_as_a_fresh_solve(
+    sequence: tuple[int, list[list[tuple[int, float, float]]]], gpus: int
+) -> None:
+    from dlsched.papers.gavel.max_min_fairness import las_allocation
+
+    n, steps = sequence
+    warm = lp_warm.WarmStart()
+    for jobs in steps:
+        problem = Problem(
+            np.array([_rates(j, n) for j in jobs]).reshape(len(jobs), n),
+            np.array([j[1] for j in jobs]),
+            np.full(n, float(gpus)),
+        )
+        fresh = las_allocation(problem)
+        ours = las_allocation(problem, warm, [j[0] for j in jobs])
+        check_feasible(ours, problem)
+        assert (ours[problem.rates <= 0] == 0).all()
+        # the same optimum (max-min share), possibly at another vertex
+        assert _min_share(problem, ours) == pytest.approx(_min_share(problem, fresh), rel=1e-6)
+        if n == 1:  # one type: always the fresh solve, the same point
+            np.testing.assert_array_equal(ours, fresh)
