@@ -20,7 +20,19 @@ Policies: scheduler registry names (heuristics drive the environment through
 `Dl2Slot.teacher_action`, as DL2's supervised phase replays its teacher), and ``net:PATH``
 (a DL2 network, greedy).
 
+``--deviations FILE …`` instead reads `dl2_signal.py` outputs (``--out``; each trace's greedy
+copy and its ``slotK`` copies, one random legal action instead of the greedy one at slot K) and
+reports, over every (trace, K) pair and for several discounts γ, the correlation of the
+deviation's true advantage under the paper's reward (the paired difference of
+``Σ_k γ^k r_{K+k}`` to the episode's end) with what it did to the episode's average JCT
+(−ΔJCT ÷ JCT): does the paper's return, discounted as the paper does, credit an action for what
+it does to JCT? (``lin``: ``−Σ_k k r_{K+k}``, the γ → 1 limit; the undiscounted return is the
+same for every policy.)
+
     PYTHONPATH=src python benchmarks/dl2_reward_alignment.py --traces 6 --out /tmp/align.json
+    PYTHONPATH=src python benchmarks/dl2_signal.py --traces 24 --slots 20 60 100 140 \
+        --samples 0 --out /tmp/dev.json
+    PYTHONPATH=src python benchmarks/dl2_reward_alignment.py --deviations /tmp/dev.json
 """
 
 from __future__ import annotations
@@ -119,6 +131,53 @@ def spearman(x: list[float], y: list[float]) -> float:
     return float(np.corrcoef(rx, ry)[0, 1])
 
 
+def deviation_pairs(paths: list[Path]) -> list[tuple[int, list[float], list[float], float]]:
+    """(K, greedy copy's slot rewards, deviating copy's, ΔJCT ÷ JCT) of every pair."""
+    rows = []
+    for path in paths:
+        d = json.loads(path.read_text())
+        by = {(s, n): i for i, (s, n) in enumerate(d["plan"])}
+        for (s, name), p in by.items():
+            if not name.startswith("slot"):
+                continue
+            k, g = int(name[4:]), by[(s, "greedy")]
+            if len(d["rewards"][g]) > k:
+                rows.append((k, d["rewards"][g], d["rewards"][p], d["jct"][p] / d["jct"][g] - 1))
+    return rows
+
+
+def deviations(paths: list[Path], gammas: list[float]) -> dict[str, Any]:
+    """Correlation of each discount's true advantage with −ΔJCT (module docstring)."""
+    rows = deviation_pairs(paths)
+    dj = np.array([r[3] for r in rows])
+    rng = np.random.default_rng(0)
+    out: dict[str, Any] = {"pairs": len(rows), "djct_mean": dj.mean(), "djct_sd": dj.std()}
+    for gamma in [*gammas, None]:
+        if gamma is None:  # γ → 1: minus the reward-weighted mean slot of the progress
+            q = np.array([(np.arange(len(p) - k) * p[k:]).sum() for k, _, p, _ in rows])
+            q -= np.array([(np.arange(len(g) - k) * g[k:]).sum() for k, g, _, _ in rows])
+            q = -q
+        else:
+            q = np.array(
+                [discounted_to_go(p[k:], gamma)[0] - discounted_to_go(g[k:], gamma)[0]
+                 for k, g, p, _ in rows]
+            )  # fmt: skip
+        boot = []
+        for _ in range(1000):
+            i = rng.integers(0, len(q), len(q))
+            boot.append(np.corrcoef(q[i], -dj[i])[0, 1])
+        moved = q != 0
+        out["lin" if gamma is None else f"{gamma:g}"] = {
+            "corr": float(np.corrcoef(q, -dj)[0, 1]),
+            "corr_95ci": [float(np.percentile(boot, 2.5)), float(np.percentile(boot, 97.5))],
+            "spearman": spearman(q.tolist(), (-dj).tolist()),
+            "sign_agreement": float(np.mean(np.sign(q[moved]) == np.sign(-dj[moved]))),
+            "dQ_mean": float(q.mean()),
+            "dQ_sd": float(q.std()),
+        }
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--policies", nargs="*", default=DEFAULT_POLICIES)
@@ -126,7 +185,14 @@ def main() -> None:
     parser.add_argument("--first-seed", type=int, default=9000, help="offset above the min")
     parser.add_argument("--gamma", type=float, default=0.9)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--deviations", type=Path, nargs="*", default=None)
+    parser.add_argument(
+        "--gammas", type=float, nargs="*", default=[0, 0.5, 0.8, 0.9, 0.95, 0.97, 0.99, 0.999]
+    )
     args = parser.parse_args()
+    if args.deviations:
+        print(json.dumps(deviations(args.deviations, args.gammas), indent=1, default=float))
+        return
     torch.set_num_threads(1)
     env = Dl2Env(reward="paper")
     seeds = [TRAIN_SEED_MIN + args.first_seed + i for i in range(args.traces)]
