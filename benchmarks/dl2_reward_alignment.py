@@ -92,7 +92,7 @@ def episode(env: Dl2Env, policy: str, trace_seed: int) -> dict[str, Any]:
             if slot_end:
                 rewards.append(float(r))
                 job_s.append(env.time_in_system.advance())
-    n = len(env.driver.sim.specs) if env.driver is not None else 0
+    n = len(env.driver.sim.specs) if env.driver is not None else 1
     finished = bool(term)
     return {
         "rewards": rewards,
@@ -184,6 +184,7 @@ def main() -> None:
     parser.add_argument("--traces", type=int, default=6)
     parser.add_argument("--first-seed", type=int, default=9000, help="offset above the min")
     parser.add_argument("--gamma", type=float, default=0.9)
+    parser.add_argument("--jobs", type=int, default=None, help="jobs a trace (default 200)")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--deviations", type=Path, nargs="*", default=None)
     parser.add_argument(
@@ -194,7 +195,7 @@ def main() -> None:
         print(json.dumps(deviations(args.deviations, args.gammas), indent=1, default=float))
         return
     torch.set_num_threads(1)
-    env = Dl2Env(reward="paper")
+    env = Dl2Env(reward="paper", **({} if args.jobs is None else {"num_jobs": args.jobs}))
     seeds = [TRAIN_SEED_MIN + args.first_seed + i for i in range(args.traces)]
     table: dict[str, dict[int, dict[str, float]]] = {p: {} for p in args.policies}
     t0 = time.process_time()
