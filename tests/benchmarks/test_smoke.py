@@ -169,3 +169,9 @@ def test_gavel_side_by_side(tmp_path: Path) -> None:
     done = _run([script, str(tmp_path / "peer"), *args, "--policies", "gavel-las-het"])
     _ok(done)
     assert "gavel-las-het" in done.stdout and "x" in done.stdout.splitlines()[-1]
+    source = str(Path(__file__).resolve().parents[2] / "src")  # as an older copy would be
+    done = _run(
+        [script, str(tmp_path / "peer"), *args, "--policies", "gavel-las", "--before", source]
+    )
+    _ok(done)
+    assert done.stdout.splitlines()[-1].startswith("gavel-las (before)")
