@@ -18,6 +18,7 @@ from dlsched.placement import make_placement
 from dlsched.schedulers.base import BaseScheduler
 from dlsched.schedulers.registry import make_scheduler
 from dlsched.sim import RescaleCost, SimConfig, Simulator
+from dlsched.sim.simulator import SimulationStalled
 from dlsched.workloads.base import Workload
 
 POLICIES = [f"gavel-{p}{h}" for p in ("fifo", "las", "ftf", "makespan") for h in ("", "-het")]
@@ -60,8 +61,11 @@ def _run(workload: Workload, policy: str) -> int:
             rescale=workload.rescale or RescaleCost(),
         ),
     )
-    while sim.next_point() is not None:
-        sim.apply(twin.decide(sim.view()))
+    try:
+        while sim.next_point() is not None:
+            sim.apply(twin.decide(sim.view()))
+    except SimulationStalled:  # a job no type can run (both paths agreed up to here)
+        pass
     return twin.points
 
 
@@ -72,11 +76,11 @@ def _philly() -> Workload:
     return make_workload("philly:6214e9", seed=0)
 
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=10, deadline=None)
 @given(
     policy=st.sampled_from(POLICIES),
     seed=st.integers(0, 10_000),
-    jobs=st.integers(2, 40),
+    jobs=st.integers(2, 30),
     cluster=st.sampled_from(["v100:2x4,k80:1x4", "v100:2x4,p100:1x4,k80:2x2", "k80:2x4"]),
     rate=st.sampled_from([6.0, 30.0, 200.0]),
     spread=st.sampled_from([0.0, 0.3]),
