@@ -57,8 +57,8 @@ class _Job:
     """What the kept state knows of one job: its fixed parts and its place in the heaps."""
 
     __slots__ = (
-        "alloc", "here", "key", "kinds", "mag", "need", "positive", "rates", "relative", "run", "size", "stamp",
-        "static", "submit", "waiting",
+        "alloc", "here", "key", "kinds", "mag", "need", "positive", "rates", "relative", "run",
+        "size", "stamp", "static", "submit", "waiting",
     )  # fmt: skip
 
     def __init__(self, run: JobRun, rates: list[float], weights: Sequence[float]) -> None:
@@ -278,7 +278,7 @@ class RankedPairs:
             [job.size for job in jobs],
         )
         scores: Array = features @ self.weights
-        return scores.tolist()  # type: ignore[no-any-return]
+        return scores.tolist()
 
     def choose(self, view: ClusterView) -> list[tuple[JobRun, str]]:
         """The plain `choose`'s pairs, in its order (call `update` first)."""
