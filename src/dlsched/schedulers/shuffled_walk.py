@@ -154,8 +154,10 @@ class PendingShapes:
                 follow = False
         ids = self._ids
         n = len(pending)
-        ends_agree = not n or (ids[0] == pending[0].job_id and ids[-1] == pending[-1].job_id)
-        if not follow or len(ids) != n or not ends_agree:
+        agree = len(ids) == n and (
+            not n or (ids[0] == pending[0].job_id and ids[-1] == pending[-1].job_id)
+        )
+        if not follow or not agree:
             self.rebuild(pending)
         if changes is None:
             self._run, self._point = None, -1
