@@ -33,6 +33,7 @@ traces (avg JCT ÷ the start's, mean).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -113,6 +114,14 @@ def main() -> None:
     parser.add_argument("--line", type=float, nargs="*", default=[])
     parser.add_argument("--line-traces", type=int, default=6)
     parser.add_argument("--max-seconds", type=float, default=1e9)
+    parser.add_argument(
+        "--jct-gamma", type=float, default=None,
+        help="also the gradient of minus job-hours (the JCT reward) on the same rollouts",
+    )  # fmt: skip
+    parser.add_argument(
+        "--also-gammas", type=float, nargs="*", default=[],
+        help="also the paper reward's gradient at these discounts, on the same rollouts",
+    )  # fmt: skip
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--save-grads", type=Path, default=None)
     parser.add_argument("--combine", type=Path, nargs="*", default=None)
@@ -132,6 +141,11 @@ def main() -> None:
     rng = np.random.default_rng(args.seed)
     gen = torch.Generator().manual_seed(args.seed)
     grads: dict[str, list[np.ndarray]] = {"rloo": [], "unpaired": [], "control": []}
+    if args.jct_gamma is not None:
+        grads.update(rloo_jct=[], control_jct=[])
+    for g in args.also_gammas:
+        grads[f"rloo_g{g:g}"] = []
+    paired_adv: list[np.ndarray] = []  # (paper advantage, jct advantage) of every action
     sizes: list[int] = []
     deviated_slots: list[float] = []
     greedy_slots: list[float] = []
@@ -151,6 +165,17 @@ def main() -> None:
         grads["unpaired"].append(gradient(policy, batch, unpaired_advantages(batch, args.gamma)))
         grads["control"].append(gradient(policy, batch, adv[rng.permutation(len(adv))]))
         sizes.append(len(adv))
+        if args.jct_gamma is not None:  # the same rollouts, minus job-hours as the reward
+            jct_batch = dataclasses.replace(batch, rewards=-batch.job_hours)
+            adv_j = rloo_advantages(jct_batch, args.jct_gamma)
+            grads["rloo_jct"].append(gradient(policy, batch, adv_j))
+            grads["control_jct"].append(gradient(policy, batch, adv_j[rng.permutation(len(adv))]))
+            paired_adv.append(np.stack([adv, adv_j], 1))
+        for g in args.also_gammas:  # the paper's reward at another discount, same rollouts
+            adv_g = rloo_advantages(batch, g)
+            grads[f"rloo_g{g:g}"].append(gradient(policy, batch, adv_g))
+            if args.jct_gamma is not None:
+                paired_adv[-1] = np.concatenate([paired_adv[-1], adv_g[:, None]], 1)
         dev, kept = deviation_advantages(policy, batch, adv)
         deviated_slots += dev.tolist()
         greedy_slots += kept.tolist()
@@ -173,6 +198,7 @@ def main() -> None:
                 "greedy_only": _mean_se(greedy_slots),
             },
             **{k: snr(np.stack(g), n) for k, g in grads.items()},
+            **alignment(paired_adv, [args.gamma, *args.also_gammas], args.jct_gamma),
             "wall_s": time.perf_counter() - t0,
         }
         print(json.dumps({k: out[k] for k in ("groups", "wall_s")}), flush=True)
@@ -188,6 +214,26 @@ def main() -> None:
         if args.out:
             args.out.write_text(json.dumps(out, indent=1))
     print(json.dumps(out, indent=1))
+
+
+def alignment(
+    paired_adv: list[np.ndarray], gammas: list[float], jct_gamma: float | None
+) -> dict[str, object]:
+    """Do the paper's (at each of ``gammas``) and the JCT reward's leave-one-out advantages
+    agree, action by action? Columns of ``paired_adv``: paper at gammas[0], jct, paper at the
+    rest of ``gammas``."""
+    if not paired_adv:
+        return {}
+    a = np.concatenate(paired_adv)
+    out: dict[str, object] = {"jct_gamma": jct_gamma, "n": len(a), "sd_jct": float(a[:, 1].std())}
+    for col, g in zip([0, *range(2, a.shape[1])], gammas, strict=True):
+        both = (a[:, col] != 0) & (a[:, 1] != 0)
+        out[f"paper_g{g:g}"] = {
+            "corr_with_jct": float(np.corrcoef(a[:, col], a[:, 1])[0, 1]),
+            "sign_agreement": float(np.mean(np.sign(a[both, col]) == np.sign(a[both, 1]))),
+            "sd": float(a[:, col].std()),
+        }
+    return {"paper_vs_jct_advantage": out}
 
 
 def combine(dirs: list[Path]) -> dict[str, object]:

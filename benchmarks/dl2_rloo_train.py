@@ -47,6 +47,10 @@ def main() -> None:
     parser.add_argument("--eval-every", type=int, default=5)
     parser.add_argument("--minutes", type=float, default=20.0)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--reward", choices=("paper", "jct"), default="paper",
+        help="paper: Σ t_i/E_i a slot; jct: minus job-hours in the system a slot (not the paper's)",
+    )  # fmt: skip
     args = parser.parse_args()
     torch.set_num_threads(1)
     torch.manual_seed(args.seed)
@@ -71,9 +75,8 @@ def main() -> None:
             base = TRAIN_SEED_MIN + 200_000 + args.seed * 10**6 + group * args.traces
             seeds = [base + i for i in range(args.traces)]
             burn = rng.integers(0, args.max_burn + 1, size=args.traces).tolist()
-            batch = paired_rollout(
-                env, policy, seeds, burn, window=args.window, horizon=args.horizon, gen=gen
-            )
+            kw = {"window": args.window, "horizon": args.horizon, "reward": args.reward}
+            batch = paired_rollout(env, policy, seeds, burn, gen=gen, **kw)
             loss = policy_gradient_loss(policy, batch, rloo_advantages(batch, args.gamma))
             (loss / args.groups_per_update).backward()
             samples += len(batch.actions)

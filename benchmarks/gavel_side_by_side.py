@@ -19,7 +19,9 @@ load average beside each line): each runs as a whole process of its own (interpr
 imports, reading the jobs, the simulation), wall time and CPU time (user + system, of the
 child process: steadier than wall time on a loaded machine). dlsched's process is this script
 with ``--dlsched-run JOBS POLICY CLUSTER`` (the jobs as JSON); it also reports the time of the
-simulation alone (``sim``).
+simulation alone (``sim``). ``--before SRC`` also runs, in turn with the two, dlsched from
+another source folder (``git archive REV src | tar -x -C DIR``, then ``DIR/src``): one more line
+per policy, ``(before)``, against the same Gavel runs.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -102,11 +105,15 @@ def write_trace(drawn: list[tuple[float, str, int, float]], path: Path) -> list[
     return steps
 
 
-def timed(command: list[str], cwd: Path | None, timeout_s: float) -> tuple[str, float, float]:
+def timed(
+    command: list[str], cwd: Path | None, timeout_s: float, env: dict[str, str] | None = None
+) -> tuple[str, float, float]:
     """(output, wall s, CPU s) of ``command`` run as a child process."""
     before = os.times()
     start = time.perf_counter()
-    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout_s)
+    done = subprocess.run(
+        command, cwd=cwd, capture_output=True, text=True, timeout=timeout_s, env=env
+    )
     wall = time.perf_counter() - start
     after = os.times()
     cpu = (after.children_user - before.children_user) + (
@@ -161,17 +168,21 @@ def dlsched_once(jobs_json: Path, name: str, cluster: str) -> dict[str, float]:
 
 
 def run_dlsched(
-    jobs_json: Path, name: str, cluster: str, timeout_s: float
+    jobs_json: Path, name: str, cluster: str, timeout_s: float, src: Path | None = None
 ) -> tuple[float, float, float, float, float]:
-    """(average JCT s, makespan s, wall s, CPU s, simulation s) of dlsched in its own process."""
-    output, wall, cpu = timed(
-        [sys.executable, __file__, "--dlsched-run", str(jobs_json), name, cluster], None, timeout_s
-    )
+    """(average JCT s, makespan s, wall s, CPU s, simulation s) of dlsched in its own process
+    (``src``: dlsched's source folder to import instead of this one's, e.g. an older version)."""
+    command = [sys.executable, __file__, "--dlsched-run", str(jobs_json), name, cluster]
+    if src is None:
+        output, wall, cpu = timed(command, None, timeout_s)
+    else:
+        env = {**os.environ, "PYTHONPATH": str(src.resolve())}
+        output, wall, cpu = timed(command, None, timeout_s, env)
     got = json.loads(output.strip().splitlines()[-1])
     return got["avg_jct_s"], got["makespan_s"], wall, cpu, got["sim_s"]
 
 
-def _medians(runs: list[tuple[float, ...]]) -> tuple[float, ...]:
+def _medians(runs: Sequence[tuple[float, ...]]) -> tuple[float, ...]:
     """Each field's median over ``runs`` (the JCT and makespan are the same in every run)."""
     return tuple(float(np.median(column)) for column in zip(*runs, strict=True))
 
@@ -196,6 +207,12 @@ def main() -> int:
     parser.add_argument(
         "--repeat", type=int, default=1, help="runs of each side per policy (times: medians)"
     )
+    parser.add_argument(
+        "--before",
+        type=Path,
+        help="another dlsched source folder (e.g. from git archive), run in turn with the two "
+        "sides and printed as a second dlsched line '(before)'",
+    )
     args = parser.parse_args()
     unknown = [p for p in args.policies.split(",") if p not in POLICIES]
     if unknown:
@@ -218,7 +235,7 @@ def main() -> int:
         jobs_json = work / "jobs.json"
         jobs_json.write_text(json.dumps(exact_jobs(drawn, steps)))
         for name in args.policies.split(","):
-            gavel_runs, dlsched_runs = [], []
+            gavel_runs, dlsched_runs, before_runs = [], [], []
             for _ in range(max(args.repeat, 1)):  # alternated, so both meet the same load
                 gavel_runs.append(
                     run_gavel(
@@ -226,15 +243,25 @@ def main() -> int:
                     )
                 )
                 dlsched_runs.append(run_dlsched(jobs_json, name, args.cluster, args.timeout_s))
-            g, d = _medians(gavel_runs), _medians(dlsched_runs)
-            print(
-                f"{name:20} {g[0]:11,.0f} {d[0]:11,.0f} {d[0] / g[0]:6.3f} {g[1]:11,.0f} "
-                f"{d[1]:11,.0f} {d[1] / g[1]:6.3f} {g[2]:9.1f}s {d[2]:7.2f}s {g[2] / d[2]:5.1f}x "
-                f"{g[3]:8.1f}s {d[3]:7.2f}s {g[3] / d[3]:5.1f}x {d[4]:5.2f}s "
-                f"{os.getloadavg()[0]:5.1f}",
-                flush=True,
-            )
+                if args.before is not None:
+                    before_runs.append(
+                        run_dlsched(jobs_json, name, args.cluster, args.timeout_s, args.before)
+                    )
+            g = _medians(gavel_runs)
+            _print_line(name, g, _medians(dlsched_runs))
+            if before_runs:
+                _print_line(f"{name} (before)", g, _medians(before_runs))
     return 0
+
+
+def _print_line(name: str, g: tuple[float, ...], d: tuple[float, ...]) -> None:
+    print(
+        f"{name:20} {g[0]:11,.0f} {d[0]:11,.0f} {d[0] / g[0]:6.3f} {g[1]:11,.0f} "
+        f"{d[1]:11,.0f} {d[1] / g[1]:6.3f} {g[2]:9.1f}s {d[2]:7.2f}s {g[2] / d[2]:5.1f}x "
+        f"{g[3]:8.1f}s {d[3]:7.2f}s {g[3] / d[3]:5.1f}x {d[4]:5.2f}s "
+        f"{os.getloadavg()[0]:5.1f}",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

@@ -33,6 +33,8 @@ SMOKE: dict[str, str] = {
     "core_ceiling.py": "-w deeprm --schedulers fifo --processes 1,2 --repeat 1",
     "compare_workers.py": "-w deeprm --schedulers fifo --seeds 1-2 --per-task --ceiling",
     "deeprm_authors_setting.py": "--seeds 9001-9001 --loads 1.9",
+    "deeprm_completion_diagnose.py": "--part all --seeds 800000-800001 --samples 1 --groups 2 "
+    "--jobsets 1 --gammas 1 deeprm:paper",
     "deeprm_gradient_agreement.py": "--groups 2 --jobsets 1 --load 1.1 deeprm:paper",
     "deeprm_paper_diagnose.py": "--iterations 1 --jobsets 2 --episodes 2 --out {tmp}/out",
     "deeprm_paired_samples.py": "--seeds 800000-800001 --samples 2 --load 1.1 deeprm:paper "
@@ -49,10 +51,11 @@ SMOKE: dict[str, str] = {
     "dl2_paper_curves.py": "A=benchmarks/dl2_paper_runs/fourth_session/A.csv --out {tmp}/c.png",
     "dl2_paper_variants.py": "sl --minutes 0 --out {tmp}/out",
     "dl2_signal.py": "--traces 1 --jobs 12 --samples 1 --slots 2 --out {tmp}/s.json",
-    "dl2_paired_snr.py": "--groups 2 --traces 1 --copies 2 --window 2 --horizon 3 --max-burn 5 "
-    "--out {tmp}/p.json",
+    "dl2_paired_snr.py": "--groups 3 --traces 1 --copies 2 --window 2 --horizon 3 --max-burn 5 "
+    "--jct-gamma 1 --also-gammas 0.99 --out {tmp}/p.json",
+    "dl2_reward_alignment.py": "--traces 1 --jobs 12 --policies drf optimus --out {tmp}/a.json",
     "dl2_rloo_train.py": "--out {tmp}/rloo --groups-per-update 1 --traces 1 --copies 2 "
-    "--window 2 --horizon 3 --max-burn 5 --minutes 0.05",
+    "--window 2 --horizon 3 --max-burn 5 --minutes 0.05 --reward jct --gamma 1",
     "dl2_policy.py": "--seeds 101-101 --servers 2 --skip-timing",
     "dl2_stalls.py": "--seeds 0-0 --jobs 4",
     "gavel_side_by_side.py": "",  # the peer faked: see test_gavel_side_by_side
@@ -168,3 +171,9 @@ def test_gavel_side_by_side(tmp_path: Path) -> None:
     done = _run([script, str(tmp_path / "peer"), *args, "--policies", "gavel-las-het"])
     _ok(done)
     assert "gavel-las-het" in done.stdout and "x" in done.stdout.splitlines()[-1]
+    source = str(Path(__file__).resolve().parents[2] / "src")  # as an older copy would be
+    done = _run(
+        [script, str(tmp_path / "peer"), *args, "--policies", "gavel-las", "--before", source]
+    )
+    _ok(done)
+    assert done.stdout.splitlines()[-1].startswith("gavel-las (before)")

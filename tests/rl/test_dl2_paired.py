@@ -9,7 +9,13 @@ import torch
 from dlsched.papers.dl2 import batched_kernels as bk
 from dlsched.papers.dl2.batched_env import Dl2BatchedEnv
 from dlsched.papers.dl2.network import make_policy
-from dlsched.papers.dl2.paired import PairedBatch, paired_rollout, returns_to_go, rloo_advantages
+from dlsched.papers.dl2.paired import (
+    PairedBatch,
+    _act,
+    paired_rollout,
+    returns_to_go,
+    rloo_advantages,
+)
 from dlsched.papers.dl2.paper import paper_config
 
 SMALL = {"servers": 3, "num_jobs": 14}
@@ -93,3 +99,46 @@ def test_paired_rollout_burns_in_identical_copies_and_records_the_window() -> No
     assert len(batch.actions) == len(batch.env) == len(batch.obs) > 6
     assert (batch.rewards > 0).any()
     assert batch.masks[np.arange(len(batch.actions)), batch.actions].all()
+
+
+def test_jct_reward_is_minus_the_job_hours_of_each_slot() -> None:
+    """``reward="jct"`` records, for the very same actions, minus the job-hours the batched
+    environment reports for each slot (the paper's reward stays the default); a bad name fails."""
+    cfg = paper_config(hidden=(16, 16))
+    torch.manual_seed(0)
+    policy = make_policy(cfg)
+    kw = {"window": 2, "horizon": 3}
+    env = Dl2BatchedEnv(4, shape=cfg.shape(), noise="per_job", **SMALL)
+    paper = paired_rollout(
+        env, policy, [11, 12], [3, 0], gen=torch.Generator().manual_seed(0), **kw
+    )
+    jct = paired_rollout(
+        env, policy, [11, 12], [3, 0], gen=torch.Generator().manual_seed(0), reward="jct", **kw
+    )
+    np.testing.assert_array_equal(paper.actions, jct.actions)  # the reward does not act
+    assert (paper.rewards >= 0).all() and (jct.rewards <= 0).all() and (jct.rewards < 0).any()
+    # the same rollout by hand, with the rollout's own action rule and generator seed, reading
+    # the environment's job-seconds at each slot end
+    replay = Dl2BatchedEnv(4, shape=cfg.shape(), noise="per_job", **SMALL)
+    gen = torch.Generator().manual_seed(0)
+    replay.reset([11, 11, 12, 12])
+    start = np.array([3, 3, 0, 0])
+    slot = np.zeros(4, dtype=np.int64)
+    alive = np.ones(4, dtype=bool)
+    job_h = np.zeros((4, 5))
+    while alive.any():
+        rel = slot - start
+        alive &= rel < 5
+        if not alive.any():
+            break
+        act = _act(policy, replay, alive & (rel >= 0), gen)
+        act = np.where(alive, act, replay.shape.num_actions - 1)
+        _, _, _, term, trunc, end = replay.step(act)
+        hit = end & alive & (rel >= 0)
+        job_h[hit, rel[hit]] = replay.job_s[hit] / 3600.0
+        slot += end
+        alive &= ~(term | trunc)
+    np.testing.assert_allclose(jct.rewards, -job_h)
+    np.testing.assert_allclose(paper.job_hours, job_h)  # recorded under either reward
+    with pytest.raises(ValueError, match="reward must be"):
+        paired_rollout(env, policy, [11], [0], gen=torch.Generator(), reward="x", **kw)

@@ -27,6 +27,7 @@ from torch import nn
 
 from dlsched.papers.dl2.batched_env import Dl2BatchedEnv
 from dlsched.papers.dl2.network import masked_logits
+from dlsched.rl.time_in_system import HOUR_S
 
 
 @dataclass
@@ -37,10 +38,13 @@ class PairedBatch:
         obs, masks, actions: the recorded actions' states, legal masks and actions ``(n, …)``.
         env: which copy took each action ``(n,)``; ``trace = env // copies``.
         slot: the window slot (0 … ``window − 1``) of each action ``(n,)``.
-        rewards: ``(B, window + horizon)`` the paper's slot reward of each copy's slots after
-            its burn-in (0 after its episode ended).
+        rewards: ``(B, window + horizon)`` the slot reward (the paper's, or minus job-hours
+            with ``reward="jct"``) of each copy's slots after its burn-in (0 after its
+            episode ended).
         copies: K.
         window: recorded slots per copy.
+        job_hours: ``(B, window + horizon)`` job-hours the slot's jobs spent in the system in
+            the same slots, whatever ``reward`` (``−job_hours`` is the ``"jct"`` reward).
     """
 
     obs: npt.NDArray[np.float32]
@@ -51,6 +55,7 @@ class PairedBatch:
     rewards: npt.NDArray[np.float64]
     copies: int
     window: int
+    job_hours: npt.NDArray[np.float64] | None = None
 
 
 def _act(
@@ -73,17 +78,26 @@ def paired_rollout(
     horizon: int,
     gen: torch.Generator,
     after: str = "sample",
+    reward: str = "paper",
 ) -> PairedBatch:
-    """Run the copies (module docstring); ``env.num_envs`` must be a multiple of the traces."""
+    """Run the copies (module docstring); ``env.num_envs`` must be a multiple of the traces.
+
+    ``reward``: ``"paper"`` (DL2's slot reward Σ t_i/E_i) or ``"jct"`` (minus the job-hours
+    the slot's jobs spent in the system, `Dl2Env(reward="jct")`'s: its undiscounted sum over an
+    episode is −Σ JCT / 3600 s; not the paper's).
+    """
     B, P = env.num_envs, len(trace_seeds)
     if B % P or len(burn_in) != P or after not in ("sample", "greedy"):
         raise ValueError("num_envs must be copies × traces; one burn-in per trace; after?")
+    if reward not in ("paper", "jct"):
+        raise ValueError(f"reward must be 'paper' or 'jct', got {reward!r}")
     K, T = B // P, window + horizon
     env.reset([s for s in trace_seeds for _ in range(K)])
     start = np.repeat(np.asarray(burn_in, dtype=np.int64), K)
     slot = np.zeros(B, dtype=np.int64)  # slots ended since the reset
     alive = np.ones(B, dtype=bool)
     rewards = np.zeros((B, T))
+    job_hours = np.zeros((B, T))
     rec: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.float32], npt.NDArray[np.bool_],
                     npt.NDArray[np.int64], npt.NDArray[np.int64]]] = []  # fmt: skip
     while True:
@@ -100,7 +114,10 @@ def paired_rollout(
             rec.append((idx, env.obs[idx].copy(), env.mask[idx].copy(), act[idx], rel[idx]))
         _, _, r, term, trunc, slot_end = env.step(act)
         counted = slot_end & alive & (rel >= 0)
-        rewards[counted, rel[counted]] = r[counted]
+        hours = env.job_s / HOUR_S
+        job_hours[counted, rel[counted]] = hours[counted]
+        paid = r if reward == "paper" else -hours
+        rewards[counted, rel[counted]] = paid[counted]
         slot += slot_end
         alive &= ~(term | trunc)  # a trace that ends in its burn-in records nothing
     if not rec:
@@ -115,6 +132,7 @@ def paired_rollout(
         rewards=rewards,
         copies=K,
         window=window,
+        job_hours=job_hours,
     )
 
 

@@ -7,7 +7,9 @@ of every type (Gavel's ``IsolatedPolicy``) and ``isolated_time[j]`` the time its
 would have taken on such a share (accumulated at every recompute). For a fixed ``rho`` the
 constraint is linear (``y[j] >= remaining[j] / (rho * c[j] - since_start[j])``), so the smallest
 ``rho`` is found by bisection over LP feasibility (HiGHS) to within 1 %, where Gavel hands the
-convex program to cvxpy. ``gavel-ftf-het`` is ``finish_time_fairness_perf``; ``gavel-ftf`` is
+convex program to cvxpy (the feasibility answers from one HiGHS started from its last basis, the
+allocation from a fresh solve at the final ``rho``: `lp_warm.bisect_floor`).
+``gavel-ftf-het`` is ``finish_time_fairness_perf``; ``gavel-ftf`` is
 ``finish_time_fairness``, which rates every type as the V100 (as ``gavel-makespan``).
 """
 
@@ -19,7 +21,8 @@ from typing import ClassVar
 import numpy as np
 
 from dlsched.core import JobRun
-from dlsched.papers.gavel.lp import Array, Problem, bisect, feasible_with_floor
+from dlsched.papers.gavel.lp import Array, Problem
+from dlsched.papers.gavel.lp_warm import bisect_floor
 from dlsched.papers.gavel.makespan import as_reference_everywhere
 from dlsched.papers.gavel.rounds import SETTING, SOURCE, GavelRounds
 from dlsched.schedulers.base import Scheduler
@@ -48,14 +51,13 @@ def ftf_allocation(
         raise ValueError("finish-time fairness: a job has no throughput on any GPU type")
     expected = isolated_time + remaining / iso
 
-    def meets(rho: float) -> Array | None:
+    def floor_at(rho: float) -> Array | None:
         slack = rho * expected - since_start
-        if (slack <= 0).any():
-            return None
-        return feasible_with_floor(problem, remaining / slack, "finish-time fairness")
+        return None if (slack <= 0).any() else remaining / slack
 
     low = max(float((since_start / expected).max()), 1e-3)
-    return bisect(meets, low, max(2.0 * low, 1.0), rel=0.01)
+    where = "finish-time fairness"
+    return bisect_floor(problem, floor_at, low, max(2.0 * low, 1.0), 0.01, where)
 
 
 class GavelFtfHet(GavelRounds):

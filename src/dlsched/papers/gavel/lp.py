@@ -187,8 +187,12 @@ def clip(x: Array, problem: Problem) -> Array:
     return np.clip(x[: m * n].reshape(m, n), 0.0, 1.0)
 
 
-def max_min(problem: Problem, weights: Array) -> Array:
+def max_min(
+    problem: Problem, weights: Array, solver: Callable[[Lp], Array | None] | None = None
+) -> Array:
     """Maximise ``min_j weights[j] * sum_t rates[j, t] * scale[j] * X[j, t]`` (Gavel's LAS).
+
+    ``solver`` solves the LP (default: `solve`, a fresh HiGHS; `lp_warm.WarmStart` keeps one).
 
     One LP over ``X`` and the minimum ``z``, as Gavel's. Its optimum is not unique; HiGHS returns
     a vertex of the optimal face where Gavel's interior-point solver (ECOS) returns a point inside
@@ -202,7 +206,7 @@ def max_min(problem: Problem, weights: Array) -> Array:
     eff = problem.rates * problem.scale[:, None] * weights[:, None]  # (m, n)
     lp = _columns(problem, -eff, extra_column=True)  # z - eff·X[j] <= 0
     lp.c[-1] = -1.0
-    x = solve(lp, "max-min fairness")
+    x = solve(lp, "max-min fairness") if solver is None else solver(lp)
     if x is None:  # cannot happen: X = 0, z = 0 is feasible
         return np.zeros((m, n))
     return clip(x, problem)

@@ -7,7 +7,8 @@ durations are drawn for; some jobs run faster on a P100 or K80) or, on a cluster
 as the job's fastest. ``T`` is found by bisection over LP feasibility (HiGHS; a point inside
 the feasible set, as Gavel's interior-point solver returns for its constant objective: see
 `lp.solve`), from Gavel's range [100 s, 10**6 s] to within 5 %, the range growing tenfold while
-nothing is feasible.
+nothing is feasible (the feasibility answers from one HiGHS started from its last basis, the
+allocation from the interior solve at the final ``T``: `lp_warm.bisect_floor`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from typing import ClassVar
 import numpy as np
 
 from dlsched.core import JobRun
-from dlsched.papers.gavel.lp import Array, Problem, bisect, feasible_with_floor
+from dlsched.papers.gavel.lp import Array, Problem
+from dlsched.papers.gavel.lp_warm import bisect_floor
 from dlsched.papers.gavel.rounds import SETTING, SOURCE, GavelRounds
 from dlsched.papers.gavel.workload import REFERENCE_TYPE
 from dlsched.schedulers.base import Scheduler
@@ -28,10 +30,10 @@ from dlsched.schedulers.registry import register
 def makespan_allocation(problem: Problem, remaining: Array) -> tuple[float, Array]:
     """``(T, X)``: the smallest makespan found (s) and an allocation meeting it."""
 
-    def meets(t: float) -> Array | None:
-        return feasible_with_floor(problem, remaining / t, "min makespan", interior=True)
+    def floor_at(t: float) -> Array:
+        return remaining / t
 
-    return bisect(meets, 100.0, 1e6, rel=0.05)
+    return bisect_floor(problem, floor_at, 100.0, 1e6, 0.05, "min makespan", interior=True)
 
 
 def as_reference_everywhere(rates: Array, types: tuple[str, ...]) -> Array:

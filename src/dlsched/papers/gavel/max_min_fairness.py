@@ -4,8 +4,9 @@
 effective throughput ``sum_t rates[j, t] * scale[j] * X[j, t] / proportional[j]``, where
 ``proportional[j]`` is the job's throughput under an equal share of every type (Gavel's
 ``ProportionalPolicy``). ``gavel-las`` is Gavel's ``max_min_fairness``: the same with every rate
-1.0 (types look alike). Solved by `dlsched.papers.gavel.lp.max_min` (one LP, HiGHS), through
-Gavel's round-based mechanism (`GavelRounds`).
+1.0 (types look alike). Solved by `dlsched.papers.gavel.lp.max_min` (one LP, HiGHS; on
+clusters of several types started from the previous allocation's basis, `lp_warm.WarmStart`),
+through Gavel's round-based mechanism (`GavelRounds`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import numpy as np
 
 from dlsched.core import JobRun
 from dlsched.papers.gavel.lp import Array, Problem, max_min
+from dlsched.papers.gavel.lp_warm import WarmStart
 from dlsched.papers.gavel.rounds import SETTING, SOURCE, GavelRounds
 from dlsched.schedulers.base import Scheduler
 from dlsched.schedulers.registry import register
@@ -31,21 +33,45 @@ def proportional_throughputs(problem: Problem) -> Array:
     return (problem.rates * share).sum(axis=1)
 
 
-def las_allocation(problem: Problem) -> Array:
-    """Gavel's max-min fairness allocation of ``problem`` (priority weights all 1)."""
+def las_allocation(
+    problem: Problem, warm: WarmStart | None = None, keys: Sequence[int] = ()
+) -> Array:
+    """Gavel's max-min fairness allocation of ``problem`` (priority weights all 1); with
+    ``warm`` and at least two GPU types, solved from the basis of ``warm``'s last solve
+    (``keys``: the rows' job ids). One type is always solved fresh: a warm start can return
+    another optimal vertex, and results on one-type clusters are kept as they were."""
     proportional = proportional_throughputs(problem)
     weights = np.where(proportional > 0, 1.0 / np.maximum(proportional, 1e-12), 0.0)
-    return max_min(problem, weights)
+    if warm is None or problem.shape[1] < 2:
+        return max_min(problem, weights)
+    n = problem.shape[1]
+    return max_min(problem, weights, lambda lp: warm.solve(lp, keys, n, "max-min fairness"))
 
 
 class GavelLasHet(GavelRounds):
-    """Heterogeneity-aware LAS (Gavel's ``max_min_fairness_perf``), in rounds."""
+    """Heterogeneity-aware LAS (Gavel's ``max_min_fairness_perf``), in rounds.
+
+    Attributes:
+        warm_start: on clusters of several GPU types, solve each allocation from the last
+            one's basis (`lp_warm.WarmStart`: as optimal, not always the same vertex as a fresh
+            solve, so heterogeneous results differ from before 2026-11-27; ``gavel-las-het:cold``
+            and ``gavel-las:cold`` solve fresh every time, as before). One-type clusters are
+            always solved fresh.
+    """
 
     name = "gavel-las-het"
     aware: ClassVar[bool] = True
 
+    def __init__(self, warm_start: bool = True) -> None:
+        self.warm_start = warm_start
+        super().__init__()
+
+    def reset(self) -> None:
+        super().reset()
+        self._warm = WarmStart() if self.warm_start else None
+
     def allocation(self, problem: Problem, runs: Sequence[JobRun], now_s: float) -> Array:
-        return las_allocation(problem)
+        return las_allocation(problem, self._warm, [r.job_id for r in runs])
 
 
 class GavelLas(GavelLasHet):
@@ -55,14 +81,20 @@ class GavelLas(GavelLasHet):
     aware: ClassVar[bool] = False
 
 
+def _cold(name: str, arg: str) -> None:
+    if arg != "cold":
+        raise ValueError(f"scheduler {name}:{arg}: the only argument is 'cold'")
+
+
 @register(
     "gavel-las-het",
     setting=SETTING,
     source=SOURCE,
     description="max-min fair time fractions over GPU types from estimated speeds, in rounds",
+    argument=("cold", _cold),
 )
-def _make_het(_arg: str | None) -> Scheduler:
-    return GavelLasHet()
+def _make_het(arg: str | None) -> Scheduler:
+    return GavelLasHet(warm_start=arg != "cold")
 
 
 @register(
@@ -70,6 +102,7 @@ def _make_het(_arg: str | None) -> Scheduler:
     setting=SETTING,
     source=SOURCE,
     description="max-min fair time fractions, GPU types treated alike, in rounds",
+    argument=("cold", _cold),
 )
-def _make(_arg: str | None) -> Scheduler:
-    return GavelLas()
+def _make(arg: str | None) -> Scheduler:
+    return GavelLas(warm_start=arg != "cold")
