@@ -33,6 +33,8 @@ SMOKE: dict[str, str] = {
     "core_ceiling.py": "-w deeprm --schedulers fifo --processes 1,2 --repeat 1",
     "compare_workers.py": "-w deeprm --schedulers fifo --seeds 1-2 --per-task --ceiling",
     "deeprm_authors_setting.py": "--seeds 9001-9001 --loads 1.9",
+    "deeprm_completion_diagnose.py": "--part all --seeds 800000-800001 --samples 1 --groups 2 "
+    "--jobsets 1 --gammas 1 deeprm:paper",
     "deeprm_gradient_agreement.py": "--groups 2 --jobsets 1 --load 1.1 deeprm:paper",
     "deeprm_paper_diagnose.py": "--iterations 1 --jobsets 2 --episodes 2 --out {tmp}/out",
     "deeprm_paired_samples.py": "--seeds 800000-800001 --samples 2 --load 1.1 deeprm:paper "

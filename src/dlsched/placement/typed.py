@@ -84,10 +84,12 @@ def scale_of(spec: JobSpec) -> int:
 
 
 class _Fits:
-    """`_fit` on a round's books, remembering failures: a job's fit depends only on its shape
-    (demand, size) and on what is held on its type's servers, so a shape that found no room on
-    a type finds none again until something is taken or given back there (the same answers
-    as scanning again: movers are retried pass after pass, most of them in vain)."""
+    """The fits of a round's jobs on its books, remembering failures and room: a job's fit
+    depends only on its shape (demand, size) and on what is held on its type's servers, so a
+    shape that found no room on a type finds none again until something is taken or given back
+    there (the same answers as scanning again: movers are retried pass after pass, most of them
+    in vain); and the tasks of a demand that fit on each server are counted once a round and
+    counted again only on the servers a take or give-back touched (the same floats: `_room`)."""
 
     def __init__(
         self,
@@ -101,13 +103,27 @@ class _Fits:
         )  # fmt: skip
         self.changes = dict.fromkeys(servers_of, 0)  # per type: takes and give-backs so far
         self.failed: dict[tuple[str, tuple[float, float, float], int], int] = {}
+        # (type, worker demand) -> tasks that fit on each of the type's servers, in order
+        self.rooms: dict[tuple[str, tuple[float, float, float]], list[int]] = {}
+        self.position = {s: i for servers in servers_of.values() for i, s in enumerate(servers)}
 
     def fit(self, spec: JobSpec, t: str) -> Allocation | None:
-        """`_fit` of ``spec`` on the servers of type ``t``."""
-        shape = (t, spec.worker_demand.as_tuple(), scale_of(spec))
+        """Where ``spec``'s workers go on the servers of type ``t`` (`_fit_counted`), or None."""
+        demand = spec.worker_demand.as_tuple()
+        want = scale_of(spec)
+        shape = (t, demand, want)
         if self.failed.get(shape) == self.changes.get(t, 0):
             return None
-        new = _fit(spec, self.servers_of.get(t, []), self.cap, self.used)
+        servers = self.servers_of.get(t, [])
+        if demand[0] > 0 or demand[1] > 0 or demand[2] > 0:
+            key = (t, demand)
+            counts = self.rooms.get(key)
+            if counts is None:
+                cap, used = self.cap, self.used
+                counts = self.rooms[key] = [_room(demand, cap[s], used[s]) for s in servers]
+        else:
+            counts = [want] * len(servers)
+        new = _fit_counted(counts, servers, want)
         if new is None:
             self.failed[shape] = self.changes.get(t, 0)
         return new
@@ -118,40 +134,31 @@ class _Fits:
         for s, _ in (*alloc.workers, *alloc.ps):
             t = self.server_types[s]
             self.changes[t] = self.changes.get(t, 0) + 1
+            for (kind, demand), counts in self.rooms.items():
+                if kind == t:
+                    counts[self.position[s]] = _room(demand, self.cap[s], self.used[s])
 
 
-def _add(used: list[list[float]], spec: JobSpec, alloc: Allocation, sign: float) -> None:
-    for tasks, demand in ((alloc.workers, spec.worker_demand), (alloc.ps, spec.ps_demand)):
-        g, c, m = demand.as_tuple()
-        for server, n in tasks:
-            row = used[server]
-            row[0] += sign * g * n
-            row[1] += sign * c * n
-            row[2] += sign * m * n
+def _room(demand: tuple[float, float, float], have: list[float], took: list[float]) -> int:
+    """Tasks of ``demand`` (not all zero) that fit on a server of capacity ``have`` holding
+    ``took`` (`tasks_that_fit` inlined, the same floating-point operations: this runs for
+    every placed job of every round)."""
+    g, c, m = demand
+    n = math.floor((have[0] - took[0] + _EPS) / g) if g > 0 else _UNBOUNDED
+    if c > 0:
+        n = min(n, math.floor((have[1] - took[1] + _EPS) / c))
+    if m > 0:
+        n = min(n, math.floor((have[2] - took[2] + _EPS) / m))
+    return n
 
 
-def _fit(
-    spec: JobSpec, servers: list[int], cap: list[list[float]], used: list[list[float]]
-) -> Allocation | None:
-    """The job's workers on ``servers`` (those of its GPU type, ascending) with room: the
-    fullest single server that fits them all, else the emptiest servers first; None if they do
-    not fit. (`tasks_that_fit` inlined, the same floating-point operations: this runs for every
-    placed job of every round.)"""
-    g, c, m = spec.worker_demand.as_tuple()
-    want = scale_of(spec)
-    counted = g > 0 or c > 0 or m > 0
+def _fit_counted(counts: list[int], servers: list[int], want: int) -> Allocation | None:
+    """The job's ``want`` workers on ``servers`` (those of its GPU type, ascending), given how
+    many fit on each (``counts``, `_room`): the fullest single server that fits them all, else
+    the emptiest servers first; None if they do not fit."""
     room = []
     best: tuple[int, int] | None = None  # the fullest single server: (tasks that fit, server)
-    for s in servers:
-        if counted:
-            have, took = cap[s], used[s]
-            n = math.floor((have[0] - took[0] + _EPS) / g) if g > 0 else _UNBOUNDED
-            if c > 0:
-                n = min(n, math.floor((have[1] - took[1] + _EPS) / c))
-            if m > 0:
-                n = min(n, math.floor((have[2] - took[2] + _EPS) / m))
-        else:
-            n = want
+    for n, s in zip(counts, servers, strict=True):
         if n > 0:
             room.append((n, s))
             if n >= want and (best is None or n < best[0]):
@@ -167,3 +174,13 @@ def _fit(
         if total == want:
             return Allocation.of(placed)
     return None
+
+
+def _add(used: list[list[float]], spec: JobSpec, alloc: Allocation, sign: float) -> None:
+    for tasks, demand in ((alloc.workers, spec.worker_demand), (alloc.ps, spec.ps_demand)):
+        g, c, m = demand.as_tuple()
+        for server, n in tasks:
+            row = used[server]
+            row[0] += sign * g * n
+            row[1] += sign * c * n
+            row[2] += sign * m * n

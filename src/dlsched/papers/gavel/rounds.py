@@ -32,6 +32,7 @@ from typing import ClassVar
 import numpy as np
 
 from dlsched.core import ClusterView, Decision, JobRun, JobSpec, Resources
+from dlsched.papers.gavel.books import Books, prefix
 from dlsched.papers.gavel.lp import Array, Problem
 from dlsched.placement.typed import not_fixed_gpu_jobs, place_on_types, scale_of
 from dlsched.schedulers.base import BaseScheduler
@@ -68,6 +69,9 @@ class GavelRounds(BaseScheduler):
     skip_zero_priority: ClassVar[bool] = False
 
     def __init__(self) -> None:
+        self.plain = False
+        """Take the plain path (every job's books rebuilt at every point) rather than the
+        fast one (`dlsched.papers.gavel.books`); the same decisions (tests compare them)."""
         self.reset()
 
     def reset(self) -> None:
@@ -83,6 +87,7 @@ class GavelRounds(BaseScheduler):
         self._shuffle = random.Random(5)
         self._rows_of: tuple[object, tuple[str, ...]] | None = None
         self._rows: dict[int, list[float]] = {}
+        self._books: Books | None = None
 
     def cannot_run(self, jobs: Sequence[JobSpec], servers: Sequence[Resources]) -> str | None:
         """Gavel schedules GPU jobs of a fixed size: no parameter servers, at least one GPU."""
@@ -105,6 +110,8 @@ class GavelRounds(BaseScheduler):
     # -- the mechanism -------------------------------------------------------------------------
 
     def decide(self, view: ClusterView) -> Decision:
+        if not self.plain:
+            return self._decide_fast(view)
         cluster = view.cluster
         server_types = cluster.server_types or (UNTYPED,) * cluster.num_servers
         types = tuple(dict.fromkeys(server_types))
@@ -262,6 +269,131 @@ class GavelRounds(BaseScheduler):
             return ranked[allowed[ranked, k]].tolist()
 
         return order
+
+    # -- the fast path (`dlsched.papers.gavel.books`): the plain path's decisions ---------------
+
+    def _decide_fast(self, view: ClusterView) -> Decision:
+        cluster = view.cluster
+        server_types = cluster.server_types or (UNTYPED,) * cluster.num_servers
+        types = tuple(dict.fromkeys(server_types))
+        round_s = view.interval_s or 360.0
+        books = self._books
+        if books is None or books.types != types or books.half != round_s / 2:
+            if books is not None:
+                raise ValueError("the cluster's GPU types or the round changed during a run")
+            books = self._books = Books(types, round_s / 2)
+        books.check_estimates(view)
+        now = view.now_s
+        elapsed = 0.0 if self._last_point_s is None else now - self._last_point_s
+        self._last_point_s = now
+        arrivals, departures = books.sync(view)
+        column, worker_time, slot_of = books.column, books.worker_time, books.slot
+        for run in view.running:  # last round's time, as `_account`
+            s = slot_of.get(run.job_id)
+            if run.allocation.workers and s is not None:
+                k = column[server_types[run.allocation.workers[0][0]]]
+                books.time[s, k] += elapsed
+                worker_time[k] += elapsed
+        books.add(arrivals, view)
+        books.drop(departures)
+        if arrivals or departures:
+            self._changed = True
+        if self._changed and (
+            self._last_reset_s is None or now - self._last_reset_s >= self.reset_every_s
+        ):
+            self._reset_books(books, now)
+            self._recompute_books(view, books, types)
+        chosen = self._choose_books(books, types, cluster.gpus_by_type() or _gpus(view))
+        return place_on_types(view, server_types, chosen)
+
+    def _reset_books(self, books: Books, now: float) -> None:
+        """`_reset_accounts` on the arrays (the same element-wise operations)."""
+        since = 0.0 if self._last_reset_s is None else now - self._last_reset_s
+        slots = books.live_slots()
+        half = books.half
+        x, times, deficit = books.x[slots], books.time[slots], books.deficit[slots]
+        books.deficit[slots] = (deficit + x * since) - (times - half)
+        books.time[slots] = half
+        total = _repeated_sum(half, len(slots))
+        for k in range(len(books.types)):
+            books.worker_time[k] = total
+        self._last_reset_s = now
+
+    def _recompute_books(self, view: ClusterView, books: Books, types: tuple[str, ...]) -> None:
+        """`_recompute` with the active jobs in arrival order."""
+        order = books.arrival_order()
+        runs = [books.run_of(s) for s in order.tolist()]
+        gpus = view.cluster.gpus_by_type() or _gpus(view)
+        problem = Problem(
+            rates=self.policy_rates(books.rates[order], types),
+            scale=books.scale[order].astype(float),
+            gpus=np.array([float(gpus.get(t, 0)) for t in types]),
+        )
+        x = self.allocation(problem, runs, view.now_s) if runs else np.zeros((0, len(types)))
+        books.x[order] = x
+        self._changed = False
+
+    def _choose_books(
+        self, books: Books, types: tuple[str, ...], gpus: Mapping[str, int]
+    ) -> list[tuple[JobRun, str]]:
+        """`_choose` over the exact prefixes of each type's order that its walk reads."""
+        slots = books.live_slots()
+        if not len(slots):
+            return []
+        left = {t: int(gpus.get(t, 0)) for t in types}
+        x, deficit, rates = books.x[slots], books.deficit[slots], books.rates[slots]
+        job_time = books.time[slots]
+        worker_time = np.array(books.worker_time)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            fraction = np.where(worker_time > 0, job_time / worker_time, 0.0)
+            share = np.where(fraction > 0, x / fraction, x * _BIG)
+        priority = np.where((x <= 0.0) | (rates <= 0.0), 0.0, share)
+        allowed = rates > 0.0
+        if self.skip_zero_priority:
+            allowed &= priority > 0.0
+        submit, ids, scale = books.submit[slots], books.ids[slots], books.scale[slots]
+        chosen: list[tuple[JobRun, str]] = []
+        taken: set[int] = set()
+        for t in self._type_order_books(types, books, rates):
+            k = types.index(t)
+            keys = (-priority[:, k], -deficit[:, k], -x[:, k], submit, ids)
+            cand = np.flatnonzero(allowed[:, k])
+            room, size, at = left[t], 64, 0
+            order = prefix(keys, cand, size).tolist()
+            while room > 0:
+                if at == len(order):
+                    if len(order) >= len(cand):
+                        break
+                    size *= 4
+                    order = prefix(keys, cand, size).tolist()
+                    continue
+                i = order[at]
+                at += 1
+                if i in taken or scale[i] > room:
+                    continue
+                room -= int(scale[i])
+                taken.add(i)
+                chosen.append((books.run_of(int(slots[i])), t))
+            left[t] = room
+        return chosen
+
+    def _type_order_books(self, types: tuple[str, ...], books: Books, rates: Array) -> list[str]:
+        """`_type_order`; the mean rates (read only to order types Gavel's order does not
+        name) taken in arrival order, as the plain path's."""
+        if self.aware and sum(t not in AWARE_TYPE_ORDER for t in types) > 1:
+            rates = books.rates[books.arrival_order()]
+        return self._type_order(types, rates)
+
+
+def _repeated_sum(value: float, count: int) -> float:
+    """``0.0 + value + value + ...`` (``count`` times, in order): exactly ``value * count``
+    where every partial sum is an integer below 2**53."""
+    if value.is_integer() and abs(value) * count < 2.0**53:
+        return float(value * count)
+    total = 0.0
+    for _ in range(count):
+        total += value
+    return total
 
 
 def _gpus(view: ClusterView) -> dict[str, int]:

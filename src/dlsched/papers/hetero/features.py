@@ -53,30 +53,71 @@ def pair_features(
     """``(jobs, types, len(FEATURES))`` features of every pair (see `FEATURES`); rows of a
     type a job cannot run on (estimated speed 0) are 0."""
     m, n = rates.shape
-    out = np.zeros((m, n, len(FEATURES)))
     if m == 0:
-        return out
-    now = view.now_s
-    server_types = view.cluster.server_types
-    remaining = np.array([r.remaining_work(now) for r in runs])
+        return np.zeros((m, n, len(FEATURES)))
     positive = rates > 0.0
+    relative = relative_speeds(rates, positive)
+    counted = np.maximum(positive.sum(axis=0), 1)
+    return features_given_mean(view, runs, types, rates, relative.sum(axis=0) / counted)
+
+
+def relative_speeds(rates: Array, positive: NDArray[np.bool_]) -> Array:
+    """``(jobs, types)`` log(estimated speed / the job's best estimated speed), 0 where the
+    speed is 0 (``positive`` is ``rates > 0``); each row depends on its job alone."""
     safe = np.where(positive, rates, 1.0)
     best = np.maximum(rates.max(axis=1, keepdims=True), 1e-12)
-    relative = np.where(positive, np.log(safe / best), 0.0)
-    counted = np.maximum(positive.sum(axis=0), 1)
-    advantage = np.where(positive, relative - relative.sum(axis=0) / counted, 0.0)
-    out[:, :, 0] = np.where(positive, np.log1p(remaining[:, None] / safe), 0.0)
-    out[:, :, 1] = relative
-    out[:, :, 2] = advantage
+    return np.where(positive, np.log(safe / best), 0.0)
+
+
+def features_given_mean(
+    view: ClusterView, runs: Sequence[JobRun], types: Sequence[str], rates: Array, mean: Array
+) -> Array:
+    """`pair_features` of ``runs`` with ``mean`` (per type: the sum of `relative_speeds` over
+    every active job, over the number of them with a speed there, at least 1) given: the
+    same floats for any subset of the active jobs (every other feature is the job's own)."""
+    m, n = rates.shape
+    if m == 0:
+        return np.zeros((m, n, len(FEATURES)))
+    now = view.now_s
+    server_types = view.cluster.server_types
     column = {t: k for k, t in enumerate(types)}
+    here = []
     for i, run in enumerate(runs):
         workers = run.allocation.workers
         if workers:
-            here = server_types[workers[0][0]] if server_types else types[0]
-            out[i, column[here], 3] = 1.0
+            here.append((i, column[server_types[workers[0][0]] if server_types else types[0]]))
+    return features_from_parts(
+        rates,
+        mean,
+        np.array([r.remaining_work(now) for r in runs]),
+        here,
+        [math.log1p(max(0.0, now - run.spec.submit_time_s)) for run in runs],
+        [math.log2(max(run.spec.num_workers, 1)) for run in runs],
+    )
+
+
+def features_from_parts(
+    rates: Array,
+    mean: Array,
+    remaining: Array,
+    here: Sequence[tuple[int, int]],
+    waited: Sequence[float],
+    sizes: Sequence[float],
+) -> Array:
+    """`features_given_mean` from each job's parts: its remaining work, (job, type) where it
+    runs, log(1 + its wait) and log2 of its size (math-module floats, as there)."""
+    m, n = rates.shape
+    out = np.zeros((m, n, len(FEATURES)))
+    positive = rates > 0.0
+    safe = np.where(positive, rates, 1.0)
+    relative = relative_speeds(rates, positive)
+    advantage = np.where(positive, relative - mean, 0.0)
+    out[:, :, 0] = np.where(positive, np.log1p(remaining[:, None] / safe), 0.0)
+    out[:, :, 1] = relative
+    out[:, :, 2] = advantage
+    for i, k in here:
+        out[i, k, 3] = 1.0
     # the same math-module floats as one row at a time, written a column at once
-    waited = [math.log1p(max(0.0, now - run.spec.submit_time_s)) for run in runs]
     out[:, :, 4] = np.array(waited)[:, None]
-    sizes = [math.log2(max(run.spec.num_workers, 1)) for run in runs]
     out[:, :, 5] = np.array(sizes)[:, None]
     return out

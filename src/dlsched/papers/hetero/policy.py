@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from dlsched.core import ClusterView, Decision, JobRun, JobSpec, Resources
+from dlsched.papers.hetero.changes import ChangesOnly
 from dlsched.papers.hetero.features import (
     FEATURES,
     Array,
@@ -30,6 +31,7 @@ from dlsched.papers.hetero.features import (
     gpu_types,
     pair_features,
 )
+from dlsched.papers.hetero.ranked import RankedPairs
 from dlsched.placement.typed import not_fixed_gpu_jobs, place_on_types, scale_of
 from dlsched.schedulers.base import BaseScheduler
 
@@ -52,12 +54,38 @@ class TypeScore(BaseScheduler):
             raise ValueError(f"hetero-score: {len(FEATURES)} weights needed, got {len(weights)}")
         self.weights = np.array([float(w) for w in weights])
         self.trained_setting: dict[str, Any] | None = None  # from the card, for the notice
+        wait = self.weights[FEATURES.index("log_wait_s")]
+        # the kept ranking bounds a waiting job's score by an earlier one: only while waiting
+        # does not raise it (and every weight is a number)
+        self.ranked: RankedPairs | None = (
+            RankedPairs(self.weights) if wait <= 0.0 and np.isfinite(self.weights).all() else None
+        )
+        """The fast path's kept state (`dlsched.papers.hetero.ranked`); None: the plain rule
+        decides every point."""
+        self._changes = ChangesOnly()
+
+    def reset(self) -> None:
+        if self.ranked is not None:
+            self.ranked.clear()
 
     def cannot_run(self, jobs: Sequence[JobSpec], servers: Sequence[Resources]) -> str | None:
         """Fixed-size GPU jobs only (as Gavel's): no parameter servers, at least one GPU."""
         return not_fixed_gpu_jobs(self.name, jobs)
 
     def decide(self, view: ClusterView) -> Decision:
+        ranked = self.ranked
+        if ranked is None or not ranked.update(view):
+            return self.decide_plain(view)
+        cluster = view.cluster
+        types = ranked.types
+        server_types = cluster.server_types or (types[0],) * cluster.num_servers
+        chosen = ranked.choose(view)
+        decision = self._changes.place(view, server_types, chosen, ranked.whole)
+        return place_on_types(view, server_types, chosen) if decision is None else decision
+
+    def decide_plain(self, view: ClusterView) -> Decision:
+        """The plain rule: every active job's pairs scored and sorted (`choose`); `decide`
+        gives the same decision from kept state where it can."""
         cluster = view.cluster
         types = gpu_types(view)
         server_types = cluster.server_types or (types[0],) * cluster.num_servers

@@ -1,0 +1,82 @@
+"""`place_on_types`'s decision stated as changes only, where that is provably the same.
+
+On a cluster of one GPU type whose capacities and job demands are whole numbers, a chosen
+running job at its full size is a stayer (`place_on_types` gives it its own allocation back,
+which the executor skips), a running job not chosen is suspended, and the chosen waiting jobs
+are placed on what the stayers hold. Those holdings are sums of whole numbers, exact in any
+order, so they equal the cluster's usage less the suspended jobs' (what `place_on_types` sums
+stayer by stayer). `changes_only` lists the suspensions and the starts (in `place_on_types`'s
+order), and the executor applies exactly what the whole-state decision made it apply, at a
+cost of what changes rather than of every running job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from dlsched.core import ClusterView, Decision, JobRun, Target
+from dlsched.core.cluster import Cluster
+from dlsched.placement.typed import _Fits, scale_of
+
+
+class ChangesOnly:
+    """Places a point's chosen pairs as a changes-only decision, where that is the same."""
+
+    def __init__(self) -> None:
+        self._cluster: Cluster | None = None
+        self._ok = False
+        self._servers_of: dict[str, list[int]] = {}
+
+    def _suits(self, cluster: Cluster, server_types: Sequence[str]) -> bool:
+        if cluster is not self._cluster:
+            self._cluster = cluster
+            whole = all(float(x).is_integer() for row in cluster.capacity_rows for x in row)
+            self._ok = whole and len(set(server_types)) == 1
+            self._servers_of = {server_types[0]: list(range(cluster.num_servers))}
+        return self._ok
+
+    def place(
+        self,
+        view: ClusterView,
+        server_types: Sequence[str],
+        chosen: list[tuple[JobRun, str]],
+        whole_jobs: bool,
+    ) -> Decision | None:
+        """The decision, or None where it cannot be stated so (then `place_on_types`).
+
+        Args:
+            whole_jobs: every job of the run asks whole amounts (and no parameter server).
+        """
+        cluster = view.cluster
+        if not whole_jobs or not self._suits(cluster, server_types):
+            return None
+        starters: list[tuple[JobRun, str]] = []
+        kept: set[int] = set()
+        for run, t in chosen:
+            alloc = run.allocation
+            if not alloc.workers:
+                starters.append((run, t))
+            elif alloc.num_workers == scale_of(run.spec) and not alloc.ps:
+                kept.add(run.job_id)
+            else:
+                return None  # a mover: `place_on_types` decides
+        targets: dict[int, Target] = {}
+        suspended = [run for run in view.running if run.job_id not in kept]
+        for run in suspended:
+            targets[run.job_id] = Target(0, 0)
+        if starters:
+            starters.sort(key=lambda c: -scale_of(c[0].spec))  # stable, as `place_on_types`
+            cap = cluster.capacity_rows
+            used = [
+                [c[0] - f[0], c[1] - f[1], c[2] - f[2]]
+                for c, f in zip(cap, cluster.free_rows(), strict=True)
+            ]
+            fits = _Fits(server_types, self._servers_of, cap, used)
+            for run in suspended:
+                fits.take(run.spec, run.allocation, -1.0)
+            for run, t in starters:
+                new = fits.fit(run.spec, t)
+                if new is not None:
+                    fits.take(run.spec, new, 1.0)
+                    targets[run.job_id] = Target(new.num_workers, new.num_ps, new)
+        return Decision(targets, changes_only=True)
