@@ -228,33 +228,58 @@ def feasible_with_floor(
     return None if x is None else clip(x, problem)
 
 
+def bisect_level(
+    test: Callable[[float], bool | None], low: float, high: float, rel: float = 0.01
+) -> float | None:
+    """Smallest level ``v`` in ``[low, high]`` (to a relative ``rel``) where ``test(v)`` is True,
+    or None as soon as a test has no answer (None).
+
+    ``test`` must be monotone (True at ``v`` means True above it). ``high`` is multiplied by 10
+    until True (at most 12 times).
+
+    Raises:
+        RuntimeError: still False at ``high * 10**12``.
+    """
+    ok = test(high)
+    tries = 0
+    while ok is False:
+        low, high = high, high * 10.0
+        ok = test(high)
+        tries += 1
+        if tries > 12:
+            raise RuntimeError(f"no feasible allocation up to {high:g}")
+    while ok is not None and high > low * (1.0 + rel):
+        mid = (low + high) / 2.0
+        ok_mid = test(mid)
+        if ok_mid is None:
+            ok = None
+        elif ok_mid:
+            high = mid
+        else:
+            low = mid
+    return None if ok is None else high
+
+
 def bisect(
     feasible: Callable[[float], Array | None], low: float, high: float, rel: float = 0.01
 ) -> tuple[float, Array]:
-    """Smallest ``v`` in ``[low, high]`` (to a relative ``rel``) with ``feasible(v)`` not None.
-
-    ``feasible`` must be monotone (feasible at ``v`` means feasible above it). ``high`` is
-    multiplied by 10 until feasible (at most 12 times).
+    """Smallest ``v`` in ``[low, high]`` (to a relative ``rel``) with ``feasible(v)`` not None,
+    and ``feasible(v)`` there (`bisect_level`'s levels).
 
     Raises:
         RuntimeError: still infeasible at ``high * 10**12``.
     """
-    best = feasible(high)
-    tries = 0
-    while best is None:
-        low, high = high, high * 10.0
-        best = feasible(high)
-        tries += 1
-        if tries > 12:
-            raise RuntimeError(f"no feasible allocation up to {high:g}")
-    while high > low * (1.0 + rel):
-        mid = (low + high) / 2.0
-        x = feasible(mid)
-        if x is None:
-            low = mid
-        else:
-            high, best = mid, x
-    return high, best
+    found: dict[float, Array] = {}
+
+    def test(v: float) -> bool:
+        x = feasible(v)
+        if x is not None:
+            found[v] = x
+        return x is not None
+
+    level = bisect_level(test, low, high, rel)
+    assert level is not None  # test always answers
+    return level, found[level]
 
 
 def check_feasible(x: Array, problem: Problem, tol: float = 1e-6) -> None:
@@ -268,4 +293,4 @@ def check_feasible(x: Array, problem: Problem, tol: float = 1e-6) -> None:
         raise AssertionError(f"GPU type over capacity: {used} > {problem.gpus}")
 
 
-__all__ = ["Problem", "bisect", "check_feasible", "feasible_with_floor", "max_min"]
+__all__ = ["Problem", "bisect", "bisect_level", "check_feasible", "feasible_with_floor", "max_min"]

@@ -26,6 +26,7 @@ from dlsched.papers.gavel.lp import (
     Problem,
     _columns,
     bisect,
+    bisect_level,
     feasible_with_floor,
     solve,
 )
@@ -102,34 +103,17 @@ def bisect_floor(
         return None if floor is None else feasible_with_floor(problem, floor, where, interior)
 
     verdicts = FloorVerdicts(problem)
-    start = (low, high)
 
     def verdict(v: float) -> bool | None:
         floor = floor_at(v)
         return False if floor is None else verdicts.feasible(floor)
 
-    ok = verdict(high)
-    tries = 0
-    while ok is False:
-        low, high = high, high * 10.0
-        ok = verdict(high)
-        tries += 1
-        if tries > 12:
-            raise RuntimeError(f"no feasible allocation up to {high:g}")
-    while ok is not None and high > low * (1.0 + rel):
-        mid = (low + high) / 2.0
-        ok_mid = verdict(mid)
-        if ok_mid is None:
-            ok = None
-        elif ok_mid:
-            high = mid
-        else:
-            low = mid
-    x = None if ok is None else plain(high)
-    if x is None:
+    level = bisect_level(verdict, low, high, rel)
+    x = None if level is None else plain(level)
+    if level is None or x is None:
         log.debug("%s: warm verdicts gave no answer or disagreed; plain bisection", where)
-        return bisect(plain, *start, rel=rel)
-    return high, x
+        return bisect(plain, low, high, rel=rel)
+    return level, x
 
 
 class WarmStart:

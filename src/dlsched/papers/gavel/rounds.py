@@ -30,6 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import ClassVar
 
 import numpy as np
+import numpy.typing as npt
 
 from dlsched.core import ClusterView, Decision, JobRun, JobSpec, Resources
 from dlsched.papers.gavel.books import Books, prefix
@@ -243,6 +244,22 @@ class GavelRounds(BaseScheduler):
             left[t] = room
         return chosen
 
+    def _priorities(
+        self, x: Array, job_time: Array, worker_time: Array, rates: Array
+    ) -> tuple[Array, npt.NDArray[np.bool_]]:
+        """Gavel's round priorities (allocation share over the fraction of time received; a job
+        that received none yet ranks ``_BIG`` times its share) and which (job, type) pairs may
+        be chosen: rate above 0 and, where `skip_zero_priority`, priority above 0. Arrays are
+        (jobs, types)."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            fraction = np.where(worker_time > 0, job_time / worker_time, 0.0)
+            share = np.where(fraction > 0, x / fraction, x * _BIG)
+        priority = np.where((x <= 0.0) | (rates <= 0.0), 0.0, share)
+        allowed = rates > 0.0
+        if self.skip_zero_priority:
+            allowed &= priority > 0.0
+        return priority, allowed
+
     def _by_priority(
         self, runs: Sequence[JobRun], types: tuple[str, ...], rates: Array
     ) -> Callable[[int], list[int]]:
@@ -255,13 +272,7 @@ class GavelRounds(BaseScheduler):
         table = [[book.get(r.job_id, none) for r in runs] for book in books]
         x, job_time, deficit = np.array(table, dtype=float).reshape(3, len(runs), len(types))
         worker_time = np.array([self._worker_time.get(t, 0.0) for t in types])
-        with np.errstate(divide="ignore", invalid="ignore"):
-            fraction = np.where(worker_time > 0, job_time / worker_time, 0.0)
-            share = np.where(fraction > 0, x / fraction, x * _BIG)
-        priority = np.where((x <= 0.0) | (rates <= 0.0), 0.0, share)
-        allowed = rates > 0.0
-        if self.skip_zero_priority:
-            allowed &= priority > 0.0
+        priority, allowed = self._priorities(x, job_time, worker_time, rates)
         index = np.arange(len(runs))
 
         def order(k: int) -> list[int]:
@@ -343,14 +354,7 @@ class GavelRounds(BaseScheduler):
         left = {t: int(gpus.get(t, 0)) for t in types}
         x, deficit, rates = books.x[slots], books.deficit[slots], books.rates[slots]
         job_time = books.time[slots]
-        worker_time = np.array(books.worker_time)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            fraction = np.where(worker_time > 0, job_time / worker_time, 0.0)
-            share = np.where(fraction > 0, x / fraction, x * _BIG)
-        priority = np.where((x <= 0.0) | (rates <= 0.0), 0.0, share)
-        allowed = rates > 0.0
-        if self.skip_zero_priority:
-            allowed &= priority > 0.0
+        priority, allowed = self._priorities(x, job_time, np.array(books.worker_time), rates)
         submit, ids, scale = books.submit[slots], books.ids[slots], books.scale[slots]
         chosen: list[tuple[JobRun, str]] = []
         taken: set[int] = set()
