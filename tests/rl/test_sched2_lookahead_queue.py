@@ -1,7 +1,9 @@
 """SCED²-L's queue kept between points (issue 31): at every scheduling point of runs with long
 queues, promoted jobs, reservations and any parameters, the rule decides as the plain rule
 (every waiting job keyed, the whole queue sorted, every candidate's packing tried), whether the
-queue follows the view's changes or is rebuilt; and its min-tree answers as a linear scan."""
+queue follows the view's changes or is rebuilt; its reservation scan (`ReservationScan`) finds
+the job the plain scan (every old job checked in arrival order) finds; and its min-tree answers
+as a linear scan."""
 
 from __future__ import annotations
 
@@ -13,8 +15,9 @@ from hypothesis import strategies as st
 
 from dlsched.api import simulate
 from dlsched.core import ClusterView, Decision
-from dlsched.papers.sched2.lookahead import LookaheadParams, LookaheadScheduler
-from dlsched.papers.sched2.lookahead_queue import MinTree
+from dlsched.papers.sched2.lookahead import HOUR_S, LookaheadParams, LookaheadScheduler
+from dlsched.papers.sched2.lookahead_queue import MinTree, RankedQueue
+from dlsched.schedulers.saf import pack_allocation
 from dlsched.workloads.registry import make_workload
 from tests.rl.test_sched2_lookahead_ranked import PARAMS, plain_decide
 
@@ -34,6 +37,19 @@ BUSY = st.builds(
 )
 
 
+def plain_reservation(
+    s: LookaheadScheduler, queue: RankedQueue, free: list[list[float]], now: float
+) -> int | None:
+    """The reservation's job as the plain scan finds it: every job in arrival order while it
+    has waited ``reserve_after_h``, the first that `LookaheadScheduler._startable` refuses."""
+    for job in queue.arrival():
+        if now - job.submit < s.params.reserve_after_h * HOUR_S:
+            break
+        if s._startable(free, s._candidate(job.run, 0.0), now) is None:
+            return job.job_id
+    return None
+
+
 class Checked(LookaheadScheduler):
     """Decides with the kept queue and checks it against the plain rule at every point;
     with ``forget`` set, hides the view's changes at some points (the queue is rebuilt)."""
@@ -44,6 +60,25 @@ class Checked(LookaheadScheduler):
         self.points = 0
         self.long_queue = 0
         self.promoted_walks = 0
+        self.reservations = 0
+        self.held_reservations = 0
+        self.old_startable = 0
+
+    def _reservation(self, queue, free, times, now):
+        got = super()._reservation(queue, free, times, now)
+        assert got[0] == plain_reservation(self, queue, free, now), now
+        if got[0] is not None:
+            self.reservations += 1
+            spec = queue.jobs[got[0]].run.spec
+            # it cannot start (checked above), yet its packing fits: it is held for locality
+            held = pack_allocation([row[:] for row in free], spec, spec.num_workers, 0)
+            self.held_reservations += held is not None
+        self.old_startable += any(
+            now - job.submit >= self.params.reserve_after_h * HOUR_S
+            and self._startable(free, self._candidate(job.run, 0.0), now) is not None
+            for job in queue.arrival()
+        )
+        return got
 
     def decide(self, view: ClusterView) -> Decision:
         self.points += 1
@@ -88,6 +123,39 @@ def test_kept_queue_decides_as_the_plain_rule_for_any_parameters(params, seed, s
 def test_rebuilt_queue_decides_as_the_plain_rule(params, seed, servers, forget):
     scheduler = _check(params, seed, servers, jobs=80, forget=forget)
     assert scheduler._queue.rebuilds > 1
+
+
+# holds that last (patience up to 6 T_best, at most 2 % slowdown tolerated) and early reservations:
+# the first blocked old job is often held, behind old jobs that could start
+HOLDING = st.builds(
+    LookaheadParams,
+    gpu_exp=st.floats(0.0, 1.0),
+    aging=st.floats(0.0, 1.0),
+    slow_tol=st.floats(0.0, 0.02),
+    patience=st.floats(0.5, 6.0),
+    reserve_after_h=st.floats(0.0, 0.2),
+    backfill=st.floats(0.0, 1.5),
+    match=st.floats(0.0, 1.0),
+    open_cost=st.floats(0.0, 1.0),
+    promote_after=st.floats(0.0, 2.0),
+)
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(params=HOLDING, seed=st.integers(0, 10_000), servers=st.integers(1, 3))
+def test_reservation_scan_finds_the_plain_scans_job(params, seed, servers):
+    """At every point the indexed scan reserves for the job the plain scan reserves for."""
+    scheduler = _check(params, seed, servers, jobs=120)
+    assert scheduler.reservations > 0
+
+
+def test_reservation_scan_skips_old_jobs_and_finds_held_ones():
+    """The regime the index is for: old jobs that could start before the blocked one, and
+    blocked jobs that fit but are held (both compared with the plain scan at every point)."""
+    params = LookaheadParams(slow_tol=0.0, patience=3.0, reserve_after_h=0.05, promote_after=0.5)
+    scheduler = _check(params, seed=1, servers=3, jobs=150)
+    assert scheduler.reservations > 0 and scheduler.held_reservations > 0
+    assert scheduler.old_startable > 0
 
 
 def test_the_shipped_regime_walks_promoted_lanes():

@@ -46,8 +46,9 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any, ClassVar
 
 from dlsched.core import Allocation, ClusterView, Decision, JobRun, JobSpec, Resources, Target
-from dlsched.papers.sched2.lookahead_queue import Entry, RankedQueue, Walk
+from dlsched.papers.sched2.lookahead_queue import Entry, Job, RankedQueue, Walk
 from dlsched.papers.sched2.profiling import JobProfile, Profiler
+from dlsched.papers.sched2.reservation_scan import ReservationScan
 from dlsched.schedulers.base import BaseScheduler
 from dlsched.schedulers.common import tasks_that_fit
 from dlsched.schedulers.saf import pack_allocation
@@ -144,6 +145,7 @@ class LookaheadScheduler(BaseScheduler):
         self.profiler = Profiler(gpus_per_server, seed=profile_seed)
         self._known: dict[int, tuple[JobSpec, JobProfile, float, int, float]] = {}
         self._queue = self._new_queue()
+        self._scan = ReservationScan(self._slow, self._patience_s)
 
     def _new_queue(self) -> RankedQueue:
         return RankedQueue(self._queued, self.params.promote_after, self.params.aging)
@@ -152,6 +154,17 @@ class LookaheadScheduler(BaseScheduler):
         self.profiler._cache.clear()
         self._known.clear()
         self._queue = self._new_queue()
+        self._scan = ReservationScan(self._slow, self._patience_s)
+
+    def _slow(self, run: JobRun, k: int) -> bool:
+        """Whether the job's estimate on ``k`` servers is over ``(1 + slow_tol) · T_best``
+        (`_startable`'s float test)."""
+        _, prof, best_s, _, _ = self._entry(run.spec)
+        return prof.estimate_time_s(k) > (1.0 + self.params.slow_tol) * best_s
+
+    def _patience_s(self, run: JobRun) -> float:
+        """``patience · T_best`` (s): the job may be held while its wait is below it."""
+        return self.params.patience * self._entry(run.spec)[2]
 
     def _queued(self, run: JobRun) -> tuple[float, float, float]:
         """What the waiting queue keeps of a job: the time-free part of its key, its best
@@ -304,25 +317,26 @@ class LookaheadScheduler(BaseScheduler):
     ) -> tuple[int | None, float, set[int]]:
         """The job that gets a reservation (module docstring, 3), None if none, and the time
         (s from now) and servers reserved for it: the longest-waiting job past
-        ``reserve_after_h`` that cannot start now. ``free`` does not change during the scan,
-        so each shape (lane) is packed once: tens of old jobs that could start but wait for
-        the reserved servers come before the blocked one on a busy Philly cluster."""
+        ``reserve_after_h`` that cannot start now, found by `ReservationScan` without
+        checking every old job (each lane packed at most once: ``free`` does not change)."""
         limit_s = self.params.reserve_after_h * HOUR_S
         packed: dict[object, Allocation | None] = {}
-        for job in queue.arrival():
-            if now - job.submit < limit_s:
-                break
-            c = self._candidate(job.run, 0.0)
-            if job.lane not in packed:
-                spec = job.run.spec
-                packed[job.lane] = pack_allocation(
-                    [row[:] for row in free], spec, spec.num_workers, 0
-                )
-            if self._startable(free, c, now, packed[job.lane]) is None:
-                gpus = max(1, c.run.spec.num_gpus)
-                until, servers = self._reserve(times, gpus, c.best_span, self.gpus_per_server)
-                return job.job_id, until, servers
-        return None, math.inf, set()
+
+        def pack(job: Job) -> Allocation | None:
+            spec = job.run.spec
+            alloc = packed[job.lane] = pack_allocation(
+                [row[:] for row in free], spec, spec.num_workers, 0
+            )
+            return alloc
+
+        job = self._scan.first_blocked(queue, now, limit_s, pack)
+        if job is None:
+            return None, math.inf, set()
+        c = self._candidate(job.run, 0.0)
+        assert self._startable(free, c, now, packed[job.lane]) is None
+        gpus = max(1, c.run.spec.num_gpus)
+        until, servers = self._reserve(times, gpus, c.best_span, self.gpus_per_server)
+        return job.job_id, until, servers
 
     def _startable(
         self, free: list[list[float]], c: _Candidate, now: float, *packed: Allocation | None

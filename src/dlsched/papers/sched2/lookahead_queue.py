@@ -133,6 +133,8 @@ class Lane:
     status: int = ANY
     head_at: int = -1
     head_cond: int = ANY
+    joined: list[Job] = field(default_factory=list)
+    """Every job that joined the lane, in joining order (`reservation_scan` follows it)."""
 
 
 @dataclass
@@ -210,6 +212,7 @@ class RankedQueue:
             lane = self.lanes[shape] = Lane(shape[0], shape[1], spec, MinTree(self.size))
         job = Job(run, spec.submit_time_s, spec.job_id, lane, base, one_server_s, 0.0)
         job.promote_s = self.promote_after * best_s
+        lane.joined.append(job)
         self.jobs[job.job_id] = job
         order = (job.submit, job.job_id)
         if order > self.last and self.next_pos < self.size:
