@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from types import SimpleNamespace
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -17,6 +18,7 @@ from dlsched.api import simulate
 from dlsched.core import ClusterView, Decision
 from dlsched.papers.sched2.lookahead import HOUR_S, LookaheadParams, LookaheadScheduler
 from dlsched.papers.sched2.lookahead_queue import MinTree, RankedQueue
+from dlsched.papers.sched2.reservation_scan import ReservationScan
 from dlsched.schedulers.saf import pack_allocation
 from dlsched.workloads.registry import make_workload
 from tests.rl.test_sched2_lookahead_ranked import PARAMS, plain_decide
@@ -186,3 +188,63 @@ def test_min_tree_finds_the_first_value_at_most_thr(values, pos, thr, cleared):
             values[i] = math.inf
     want = next((i for i in range(pos, len(values)) if values[i] <= thr), -1)
     assert tree.first(pos, thr) == want
+
+
+class _Lane:
+    """A lane as `ReservationScan` reads it (hashed by identity)."""
+
+    def __init__(self) -> None:
+        self.joined: list[SimpleNamespace] = []
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    jobs=st.lists(
+        st.tuples(
+            st.floats(0.0, 100.0),  # submission time
+            st.integers(0, 3),  # lane
+            st.frozensets(st.integers(1, 3)),  # k on which the job is slow
+            st.floats(0.0, 60.0),  # patience s
+        ),
+        max_size=30,
+    ),
+    packs=st.lists(st.one_of(st.none(), st.integers(1, 3)), min_size=4, max_size=4),
+    steps=st.lists(
+        st.tuples(st.floats(0.0, 50.0), st.floats(0.0, 80.0), st.lists(st.integers(0, 29))),
+        min_size=1,
+        max_size=6,
+    ),
+)
+def test_reservation_scan_index_equals_the_plain_scan(jobs, packs, steps):
+    """`ReservationScan` on lanes of synthetic jobs (each lane packs on its own ``k`` servers
+    or not at all; jobs slow on some ``k``, with a patience), at growing times with jobs
+    leaving in between: the first blocked old job in arrival order, as the plain scan."""
+    lanes = [_Lane() for _ in range(4)]
+    queue = SimpleNamespace(lanes={i: lane for i, lane in enumerate(lanes)}, rebuilds=0)
+    waiting = []
+    for job_id, (submit, lane, slow_on, patience) in enumerate(jobs):
+        run = SimpleNamespace(slow_on=slow_on, patience=patience)
+        job = SimpleNamespace(submit=submit, job_id=job_id, run=run, lane=lanes[lane], pos=0)
+        job.pack = None if packs[lane] is None else SimpleNamespace(num_servers=packs[lane])
+        lanes[lane].joined.append(job)
+        waiting.append(job)
+    scan = ReservationScan(lambda run, k: k in run.slow_on, lambda run: run.patience)
+    now = 0.0
+    for advance, limit_s, leaving in steps:
+        now += advance
+        for i in leaving:
+            if i < len(waiting):
+                waiting[i].pos = -1
+        want = None
+        for job in sorted(waiting, key=lambda j: (j.submit, j.job_id)):
+            if job.pos < 0:
+                continue
+            if now - job.submit < limit_s:
+                break
+            slow = job.pack is not None and job.pack.num_servers in job.run.slow_on
+            held = now - job.submit < job.run.patience and slow
+            if job.pack is None or held:
+                want = job
+                break
+        got = scan.first_blocked(queue, now, limit_s, lambda job: job.pack)  # type: ignore[arg-type]
+        assert got is want
