@@ -56,7 +56,11 @@ class ChangesOnly:
             alloc = run.allocation
             if not alloc.workers:
                 starters.append((run, t))
-            elif alloc.num_workers == scale_of(run.spec) and not alloc.ps:
+                continue
+            need = run.spec.num_workers  # `scale_of` inlined: called for every running job
+            if need < 1:
+                need = 1
+            if alloc.num_workers == need and not alloc.ps:
                 kept.add(run.job_id)
             else:
                 return None  # a mover: `place_on_types` decides

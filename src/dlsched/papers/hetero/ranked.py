@@ -58,13 +58,14 @@ class _Job:
 
     __slots__ = (
         "alloc", "here", "key", "kinds", "mag", "need", "positive", "rates", "relative", "run",
-        "size", "stamp", "static", "submit", "waiting",
+        "size", "stamp", "static", "submit", "total", "waiting",
     )  # fmt: skip
 
     def __init__(self, run: JobRun, rates: list[float], weights: Sequence[float]) -> None:
         spec = run.spec
         self.run = run
         self.submit = spec.submit_time_s
+        self.total = spec.total_work
         self.key = (spec.submit_time_s, spec.job_id)  # `ClusterView.jobs` order
         self.need = scale_of(spec)
         self.rates = rates
@@ -258,8 +259,12 @@ class RankedPairs:
         now = view.now_s
         server_types = view.cluster.server_types
         here = []
+        remaining: list[float] = []
+        waited: list[float] = []
+        log1p = math.log1p
         for i, job in enumerate(jobs):
-            alloc = job.run.allocation
+            run = job.run
+            alloc = run.allocation
             if alloc is not job.alloc:
                 job.alloc = alloc
                 workers = alloc.workers
@@ -269,13 +274,25 @@ class RankedPairs:
                     job.here = self.types.index(where)
             if job.here >= 0:
                 here.append((i, job.here))
+            # `JobRun.remaining_work(now)` inlined, each max and min kept as the same choice
+            start = run.progress_time_s
+            paused = run.paused_until_s
+            if paused > start:
+                start = paused
+            rate = run.rate
+            total = job.total
+            if rate <= 0.0 or now <= start:
+                done = run.progress_s
+            else:
+                done = run.progress_s + rate * (now - start)
+                if not done < total:
+                    done = total
+            left = total - done
+            remaining.append(left if left > 0.0 else 0.0)
+            since = now - job.submit
+            waited.append(log1p(since if since > 0.0 else 0.0))
         features = features_from_parts(
-            rates,
-            mean,
-            np.array([job.run.remaining_work(now) for job in jobs]),
-            here,
-            [math.log1p(max(0.0, now - job.submit)) for job in jobs],
-            [job.size for job in jobs],
+            rates, mean, np.array(remaining), here, waited, [job.size for job in jobs]
         )
         scores: Array = features @ self.weights
         return scores.tolist()
