@@ -146,7 +146,6 @@ class LookaheadScheduler(BaseScheduler):
         self._known: dict[int, tuple[JobSpec, JobProfile, float, int, float]] = {}
         self._queue = self._new_queue()
         self._scan = ReservationScan(self._slow, self._patience_s)
-        self._speeds: dict[int, tuple[Allocation, JobSpec, float]] = {}
 
     def _new_queue(self) -> RankedQueue:
         return RankedQueue(self._queued, self.params.promote_after, self.params.aging)
@@ -154,7 +153,6 @@ class LookaheadScheduler(BaseScheduler):
     def reset(self) -> None:
         self.profiler._cache.clear()
         self._known.clear()
-        self._speeds.clear()
         self._queue = self._new_queue()
         self._scan = ReservationScan(self._slow, self._patience_s)
 
@@ -202,17 +200,10 @@ class LookaheadScheduler(BaseScheduler):
         now = view.now_s
         free = view.cluster.free_array.tolist()
         times: list[list[float]] = [[0.0] * round(row[0]) for row in free]
-        speeds = self._speeds
         for run in view.running:
-            alloc = run.allocation
-            kept = speeds.get(run.job_id)
-            if kept is None or kept[0] is not alloc or kept[1] is not run.spec:
-                prof = self._entry(run.spec)[1]
-                kept = (alloc, run.spec, max(prof.estimate_speed(alloc.num_servers), 1e-9))
-                speeds[run.job_id] = kept
-            # `JobProfile.estimate_time_s`'s float operation, its divisor kept per placement
-            left = run.remaining_work(now) / kept[2]
-            for server, n in alloc.workers:
+            prof = self._entry(run.spec)[1]
+            left = prof.estimate_time_s(run.allocation.num_servers, run.remaining_work(now))
+            for server, n in run.allocation.workers:
                 times[server].extend([left] * n)
         for row in times:
             row.sort()
