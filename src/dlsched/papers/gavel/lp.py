@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -114,15 +115,7 @@ def _run_highs(lp: Lp, interior: bool) -> tuple[int, Array | None]:
         *((("solver", "ipm"), ("run_crossover", "off")) if interior else ()),
     ):
         highs.setOptionValue(key, value)
-    model = highspy.HighsLp()
-    model.num_col_, model.num_row_ = len(lp.c), len(lp.upper)
-    model.col_cost_, model.col_lower_, model.col_upper_ = lp.c, lp.lower_x, lp.upper_x
-    model.row_lower_, model.row_upper_ = np.full(len(lp.upper), -np.inf), lp.upper
-    matrix = model.a_matrix_
-    matrix.format_ = highspy.MatrixFormat.kColwise
-    matrix.num_col_, matrix.num_row_ = model.num_col_, model.num_row_
-    matrix.start_, matrix.index_, matrix.value_ = lp.start, lp.index, lp.value
-    highs.passModel(model)
+    highs.passModel(highs_model(highspy, lp))
     highs.run()
     status = highs.getModelStatus()
     if status == highspy.HighsModelStatus.kInfeasible:
@@ -158,6 +151,19 @@ def _run_linprog(lp: Lp, interior: bool) -> tuple[int, Array | None]:
     if res.status == 0:
         return 0, np.asarray(res.x, dtype=np.float64)
     return (2 if res.status == 2 else 4), None
+
+
+def highs_model(highspy: Any, lp: Lp) -> Any:
+    """``lp`` as a ``highspy.HighsLp`` (column-wise matrix, rows bounded above only)."""
+    model = highspy.HighsLp()
+    model.num_col_, model.num_row_ = len(lp.c), len(lp.upper)
+    model.col_cost_, model.col_lower_, model.col_upper_ = lp.c, lp.lower_x, lp.upper_x
+    model.row_lower_, model.row_upper_ = np.full(len(lp.upper), -np.inf), lp.upper
+    matrix = model.a_matrix_
+    matrix.format_ = highspy.MatrixFormat.kColwise
+    matrix.num_col_, matrix.num_row_ = model.num_col_, model.num_row_
+    matrix.start_, matrix.index_, matrix.value_ = lp.start, lp.index, lp.value
+    return model
 
 
 def solve(lp: Lp, where: str, interior: bool = False) -> Array | None:

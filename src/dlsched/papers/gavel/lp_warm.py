@@ -28,6 +28,7 @@ from dlsched.papers.gavel.lp import (
     bisect,
     bisect_level,
     feasible_with_floor,
+    highs_model,
     solve,
 )
 
@@ -52,7 +53,7 @@ class FloorVerdicts:
             return None
         highs = _quiet_highs(highspy)
         lp = _columns(self._problem, -self._problem.rates, extra_column=False)
-        highs.passModel(_model(highspy, lp))  # type: ignore[attr-defined]
+        highs.passModel(highs_model(highspy, lp))  # type: ignore[attr-defined]
         return highs
 
     def feasible(self, floor: Array) -> bool | None:
@@ -148,7 +149,7 @@ class WarmStart:
         if self._highs is None:
             self._highs = _quiet_highs(highspy)
         highs = self._highs
-        highs.passModel(_model(highspy, lp))  # type: ignore[attr-defined]
+        highs.passModel(highs_model(highspy, lp))  # type: ignore[attr-defined]
         if self._last is not None:
             basis = self._mapped(highspy, keys, n, len(lp.c), len(lp.upper))
             highs.setBasis(basis)  # type: ignore[attr-defined]
@@ -208,18 +209,6 @@ def _quiet_highs(highspy: Any) -> object:
     ):
         highs.setOptionValue(key, value)
     return highs
-
-
-def _model(highspy: Any, lp: Lp) -> object:
-    model = highspy.HighsLp()
-    model.num_col_, model.num_row_ = len(lp.c), len(lp.upper)
-    model.col_cost_, model.col_lower_, model.col_upper_ = lp.c, lp.lower_x, lp.upper_x
-    model.row_lower_, model.row_upper_ = np.full(len(lp.upper), -np.inf), lp.upper
-    matrix = model.a_matrix_
-    matrix.format_ = highspy.MatrixFormat.kColwise
-    matrix.num_col_, matrix.num_row_ = model.num_col_, model.num_row_
-    matrix.start_, matrix.index_, matrix.value_ = lp.start, lp.index, lp.value
-    return model
 
 
 def _checked(highspy: Any, highs: Any, lp: Lp) -> Array | None:
