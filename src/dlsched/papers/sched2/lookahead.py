@@ -46,7 +46,8 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any, ClassVar
 
 from dlsched.core import Allocation, ClusterView, Decision, JobRun, JobSpec, Resources, Target
-from dlsched.papers.sched2.lookahead_queue import Entry, Job, RankedQueue, Walk
+from dlsched.papers.sched2.lookahead_queue import Entry, Job, RankedQueue
+from dlsched.papers.sched2.lookahead_walk import Walk
 from dlsched.papers.sched2.profiling import JobProfile, Profiler
 from dlsched.papers.sched2.reservation_scan import ReservationScan
 from dlsched.schedulers.base import BaseScheduler
