@@ -25,9 +25,11 @@ from dlsched.api import simulate
 from dlsched.core import Allocation, Arch, ClusterView, Decision, JobRun, JobSpec, Resources
 from dlsched.models.locality import Locality
 from dlsched.papers.sched2.lookahead import LookaheadParams, LookaheadScheduler
+from dlsched.papers.sched2.lookahead_queue import RankedQueue
 from dlsched.papers.sched2.profiling import JobProfile, Profiler, profile_spans, spread_allocation
 from dlsched.workloads.registry import make_workload
 from tests.rl.test_sched2_lookahead_queue import BUSY
+from tests.rl.test_sched2_lookahead_ranked import PARAMS
 
 
 def plain_free_times(s: LookaheadScheduler, view: ClusterView) -> list[list[float]]:
@@ -173,15 +175,19 @@ def test_profiles_of_a_philly_trace_equal_one_placement_at_a_time():
     assert all(profiler.profile(spec) == plain_profile(profiler, spec) for spec in jobs)
 
 
+class NaNQueue(RankedQueue):
+    """A queue that says a job with a NaN key joined: its walks keep a heap."""
+
+    def _clear(self, size: int) -> None:
+        super()._clear(size)
+        self.nan_joined = 1
+
+
 class HeapWalk(LookaheadScheduler):
     """Takes the jobs not promoted from a heap, as where a key may be NaN."""
 
-    def decide(self, view: ClusterView) -> Decision:
-        self._queue.nan_joined += 1
-        try:
-            return super().decide(view)
-        finally:
-            self._queue.nan_joined -= 1
+    def _new_queue(self) -> RankedQueue:
+        return NaNQueue(self._queued, self.params.promote_after, self.params.aging)
 
 
 class Counted(LookaheadScheduler):
@@ -202,11 +208,11 @@ def _digest(scheduler: LookaheadScheduler, workload: object, seed: int) -> str:
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(params=BUSY, seed=st.integers(0, 10_000), servers=st.integers(1, 3))
+@given(params=PARAMS, seed=st.integers(0, 10_000), servers=st.integers(1, 3))
 def test_sorted_walk_decides_as_the_heap(params, seed, servers):
     # no promotion: the jobs not promoted are the whole queue, keyed at every point
     params = dataclasses.replace(params, promote_after=1e6)
     workload = make_workload("sched2", seed=seed, num_jobs=120, load=6.0, servers=servers)
-    counted = Counted(params)
-    assert _digest(counted, workload, seed) == _digest(HeapWalk(params), workload, seed)
-    assert counted.keyed > 10
+    counted, heap = Counted(params), HeapWalk(params)
+    assert _digest(counted, workload, seed) == _digest(heap, workload, seed)
+    assert counted.keyed > 10 and heap._queue.nan_joined
