@@ -7,8 +7,10 @@
 * `Profiler.profile` draws every placement's mini-batches at once: equal to `plain_profile`,
   one placement at a time, for any job, noise, ``k`` and mini-batch count, and where a
   placement cannot train;
-* the walk takes the jobs not promoted from a sorted list: a run decides as one where they are
-  taken from a heap (the rule's order, kept where a key may be NaN).
+* the walk takes the jobs not promoted from a sorted list, keyed by lane as the lane's status
+  lets them start (more of them after a start that loosens it): a run decides as one where they
+  are all keyed and taken from a heap (the rule's order, kept where a key may be NaN), and as
+  the plain rule at every point.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from dlsched.papers.sched2.lookahead import LookaheadParams, LookaheadScheduler
 from dlsched.papers.sched2.lookahead_queue import RankedQueue
 from dlsched.papers.sched2.profiling import JobProfile, Profiler, profile_spans, spread_allocation
 from dlsched.workloads.registry import make_workload
-from tests.rl.test_sched2_lookahead_queue import BUSY
+from tests.rl.test_sched2_lookahead_queue import BUSY, Checked
 from tests.rl.test_sched2_lookahead_ranked import PARAMS
 
 
@@ -208,7 +210,7 @@ def _digest(scheduler: LookaheadScheduler, workload: object, seed: int) -> str:
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(params=PARAMS, seed=st.integers(0, 10_000), servers=st.integers(1, 3))
+@given(params=PARAMS, seed=st.integers(0, 10_000), servers=st.integers(1, 4))
 def test_sorted_walk_decides_as_the_heap(params, seed, servers):
     # no promotion: the jobs not promoted are the whole queue, keyed at every point
     params = dataclasses.replace(params, promote_after=1e6)
@@ -216,3 +218,24 @@ def test_sorted_walk_decides_as_the_heap(params, seed, servers):
     counted, heap = Counted(params), HeapWalk(params)
     assert _digest(counted, workload, seed) == _digest(heap, workload, seed)
     assert counted.keyed > 10 and heap._queue.nan_joined
+
+
+def test_a_lane_loosened_by_a_start_is_keyed_after_it():
+    """Runs where a lane's status loosens after a start (a shape that fitted only on a
+    reserved server must then span servers): the late keys decide as the heap and the plain rule."""
+    params = LookaheadParams(
+        gpu_exp=0.85,
+        aging=0.76,
+        slow_tol=0.13,
+        patience=1.5,
+        reserve_after_h=0.22,
+        backfill=0.98,
+        promote_after=1e6,
+    )
+    workload = make_workload("sched2", seed=2201, num_jobs=150, load=6.0, servers=4)
+    counted, heap = Counted(params), HeapWalk(params)
+    assert _digest(counted, workload, 2201) == _digest(heap, workload, 2201)
+    assert counted._queue.late_keyings > 0
+    checked = Checked(params)
+    simulate(workload, checked, seed=2201)
+    assert checked._queue.late_keyings > 0

@@ -135,6 +135,9 @@ class Lane:
     head_cond: int = ANY
     joined: list[Job] = field(default_factory=list)
     """Every job that joined the lane, in joining order (`reservation_scan` follows it)."""
+    waiting: dict[int, Job] = field(default_factory=dict)
+    """The lane's jobs not promoted, by job id (`Walk` keys a lane's jobs only as it may
+    take them)."""
 
 
 @dataclass
@@ -155,6 +158,8 @@ class RankedQueue:
     """How many times the queue was rebuilt from ``view.pending`` (for tests)."""
     keyings: int = 0
     """How many times a walk keyed the jobs not promoted (for tests)."""
+    late_keyings: int = 0
+    """How many times a walk keyed more of a lane's jobs after a start (for tests)."""
 
     def __post_init__(self) -> None:
         self.finite = math.isfinite(self.promote_after) and math.isfinite(self.aging)
@@ -236,6 +241,7 @@ class RankedQueue:
 
     def _unpromote(self, job: Job) -> None:
         self.unpromoted[job.job_id] = job
+        job.lane.waiting[job.job_id] = job
         self._seq += 1
         heapq.heappush(self._by_base, (job.base, self._seq, job))
         heapq.heappush(self._by_submit, (job.submit, self._seq, job))
@@ -265,6 +271,7 @@ class RankedQueue:
             job.lane.promoted -= 1
         else:
             del self.unpromoted[job.job_id]
+            del job.lane.waiting[job.job_id]
         job.pos = -1
 
     # -- promotion ------------------------------------------------------------------------
@@ -289,6 +296,7 @@ class RankedQueue:
             if max(0.0, now - job.submit) / HOUR_S * HOUR_S >= job.promote_s:
                 job.promoted = True
                 del self.unpromoted[job.job_id]
+                del job.lane.waiting[job.job_id]
                 job.lane.promoted += 1
                 job.lane.tree.set(job.pos, _stored(job.one_server_s))
             else:

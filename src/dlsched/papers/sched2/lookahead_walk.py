@@ -61,6 +61,10 @@ class Walk:
         self.others: list[Entry] | None = entries
         self.sorted_from = -1
         """Where ``others`` is a sorted list, the index of its next entry; -1: a heap."""
+        self.keyed: dict[Lane, int] = {}
+        """In the sorted list, per lane, which of its jobs are keyed: those a lane of that
+        status may start (`NONE`: none, `RES`: the short ones, `ANY`: all)."""
+        self.last: Entry | None = None  # the last entry yielded
         if entries is not None:
             heapq.heapify(entries)
         self.bound = queue.unpromoted_bound(now) if queue.unpromoted else math.inf
@@ -84,6 +88,17 @@ class Walk:
             lane.head_at, lane.head_cond = -1, NONE
             heapq.heappush(self.heads, (self.pcur + 1, i, lane))
         self.parked = []
+        if self.sorted_from >= 0:
+            # a lane may now start jobs it could not: its jobs after the one started join
+            new: list[Entry] = []
+            for lane, keyed in self.keyed.items():
+                if keyed != ANY:
+                    self._key_lane(lane, new)
+            if new:
+                self.q.late_keyings += 1
+                new.extend(self.others[self.sorted_from :])  # type: ignore[index]
+                new.sort()
+                self.others, self.sorted_from = new, 0
 
     def _status(self, lane: Lane) -> int:
         if lane.status_at == self.version:
@@ -148,6 +163,7 @@ class Walk:
         if self.others:
             entry = self._next_other(promoted)
             if entry is not None:
+                self.last = entry
                 return entry
         if head is None or promoted is None:
             return None
@@ -158,6 +174,7 @@ class Walk:
             heapq.heappop(self.heads)
         else:
             heapq.heapreplace(self.heads, (nxt, self.heads[0][1], lane))
+        self.last = promoted
         return promoted
 
     def _next_other(self, promoted: Entry | None) -> Entry | None:
@@ -202,19 +219,58 @@ class Walk:
     def _key_unpromoted(self) -> None:
         """The rule's ranking tuples of the jobs not promoted, with its float operations, in
         the order the rule's heap gives them: sorted, where no key or submission time is NaN
-        (distinct job ids then make the order total), else a heap."""
-        now, aging, log1p = self.now, self.q.aging, math.log1p
-        entries = [
-            (job.base - aging * log1p(max(0.0, now - job.submit) / HOUR_S), job.submit, j, job.run)
-            for j, job in self.q.unpromoted.items()
-        ]
+        (distinct job ids then make the order total), else a heap of them all. In the sorted
+        list only the jobs their lane's status may start now (`_key_lane`)."""
         self.q.keyings += 1
         if self.q.nan_joined:
+            now, aging, log1p = self.now, self.q.aging, math.log1p
+            entries = [
+                (
+                    job.base - aging * log1p(max(0.0, now - job.submit) / HOUR_S),
+                    job.submit,
+                    j,
+                    job.run,
+                )
+                for j, job in self.q.unpromoted.items()
+            ]
             heapq.heapify(entries)
         else:
+            entries = []
+            for lane in self.q.lanes.values():
+                if lane.waiting:
+                    self.keyed[lane] = NONE
+                    self._key_lane(lane, entries)
             entries.sort()
             self.sorted_from = 0
         self.others = entries
+
+    def _key_lane(self, lane: Lane, entries: list[Entry]) -> None:
+        """Add to ``entries`` the lane's jobs not keyed yet that its status may now start
+        (`_next_other` passes the others for good while the status lasts; a start may loosen
+        it, and then only the jobs after the one started are left to walk: `last`)."""
+        keyed = self.keyed[lane]
+        status = self._status(lane)
+        if status <= keyed:
+            return
+        self.keyed[lane] = status
+        now, aging, log1p, backfill_s, last = (
+            self.now,
+            self.q.aging,
+            math.log1p,
+            self.backfill_s,
+            self.last,
+        )
+        for j, job in lane.waiting.items():
+            short = not job.one_server_s > backfill_s
+            if (short and keyed == NONE) or (not short and status == ANY):
+                entry = (
+                    job.base - aging * log1p(max(0.0, now - job.submit) / HOUR_S),
+                    job.submit,
+                    j,
+                    job.run,
+                )
+                if last is None or last < entry:
+                    entries.append(entry)
 
 
 def need_gpus(lane: Lane) -> float:
