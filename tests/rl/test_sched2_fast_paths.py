@@ -18,16 +18,20 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from types import SimpleNamespace
+from typing import Any, ClassVar
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dlsched.api import simulate
 from dlsched.core import Allocation, Arch, ClusterView, Decision, JobRun, JobSpec, Resources
 from dlsched.models.locality import Locality
+from dlsched.papers.sched2 import lookahead
 from dlsched.papers.sched2.lookahead import LookaheadParams, LookaheadScheduler
-from dlsched.papers.sched2.lookahead_queue import RankedQueue
+from dlsched.papers.sched2.lookahead_queue import Entry, RankedQueue
+from dlsched.papers.sched2.lookahead_walk import Walk
 from dlsched.papers.sched2.profiling import JobProfile, Profiler, profile_spans, spread_allocation
 from dlsched.workloads.registry import make_workload
 from tests.rl.test_sched2_lookahead_queue import BUSY, Checked
@@ -204,25 +208,44 @@ class Counted(LookaheadScheduler):
         return decision
 
 
-def _digest(scheduler: LookaheadScheduler, workload: object, seed: int) -> str:
+class Recording(Walk):
+    """A walk that logs the id of every job it yields (None: none left)."""
+
+    log: ClassVar[list[int | None]] = []
+
+    def next(self) -> Entry | None:
+        entry = super().next()
+        self.log.append(None if entry is None else entry[2])
+        return entry
+
+
+def _walked(
+    scheduler: LookaheadScheduler, workload: Any, seed: int, monkeypatch: pytest.MonkeyPatch
+) -> tuple[str, list[int | None]]:
+    """The sha256 of a run's records and every job its walks yielded, in order."""
+    log: list[int | None] = []
+    monkeypatch.setattr(lookahead, "Walk", Recording)
+    monkeypatch.setattr(Recording, "log", log)
     result = simulate(workload, scheduler, seed=seed)
-    return hashlib.sha256(repr(result.records).encode()).hexdigest()
+    return hashlib.sha256(repr(result.records).encode()).hexdigest(), log
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(params=PARAMS, seed=st.integers(0, 10_000), servers=st.integers(1, 4))
-def test_sorted_walk_decides_as_the_heap(params, seed, servers):
+def test_sorted_walk_yields_as_the_heap(params, seed, servers):
     # no promotion: the jobs not promoted are the whole queue, keyed at every point
     params = dataclasses.replace(params, promote_after=1e6)
     workload = make_workload("sched2", seed=seed, num_jobs=120, load=6.0, servers=servers)
     counted, heap = Counted(params), HeapWalk(params)
-    assert _digest(counted, workload, seed) == _digest(heap, workload, seed)
+    with pytest.MonkeyPatch.context() as mp:
+        assert _walked(counted, workload, seed, mp) == _walked(heap, workload, seed, mp)
     assert counted.keyed > 10 and heap._queue.nan_joined
 
 
-def test_a_lane_loosened_by_a_start_is_keyed_after_it():
-    """Runs where a lane's status loosens after a start (a shape that fitted only on a
-    reserved server must then span servers): the late keys decide as the heap and the plain rule."""
+def test_a_lane_loosened_by_a_start_is_keyed_after_it(monkeypatch):
+    """A run where a lane's status loosens after a start (a shape that fitted only on a
+    reserved server must then span servers): the walks yield the jobs the heap yields, and
+    decide as the plain rule at every point."""
     params = LookaheadParams(
         gpu_exp=0.85,
         aging=0.76,
@@ -234,7 +257,9 @@ def test_a_lane_loosened_by_a_start_is_keyed_after_it():
     )
     workload = make_workload("sched2", seed=2201, num_jobs=150, load=6.0, servers=4)
     counted, heap = Counted(params), HeapWalk(params)
-    assert _digest(counted, workload, 2201) == _digest(heap, workload, 2201)
+    assert _walked(counted, workload, 2201, monkeypatch) == _walked(
+        heap, workload, 2201, monkeypatch
+    )
     assert counted._queue.late_keyings > 0
     checked = Checked(params)
     simulate(workload, checked, seed=2201)
