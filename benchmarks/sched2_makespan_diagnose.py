@@ -27,6 +27,11 @@ then), (b) jobs wait but none of the window fits (fragmentation or a large head 
 waits (arrival gaps and the drained tail). The drained tail is also reported directly: when the
 last job starts, which job ends last, its GPUs and run time.
 
+Makespan ratios are also printed to a heuristic's per-trace makespans (``--heuristic``, default
+Tiresias, the best heuristic on these traces), with paired-bootstrap 95 % intervals. With
+``--branches K`` the script also plays K states of ``--branch-class`` per trace both ways (the
+DQN's action, the rule's), the greedy DQN to the end, and prints the true value gaps.
+
 Q evidence for a class: the greedy Q(s, a_DQN) − Q(s, a_rule) in its states against the
 network's Q error, |Q(s, a) − G| with G the discounted (card's γ) incremental-reward return that
 followed on the trajectory (the last 60 steps of each episode left out).
@@ -47,9 +52,12 @@ import numpy as np
 import torch
 from sched2_paper import LOAD, packing_spans, ratio_interval
 
+from dlsched.api import simulate
 from dlsched.papers.sched2.batched_env import BatchedSched2Env
 from dlsched.papers.sched2.policy import PAPER_POLICY_DIR, load_policy
 from dlsched.papers.sched2.train import TEST_SEEDS
+from dlsched.schedulers.registry import make_scheduler
+from dlsched.workloads.registry import make_workload
 
 CLASSES = ("hold_vs_local", "nonlocal_vs_hold", "nonlocal_vs_local", "other_local", "other")
 TAIL = 60
@@ -300,10 +308,23 @@ def summarise(run: dict[str, Any], gpus_total: int, slots: int) -> dict[str, Any
     }
 
 
-def report(out: dict[str, dict[str, Any]]) -> None:
-    """Print the makespan, GPU-second account and tail of every policy beside the DQN's."""
+def report(out: dict[str, dict[str, Any]], baseline: list[float] | None = None) -> None:
+    """Print the makespan, GPU-second account and tail of every policy beside the DQN's (and,
+    given the heuristic's per-trace makespans, the ratio to them, paired bootstrap 95 %)."""
     base = out["dqn"]
     mk = {k: [r["makespan_s"] for r in v["metrics"]] for k, v in out.items()}
+    if baseline is not None:
+        print(f"heuristic baseline: mean makespan {np.mean(baseline):,.0f} s")
+        for name in out:
+            r = ratio_interval(mk[name], baseline)
+            slow = [a for a in out[name]["accounts"] if a["last_job_speed"] < 1]
+            extra = sum(a["last_job_run_s"] * (1 - a["last_job_speed"]) for a in slow)
+            extra /= max(len(slow), 1)
+            print(
+                f"  {name:<34} makespan / heuristic {r[0]:.3f} [{r[1]:.3f}, {r[2]:.3f}]; last job "
+                f"placed away from its best locality on {len(slow)} traces"
+                + (f" ({extra / 3600:.1f} h longer than at its best)" if slow else "")
+            )
     print(f"{'policy':<26}{'makespan':>10}{'/DQN':>22}{'avgJCT':>9}{'eff':>7}  "
           "per trace, hours of 120 GPUs: placement idle_fit idle_nofit idle_empty | "
           "last start, tail, last job GPUs/run h")  # fmt: skip
@@ -347,6 +368,12 @@ def main() -> None:
         help="comma-separated counterfactuals: 'rule' (the rule throughout), a class, 'late'; "
         "'a+b' swaps both",
     )
+    parser.add_argument(
+        "--heuristic",
+        default="tiresias",
+        help="heuristic whose per-trace makespans the ratios are taken to (the best heuristic "
+        "on these traces, RESULTS 2026-11-26); '' for none",
+    )
     parser.add_argument("--jobs", type=int, default=1000, help="jobs per trace (1000: the paper)")
     parser.add_argument("--branch-class", default="nonlocal_vs_hold", choices=CLASSES)
     parser.add_argument(
@@ -376,7 +403,12 @@ def main() -> None:
         out[swap or "dqn"] = summarise(run, gpus_total, slots)
         print(f"# {swap or 'dqn'}: {time.perf_counter() - t0:.0f} s wall, "
               f"{time.process_time() - c0:.0f} s CPU", flush=True)  # fmt: skip
-    report(out)
+    baseline = None
+    if args.heuristic:
+        workloads = [make_workload("sched2", seed=s, load=LOAD, num_jobs=args.jobs) for s in seeds]
+        sched = args.heuristic
+        baseline = [simulate(w, make_scheduler(sched)).summary()["makespan_s"] for w in workloads]
+    report(out, baseline)
     branches = branch_report(net, seeds[: args.branch_traces], args, gamma) if args.branches else []
     if args.json is not None:
         payload = {"seeds": seeds, "runs": out, "branches": branches}
