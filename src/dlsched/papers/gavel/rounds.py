@@ -35,7 +35,7 @@ import numpy.typing as npt
 from dlsched.core import ClusterView, Decision, JobRun, JobSpec, Resources
 from dlsched.papers.gavel.books import Books, prefix
 from dlsched.papers.gavel.lp import Array, Problem
-from dlsched.placement.typed import not_fixed_gpu_jobs, place_on_types, scale_of
+from dlsched.placement.typed import not_fixed_gpu_jobs, place_changes, place_on_types, scale_of
 from dlsched.schedulers.base import BaseScheduler
 
 UNTYPED = "gpu"
@@ -126,7 +126,7 @@ class GavelRounds(BaseScheduler):
             self._reset_accounts(view.now_s, types, round_s)
             self._recompute(view, runs, types, rates)
         chosen = self._choose(runs, types, rates, cluster.gpus_by_type() or _gpus(view))
-        return place_on_types(view, server_types, chosen)
+        return _place(view, server_types, chosen)
 
     def _rates(self, view: ClusterView, runs: Sequence[JobRun], types: tuple[str, ...]) -> Array:
         """``(m, n)`` estimated rates (all 1.0 without estimates); each job's row read once
@@ -315,7 +315,7 @@ class GavelRounds(BaseScheduler):
             self._reset_books(books, now)
             self._recompute_books(view, books, types)
         chosen = self._choose_books(books, types, cluster.gpus_by_type() or _gpus(view))
-        return place_on_types(view, server_types, chosen)
+        return _place(view, server_types, chosen)
 
     def _reset_books(self, books: Books, now: float) -> None:
         """`_reset_accounts` on the arrays (the same element-wise operations)."""
@@ -387,6 +387,14 @@ class GavelRounds(BaseScheduler):
         if self.aware and sum(t not in AWARE_TYPE_ORDER for t in types) > 1:
             rates = books.rates[books.arrival_order()]
         return self._type_order(types, rates)
+
+
+def _place(
+    view: ClusterView, server_types: Sequence[str], chosen: list[tuple[JobRun, str]]
+) -> Decision:
+    """`place_on_types`' decision, as changes only where that is the same (`place_changes`)."""
+    decision = place_changes(view, server_types, chosen)
+    return place_on_types(view, server_types, chosen) if decision is None else decision
 
 
 def _repeated_sum(value: float, count: int) -> float:
