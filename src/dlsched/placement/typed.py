@@ -111,7 +111,11 @@ def place_changes(
             starters.append((-want, run, t, (t, run.spec.worker_demand.as_tuple(), want)))
             continue
         placed.add(run.job_id)
-        if alloc.num_workers != want or any(server_types[s] != t for s, _ in workers):
+        if alloc.num_workers != want or (
+            server_types[workers[0][0]] != t
+            if len(workers) == 1
+            else any(server_types[s] != t for s, _ in workers)
+        ):
             movers.append((-want, run, t, (t, run.spec.worker_demand.as_tuple(), want)))
     suspended = [run for run in view.running if run.job_id not in placed]
     targets: dict[int, Target] = {}

@@ -303,11 +303,17 @@ class GavelRounds(BaseScheduler):
         self._last_point_s = now
         arrivals, departures = books.sync(view)
         column, worker_time, slot_of = books.column, books.worker_time, books.slot
-        for run in view.running:  # last round's time, as `_account`
+        ran: list[int] = []  # last round's time, as `_account`: slots and columns
+        on: list[int] = []
+        for run in view.running:
             s = slot_of.get(run.job_id)
-            if run.allocation.workers and s is not None:
-                k = column[server_types[run.allocation.workers[0][0]]]
-                books.time[s, k] += elapsed
+            workers = run.allocation.workers
+            if workers and s is not None:
+                ran.append(s)
+                on.append(column[server_types[workers[0][0]]])
+        if ran:  # one addition per (slot, column): each job has its own slot
+            books.time[ran, on] += elapsed
+            for k in on:  # in the order of the running jobs, as `_account`
                 worker_time[k] += elapsed
         books.add(arrivals, view)
         books.drop(departures)
