@@ -148,7 +148,7 @@ def test_place_changes_states_the_same_changes(
     case: tuple[Any, list[str], list[tuple[JobRun, str]]],
 ) -> None:
     """`place_changes` on a real cluster holding the running jobs: None exactly where some
-    amount is not whole; else the plain version's moves and starts in its order (with its
+    amount held is not whole; else the plain version's moves and starts in its order (with its
     placements) and a suspension for every running job it leaves out, nothing else."""
     view, server_types, chosen = case
     cluster = Cluster([Resources(*row) for row in view.cluster.capacity_rows], server_types)
@@ -156,8 +156,11 @@ def test_place_changes_states_the_same_changes(
         assert cluster.allocate(run.spec, run.allocation).ok
     real = SimpleNamespace(cluster=cluster, running=view.running)
     got = place_changes(real, server_types, chosen)  # type: ignore[arg-type]
-    whole = all(
-        float(x).is_integer() for run in view.running for x in run.spec.worker_demand.as_tuple()
+    whole = all(  # every amount held (a task's demand times the tasks on a server)
+        float(x * n).is_integer()
+        for run in view.running
+        for _, n in run.allocation.workers
+        for x in run.spec.worker_demand.as_tuple()
     )
     assert (got is None) == (not whole)
     if got is None:
