@@ -24,7 +24,7 @@ sums that depend on their order kept in it), so the decisions are the same:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -210,9 +210,41 @@ class Books:
     def arrival_order(self) -> _Index:
         """Slots of the active jobs in arrival order (`ClusterView.jobs`' order)."""
         slots = self.live_slots()
-        return slots[np.lexsort((self.ids[slots], self.submit[slots]))]
+        submit, ids = self.submit[slots], self.ids[slots]
+        later = submit[1:] > submit[:-1]
+        if (later | ((submit[1:] == submit[:-1]) & (ids[1:] > ids[:-1]))).all():
+            return slots  # slots are taken in arrival order, the usual case: no sort
+        return slots[np.lexsort((ids, submit))]
+
+    def given_time_slots(self) -> _Index:
+        """Slots of the active jobs with some ``x`` above 0, ascending."""
+        used = len(self.runs)
+        return np.flatnonzero(self.live[:used] & (self.x[:used] > 0.0).any(axis=1))
 
     def run_of(self, s: int) -> JobRun:
         run = self.runs[s]
         assert run is not None
         return run
+
+
+class RunRows(Sequence[JobRun]):
+    """The runs of some slots, in the slots' order, read only when asked for (a policy that
+    needs only their ids reads ``ids``, the slots' job ids, without a Python loop)."""
+
+    def __init__(self, books: Books, slots: _Index) -> None:
+        self._books, self._slots = books, slots
+        self.ids = books.ids[slots]
+
+    def __len__(self) -> int:
+        return len(self._slots)
+
+    @overload
+    def __getitem__(self, i: int) -> JobRun: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[JobRun]: ...
+
+    def __getitem__(self, i: int | slice) -> JobRun | Sequence[JobRun]:
+        if isinstance(i, slice):
+            return [self._books.run_of(int(s)) for s in self._slots[i]]
+        return self._books.run_of(int(self._slots[i]))

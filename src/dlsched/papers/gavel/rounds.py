@@ -33,7 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dlsched.core import ClusterView, Decision, JobRun, JobSpec, Resources
-from dlsched.papers.gavel.books import Books, prefix
+from dlsched.papers.gavel.books import Books, RunRows, prefix
 from dlsched.papers.gavel.lp import Array, Problem
 from dlsched.placement.typed import not_fixed_gpu_jobs, place_on_types, scale_of
 from dlsched.schedulers.base import BaseScheduler
@@ -333,7 +333,7 @@ class GavelRounds(BaseScheduler):
     def _recompute_books(self, view: ClusterView, books: Books, types: tuple[str, ...]) -> None:
         """`_recompute` with the active jobs in arrival order."""
         order = books.arrival_order()
-        runs = [books.run_of(s) for s in order.tolist()]
+        runs = RunRows(books, order)
         gpus = view.cluster.gpus_by_type() or _gpus(view)
         problem = Problem(
             rates=self.policy_rates(books.rates[order], types),
@@ -351,6 +351,8 @@ class GavelRounds(BaseScheduler):
         slots = books.live_slots()
         if not len(slots):
             return []
+        if self.skip_zero_priority:  # only jobs given time may run: the rest are never read
+            slots = books.given_time_slots()  # (the types' order is still drawn if none)
         left = {t: int(gpus.get(t, 0)) for t in types}
         x, deficit, rates = books.x[slots], books.deficit[slots], books.rates[slots]
         job_time = books.time[slots]
@@ -387,6 +389,13 @@ class GavelRounds(BaseScheduler):
         if self.aware and sum(t not in AWARE_TYPE_ORDER for t in types) > 1:
             rates = books.rates[books.arrival_order()]
         return self._type_order(types, rates)
+
+
+def lp_argument(name: str, arg: str) -> None:
+    """The check of the ``:lp`` argument of the policies that solve an LP (`dlsched.schedulers.
+    registry`): the LP on one-type clusters too, as before 2026-11-27 (`one_type`)."""
+    if arg != "lp":
+        raise ValueError(f"scheduler {name}:{arg}: the only argument is 'lp'")
 
 
 def _repeated_sum(value: float, count: int) -> float:
