@@ -96,6 +96,7 @@ class Books:
         self.running: set[int] = set()
         self.token: object = None
         self.point = -1
+        self._given: _Index | None = None
 
     # -- the active set ------------------------------------------------------------------------
 
@@ -177,6 +178,7 @@ class Books:
                 array[: len(keep)] = moved
                 array[len(keep) :] = 0
             self.runs = [self.runs[s] for s in keep]
+            self._given = None
             self.slot = {int(j): s for s, j in enumerate(self.ids[: len(keep)].tolist())}
 
     def _grow(self) -> None:
@@ -216,10 +218,20 @@ class Books:
             return slots  # slots are taken in arrival order, the usual case: no sort
         return slots[np.lexsort((ids, submit))]
 
+    def set_x(self, slots: _Index, x: npt.NDArray[np.float64]) -> None:
+        """Write the allocation's rows ``x`` into ``slots``."""
+        self.x[slots] = x
+        self._given = None
+
     def given_time_slots(self) -> _Index:
-        """Slots of the active jobs with some ``x`` above 0, ascending."""
-        used = len(self.runs)
-        return np.flatnonzero(self.live[:used] & (self.x[:used] > 0.0).any(axis=1))
+        """Slots of the active jobs with some ``x`` above 0, ascending (those found after the
+        last `set_x` or compaction, less the departed: ``x`` changes nowhere else, and a
+        new slot starts at 0)."""
+        if self._given is None:
+            used = len(self.runs)
+            self._given = np.flatnonzero(self.live[:used] & (self.x[:used] > 0.0).any(axis=1))
+        given = self._given
+        return given[self.live[given]]
 
     def run_of(self, s: int) -> JobRun:
         run = self.runs[s]

@@ -47,8 +47,9 @@ def ftf_allocation(
     lp: bool = True,
 ) -> tuple[float, Array]:
     """``(rho, X)``: the smallest largest finish-time ratio found and an allocation meeting it;
-    on one GPU type without ``lp``, without HiGHS (`one_type.bisect_floor`: the same bisection,
-    another feasible allocation at its level).
+    on one GPU type without ``lp``, each level's feasibility answered exactly
+    (`one_type.FloorCheck`) rather than by HiGHS: the same level and allocation unless a
+    level lies within HiGHS's tolerance of the boundary.
 
     Raises:
         ValueError: a job has no throughput on an isolated share (it can run nowhere).
@@ -64,9 +65,8 @@ def ftf_allocation(
 
     low = max(float((since_start / expected).max()), 1e-3)
     where = "finish-time fairness"
-    if problem.shape[1] == 1 and not lp:
-        return one_type.bisect_floor(problem, floor_at, low, max(2.0 * low, 1.0), 0.01)
-    return bisect_floor(problem, floor_at, low, max(2.0 * low, 1.0), 0.01, where)
+    exact = one_type.FloorCheck(problem).feasible if problem.shape[1] == 1 and not lp else None
+    return bisect_floor(problem, floor_at, low, max(2.0 * low, 1.0), 0.01, where, verdicts=exact)
 
 
 class GavelFtfHet(GavelRounds):
@@ -77,8 +77,9 @@ class GavelFtfHet(GavelRounds):
 
     def __init__(self, lp_one_type: bool = False) -> None:
         self.lp_one_type = lp_one_type
-        """On one-type clusters, bisect over HiGHS's answers (``:lp``; the results before
-        2026-11-27) rather than `one_type`'s exact check and scaled floors."""
+        """On one-type clusters, bisect over HiGHS's answers (``:lp``, as before 2026-11-27)
+        rather than `one_type.FloorCheck`'s exact ones (the same results but at a level
+        within HiGHS's tolerance of the boundary)."""
         super().__init__()
 
     def reset(self) -> None:

@@ -28,19 +28,18 @@ from dlsched.schedulers.base import Scheduler
 from dlsched.schedulers.registry import register
 
 
-def makespan_allocation(
-    problem: Problem, remaining: Array, lp: bool = True
-) -> tuple[float, Array]:
+def makespan_allocation(problem: Problem, remaining: Array, lp: bool = True) -> tuple[float, Array]:
     """``(T, X)``: the smallest makespan found (s) and an allocation meeting it; on one GPU
-    type without ``lp``, without HiGHS (`one_type.bisect_floor`: the same bisection, another
-    feasible allocation at its level)."""
+    type without ``lp``, each level's feasibility answered exactly (`one_type.FloorCheck`)
+    rather than by HiGHS: the same level and allocation unless a level lies within HiGHS's
+    tolerance of the boundary."""
 
     def floor_at(t: float) -> Array:
         return remaining / t
 
-    if problem.shape[1] == 1 and not lp:
-        return one_type.bisect_floor(problem, floor_at, 100.0, 1e6, 0.05)
-    return bisect_floor(problem, floor_at, 100.0, 1e6, 0.05, "min makespan", interior=True)
+    exact = one_type.FloorCheck(problem).feasible if problem.shape[1] == 1 and not lp else None
+    where = "min makespan"
+    return bisect_floor(problem, floor_at, 100.0, 1e6, 0.05, where, True, verdicts=exact)
 
 
 def as_reference_everywhere(rates: Array, types: tuple[str, ...]) -> Array:
@@ -62,8 +61,9 @@ class GavelMakespanHet(GavelRounds):
 
     def __init__(self, lp_one_type: bool = False) -> None:
         self.lp_one_type = lp_one_type
-        """On one-type clusters, bisect over HiGHS's answers (``:lp``; the results before
-        2026-11-27) rather than `one_type`'s exact check and scaled floors."""
+        """On one-type clusters, bisect over HiGHS's answers (``:lp``, as before 2026-11-27)
+        rather than `one_type.FloorCheck`'s exact ones (the same results but at a level
+        within HiGHS's tolerance of the boundary)."""
         super().__init__()
 
     def policy_rates(self, rates: Array, types: tuple[str, ...]) -> Array:

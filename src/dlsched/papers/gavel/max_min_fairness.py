@@ -39,13 +39,15 @@ def las_allocation(
 ) -> Array:
     """Gavel's max-min fairness allocation of ``problem`` (priority weights all 1); with
     ``warm`` and at least two GPU types, solved from the basis of ``warm``'s last solve
-    (``keys``: the rows' job ids). One type: without ``lp``, the lexicographic max-min
-    allocation by water-filling (`one_type.max_min`: an optimum of the LP, not always HiGHS's
-    vertex, nor its floats); with ``lp``, a fresh HiGHS solve."""
+    (``keys``: the rows' job ids). One type: without ``lp``, where the LP's optimum is unique
+    (more jobs than GPUs), that optimum by water-filling (`one_type.max_min`: HiGHS's point up
+    to rounding in the last bits), else (and with ``lp``) a fresh HiGHS solve."""
     proportional = proportional_throughputs(problem)
     weights = np.where(proportional > 0, 1.0 / np.maximum(proportional, 1e-12), 0.0)
     if problem.shape[1] == 1 and not lp:
-        return one_type.max_min(problem, weights)
+        x = one_type.max_min(problem, weights, unique_only=True)
+        if x is not None:
+            return x
     if warm is None or problem.shape[1] < 2:
         return max_min(problem, weights)
     n = problem.shape[1]
@@ -60,9 +62,10 @@ class GavelLasHet(GavelRounds):
             one's basis (`lp_warm.WarmStart`: as optimal, not always the same vertex as a fresh
             solve, so heterogeneous results differ from before 2026-11-27; ``gavel-las-het:cold``
             and ``gavel-las:cold`` solve fresh every time, as before).
-        lp_one_type: on one-type clusters, solve the LP (fresh) rather than water-fill
-            (`one_type.max_min`, the default since 2026-11-27: as optimal, not HiGHS's point, so
-            one-type results can differ from before; ``:lp`` and ``:cold`` solve the LP).
+        lp_one_type: on one-type clusters, always solve the LP (fresh) rather than water-fill
+            where its optimum is unique (`one_type.max_min`, the default since 2026-11-27:
+            HiGHS's point up to rounding, so one-type results can differ from before;
+            ``:lp`` and ``:cold`` always solve the LP).
     """
 
     name = "gavel-las-het"

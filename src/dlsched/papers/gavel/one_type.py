@@ -8,27 +8,26 @@ With one type, ``X`` is one column: job ``j`` gets a fraction ``X[j]`` of its ``
   ``z`` with ``X[j] = min(cap[j], z / eff[j])`` until the GPUs are used up (water-filling)
   gives the lexicographic max-min allocation, whose smallest ``eff[j] X[j]`` is the LP's
   optimum. When the level stays below every cap (more jobs than GPUs, as in a long queue) the
-  LP's optimum is unique and this is it, up to rounding (HiGHS's floats differ from
-  ``z / eff[j]`` in the last bits for some jobs); otherwise the LP has many optima and HiGHS
-  returns one of its vertices where this returns the lexicographic one.
-* **a floor of throughput per job** (finish-time fairness and makespan, `FloorCheck`):
-  feasible exactly when every floor is within the job's cap and the floors' GPUs fit,
-  ``sum_j scale[j] floor[j] / rate[j] <= G`` (a sum and a comparison where the LP takes a
-  simplex solve); the allocation at the level found (`scaled_floors`) raises every job's floor
-  by a common factor until the GPUs are used up (capped at 1), where HiGHS returns a vertex (FTF)
-  or an interior point (makespan) of the same feasible set.
+  LP's optimum is unique (``sum_j scale[j] X[j] >= G`` at the optimum forces every
+  ``eff[j] X[j]`` to the level) and this is it, up to rounding: HiGHS's floats differ from
+  ``z / eff[j]`` in the last bits for some jobs. Otherwise the LP has many optima; the
+  policies then solve the LP (few jobs: a cheap solve) and keep HiGHS's vertex.
+* **a floor of throughput per job** (the bisections of finish-time fairness and makespan,
+  `FloorCheck`): feasible exactly when every floor is within reach (``floor[j] <= rate[j]``)
+  and the floors' GPUs fit, ``sum_j scale[j] floor[j] / rate[j] <= G``: a sum and a
+  comparison where the LP takes a dual simplex solve. The bisection then asks HiGHS once, at
+  the level found, for the allocation, so it is the LP path's allocation whenever the answers
+  agree (they can differ only for a level within HiGHS's tolerance, ~1e-7, of the boundary).
 
-The LP path is kept (``gavel-las:lp`` and the like); ``test_one_type.py`` checks these answers
-against HiGHS's on drawn problems (objective equal, feasible).
+The LP paths are kept (``gavel-las:lp`` and the like); ``test_one_type.py`` checks these answers
+against HiGHS's on drawn problems.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 
-from dlsched.papers.gavel.lp import Array, Problem, bisect_level
+from dlsched.papers.gavel.lp import Array, Problem
 
 
 def water_fill(need: Array, scale: Array, cap: Array, gpus: float) -> Array:
@@ -67,29 +66,33 @@ def _caps(problem: Problem) -> tuple[Array, Array]:
     return rates, np.where(rates > 0, 1.0, 0.0)
 
 
-def max_min(problem: Problem, weights: Array) -> Array:
+def max_min(problem: Problem, weights: Array, unique_only: bool = False) -> Array | None:
     """`lp.max_min` on a one-type problem: the lexicographic max-min allocation of
-    ``eff[j] = weights[j] * rates[j] * scale[j]`` (an optimum of Gavel's LP)."""
+    ``eff[j] = weights[j] * rates[j] * scale[j]`` (an optimum of Gavel's LP). With
+    ``unique_only``, None where the LP's optimum is not unique (every job gets all of its time
+    before the GPUs run out, or a job cannot run): there the LP's vertex is another optimum."""
     m, n = problem.shape
     assert n == 1, "one GPU type"
     if m == 0:
         return np.zeros((0, 1))
     rates, cap = _caps(problem)
     eff = weights * rates * problem.scale
+    if unique_only and not (eff > 0).all():
+        return None
     with np.errstate(divide="ignore"):
         need = np.where(eff > 0, 1.0 / eff, 0.0)
     x = water_fill(need, problem.scale, cap, float(problem.gpus[0]))
+    if unique_only and not (x < cap).all():
+        return None
     return x[:, None]
 
 
 class FloorCheck:
     """Whether a one-type problem has an ``X`` giving job ``j`` at least ``floor[j]``
-    throughput (`lp.feasible_with_floor`'s question), answered exactly, and the allocation
-    `scaled_floors` gives at a floor."""
+    throughput (`lp.feasible_with_floor`'s question), answered exactly."""
 
     def __init__(self, problem: Problem) -> None:
-        m, n = problem.shape
-        assert n == 1, "one GPU type"
+        assert problem.shape[1] == 1, "one GPU type"
         self._rates, self._cap = _caps(problem)
         self._scale = problem.scale
         self._gpus = float(problem.gpus[0])
@@ -107,35 +110,3 @@ class FloorCheck:
     def feasible(self, floor: Array) -> bool:
         need = self._fractions(floor)
         return need is not None and float((self._scale * need).sum()) <= self._gpus
-
-    def scaled_floors(self, floor: Array) -> Array | None:
-        """``(m, 1)``: every job's least time fraction raised by one common factor (>= 1, each
-        capped at its cap) until the GPUs are used up; None where the floor is infeasible."""
-        if not self.feasible(floor):
-            return None
-        need = self._fractions(floor)
-        assert need is not None
-        x = water_fill(need, self._scale, self._cap, self._gpus)
-        return np.maximum(x, need)[:, None]
-
-
-def bisect_floor(
-    problem: Problem, floor_at: Callable[[float], Array | None], low: float, high: float, rel: float
-) -> tuple[float, Array]:
-    """`lp_warm.bisect_floor` on a one-type problem: the same bisection (`lp.bisect_level`)
-    over `FloorCheck`'s exact answers, and `FloorCheck.scaled_floors` at the level found.
-
-    Raises:
-        RuntimeError: as `lp.bisect` (nothing feasible up to ``high * 10**12``).
-    """
-    check = FloorCheck(problem)
-
-    def test(v: float) -> bool:
-        floor = floor_at(v)
-        return floor is not None and check.feasible(floor)
-
-    level = bisect_level(test, low, high, rel)
-    floor = None if level is None else floor_at(level)
-    x = None if floor is None else check.scaled_floors(floor)
-    assert level is not None and x is not None  # test always answers, True at level
-    return level, x

@@ -341,18 +341,18 @@ class GavelRounds(BaseScheduler):
             gpus=np.array([float(gpus.get(t, 0)) for t in types]),
         )
         x = self.allocation(problem, runs, view.now_s) if runs else np.zeros((0, len(types)))
-        books.x[order] = x
+        books.set_x(order, x)
         self._changed = False
 
     def _choose_books(
         self, books: Books, types: tuple[str, ...], gpus: Mapping[str, int]
     ) -> list[tuple[JobRun, str]]:
         """`_choose` over the exact prefixes of each type's order that its walk reads."""
-        slots = books.live_slots()
-        if not len(slots):
+        if not books.slot:  # no active job
             return []
-        if self.skip_zero_priority:  # only jobs given time may run: the rest are never read
-            slots = books.given_time_slots()  # (the types' order is still drawn if none)
+        # only jobs given time may run where zero priority is skipped: the rest (most of a
+        # long queue) are never read; the types' order is still drawn if none is given time
+        slots = books.given_time_slots() if self.skip_zero_priority else books.live_slots()
         left = {t: int(gpus.get(t, 0)) for t in types}
         x, deficit, rates = books.x[slots], books.deficit[slots], books.rates[slots]
         job_time = books.time[slots]

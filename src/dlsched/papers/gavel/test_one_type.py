@@ -28,18 +28,24 @@ def one_type_problems(draw: st.DrawFn, most: int = 40) -> Problem:
     return Problem(rates, scale, gpus)
 
 
-def _eff(problem: Problem) -> Array:
-    """Gavel LAS's normalised throughput per unit of ``X`` (`las_allocation`'s weights)."""
+def _weights(problem: Problem) -> Array:
+    """`las_allocation`'s weights: 1 / each job's proportional throughput (0 where none)."""
     proportional = proportional_throughputs(problem)
-    weights = np.where(proportional > 0, 1.0 / np.maximum(proportional, 1e-12), 0.0)
-    eff: Array = weights * problem.rates[:, 0] * problem.scale
+    weights: Array = np.where(proportional > 0, 1.0 / np.maximum(proportional, 1e-12), 0.0)
+    return weights
+
+
+def _eff(problem: Problem) -> Array:
+    """Gavel LAS's normalised throughput per unit of ``X``."""
+    eff: Array = _weights(problem) * problem.rates[:, 0] * problem.scale
     return eff
 
 
 @settings(max_examples=60, deadline=None)
 @given(problem=one_type_problems())
 def test_water_filled_max_min_is_an_optimum_of_the_lp(problem: Problem) -> None:
-    fast = las_allocation(problem, lp=False)
+    fast = one_type.max_min(problem, _weights(problem))
+    assert fast is not None
     highs = las_allocation(problem, lp=True)
     check_feasible(fast, problem, tol=1e-9)
     assert (fast[problem.rates[:, 0] == 0] == 0).all()
@@ -58,8 +64,13 @@ def test_where_the_lp_optimum_is_unique_it_is_highs_point(problem: Problem) -> N
     eff = _eff(problem)
     runs = eff > 0
     level = problem.gpus[0] / float((problem.scale[runs] / eff[runs]).sum()) if runs.any() else 0
-    if not runs.all() or level >= float(eff.min()) * (1 - 1e-9):
-        return  # a job at its cap or one that cannot run: many optima
+    weights = _weights(problem)
+    unique = runs.all() and level < float(eff.min()) * (1 - 1e-9)
+    if not runs.all() or level > float(eff.min()) * (1 + 1e-9):  # many optima
+        assert one_type.max_min(problem, weights, unique_only=True) is None
+    if not unique:
+        return
+    assert one_type.max_min(problem, weights, unique_only=True) is not None
     fast = las_allocation(problem, lp=False)
     highs = las_allocation(problem, lp=True)
     np.testing.assert_allclose(fast, highs, rtol=1e-9, atol=1e-12)
@@ -67,31 +78,20 @@ def test_where_the_lp_optimum_is_unique_it_is_highs_point(problem: Problem) -> N
 
 @settings(max_examples=60, deadline=None)
 @given(problem=one_type_problems(), seed=st.integers(0, 1000), level=st.floats(0.01, 10.0))
-def test_floor_check_answers_as_highs_and_scaled_floors_meet_the_floor(
-    problem: Problem, seed: int, level: float
-) -> None:
+def test_floor_check_answers_as_highs(problem: Problem, seed: int, level: float) -> None:
     rng = np.random.default_rng(seed)
     runs = problem.rates[:, 0] > 0
     floor = np.where(runs, rng.uniform(0.0, 1.0, problem.shape[0]) * level, 0.0)
-    check = one_type.FloorCheck(problem)
     need = np.where(runs, floor / np.where(runs, problem.rates[:, 0], 1.0), 0.0)
     margin = min(abs(float((problem.scale * need).sum()) - problem.gpus[0]), *abs(need - 1.0))
-    highs = feasible_with_floor(problem, floor, "test")
     if margin > 1e-6:  # away from the boundary, where HiGHS's tolerance decides
-        assert check.feasible(floor) == (highs is not None)
-    x = check.scaled_floors(floor)
-    if x is None:
-        assert not check.feasible(floor)
-        return
-    check_feasible(x, problem, tol=1e-9)
-    assert ((problem.rates * x)[:, 0] >= floor * (1 - 1e-12) - 1e-15).all()
-    used = float((problem.scale * x[:, 0]).sum())
-    assert used >= problem.gpus[0] - 1e-9 or (x[runs & (floor > 0)] >= 1.0 - 1e-12).all()
+        highs = feasible_with_floor(problem, floor, "test")
+        assert one_type.FloorCheck(problem).feasible(floor) == (highs is not None)
 
 
 @settings(max_examples=30, deadline=None)
 @given(problem=one_type_problems(), seed=st.integers(0, 1000), ftf_like=st.booleans())
-def test_one_type_bisection_finds_the_lp_bisections_level(
+def test_exact_answers_give_the_lp_bisections_level_and_allocation(
     problem: Problem, seed: int, ftf_like: bool
 ) -> None:
     if (problem.rates == 0).any():
@@ -101,17 +101,13 @@ def test_one_type_bisection_finds_the_lp_bisections_level(
     remaining = rng.uniform(100.0, 1e5, m)
     if ftf_like:
         since, isolated = rng.uniform(0.0, 1e4, m), rng.uniform(0.0, 1e3, m)
-        level, x = ftf_allocation(problem, remaining, since, isolated, lp=False)
-        level_lp, _ = ftf_allocation(problem, remaining, since, isolated, lp=True)
-        floor_scale = None
+        exact = ftf_allocation(problem, remaining, since, isolated, lp=False)
+        highs = ftf_allocation(problem, remaining, since, isolated, lp=True)
     else:
-        level, x = makespan_allocation(problem, remaining, lp=False)
-        level_lp, _ = makespan_allocation(problem, remaining, lp=True)
-        floor_scale = remaining / level
-    assert level == level_lp
-    check_feasible(x, problem, tol=1e-9)
-    if floor_scale is not None:
-        assert (problem.rates[:, 0] * x[:, 0] >= floor_scale * (1 - 1e-12)).all()
+        exact = makespan_allocation(problem, remaining, lp=False)
+        highs = makespan_allocation(problem, remaining, lp=True)
+    assert exact[0] == highs[0]
+    np.testing.assert_array_equal(exact[1], highs[1])
 
 
 def test_water_fill_by_hand() -> None:
