@@ -55,7 +55,7 @@ def place_on_types(
             targets[run.job_id] = Target(alloc.num_workers, alloc.num_ps)
             continue
         (movers if alloc.workers else starters).append((run, t))
-    fits = _Fits(server_types, servers_of, cap, used)
+    fits = Fits(server_types, servers_of, cap, used)
     pending = movers
     while pending:  # a mover goes where there is room now; its old room frees up after
         later = []
@@ -83,7 +83,7 @@ def scale_of(spec: JobSpec) -> int:
     return max(spec.num_workers, 1)
 
 
-class _Fits:
+class Fits:
     """The fits of a round's jobs on its books, remembering failures and room: a job's fit
     depends only on its shape (demand, size) and on what is held on its type's servers, so a
     shape that found no room on a type finds none again until something is taken or given back
