@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
-from numpy.typing import NDArray
 
 from dlsched.core import JobRun
 from dlsched.papers.hetero.features import Array
@@ -40,21 +39,25 @@ speed; the submission; `fixed_part` (-inf: a free row)."""
 
 @dataclass
 class Ranked:
-    """One point's bounded running jobs, by decreasing lower bound.
+    """One point's bounded running jobs, by decreasing score (so decreasing bounds: one
+    margin for all), as lists for the walk's lookups.
 
     Attributes:
         jobs: the jobs, in that order.
-        lower, upper: their scores' bounds (both non-increasing: one margin for all).
-        rest: ``upper`` and one more entry, -inf: the highest upper bound of the jobs from
-            each position on.
+        neg_lower, neg_upper: minus their scores' lower and upper bounds (increasing).
+        rest: the upper bounds and one more entry, -inf: the highest upper bound of the jobs
+            from each position on.
         needs: the GPUs they need, summed from the first (``needs[i]``: jobs 0 to i).
+        clear: per position ``i``, the last position ``j <= i`` whose lower bound exceeds the
+            upper bounds of every job after it (-1 if none).
     """
 
     jobs: list[_Job]
-    lower: Array
-    upper: Array
-    rest: Array
-    needs: NDArray[np.int64]
+    neg_lower: list[float]
+    neg_upper: list[float]
+    rest: list[float]
+    needs: list[int]
+    clear: list[int]
 
 
 class RunningScores:
@@ -72,7 +75,6 @@ class RunningScores:
         self.synced: dict[int, int] = {}  # job id -> the version its parts were read at
         self.irregular: dict[int, _Job] = {}
         """Running jobs not at their full size, by job id: scored exactly."""
-        self.seen: tuple[list[int], list[int]] = ([], [])  # ids and versions of the last sync
         self.arrays: dict[str, Array] = {f: np.zeros(0) for f in _FIELDS}
         self.need = np.zeros(0, dtype=np.int64)
         # over every row read so far: the largest sum of the sizes of its fixed terms, the
@@ -84,23 +86,21 @@ class RunningScores:
     def sync(self, running: list[JobRun], jobs: dict[int, _Job]) -> None:
         """Follow the running jobs to this point (``jobs``: the kept state, by job id): a job
         whose version changed since (it started, stopped or changed speed) is read again."""
-        ids = [run.job_id for run in running]
-        versions = [run.version for run in running]
-        if ids == self.seen[0] and versions == self.seen[1]:
-            return
-        self.seen = (ids, versions)
+        now = dict(
+            zip([run.job_id for run in running], [run.version for run in running], strict=True)
+        )
         synced = self.synced
-        for run, version in zip(running, versions, strict=True):
-            if synced.get(run.job_id) != version:
-                synced[run.job_id] = version
+        if now == synced:
+            return
+        changed = {job_id for job_id, _ in now.items() - synced.items()}
+        for job_id in synced.keys() - now.keys():
+            self.irregular.pop(job_id, None)
+            if job_id in self.rows:
+                self._drop(job_id)
+        self.synced = now
+        for run in running:
+            if run.job_id in changed:
                 self._read(run, jobs[run.job_id])
-        if len(synced) != len(running):
-            here = set(ids)
-            for job_id in [i for i in synced if i not in here]:
-                del synced[job_id]
-                self.irregular.pop(job_id, None)
-                if job_id in self.rows:
-                    self._drop(job_id)
 
     def _read(self, run: JobRun, job: _Job) -> None:
         job.run = run
@@ -164,13 +164,17 @@ class RunningScores:
         big = self.mag + abs(w[0]) * self.longest + abs(w[4]) * math.log1p(now_s - self.first)
         margin = SLACK * (big + abs(offset)) + 1e-300
         upper = score + margin
+        lower = score - margin
+        after = np.append(upper[1:], -np.inf)
+        places = np.arange(len(order))
         jobs = self.jobs
         return Ranked(
-            [jobs[i] for i in order.tolist()],  # type: ignore[misc]
-            score - margin,
-            upper,
-            np.append(upper, -np.inf),
-            np.cumsum(self.need[order]),
+            [jobs[i] for i in order.tolist()],
+            (-lower).tolist(),
+            (-upper).tolist(),
+            [*upper.tolist(), -math.inf],
+            np.cumsum(self.need[order]).tolist(),
+            np.maximum.accumulate(np.where(lower > after, places, -1)).tolist(),
         )
 
 

@@ -16,6 +16,7 @@ leave it where it is, wherever it is listed.
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 from typing import TYPE_CHECKING
@@ -52,7 +53,8 @@ class Walk:
         room = SLACK * (1.0 + abs(w[WAIT]) * waits)
         # what every bound of a type gains from the type's mean now, plus the margin of the
         # terms that vary (the wait, the mean)
-        self.shift = [-w[2] * m + room + SLACK * abs(w[2] * m) for m in self.mean.tolist()]
+        self.pad = [room + SLACK * abs(w[2] * m) for m in self.mean.tolist()]
+        self.shift = [-w[2] * m + pad for m, pad in zip(self.mean.tolist(), self.pad, strict=True)]
         self.scored: dict[int, list[float]] = {}  # job id -> exact scores this point
         self.best: list[Pair] = []
         self.taken: set[int] = set()
@@ -98,10 +100,15 @@ class Walk:
                     if top >= ceiling:
                         self._open_running()
                         continue
-                # a waiting pair may come next: score those that may come before the
-                # exact pairs and the bounded jobs (or the best, if there is neither)
-                if top > -math.inf:
-                    self._open_above(max(floor, self._lowest()))
+                # a waiting pair may come next
+                if state.bounds is not None:
+                    found = self._next_waiting(floor, top)
+                    if found is not None:
+                        job, k = found
+                        left[k] -= job.need
+                        room -= job.need
+                        taken.add(job.key[1])
+                        chosen.append((job.run, types[k]))
                 elif best:
                     self._open_above(floor)
                 else:
@@ -116,18 +123,14 @@ class Walk:
             chosen.append((pair[5].run, types[k]))
         for heap, entry in self.held:
             heapq.heappush(heap, entry)
-        chosen.extend((job.run, types[0]) for job in self.stayers)
+        t = types[0]
+        chosen.extend([(job.run, t) for job in self.stayers])
         return chosen
 
     def _top(self) -> float:
         """The highest upper bound of a bounded job not yet taken or scored (-inf if none)."""
         bounded = self.bounded
-        return -math.inf if bounded is None else float(bounded.rest[self.head])
-
-    def _lowest(self) -> float:
-        """The highest lower bound of a bounded job not yet taken or scored (one is left)."""
-        assert self.bounded is not None
-        return float(self.bounded.lower[self.head])
+        return -math.inf if bounded is None else bounded.rest[self.head]
 
     def _take_run(self, above: float) -> int:
         """Take the longest run of bounded jobs from the front that come before every other
@@ -135,24 +138,26 @@ class Walk:
         and fit together; the GPUs they take (0: none)."""
         bounded, head = self.bounded, self.head
         assert bounded is not None
-        lower, needs = bounded.lower[head:], bounded.needs[head:]
-        before = int(bounded.needs[head - 1]) if head else 0
-        ahead = lower > np.maximum(bounded.rest[head + 1 :], above)
-        found = np.flatnonzero(ahead & (needs - before <= self.left[0]))
-        if not len(found):
+        needs = bounded.needs
+        before = needs[head - 1] if head else 0
+        # the lower bounds fall and the sums of needs grow along the order: both conditions
+        # hold on a prefix
+        over = bisect.bisect_left(bounded.neg_lower, -above, head)
+        fits = bisect.bisect_right(needs, before + self.left[0], head)
+        last = min(over, fits) - 1
+        if last < head or bounded.clear[last] < head:
             return 0
-        end = head + int(found[-1]) + 1
+        end = bounded.clear[last] + 1
         self.stayers.extend(bounded.jobs[head:end])
         self.head = end
-        return int(bounded.needs[end - 1]) - before
+        return needs[end - 1] - before
 
     def _open_running(self) -> None:
         """Score exactly the bounded jobs that may come first among them (upper bound at
-        least the highest lower bound)."""
+        least the highest lower bound: a prefix, the bounds falling along the order)."""
         bounded, head = self.bounded, self.head
         assert bounded is not None
-        # the bounds do not increase along the order: those that reach form a prefix
-        end = head + int(np.count_nonzero(bounded.upper[head:] >= bounded.lower[head]))
+        end = bisect.bisect_right(bounded.neg_upper, bounded.neg_lower[head], head)
         self.head = end
         self._add_scored(bounded.jobs[head:end], push=True)
 
@@ -241,6 +246,57 @@ class Walk:
             self.held.append((heap, entry))
             self._score_waiting([entry[4]], [(entry[4], k)])
             return
+
+    def _next_waiting(self, floor: float, top: float) -> tuple[_Job, int] | None:
+        """On one GPU type: the waiting pair of the highest bound, bounded again now (and the
+        pairs whose bounds reach its own), is returned unscored where its lower bound clears
+        every other pair's upper bound (``floor``: the best exact pair; ``top``: the bounded
+        running jobs): it comes next. Else it is scored exactly (on the exact heap), or left
+        where it cannot come before those two; None then."""
+        heaps = self._heaps()  # pops and pushes below change the heaps' tops, not which fit
+        fresh: set[int] = set()  # jobs bounded again here: their bounds are their scores'
+        held: tuple[Entry, list[Entry], float, int] | None = None  # the highest so far
+        while True:
+            heaps = [h for h in heaps if h[0]]
+            rest, at = -math.inf, None
+            for h in heaps:
+                if h[1] - h[0][0][0] > rest:
+                    rest, at = h[1] - h[0][0][0], h
+            if held is None or rest > held[2] - held[0][0]:
+                if held is not None:
+                    heapq.heappush(held[1], held[0])
+                if at is None:
+                    return None
+                entry, pushed = self._pop(at[0], at[2])
+                if pushed:
+                    return None
+                if entry is not None:
+                    fresh.add(entry[2])
+                    held = (entry, at[0], at[1], at[2])
+                else:
+                    held = None
+                continue
+            entry, heap, shift, k = held
+            upper = shift - entry[0]
+            if not upper >= max(floor, top):
+                heapq.heappush(heap, entry)  # it does not come next
+                return None
+            job = entry[4]
+            if upper - 2.0 * (SLACK * job.mag[k] + self.pad[k]) > max(rest, floor, top):
+                self.held.append((heap, entry))
+                return job, k
+            if at is not None and at[0][0][2] not in fresh:
+                stale, pushed = self._pop(at[0], at[2])  # its bound may fall below
+                if pushed:
+                    heapq.heappush(heap, entry)
+                    return None
+                if stale is not None:
+                    fresh.add(stale[2])
+                    heapq.heappush(at[0], stale)
+                continue
+            self.held.append((heap, entry))
+            self._score_waiting([job], [(job, k)])
+            return None
 
     def _push_scored(self, job: _Job, k: int) -> bool:
         """Put ``job``'s pair on type ``k`` (scored already) on the exact heap unless taken."""
