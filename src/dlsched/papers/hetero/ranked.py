@@ -15,12 +15,18 @@ virtual clusters thousands of jobs wait, so each point cost the length of the qu
   the score computed when its entry was last pushed, plus a margin far above the rounding of
   every float involved, bounds its score at any later point, once the type's mean is allowed
   for. Heaps are ordered by that bound.
-* At each point the running jobs (at most one per GPU) are scored exactly. A waiting pair is
-  looked at only while its bound reaches the best exact score that still fits: it is then
-  re-bounded at the current time (pushed back if that falls below) or scored exactly. Exact
-  scores are computed by the plain rule's own code (`features_given_mean`, the same matrix
-  product) on those jobs alone, so they are the same floats: every comparison that decides is
-  one between the plain rule's floats, ties by arrival then type order as there.
+* On a heterogeneous cluster the running jobs (at most one per GPU) are scored exactly at
+  each point. A waiting pair is looked at only while its bound reaches the best exact score
+  that still fits: it is then re-bounded at the current time (pushed back if that falls below)
+  or scored exactly. Exact scores are computed by the plain rule's own code
+  (`features_given_mean`, the same matrix product) on those jobs alone, so they are the same
+  floats: every comparison that decides is one between the plain rule's floats, ties by
+  arrival then type order as there.
+* On a cluster of one GPU type the running jobs are bounded instead (`dlsched.papers.hetero.
+  running`: NumPy, each within a margin of its exact score) and a waiting pair bounded again
+  now is within such a margin too: a pair is taken unscored where its lower bound clears
+  every other pair's upper bound (it is then the next pair of the plain order), and scored
+  exactly only where bounds overlap (`dlsched.papers.hetero.walk`).
 
 The advantage's mean is a sum over every active job in arrival order: on a heterogeneous
 cluster `_Active` keeps the rows it sums (each job's own floats) in that order and sums them as

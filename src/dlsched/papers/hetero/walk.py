@@ -257,10 +257,9 @@ class Walk:
         fresh: set[int] = set()  # jobs bounded again here: their bounds are their scores'
         held: tuple[Entry, list[Entry], float, int] | None = None  # the highest so far
         while True:
-            heaps = [h for h in heaps if h[0]]
             rest, at = -math.inf, None
-            for h in heaps:
-                if h[1] - h[0][0][0] > rest:
+            for h in heaps:  # an emptied heap may have the entry held pushed back
+                if h[0] and h[1] - h[0][0][0] > rest:
                     rest, at = h[1] - h[0][0][0], h
             if held is None or rest > held[2] - held[0][0]:
                 if held is not None:
