@@ -49,66 +49,12 @@ from dlsched.papers.hetero.features import (
     Array,
     features_from_parts,
     gpu_types,
-    relative_speeds,
 )
+from dlsched.papers.hetero.pairs import Entry, KeptJob
 from dlsched.papers.hetero.running import SLACK as _SLACK
 from dlsched.papers.hetero.running import RunningScores
 from dlsched.papers.hetero.walk import WAIT as _WAIT
 from dlsched.papers.hetero.walk import Walk
-from dlsched.placement.typed import scale_of
-
-
-class _Job:
-    """What the kept state knows of one job: its fixed parts and its place in the heaps."""
-
-    __slots__ = (
-        "alloc", "here", "key", "kinds", "mag", "need", "positive", "rates", "relative", "run",
-        "size", "stamp", "static", "submit", "total", "waiting",
-    )  # fmt: skip
-
-    def __init__(self, run: JobRun, rates: list[float], weights: Sequence[float]) -> None:
-        spec = run.spec
-        self.run = run
-        self.submit = spec.submit_time_s
-        self.total = spec.total_work
-        self.key = (spec.submit_time_s, spec.job_id)  # `ClusterView.jobs` order
-        self.need = scale_of(spec)
-        self.rates = rates
-        self.kinds = [k for k, r in enumerate(rates) if r > 0.0]
-        row = np.array([rates], float)
-        self.positive = row > 0.0
-        self.relative = relative_speeds(row, self.positive)[0]
-        self.size = math.log2(max(spec.num_workers, 1))
-        self.alloc: object = None  # the allocation `here` was read from
-        self.here = -1  # the type it runs on (-1: none)
-        self.stamp = 0  # bumped each time it joins the queue: older heap entries are stale
-        self.waiting = False
-        self.static: list[float] = []  # per type: the score without the wait and the mean
-        self.mag: list[float] = []  # per type: the sizes of the terms of ``static``
-
-    def enter(self, run: JobRun, now_s: float, weights: Sequence[float]) -> None:
-        """The job (waiting from ``now_s`` with its progress as of then) joins the queue."""
-        w0, w1, w2, _, _, w5 = weights
-        self.run = run
-        self.stamp += 1
-        self.waiting = True
-        remaining = run.remaining_work(now_s)
-        rel = self.relative.tolist()
-        self.static = [0.0] * len(self.rates)
-        self.mag = [0.0] * len(self.rates)
-        for k in self.kinds:
-            terms = (
-                w0 * math.log1p(remaining / self.rates[k]),
-                w1 * rel[k],
-                w2 * rel[k],
-                w5 * self.size,
-            )
-            self.static[k] = sum(terms)
-            self.mag[k] = sum(abs(x) for x in terms)
-
-
-Entry = tuple[float, float, int, int, _Job]
-"""A heap entry: (minus the bound, submission, job id, stamp, job)."""
 
 
 class _Active:
@@ -121,14 +67,14 @@ class _Active:
         self.counts = np.zeros(num_types, dtype=np.int64)
         self.ids: set[int] = set()
 
-    def add(self, job: _Job) -> None:
+    def add(self, job: KeptJob) -> None:
         i = bisect.bisect(self.keys, job.key)
         self.keys.insert(i, job.key)
         self.rows = np.insert(self.rows, i, job.relative, axis=0)
         self.counts += job.positive[0]
         self.ids.add(job.key[1])
 
-    def remove(self, job: _Job) -> None:
+    def remove(self, job: KeptJob) -> None:
         i = bisect.bisect_left(self.keys, job.key)
         del self.keys[i]
         self.rows = np.delete(self.rows, i, axis=0)
@@ -155,7 +101,7 @@ class RankedPairs:
 
     def clear(self) -> None:
         """Forget every job (a new run)."""
-        self.jobs: dict[int, _Job] = {}
+        self.jobs: dict[int, KeptJob] = {}
         self.heaps: dict[tuple[int, int], list[Entry]] = {}
         self.types: tuple[str, ...] = ()
         self.speeds: Any = None
@@ -218,7 +164,7 @@ class RankedPairs:
         for run in view.pending:
             self._enter(run, view)
 
-    def _job(self, run: JobRun) -> _Job:
+    def _job(self, run: JobRun) -> KeptJob:
         job = self.jobs.get(run.job_id)
         if job is not None and job.run.spec is run.spec:
             job.run = run
@@ -229,7 +175,7 @@ class RankedPairs:
             else:
                 of = speeds.of(run.spec)
                 rates = [float(of.get(t, 0.0)) for t in self.types]
-            job = self.jobs[run.job_id] = _Job(run, rates, self.w)
+            job = self.jobs[run.job_id] = KeptJob(run, rates, self.w)
             spec = run.spec
             self.whole = self.whole and (
                 spec.num_ps == 0
@@ -261,7 +207,7 @@ class RankedPairs:
             if run.finish_s is not None and run.job_id in ids:
                 self.active.remove(self.jobs[run.job_id])
 
-    def _exact(self, view: ClusterView, jobs: Sequence[_Job], mean: Array) -> list[list[float]]:
+    def _exact(self, view: ClusterView, jobs: Sequence[KeptJob], mean: Array) -> list[list[float]]:
         """The plain rule's scores of ``jobs``' pairs: `features_given_mean`'s parts, each from
         the same operations (sizes and where a job runs kept), and the same product."""
         if self.speeds is None:
@@ -314,7 +260,8 @@ class RankedPairs:
         cluster = view.cluster
         types = self.types
         gpus = cluster.gpus_by_type() or {types[0]: int(cluster.total.gpu)}
-        walk = Walk(self, view, [int(gpus.get(t, 0)) for t in types])
+        mean = np.zeros(len(types)) if self.active is None else self.active.mean()
+        walk = Walk(self, view, [int(gpus.get(t, 0)) for t in types], mean)
         chosen = walk.run()
         self.stayers = len(walk.stayers)
         return chosen

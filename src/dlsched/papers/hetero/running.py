@@ -19,15 +19,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from dlsched.core import JobRun
 from dlsched.papers.hetero.features import Array
-
-if TYPE_CHECKING:
-    from dlsched.papers.hetero.ranked import _Job
+from dlsched.papers.hetero.pairs import KeptJob
 
 SLACK = 1e-9
 """Relative margin of a bound: rounding moves the 6-term product and its inputs by ~1e-15."""
@@ -52,7 +49,7 @@ class Ranked:
             upper bounds of every job after it (-1 if none).
     """
 
-    jobs: list[_Job]
+    jobs: list[KeptJob]
     neg_lower: list[float]
     neg_upper: list[float]
     rest: list[float]
@@ -70,10 +67,10 @@ class RunningScores:
     def __init__(self, weights: list[float]) -> None:
         self.w = weights
         self.rows: dict[int, int] = {}  # job id -> its row
-        self.jobs: list[_Job | None] = []
+        self.jobs: list[KeptJob | None] = []
         self.free: list[int] = []
         self.synced: dict[int, int] = {}  # job id -> the version its parts were read at
-        self.irregular: dict[int, _Job] = {}
+        self.irregular: dict[int, KeptJob] = {}
         """Running jobs not at their full size, by job id: scored exactly."""
         self.arrays: dict[str, Array] = {f: np.zeros(0) for f in _FIELDS}
         self.need = np.zeros(0, dtype=np.int64)
@@ -83,7 +80,7 @@ class RunningScores:
         self.longest = 0.0
         self.first = math.inf
 
-    def sync(self, running: list[JobRun], jobs: dict[int, _Job]) -> None:
+    def sync(self, running: list[JobRun], jobs: dict[int, KeptJob]) -> None:
         """Follow the running jobs to this point (``jobs``: the kept state, by job id): a job
         whose version changed since (it started, stopped or changed speed) is read again."""
         now = dict(
@@ -102,7 +99,7 @@ class RunningScores:
             if run.job_id in changed:
                 self._read(run, jobs[run.job_id])
 
-    def _read(self, run: JobRun, job: _Job) -> None:
+    def _read(self, run: JobRun, job: KeptJob) -> None:
         job.run = run
         alloc = run.allocation
         if alloc.num_workers != job.need or alloc.ps or not job.kinds:
@@ -178,7 +175,7 @@ class RunningScores:
         )
 
 
-def fixed_part(w: list[float], job: _Job) -> tuple[float, float]:
+def fixed_part(w: list[float], job: KeptJob) -> tuple[float, float]:
     """A running job's score terms that stay while it runs on its one type (its relative
     speed twice, ``running_here``, its size), and the sum of their sizes."""
     rel = float(job.relative[0])

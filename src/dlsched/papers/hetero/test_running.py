@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -34,7 +35,8 @@ class Bounded(TypeScore):
         ranked = self.ranked
         assert ranked is not None
         if ranked.update(view) and ranked.bounds is not None:
-            walk = Walk(ranked, view, [0])
+            mean = np.zeros(1) if ranked.active is None else ranked.active.mean()
+            walk = Walk(ranked, view, [0], mean)
             bounds = ranked.bounds
             bounds.sync(list(view.running), ranked.jobs)
             bounded = set(bounds.rows)

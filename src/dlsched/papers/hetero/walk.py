@@ -19,35 +19,44 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
-from typing import TYPE_CHECKING
-
-import numpy as np
+from collections.abc import Sequence
+from typing import Protocol
 
 from dlsched.core import ClusterView, JobRun
-from dlsched.papers.hetero.features import FEATURES
-
-if TYPE_CHECKING:
-    from dlsched.papers.hetero.ranked import Entry, RankedPairs, _Job
-    from dlsched.papers.hetero.running import Ranked
-
-from dlsched.papers.hetero.running import SLACK
+from dlsched.papers.hetero.features import FEATURES, Array
+from dlsched.papers.hetero.pairs import Entry, KeptJob
+from dlsched.papers.hetero.running import SLACK, Ranked, RunningScores
 
 WAIT = FEATURES.index("log_wait_s")
 
-Pair = tuple[float, float, int, int, int, "_Job"]
+Pair = tuple[float, float, int, int, int, KeptJob]
 """A scored pair: (minus its exact score, submission, job id, type, GPUs it needs, job)."""
+
+
+class Kept(Protocol):
+    """What the walk reads of the kept state (`dlsched.papers.hetero.ranked.RankedPairs`)."""
+
+    w: list[float]
+    types: tuple[str, ...]
+    first_submit: float
+    jobs: dict[int, KeptJob]
+    running: list[JobRun]
+    bounds: RunningScores | None
+    heaps: dict[tuple[int, int], list[Entry]]
+    exact_scored: int
+
+    def _exact(
+        self, view: ClusterView, jobs: Sequence[KeptJob], mean: Array
+    ) -> list[list[float]]: ...
 
 
 class Walk:
     """One point's walk (see the module)."""
 
-    def __init__(self, state: RankedPairs, view: ClusterView, left: list[int]) -> None:
-        self.state, self.view, self.left = state, view, left
+    def __init__(self, state: Kept, view: ClusterView, left: list[int], mean: Array) -> None:
+        """``left``: GPUs per type; ``mean``: per type, the advantage's mean (`features`)."""
+        self.state, self.view, self.left, self.mean = state, view, left, mean
         self.now = view.now_s
-        if state.active is None:
-            self.mean = np.zeros(len(state.types))
-        else:
-            self.mean = state.active.mean()
         w = state.w
         waits = math.log1p(max(0.0, self.now - state.first_submit))
         room = SLACK * (1.0 + abs(w[WAIT]) * waits)
@@ -61,7 +70,7 @@ class Walk:
         self.held: list[tuple[list[Entry], Entry]] = []  # popped entries, pushed back at the end
         self.bounded: Ranked | None = None
         self.head = 0  # bounded jobs before it are taken or scored
-        self.stayers: list[_Job] = []  # bounded jobs taken unscored
+        self.stayers: list[KeptJob] = []  # bounded jobs taken unscored
 
     def run(self) -> list[tuple[JobRun, str]]:
         """The plain `choose`'s pairs: in its order, but the running jobs taken unscored
@@ -169,7 +178,7 @@ class Walk:
             top = max(top, shift - heap[0][0])
         return top
 
-    def _add_scored(self, jobs: list[_Job], push: bool = False) -> None:
+    def _add_scored(self, jobs: list[KeptJob], push: bool = False) -> None:
         if not jobs:
             return
         rows = self.state._exact(self.view, jobs, self.mean)
@@ -208,8 +217,8 @@ class Walk:
 
     def _open_above(self, floor: float) -> None:
         """Score exactly every waiting pair that fits and may score at least ``floor``."""
-        batch: list[_Job] = []
-        pairs: list[tuple[_Job, int]] = []
+        batch: list[KeptJob] = []
+        pairs: list[tuple[KeptJob, int]] = []
         for heap, shift, k in self._heaps():
             while heap and shift - heap[0][0] >= floor:
                 entry, _ = self._pop(heap, k)
@@ -247,7 +256,7 @@ class Walk:
             self._score_waiting([entry[4]], [(entry[4], k)])
             return
 
-    def _next_waiting(self, floor: float, top: float) -> tuple[_Job, int] | None:
+    def _next_waiting(self, floor: float, top: float) -> tuple[KeptJob, int] | None:
         """On one GPU type: the waiting pair of the highest bound, bounded again now (and the
         pairs whose bounds reach its own), is returned unscored where its lower bound clears
         every other pair's upper bound (``floor``: the best exact pair; ``top``: the bounded
@@ -297,7 +306,7 @@ class Walk:
             self._score_waiting([job], [(job, k)])
             return None
 
-    def _push_scored(self, job: _Job, k: int) -> bool:
+    def _push_scored(self, job: KeptJob, k: int) -> bool:
         """Put ``job``'s pair on type ``k`` (scored already) on the exact heap unless taken."""
         if job.key[1] in self.taken:
             return False
@@ -305,7 +314,7 @@ class Walk:
         heapq.heappush(self.best, (-row[k], job.submit, job.key[1], k, job.need, job))
         return True
 
-    def _score_waiting(self, batch: list[_Job], pairs: list[tuple[_Job, int]]) -> None:
+    def _score_waiting(self, batch: list[KeptJob], pairs: list[tuple[KeptJob, int]]) -> None:
         if not batch:
             return
         self.state.exact_scored += len(batch)
