@@ -46,6 +46,7 @@ SMOKE: dict[str, str] = {
     "deeprm_train.py": "--loads 0.7 --workers 1 --iterations 1 --jobsets 2 --episodes 2 "
     "--states 50",
     "dl2_advantage_by_action.py": "--critic-updates 1",
+    "dl2_episode_pg.py": "--out {tmp}/pg --traces 2 --copies 2 --jobs 8 --updates 1",
     "dl2_gradient_snr.py": "--groups 3 --group-size 64 --critic-updates 1",
     "dl2_decisions.py": "--runs 101/2/0.5 --out {tmp}/out.json",
     "dl2_paper_curves.py": "A=benchmarks/dl2_paper_runs/fourth_session/A.csv --out {tmp}/c.png",
