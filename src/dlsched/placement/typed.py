@@ -127,7 +127,7 @@ def place_changes(
             [c[0] - f[0], c[1] - f[1], c[2] - f[2]]
             for c, f in zip(cap, cluster.free_rows(), strict=True)
         ]
-        fits = _Fits(server_types, _servers_of(server_types), cap, used)
+        fits = Fits(server_types, _servers_of(server_types), cap, used)
         for run in suspended:
             fits.take(run.spec, run.allocation, -1.0)
         failed, changes = fits.failed, fits.changes
@@ -137,7 +137,7 @@ def place_changes(
             for item in pending:
                 shape = item[3]
                 if failed.get(shape) == changes.get(item[2], 0):
-                    later.append(item)  # no room since it last found none (`_Fits.fit_shape`)
+                    later.append(item)  # no room since it last found none (`Fits.fit_shape`)
                     continue
                 new = fits.fit_shape(*shape)
                 if new is None:
