@@ -7,7 +7,8 @@ workload, 68 % one-GPU jobs, 15 × 8 GPUs, 1,000 jobs, load 1.8):
   ``policies/sched2_paper``), greedy, on `BatchedSched2Env` — per seed the same trajectory as
   ``dlsched simulate`` with ``sched2:paper`` (tests/rl/test_sched2_batched.py), all traces at
   once; a network trained with ``--hold-mask local`` (a deviation) acts under that mask; its
-  row names every deviation its card records (hold mask, dueling head, semi-MDP discount);
+  row names every deviation its card records (incremental reward, hold mask, dueling head,
+  semi-MDP discount, TD priority);
 * four rules restricted to the paper's window (the first 10 waiting jobs in arrival order, the
   same packing placement), i.e. in the DQN's own action space: ``window-first`` (the first
   fitting slot) and ``window-shortest`` (the fitting slot with the shortest ideal time) never
@@ -49,17 +50,20 @@ LOAD = 1.8
 JCT_TARGET, MAKESPAN_TARGET = 0.85, 0.90
 
 
-PAPER_ROW = "sched2:paper (DQN, paper method)"
+PAPER_ROW = "DQN, paper method (no deviation)"
 
 
 def dqn_row(card: Any) -> str:
-    """The DQN's row label: the paper's method, or the deviations its card records."""
+    """The DQN's row label: the paper's method, or the deviations its card records (the shipped
+    ``sched2:paper`` was trained with ``--reward incremental``, one deviation)."""
     params = card.hyperparams
-    deviations = (
+    deviations = ["incremental reward"] if params.get("reward", "paper") == "incremental" else []
+    deviations += (
         [f"hold mask {params['hold_mask']}"] if params.get("hold_mask", "none") != "none" else []
     )
     deviations += ["dueling"] if params.get("dueling") else []
     deviations += [f"γ^(Δt/{params['discount_time_s']} s)"] if params.get("discount_time_s") else []
+    deviations += ["TD priority"] if params.get("new_priority", "max") == "td" else []
     if not deviations:
         return PAPER_ROW
     return f"DQN + {' + '.join(deviations)} (deviation{'s' if len(deviations) > 1 else ''})"
@@ -260,11 +264,11 @@ def main() -> None:
         ]
         wall[name] = time.perf_counter() - t0
     print(f"test seeds {seeds[0]}-{seeds[-1]} ({len(seeds)} traces), load {LOAD}; mean ± 95 % CI")
-    print(f"{'scheduler':<44} {'avg JCT (s)':>18} {'makespan (s)':>20} {'avg eff.':>14} wall s")
+    print(f"{'scheduler':<58} {'avg JCT (s)':>18} {'makespan (s)':>20} {'avg eff.':>14} wall s")
     for name, rows in results.items():
         cells = [interval([r[m] for r in rows]) for m in METRICS]
         print(
-            f"{name:<44} {cells[0][0]:>10,.0f} ± {cells[0][1]:>5,.0f} "
+            f"{name:<58} {cells[0][0]:>10,.0f} ± {cells[0][1]:>5,.0f} "
             f"{cells[1][0]:>11,.0f} ± {cells[1][1]:>6,.0f} {cells[2][0]:>7.3f} ± "
             f"{cells[2][1]:.3f} {wall[name]:>6.0f}"
         )

@@ -22,12 +22,18 @@ def _module() -> Any:
     return module
 
 
-def test_rows_name_every_deviation_and_only_the_paper_card_gets_the_paper_row() -> None:
+def test_rows_name_every_deviation_and_only_a_card_without_one_gets_the_paper_row() -> None:
     bench = _module()
     paper, masked = read_card(PAPER_POLICY_DIR), read_card(MASKED_POLICY_DIR)
-    assert bench.dqn_row(paper) == bench.PAPER_ROW
-    assert bench.dqn_row(masked) == "DQN + hold mask local (deviation)"
+    assert bench.dqn_row(paper) == "DQN + incremental reward (deviation)"  # the shipped one
+    plain = dataclasses.replace(paper, hyperparams={**paper.hyperparams, "reward": "paper"})
+    assert bench.dqn_row(plain) == bench.PAPER_ROW
+    assert bench.dqn_row(masked) == "DQN + incremental reward + hold mask local (deviations)"
     dueling = dataclasses.replace(masked, hyperparams={**masked.hyperparams, "dueling": True})
-    assert bench.dqn_row(dueling) == "DQN + hold mask local + dueling (deviations)"
+    assert bench.dqn_row(dueling) == (
+        "DQN + incremental reward + hold mask local + dueling (deviations)"
+    )
+    td = dataclasses.replace(plain, hyperparams={**plain.hyperparams, "new_priority": "td"})
+    assert bench.dqn_row(td) == "DQN + TD priority (deviation)"
     smdp = dataclasses.replace(paper, hyperparams={**paper.hyperparams, "discount_time_s": 100.0})
     assert "γ^(Δt/100.0 s)" in bench.dqn_row(smdp) and "paper method" not in bench.dqn_row(smdp)

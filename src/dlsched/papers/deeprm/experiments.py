@@ -6,17 +6,19 @@ point at every time step (``interval_s = 1``, as DeepRM's agent acts every step)
 scheduler:
 
 * **Fig. 4** (``fig4.csv``, ``fig4.png``): average slowdown vs load for ``deeprm`` (the shipped
-  policy, one for every load), ``sjf``, ``packer``, ``tetris-star`` and ``random``. The
-  heuristics see every pending job; DeepRM sees its ``M = 10`` slots — the ten shortest
-  waiting jobs (`dlsched.papers.deeprm.state.DeepRMShape.ranked`, not the paper's arrival
-  order) — and the backlog count.
+  default, one for every load), ``deeprm:paper`` (DeepRM's own method), ``sjf``, ``packer``,
+  ``tetris-star`` and ``random``. The heuristics see every pending job; ``deeprm`` sees its
+  ``M = 10`` slots — the ten shortest waiting jobs
+  (`dlsched.papers.deeprm.state.DeepRMShape.ranked`, not the paper's arrival order) — and the
+  backlog count; ``deeprm:paper`` the paper's 10 arrival-order slots.
 * **Fig. 5** (``fig5.csv``, ``fig5.png``): average slowdown and average completion time at load
-  1.3 for the heuristics, DeepRM trained for slowdown (shipped) and DeepRM trained for
-  completion time (reward ``−|J|``, the paper's state; trained here, briefly in the reduced size).
-* **Fig. 6** (``fig6.csv``, ``fig6.png``): the learning curve of the shipped policy from its
-  ``train_log.csv`` (mean slowdown of the sampled episodes and validation slowdown per
-  iteration, over its training loads and jobset lengths; mean and max total reward per
-  iteration).
+  1.3 for the heuristics, DeepRM trained for slowdown (``deeprm`` and ``deeprm:paper``) and
+  DeepRM trained for completion time (reward ``−|J|``, the paper's state, SJF imitation then
+  REINFORCE — not the paper's method, labelled so; trained here, briefly in the reduced size).
+* **Fig. 6** (``fig6.csv``, ``fig6.png``): the learning curve of ``deeprm:paper`` (DeepRM's
+  method) from its ``train_log.csv`` (mean slowdown of the sampled episodes and validation
+  slowdown per iteration, over its training loads and jobset lengths; mean and max total
+  reward per iteration).
 * **Fig. 7** (``fig7.csv``, ``fig7.png``): at load 1.1, the share of scheduling points at which
   DeepRM withholds a job that fits in the free resources — any pending job, and only the jobs in
   its ``M`` slots (those it can choose) — the lengths of the slot jobs it withholds, and the

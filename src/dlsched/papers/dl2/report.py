@@ -226,6 +226,12 @@ def _md_head(size: Size) -> list[str]:
         f"{', '.join(map(str, tr.val_seeds))}; network {'×'.join(map(str, tr.hidden))} (per-row), "
         f"mini-batch {tr.batch_size}, one RL update per time slot, other hyper-parameters DL2 "
         "§6.2. JCT in seconds, mean ± 95 % CI over traces where there are several.",
+        "",
+        "The training figures (Figs. 10, 15, 16, Table 2) run dlsched's DL2 actor-critic "
+        "(`dlsched.papers.dl2.algorithm`: a per-row network over dlsched's DL2 state), not the "
+        "paper preset `train dl2 --paper` (the paper's state and 2×256 MLP) that made "
+        "`dl2:paper`; the paper's numbers quoted beside them are its own method's "
+        "(`benchmarks/RESULTS.md`, issue 29, has the paper preset's runs).",
     ]
 
 
@@ -283,8 +289,9 @@ def _md_table2(size: Size, trained: TrainingResults) -> list[str]:
     return [
         *lines,
         "",
-        f"SL start (DRF imitation): {trained.table2[0]['sl_val_avg_jct_s']:,.0f} s. Paper: "
-        "+21.1 % without the value network, +28.8 % without exploration, +39.6 % without replay.",
+        f"SL start (DRF imitation): {trained.table2[0]['sl_val_avg_jct_s']:,.0f} s. Paper (its "
+        "own method, not these runs'): +21.1 % without the value network, +28.8 % without "
+        "exploration, +39.6 % without replay.",
     ]
 
 

@@ -391,8 +391,8 @@ def paper_card(
         f"{config.num_jobs} jobs at load {config.load}. This network: the best greedy "
         f"validation effectiveness (seeds {PAPER_VALIDATION_SEEDS[0]}-"
         f"{PAPER_VALIDATION_SEEDS[-1]}) so far, after {episodes} episodes ({steps} agent steps, "
-        f"{grads} gradient steps). Deviations from the paper: README, 'SCED² paper preset'."
-        + (f" Command: {command}" if command else "")
+        f"{grads} gradient steps). Deviations from the paper: README, 'SCED² by the paper's "
+        "method'." + (f" Command: {command}" if command else "")
     )
     return PolicyCard(
         algorithm="sched2",
