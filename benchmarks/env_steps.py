@@ -10,7 +10,8 @@ same random legal actions, side by side with its scalar `Sched2Env` in the same 
 CPU-second of the scalar `Dl2Env` (before) and of `Dl2BatchedEnv` (after), under random legal
 actions, then with the paper's MLP sampling every action as a trainer collects experience
 (the scalar `Rollout` before issue 29; `paper.Collector` after, beside the collector as it was
-before 2026-11-27, ``benchmarks/dl2_collector_before.py``; ``--dl2-rounds`` interleaves them). DeepRM rows (issue 29; ``--only deeprm``):
+before 2026-11-27, ``benchmarks/dl2_collector_before.py``; ``--dl2-rounds`` interleaves
+them and prints each one's ratio to the scalar). DeepRM rows (issue 29; ``--only deeprm``):
 the scalar ``DeepRM-v0`` (before) and `BatchedDeepRMEnv` (after, ``--deeprm-batch`` episodes a
 call) with image and with index observations, on NumPy and, when a GPU is visible, on CUDA.
 """
@@ -183,7 +184,7 @@ def dl2_rows(envs: int, seconds: float, rounds: int = 1) -> None:
             slots, cpu = dl2_rollout_slots_per_second(batch, seconds, collector)
             totals[label][0] += slots
             totals[label][1] += cpu
-            print(f"{label:<28} {slots:>8,} slots  {slots / cpu:>8,.1f} slots/CPU-s  (policy acting)")
+            print(f"{label:<28} {slots:>8,} slots  {slots / cpu:>8,.1f} slots/CPU-s  (policy)")
     base_slots, base_cpu = totals[cases[0][0]]
     for label, (slots, cpu) in totals.items():
         rate = slots / cpu

@@ -64,8 +64,8 @@ def test_sampler_draws_the_softmax_over_legal_actions(path: str) -> None:
     else:
         out, use = choose_actions_numpy(logits, u, 0.0, rows, mask)
     assert not use.any()
-    probs = torch.softmax(masked_logits(torch.from_numpy(logits[:1]), torch.from_numpy(mask[:1])), 1)
-    probs_np = probs[0].double().numpy()
+    first = masked_logits(torch.from_numpy(logits[:1]), torch.from_numpy(mask[:1]))
+    probs_np = torch.softmax(first, 1)[0].double().numpy()
     counts = np.bincount(out, minlength=K)
     assert counts[~mask[0]].sum() == 0
     legal = mask[0]
@@ -211,3 +211,14 @@ def test_recorded_rows_equal_the_stacking_collector(options: dict[str, Any]) -> 
     assert (new.replay.pos, new.replay.size) == (old.replay.pos, old.replay.size)
     assert (new.slots, new.episodes) == (old.slots, old.episodes)
     assert new.returns == old.returns and new.episode_jct == old.episode_jct
+
+
+def test_policy_logits_are_the_module_call_bitwise() -> None:
+    from dlsched.papers.dl2.network import make_policy
+    from dlsched.papers.dl2.paper_collect import policy_logits
+
+    obs = torch.rand(7, paper_config().shape().obs_dim)
+    for cfg in (paper_config(), paper_config(arch="rows", hidden=(16, 16))):
+        net = make_policy(cfg)
+        with torch.inference_mode():
+            assert torch.equal(policy_logits(net, obs), net(obs))
