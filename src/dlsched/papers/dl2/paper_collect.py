@@ -108,15 +108,22 @@ def exploration_fixes(
 
 def policy_logits(policy: nn.Module, obs: torch.Tensor) -> torch.Tensor:
     """``policy(obs)``; a plain `nn.Sequential` of `nn.Linear` and `nn.ReLU` layers (the paper's
-    MLP) is run layer by layer without the modules' call machinery: the same operations,
-    bitwise the same logits, ~20 µs less an action at 64 environments."""
+    MLP) is run layer by layer on the transposed batch, ``h' = W h' + b`` with ``h'`` of shape
+    (features, batch): the same products and sums as ``F.linear``, equal up to the matrix
+    library's order of summation (``tests/rl/test_dl2_collector.py``), ~15 % less time at 64
+    environments (the weights are used as stored, not transposed)."""
     layers = list(policy) if type(policy) is nn.Sequential else []
     if not layers or any(type(m) not in (nn.Linear, nn.ReLU) for m in layers):
         return policy(obs)
-    h = obs
+    h = obs.t()
     for m in layers:
-        h = F.linear(h, m.weight, m.bias) if isinstance(m, nn.Linear) else F.relu(h)
-    return h
+        if not isinstance(m, nn.Linear):
+            h = F.relu(h)
+        elif m.bias is None:
+            h = torch.mm(m.weight, h)
+        else:
+            h = torch.addmm(m.bias[:, None], m.weight, h)
+    return h.t().contiguous()
 
 
 class Collector:
