@@ -77,6 +77,7 @@ SMOKE: dict[str, str] = {
     "records_fingerprint.py": "--workers 1 --match deeprm --schedulers fifo --out {tmp}/fp.json",
     "report_size.py": "--repeat 1 --cases dl2-drf-200 --out-dir {tmp}/out",  # headless Chromium
     "sched2_dqn_diagnose.py": "--traces 1 --jobs 60 --no-local-holds",
+    "sched2_makespan_diagnose.py": "--traces 1 --jobs 60 --swap late",
     "sched2_hold_advantage.py": "--jobs 100 --holds 1 --picks 1",
     "sched2_paper.py": "--traces 1 --no-lookahead",
     "sched2_policy.py": "--traces 1 --loads 1.8",

@@ -12,9 +12,10 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dlsched.core import Allocation, Arch, Decision, JobRun, JobSpec, Resources, Target
+from dlsched.core import Allocation, Arch, Cluster, Decision, JobRun, JobSpec, Resources, Target
 from dlsched.core.cluster import tasks_that_fit
-from dlsched.placement.typed import place_on_types, scale_of
+from dlsched.core.decision import is_suspension
+from dlsched.placement.typed import place_changes, place_on_types, scale_of
 
 
 def _plain_place(
@@ -139,3 +140,34 @@ def test_place_on_types_gives_the_plain_versions_targets(
 ) -> None:
     view, server_types, chosen = case
     assert place_on_types(view, server_types, chosen) == _plain_place(view, server_types, chosen)
+
+
+@settings(max_examples=200, deadline=None)
+@given(rounds())
+def test_place_changes_states_the_same_changes(
+    case: tuple[Any, list[str], list[tuple[JobRun, str]]],
+) -> None:
+    """`place_changes` on a real cluster holding the running jobs: None exactly where some
+    amount held is not whole; else the plain version's moves and starts in its order (with its
+    placements) and a suspension for every running job it leaves out, nothing else."""
+    view, server_types, chosen = case
+    cluster = Cluster([Resources(*row) for row in view.cluster.capacity_rows], server_types)
+    for run in view.running:
+        assert cluster.allocate(run.spec, run.allocation).ok
+    real = SimpleNamespace(cluster=cluster, running=view.running)
+    got = place_changes(real, server_types, chosen)  # type: ignore[arg-type]
+    whole = all(  # every amount held (a task's demand times the tasks on a server)
+        float(x * n).is_integer()
+        for run in view.running
+        for _, n in run.allocation.workers
+        for x in run.spec.worker_demand.as_tuple()
+    )
+    assert (got is None) == (not whole)
+    if got is None:
+        return
+    plain = _plain_place(view, server_types, chosen)
+    assert got.changes_only
+    changes = [(j, t) for j, t in got.targets.items() if not is_suspension(t)]
+    assert changes == [(j, t) for j, t in plain.targets.items() if t.placement is not None]
+    suspended = {j for j, t in got.targets.items() if is_suspension(t)}
+    assert suspended == {r.job_id for r in view.running if r.job_id not in plain.targets}

@@ -237,6 +237,11 @@ class Cluster:
         used = self.used_total()
         return used.gpu, used.cpu
 
+    def whole_usage(self) -> bool:
+        """Whether every capacity and every amount ever taken or given back is a whole number
+        (below 2**53): then every sum of usage is exact in any order."""
+        return self._cap_whole and self._sum_exact
+
     def emptied_rows(self, holders: Sequence[Holder]) -> list[tuple[float, ...]] | None:
         """The capacities, as ``(gpu, cpu, mem)`` tuples, if they are exactly what giving back
         every job of ``holders`` in turn would leave free (float for float); else None.

@@ -79,7 +79,10 @@ class TypedSpeed:
             return 0.0
         row = self._rates[spec.job_id]
         types = self.server_types
-        return base * min(row[types[server]] for server, _ in alloc.workers)
+        workers = alloc.workers
+        if len(workers) == 1:  # the min of one rate (most jobs, every move)
+            return base * row[types[workers[0][0]]]
+        return base * min(row[types[server]] for server, _ in workers)
 
     def ideal_speed(self, spec: JobSpec) -> float:
         """``inner``'s ideal speed on the job's fastest type."""

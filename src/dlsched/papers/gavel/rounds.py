@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Mapping, Sequence
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -35,7 +35,7 @@ import numpy.typing as npt
 from dlsched.core import ClusterView, Decision, JobRun, JobSpec, Resources
 from dlsched.papers.gavel.books import Books, prefix
 from dlsched.papers.gavel.lp import Array, Problem
-from dlsched.placement.typed import not_fixed_gpu_jobs, place_on_types, scale_of
+from dlsched.placement.typed import not_fixed_gpu_jobs, place_changes, place_on_types, scale_of
 from dlsched.schedulers.base import BaseScheduler
 
 UNTYPED = "gpu"
@@ -51,6 +51,10 @@ generation first. Types it does not name come after, the fastest mean estimated 
 types run faster there, and moved the aware policies' makespans +9 % and average JCTs up to
 -21 % away from Gavel's: `benchmarks/gavel_side_by_side.py`.)"""
 _BIG = 1e9
+_WHOLE_ORDER = 256
+"""Up to this many active jobs a round sorts every type's whole order in one `np.lexsort`
+(NumPy's cost per call dominates: ~70 jobs at Gavel's sizes); above, each type's walk reads
+exact prefixes of it (`dlsched.papers.gavel.books.prefix`: thousands of jobs on Philly)."""
 
 
 class GavelRounds(BaseScheduler):
@@ -126,7 +130,7 @@ class GavelRounds(BaseScheduler):
             self._reset_accounts(view.now_s, types, round_s)
             self._recompute(view, runs, types, rates)
         chosen = self._choose(runs, types, rates, cluster.gpus_by_type() or _gpus(view))
-        return place_on_types(view, server_types, chosen)
+        return _place(view, server_types, chosen)
 
     def _rates(self, view: ClusterView, runs: Sequence[JobRun], types: tuple[str, ...]) -> Array:
         """``(m, n)`` estimated rates (all 1.0 without estimates); each job's row read once
@@ -299,11 +303,17 @@ class GavelRounds(BaseScheduler):
         self._last_point_s = now
         arrivals, departures = books.sync(view)
         column, worker_time, slot_of = books.column, books.worker_time, books.slot
-        for run in view.running:  # last round's time, as `_account`
+        ran: list[int] = []  # last round's time, as `_account`: slots and columns
+        on: list[int] = []
+        for run in view.running:
             s = slot_of.get(run.job_id)
-            if run.allocation.workers and s is not None:
-                k = column[server_types[run.allocation.workers[0][0]]]
-                books.time[s, k] += elapsed
+            workers = run.allocation.workers
+            if workers and s is not None:
+                ran.append(s)
+                on.append(column[server_types[workers[0][0]]])
+        if ran:  # one addition per (slot, column): each job has its own slot
+            books.time[ran, on] += elapsed
+            for k in on:  # in the order of the running jobs, as `_account`
                 worker_time[k] += elapsed
         books.add(arrivals, view)
         books.drop(departures)
@@ -315,7 +325,7 @@ class GavelRounds(BaseScheduler):
             self._reset_books(books, now)
             self._recompute_books(view, books, types)
         chosen = self._choose_books(books, types, cluster.gpus_by_type() or _gpus(view))
-        return place_on_types(view, server_types, chosen)
+        return _place(view, server_types, chosen)
 
     def _reset_books(self, books: Books, now: float) -> None:
         """`_reset_accounts` on the arrays (the same element-wise operations)."""
@@ -354,39 +364,94 @@ class GavelRounds(BaseScheduler):
         left = {t: int(gpus.get(t, 0)) for t in types}
         x, deficit, rates = books.x[slots], books.deficit[slots], books.rates[slots]
         job_time = books.time[slots]
-        priority, allowed = self._priorities(x, job_time, np.array(books.worker_time), rates)
+        priority, allowed = self._priorities_fast(x, job_time, books.worker_time, rates)
         submit, ids, scale = books.submit[slots], books.ids[slots], books.scale[slots]
         chosen: list[tuple[JobRun, str]] = []
         taken: set[int] = set()
+        whole = None
+        if len(slots) <= _WHOLE_ORDER:  # every type's whole order at once (one call)
+            shape = priority.shape
+            whole = np.lexsort(
+                (
+                    np.broadcast_to(ids[:, None], shape),
+                    np.broadcast_to(submit[:, None], shape),
+                    -x,
+                    -deficit,
+                    -priority,
+                ),
+                axis=0,
+            )
+        sizes = scale.tolist()
         for t in self._type_order_books(types, books, rates):
             k = types.index(t)
-            keys = (-priority[:, k], -deficit[:, k], -x[:, k], submit, ids)
-            cand = np.flatnonzero(allowed[:, k])
             room, size, at = left[t], 64, 0
-            order = prefix(keys, cand, size).tolist()
+            keys: tuple[npt.NDArray[Any], ...] = ()
+            cand = slots[:0]
+            if whole is not None:
+                ranked = whole[:, k]
+                order = ranked[allowed[ranked, k]].tolist()
+                count = len(order)
+            else:
+                keys = (-priority[:, k], -deficit[:, k], -x[:, k], submit, ids)
+                cand = np.flatnonzero(allowed[:, k])
+                count = len(cand)
+                order = prefix(keys, cand, size).tolist()
+            end = len(order)
             while room > 0:
-                if at == len(order):
-                    if len(order) >= len(cand):
+                if at == end:
+                    if end >= count:
                         break
                     size *= 4
                     order = prefix(keys, cand, size).tolist()
+                    end = len(order)
                     continue
                 i = order[at]
                 at += 1
-                if i in taken or scale[i] > room:
+                if i in taken or sizes[i] > room:
                     continue
-                room -= int(scale[i])
+                room -= sizes[i]
                 taken.add(i)
                 chosen.append((books.run_of(int(slots[i])), t))
             left[t] = room
         return chosen
 
-    def _type_order_books(self, types: tuple[str, ...], books: Books, rates: Array) -> list[str]:
+    def _type_order_books(
+        self, types: tuple[str, ...], books: Books, rates: Array
+    ) -> Sequence[str]:
         """`_type_order`; the mean rates (read only to order types Gavel's order does not
-        name) taken in arrival order, as the plain path's."""
-        if self.aware and sum(t not in AWARE_TYPE_ORDER for t in types) > 1:
-            rates = books.rates[books.arrival_order()]
+        name) taken in arrival order, as the plain path's; Gavel's order itself where it
+        names every type (the same at every round)."""
+        if self.aware:
+            unnamed = sum(t not in AWARE_TYPE_ORDER for t in types)
+            if not unnamed:
+                return [t for t in AWARE_TYPE_ORDER if t in types]
+            if unnamed > 1:
+                rates = books.rates[books.arrival_order()]
         return self._type_order(types, rates)
+
+    def _priorities_fast(
+        self, x: Array, job_time: Array, worker_time: list[float], rates: Array
+    ) -> tuple[Array, npt.NDArray[np.bool_]]:
+        """`_priorities` (the same floats: each division made only where its divisor is
+        above 0, the value of the other branch elsewhere), without NumPy's error state."""
+        times = np.array(worker_time)
+        fraction = np.zeros(job_time.shape)
+        np.divide(job_time, times, out=fraction, where=times > 0)
+        share = x * _BIG
+        np.divide(x, fraction, out=share, where=fraction > 0)
+        priority = np.where((x <= 0.0) | (rates <= 0.0), 0.0, share)
+        allowed = rates > 0.0
+        if self.skip_zero_priority:
+            allowed &= priority > 0.0
+        return priority, allowed
+
+
+def _place(
+    view: ClusterView, server_types: Sequence[str], chosen: list[tuple[JobRun, str]]
+) -> Decision:
+    """`place_on_types`' decision, as changes only where that is the same (`place_changes`)."""
+    decision = place_changes(view, server_types, chosen)
+    return place_on_types(view, server_types, chosen) if decision is None else decision
 
 
 def _repeated_sum(value: float, count: int) -> float:
