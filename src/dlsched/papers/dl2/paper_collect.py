@@ -123,7 +123,7 @@ def policy_logits(policy: nn.Module, obs: torch.Tensor) -> torch.Tensor:
             h = torch.mm(m.weight, h)
         else:
             h = torch.addmm(m.bias[:, None], m.weight, h)
-    return h.t().contiguous()
+    return h.t()  # a view: `choose_actions` reads it strided, a copy costs more
 
 
 class Collector:
