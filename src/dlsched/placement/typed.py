@@ -55,7 +55,7 @@ def place_on_types(
             targets[run.job_id] = Target(alloc.num_workers, alloc.num_ps)
             continue
         (movers if alloc.workers else starters).append((run, t))
-    fits = _Fits(server_types, servers_of, cap, used)
+    fits = Fits(server_types, servers_of, cap, used)
     pending = movers
     while pending:  # a mover goes where there is room now; its old room frees up after
         later = []
@@ -127,7 +127,7 @@ def place_changes(
             [c[0] - f[0], c[1] - f[1], c[2] - f[2]]
             for c, f in zip(cap, cluster.free_rows(), strict=True)
         ]
-        fits = _Fits(server_types, _servers_of(server_types), cap, used)
+        fits = Fits(server_types, _servers_of(server_types), cap, used)
         for run in suspended:
             fits.take(run.spec, run.allocation, -1.0)
         failed, changes = fits.failed, fits.changes
@@ -137,7 +137,7 @@ def place_changes(
             for item in pending:
                 shape = item[3]
                 if failed.get(shape) == changes.get(item[2], 0):
-                    later.append(item)  # no room since it last found none (`_Fits.fit_shape`)
+                    later.append(item)  # no room since it last found none (`Fits.fit_shape`)
                     continue
                 new = fits.fit_shape(*shape)
                 if new is None:
@@ -193,7 +193,7 @@ def scale_of(spec: JobSpec) -> int:
     return max(spec.num_workers, 1)
 
 
-class _Fits:
+class Fits:
     """The fits of a round's jobs on its books, remembering failures and room: a job's fit
     depends only on its shape (demand, size) and on what is held on its type's servers, so a
     shape that found no room on a type finds none again until something is taken or given back

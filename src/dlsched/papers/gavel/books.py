@@ -24,7 +24,7 @@ sums that depend on their order kept in it), so the decisions are the same:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -96,6 +96,7 @@ class Books:
         self.running: set[int] = set()
         self.token: object = None
         self.point = -1
+        self._given: _Index | None = None
 
     # -- the active set ------------------------------------------------------------------------
 
@@ -177,6 +178,7 @@ class Books:
                 array[: len(keep)] = moved
                 array[len(keep) :] = 0
             self.runs = [self.runs[s] for s in keep]
+            self._given = None
             self.slot = {int(j): s for s, j in enumerate(self.ids[: len(keep)].tolist())}
 
     def _grow(self) -> None:
@@ -210,9 +212,51 @@ class Books:
     def arrival_order(self) -> _Index:
         """Slots of the active jobs in arrival order (`ClusterView.jobs`' order)."""
         slots = self.live_slots()
-        return slots[np.lexsort((self.ids[slots], self.submit[slots]))]
+        submit, ids = self.submit[slots], self.ids[slots]
+        later = submit[1:] > submit[:-1]
+        if (later | ((submit[1:] == submit[:-1]) & (ids[1:] > ids[:-1]))).all():
+            return slots  # slots are taken in arrival order, the usual case: no sort
+        return slots[np.lexsort((ids, submit))]
+
+    def set_x(self, slots: _Index, x: npt.NDArray[np.float64]) -> None:
+        """Write the allocation's rows ``x`` into ``slots``."""
+        self.x[slots] = x
+        self._given = None
+
+    def given_time_slots(self) -> _Index:
+        """Slots of the active jobs with some ``x`` above 0, ascending (those found after the
+        last `set_x` or compaction, less the departed: ``x`` changes nowhere else, and a
+        new slot starts at 0)."""
+        if self._given is None:
+            used = len(self.runs)
+            self._given = np.flatnonzero(self.live[:used] & (self.x[:used] > 0.0).any(axis=1))
+        given = self._given
+        return given[self.live[given]]
 
     def run_of(self, s: int) -> JobRun:
         run = self.runs[s]
         assert run is not None
         return run
+
+
+class RunRows(Sequence[JobRun]):
+    """The runs of some slots, in the slots' order, read only when asked for (a policy that
+    needs only their ids reads ``ids``, the slots' job ids, without a Python loop)."""
+
+    def __init__(self, books: Books, slots: _Index) -> None:
+        self._books, self._slots = books, slots
+        self.ids = books.ids[slots]
+
+    def __len__(self) -> int:
+        return len(self._slots)
+
+    @overload
+    def __getitem__(self, i: int) -> JobRun: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[JobRun]: ...
+
+    def __getitem__(self, i: int | slice) -> JobRun | Sequence[JobRun]:
+        if isinstance(i, slice):
+            return [self._books.run_of(int(s)) for s in self._slots[i]]
+        return self._books.run_of(int(self._slots[i]))

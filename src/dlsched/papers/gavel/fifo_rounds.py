@@ -41,33 +41,44 @@ class GavelFifoHet(GavelRounds):
         return rates
 
     def allocation(self, problem: Problem, runs: Sequence[JobRun], now_s: float) -> Array:
+        """Each job in arrival order takes its type while one has room; the first that finds
+        none stops the queue. Python visits only the jobs kept on their type and those the
+        queue reaches (a long queue's tail is never read)."""
         m, n = problem.shape
         x = np.zeros((m, n))
         left = problem.gpus.copy()
-        queue = list(range(m))  # view.jobs() is in arrival order
-        kept: dict[int, int] = {}
-        if not self.aware:  # Gavel's base FIFO keeps each job's type until it finishes
-            for i, run in enumerate(runs):
-                k = self._type_of.get(run.job_id)
-                if k is not None and problem.scale[i] <= left[k]:
-                    kept[i] = k
-                    left[k] -= problem.scale[i]
-            queue = [i for i in queue if i not in kept]
-        for i, k in kept.items():
-            x[i, k] = 1.0
-        for i in queue:
-            room = [k for k in range(n) if left[k] >= problem.scale[i]]
+        scale, rates = problem.scale, problem.rates
+        kept: set[int] = set()
+        if not self.aware and self._type_of:  # Gavel's base FIFO keeps a job's type to its end
+            ids = getattr(runs, "ids", None)  # `books.RunRows` has them as an array
+            if ids is None:
+                ids = np.array([r.job_id for r in runs], dtype=np.int64)
+            had = np.fromiter(self._type_of, dtype=np.int64, count=len(self._type_of))
+            for i in np.flatnonzero(np.isin(ids, had)).tolist():  # in arrival order
+                k = self._type_of[int(ids[i])]
+                if scale[i] <= left[k]:
+                    kept.add(i)
+                    left[k] -= scale[i]
+                    x[i, k] = 1.0
+        for i in range(m):
+            if i in kept:
+                continue
+            room = [k for k in range(n) if left[k] >= scale[i]]
             if not room:
                 break
             if self.aware:
-                k = max(room, key=lambda k: (problem.rates[i, k], -k))
+                k = max(room, key=lambda k: (rates[i, k], -k))
             else:
                 k = room[self._pick.randrange(len(room))]
-            if problem.rates[i, k] <= 0.0:
+            if rates[i, k] <= 0.0:
                 continue
             x[i, k] = 1.0
-            left[k] -= problem.scale[i]
-        self._type_of = {runs[i].job_id: int(np.argmax(x[i])) for i in range(m) if x[i].any()}
+            left[k] -= scale[i]
+        given = np.flatnonzero(x.any(axis=1))
+        types = np.argmax(x[given], axis=1)
+        self._type_of = {
+            runs[i].job_id: k for i, k in zip(given.tolist(), types.tolist(), strict=True)
+        }
         return x
 
 

@@ -21,10 +21,11 @@ from typing import ClassVar
 import numpy as np
 
 from dlsched.core import JobRun
+from dlsched.papers.gavel import one_type
 from dlsched.papers.gavel.lp import Array, Problem
 from dlsched.papers.gavel.lp_warm import bisect_floor
 from dlsched.papers.gavel.makespan import as_reference_everywhere
-from dlsched.papers.gavel.rounds import SETTING, SOURCE, GavelRounds
+from dlsched.papers.gavel.rounds import SETTING, SOURCE, GavelRounds, lp_argument
 from dlsched.schedulers.base import Scheduler
 from dlsched.schedulers.registry import register
 
@@ -39,9 +40,16 @@ def isolated_throughputs(problem: Problem) -> Array:
 
 
 def ftf_allocation(
-    problem: Problem, remaining: Array, since_start: Array, isolated_time: Array
+    problem: Problem,
+    remaining: Array,
+    since_start: Array,
+    isolated_time: Array,
+    lp: bool = True,
 ) -> tuple[float, Array]:
-    """``(rho, X)``: the smallest largest finish-time ratio found and an allocation meeting it.
+    """``(rho, X)``: the smallest largest finish-time ratio found and an allocation meeting it;
+    on one GPU type without ``lp``, each level's feasibility answered exactly
+    (`one_type.FloorCheck`) rather than by HiGHS: the same level and allocation unless a
+    level lies within HiGHS's tolerance of the boundary.
 
     Raises:
         ValueError: a job has no throughput on an isolated share (it can run nowhere).
@@ -57,7 +65,8 @@ def ftf_allocation(
 
     low = max(float((since_start / expected).max()), 1e-3)
     where = "finish-time fairness"
-    return bisect_floor(problem, floor_at, low, max(2.0 * low, 1.0), 0.01, where)
+    exact = one_type.FloorCheck(problem).feasible if problem.shape[1] == 1 and not lp else None
+    return bisect_floor(problem, floor_at, low, max(2.0 * low, 1.0), 0.01, where, verdicts=exact)
 
 
 class GavelFtfHet(GavelRounds):
@@ -65,6 +74,13 @@ class GavelFtfHet(GavelRounds):
 
     name = "gavel-ftf-het"
     aware: ClassVar[bool] = True
+
+    def __init__(self, lp_one_type: bool = False) -> None:
+        self.lp_one_type = lp_one_type
+        """On one-type clusters, bisect over HiGHS's answers (``:lp``, as before 2026-11-27)
+        rather than `one_type.FloorCheck`'s exact ones (the same results but at a level
+        within HiGHS's tolerance of the boundary)."""
+        super().__init__()
 
     def reset(self) -> None:
         super().reset()
@@ -83,7 +99,7 @@ class GavelFtfHet(GavelRounds):
             spent = 0.0 if before is None else (before[0] - left) / before[1]
             self._isolated_time[run.job_id] = self._isolated_time.get(run.job_id, 0.0) + spent
         isolated = np.array([self._isolated_time[r.job_id] for r in runs])
-        _, x = ftf_allocation(problem, remaining, since, isolated)
+        _, x = ftf_allocation(problem, remaining, since, isolated, lp=self.lp_one_type)
         iso = isolated_throughputs(problem)
         self._previous = {
             r.job_id: (float(left), float(rate))
@@ -107,9 +123,10 @@ _SOURCE = f"{SOURCE}; Themis (Mahajan et al., NSDI 2020)"
     setting=SETTING,
     source=_SOURCE,
     description="minimise the worst finish-time ratio to an isolated share, per GPU type",
+    argument=("lp", lp_argument),
 )
-def _make_het(_arg: str | None) -> Scheduler:
-    return GavelFtfHet()
+def _make_het(arg: str | None) -> Scheduler:
+    return GavelFtfHet(lp_one_type=arg is not None)
 
 
 @register(
@@ -117,6 +134,7 @@ def _make_het(_arg: str | None) -> Scheduler:
     setting=SETTING,
     source=_SOURCE,
     description="finish-time fairness with GPU types treated as the V100, in rounds",
+    argument=("lp", lp_argument),
 )
-def _make(_arg: str | None) -> Scheduler:
-    return GavelFtf()
+def _make(arg: str | None) -> Scheduler:
+    return GavelFtf(lp_one_type=arg is not None)

@@ -85,9 +85,11 @@ def bisect_floor(
     rel: float,
     where: str,
     interior: bool = False,
+    verdicts: Callable[[Array], bool | None] | None = None,
 ) -> tuple[float, Array]:
     """`lp.bisect` of ``v -> feasible_with_floor(problem, floor_at(v), where, interior)``, with
-    the same result, from warm-started verdicts and one cold solve.
+    the same result, from warm-started verdicts (or ``verdicts``: whether a floor is feasible,
+    e.g. `one_type.FloorCheck.feasible`) and one cold solve.
 
     ``floor_at(v)`` is the floor at level ``v``, or None where ``v`` is infeasible by itself.
     The bisection's arithmetic is `lp.bisect`'s; each level's feasibility comes from
@@ -103,11 +105,11 @@ def bisect_floor(
         floor = floor_at(v)
         return None if floor is None else feasible_with_floor(problem, floor, where, interior)
 
-    verdicts = FloorVerdicts(problem)
+    feasible = FloorVerdicts(problem).feasible if verdicts is None else verdicts
 
     def verdict(v: float) -> bool | None:
         floor = floor_at(v)
-        return False if floor is None else verdicts.feasible(floor)
+        return False if floor is None else feasible(floor)
 
     level = bisect_level(verdict, low, high, rel)
     x = None if level is None else plain(level)

@@ -19,21 +19,27 @@ from typing import ClassVar
 import numpy as np
 
 from dlsched.core import JobRun
+from dlsched.papers.gavel import one_type
 from dlsched.papers.gavel.lp import Array, Problem
 from dlsched.papers.gavel.lp_warm import bisect_floor
-from dlsched.papers.gavel.rounds import SETTING, SOURCE, GavelRounds
+from dlsched.papers.gavel.rounds import SETTING, SOURCE, GavelRounds, lp_argument
 from dlsched.papers.gavel.workload import REFERENCE_TYPE
 from dlsched.schedulers.base import Scheduler
 from dlsched.schedulers.registry import register
 
 
-def makespan_allocation(problem: Problem, remaining: Array) -> tuple[float, Array]:
-    """``(T, X)``: the smallest makespan found (s) and an allocation meeting it."""
+def makespan_allocation(problem: Problem, remaining: Array, lp: bool = True) -> tuple[float, Array]:
+    """``(T, X)``: the smallest makespan found (s) and an allocation meeting it; on one GPU
+    type without ``lp``, each level's feasibility answered exactly (`one_type.FloorCheck`)
+    rather than by HiGHS: the same level and allocation unless a level lies within HiGHS's
+    tolerance of the boundary."""
 
     def floor_at(t: float) -> Array:
         return remaining / t
 
-    return bisect_floor(problem, floor_at, 100.0, 1e6, 0.05, "min makespan", interior=True)
+    exact = one_type.FloorCheck(problem).feasible if problem.shape[1] == 1 and not lp else None
+    where = "min makespan"
+    return bisect_floor(problem, floor_at, 100.0, 1e6, 0.05, where, True, verdicts=exact)
 
 
 def as_reference_everywhere(rates: Array, types: tuple[str, ...]) -> Array:
@@ -53,13 +59,20 @@ class GavelMakespanHet(GavelRounds):
     name = "gavel-makespan-het"
     aware: ClassVar[bool] = True
 
+    def __init__(self, lp_one_type: bool = False) -> None:
+        self.lp_one_type = lp_one_type
+        """On one-type clusters, bisect over HiGHS's answers (``:lp``, as before 2026-11-27)
+        rather than `one_type.FloorCheck`'s exact ones (the same results but at a level
+        within HiGHS's tolerance of the boundary)."""
+        super().__init__()
+
     def policy_rates(self, rates: Array, types: tuple[str, ...]) -> Array:
         """The estimates if aware, else each job's V100 estimate on every type."""
         return rates if self.aware else as_reference_everywhere(rates, types)
 
     def allocation(self, problem: Problem, runs: Sequence[JobRun], now_s: float) -> Array:
         remaining = np.array([r.remaining_work(now_s) for r in runs])
-        return makespan_allocation(problem, remaining)[1]
+        return makespan_allocation(problem, remaining, lp=self.lp_one_type)[1]
 
 
 class GavelMakespan(GavelMakespanHet):
@@ -74,9 +87,10 @@ class GavelMakespan(GavelMakespanHet):
     setting=SETTING,
     source=SOURCE,
     description="time fractions that finish the active jobs soonest, per GPU type, in rounds",
+    argument=("lp", lp_argument),
 )
-def _make_het(_arg: str | None) -> Scheduler:
-    return GavelMakespanHet()
+def _make_het(arg: str | None) -> Scheduler:
+    return GavelMakespanHet(lp_one_type=arg is not None)
 
 
 @register(
@@ -84,6 +98,7 @@ def _make_het(_arg: str | None) -> Scheduler:
     setting=SETTING,
     source=SOURCE,
     description="minimum makespan with GPU types treated as the V100, in rounds",
+    argument=("lp", lp_argument),
 )
-def _make(_arg: str | None) -> Scheduler:
-    return GavelMakespan()
+def _make(arg: str | None) -> Scheduler:
+    return GavelMakespan(lp_one_type=arg is not None)

@@ -17,6 +17,7 @@ from typing import ClassVar
 import numpy as np
 
 from dlsched.core import JobRun
+from dlsched.papers.gavel import one_type
 from dlsched.papers.gavel.lp import Array, Problem, max_min
 from dlsched.papers.gavel.lp_warm import WarmStart
 from dlsched.papers.gavel.rounds import SETTING, SOURCE, GavelRounds
@@ -34,14 +35,19 @@ def proportional_throughputs(problem: Problem) -> Array:
 
 
 def las_allocation(
-    problem: Problem, warm: WarmStart | None = None, keys: Sequence[int] = ()
+    problem: Problem, warm: WarmStart | None = None, keys: Sequence[int] = (), lp: bool = True
 ) -> Array:
     """Gavel's max-min fairness allocation of ``problem`` (priority weights all 1); with
     ``warm`` and at least two GPU types, solved from the basis of ``warm``'s last solve
-    (``keys``: the rows' job ids). One type is always solved fresh: a warm start can return
-    another optimal vertex, and results on one-type clusters are kept as they were."""
+    (``keys``: the rows' job ids). One type: without ``lp``, where the LP's optimum is unique
+    (more jobs than GPUs), that optimum by water-filling (`one_type.max_min`: HiGHS's point up
+    to rounding in the last bits), else (and with ``lp``) a fresh HiGHS solve."""
     proportional = proportional_throughputs(problem)
     weights = np.where(proportional > 0, 1.0 / np.maximum(proportional, 1e-12), 0.0)
+    if problem.shape[1] == 1 and not lp:
+        x = one_type.max_min(problem, weights, unique_only=True)
+        if x is not None:
+            return x
     if warm is None or problem.shape[1] < 2:
         return max_min(problem, weights)
     n = problem.shape[1]
@@ -55,15 +61,19 @@ class GavelLasHet(GavelRounds):
         warm_start: on clusters of several GPU types, solve each allocation from the last
             one's basis (`lp_warm.WarmStart`: as optimal, not always the same vertex as a fresh
             solve, so heterogeneous results differ from before 2026-11-27; ``gavel-las-het:cold``
-            and ``gavel-las:cold`` solve fresh every time, as before). One-type clusters are
-            always solved fresh.
+            and ``gavel-las:cold`` solve fresh every time, as before).
+        lp_one_type: on one-type clusters, always solve the LP (fresh) rather than water-fill
+            where its optimum is unique (`one_type.max_min`, the default since 2026-11-27:
+            HiGHS's point up to rounding, so one-type results can differ from before;
+            ``:lp`` and ``:cold`` always solve the LP).
     """
 
     name = "gavel-las-het"
     aware: ClassVar[bool] = True
 
-    def __init__(self, warm_start: bool = True) -> None:
+    def __init__(self, warm_start: bool = True, lp_one_type: bool = False) -> None:
         self.warm_start = warm_start
+        self.lp_one_type = lp_one_type
         super().__init__()
 
     def reset(self) -> None:
@@ -71,7 +81,8 @@ class GavelLasHet(GavelRounds):
         self._warm = WarmStart() if self.warm_start else None
 
     def allocation(self, problem: Problem, runs: Sequence[JobRun], now_s: float) -> Array:
-        return las_allocation(problem, self._warm, [r.job_id for r in runs])
+        keys = [r.job_id for r in runs] if self._warm is not None else []
+        return las_allocation(problem, self._warm, keys, lp=self.lp_one_type)
 
 
 class GavelLas(GavelLasHet):
@@ -82,8 +93,11 @@ class GavelLas(GavelLasHet):
 
 
 def _cold(name: str, arg: str) -> None:
-    if arg != "cold":
-        raise ValueError(f"scheduler {name}:{arg}: the only argument is 'cold'")
+    if arg not in ("cold", "lp"):
+        raise ValueError(
+            f"scheduler {name}:{arg}: 'cold' (fresh LPs everywhere, the results before "
+            "2026-11-27) or 'lp' (the LP on one-type clusters too)"
+        )
 
 
 @register(
@@ -91,10 +105,10 @@ def _cold(name: str, arg: str) -> None:
     setting=SETTING,
     source=SOURCE,
     description="max-min fair time fractions over GPU types from estimated speeds, in rounds",
-    argument=("cold", _cold),
+    argument=("cold | lp", _cold),
 )
 def _make_het(arg: str | None) -> Scheduler:
-    return GavelLasHet(warm_start=arg != "cold")
+    return GavelLasHet(warm_start=arg != "cold", lp_one_type=arg is not None)
 
 
 @register(
@@ -102,7 +116,7 @@ def _make_het(arg: str | None) -> Scheduler:
     setting=SETTING,
     source=SOURCE,
     description="max-min fair time fractions, GPU types treated alike, in rounds",
-    argument=("cold", _cold),
+    argument=("cold | lp", _cold),
 )
 def _make(arg: str | None) -> Scheduler:
-    return GavelLas(warm_start=arg != "cold")
+    return GavelLas(warm_start=arg != "cold", lp_one_type=arg is not None)

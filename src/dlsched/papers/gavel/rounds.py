@@ -33,7 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dlsched.core import ClusterView, Decision, JobRun, JobSpec, Resources
-from dlsched.papers.gavel.books import Books, prefix
+from dlsched.papers.gavel.books import Books, RunRows, prefix
 from dlsched.papers.gavel.lp import Array, Problem
 from dlsched.placement.typed import not_fixed_gpu_jobs, place_changes, place_on_types, scale_of
 from dlsched.schedulers.base import BaseScheduler
@@ -343,7 +343,7 @@ class GavelRounds(BaseScheduler):
     def _recompute_books(self, view: ClusterView, books: Books, types: tuple[str, ...]) -> None:
         """`_recompute` with the active jobs in arrival order."""
         order = books.arrival_order()
-        runs = [books.run_of(s) for s in order.tolist()]
+        runs = RunRows(books, order)
         gpus = view.cluster.gpus_by_type() or _gpus(view)
         problem = Problem(
             rates=self.policy_rates(books.rates[order], types),
@@ -351,16 +351,18 @@ class GavelRounds(BaseScheduler):
             gpus=np.array([float(gpus.get(t, 0)) for t in types]),
         )
         x = self.allocation(problem, runs, view.now_s) if runs else np.zeros((0, len(types)))
-        books.x[order] = x
+        books.set_x(order, x)
         self._changed = False
 
     def _choose_books(
         self, books: Books, types: tuple[str, ...], gpus: Mapping[str, int]
     ) -> list[tuple[JobRun, str]]:
         """`_choose` over the exact prefixes of each type's order that its walk reads."""
-        slots = books.live_slots()
-        if not len(slots):
+        if not books.slot:  # no active job
             return []
+        # only jobs given time may run where zero priority is skipped: the rest (most of a
+        # long queue) are never read; the types' order is still drawn if none is given time
+        slots = books.given_time_slots() if self.skip_zero_priority else books.live_slots()
         left = {t: int(gpus.get(t, 0)) for t in types}
         x, deficit, rates = books.x[slots], books.deficit[slots], books.rates[slots]
         job_time = books.time[slots]
@@ -452,6 +454,13 @@ def _place(
     """`place_on_types`' decision, as changes only where that is the same (`place_changes`)."""
     decision = place_changes(view, server_types, chosen)
     return place_on_types(view, server_types, chosen) if decision is None else decision
+
+
+def lp_argument(name: str, arg: str) -> None:
+    """The check of the ``:lp`` argument of the policies that solve an LP (`dlsched.schedulers.
+    registry`): the LP on one-type clusters too, as before 2026-11-27 (`one_type`)."""
+    if arg != "lp":
+        raise ValueError(f"scheduler {name}:{arg}: the only argument is 'lp'")
 
 
 def _repeated_sum(value: float, count: int) -> float:

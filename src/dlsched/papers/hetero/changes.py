@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from dlsched.core import ClusterView, Decision, JobRun, Target
 from dlsched.core.cluster import Cluster
-from dlsched.placement.typed import _Fits, scale_of
+from dlsched.placement.typed import Fits, scale_of
 
 
 class ChangesOnly:
@@ -41,18 +41,22 @@ class ChangesOnly:
         server_types: Sequence[str],
         chosen: list[tuple[JobRun, str]],
         whole_jobs: bool,
+        stayers: int = 0,
     ) -> Decision | None:
         """The decision, or None where it cannot be stated so (then `place_on_types`).
 
         Args:
             whole_jobs: every job of the run asks whole amounts (and no parameter server).
+            stayers: how many pairs at the end of ``chosen`` are running jobs known to run at
+                their full size (`RankedPairs.stayers`): kept without looking at them.
         """
         cluster = view.cluster
         if not whole_jobs or not self._suits(cluster, server_types):
             return None
         starters: list[tuple[JobRun, str]] = []
         kept: set[int] = set()
-        for run, t in chosen:
+        rest = len(chosen) - stayers
+        for run, t in chosen[:rest] if stayers else chosen:
             alloc = run.allocation
             if not alloc.workers:
                 starters.append((run, t))
@@ -65,7 +69,10 @@ class ChangesOnly:
             else:
                 return None  # a mover: `place_on_types` decides
         targets: dict[int, Target] = {}
-        suspended = [run for run in view.running if run.job_id not in kept]
+        suspended: list[JobRun] = []
+        if len(kept) + stayers != len(view.running):
+            kept.update(run.job_id for run, _ in chosen[rest:])
+            suspended = [run for run in view.running if run.job_id not in kept]
         for run in suspended:
             targets[run.job_id] = Target(0, 0)
         if starters:
@@ -75,7 +82,7 @@ class ChangesOnly:
                 [c[0] - f[0], c[1] - f[1], c[2] - f[2]]
                 for c, f in zip(cap, cluster.free_rows(), strict=True)
             ]
-            fits = _Fits(server_types, self._servers_of, cap, used)
+            fits = Fits(server_types, self._servers_of, cap, used)
             for run in suspended:
                 fits.take(run.spec, run.allocation, -1.0)
             for run, t in starters:

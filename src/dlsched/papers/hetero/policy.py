@@ -80,7 +80,7 @@ class TypeScore(BaseScheduler):
         types = ranked.types
         server_types = cluster.server_types or (types[0],) * cluster.num_servers
         chosen = ranked.choose(view)
-        decision = self._changes.place(view, server_types, chosen, ranked.whole)
+        decision = self._changes.place(view, server_types, chosen, ranked.whole, ranked.stayers)
         return place_on_types(view, server_types, chosen) if decision is None else decision
 
     def decide_plain(self, view: ClusterView) -> Decision:

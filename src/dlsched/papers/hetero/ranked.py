@@ -15,12 +15,18 @@ virtual clusters thousands of jobs wait, so each point cost the length of the qu
   the score computed when its entry was last pushed, plus a margin far above the rounding of
   every float involved, bounds its score at any later point, once the type's mean is allowed
   for. Heaps are ordered by that bound.
-* At each point the running jobs (at most one per GPU) are scored exactly. A waiting pair is
-  looked at only while its bound reaches the best exact score that still fits: it is then
-  re-bounded at the current time (pushed back if that falls below) or scored exactly. Exact
-  scores are computed by the plain rule's own code (`features_given_mean`, the same matrix
-  product) on those jobs alone, so they are the same floats: every comparison that decides is
-  one between the plain rule's floats, ties by arrival then type order as there.
+* On a heterogeneous cluster the running jobs (at most one per GPU) are scored exactly at
+  each point. A waiting pair is looked at only while its bound reaches the best exact score
+  that still fits: it is then re-bounded at the current time (pushed back if that falls below)
+  or scored exactly. Exact scores are computed by the plain rule's own code
+  (`features_given_mean`, the same matrix product) on those jobs alone, so they are the same
+  floats: every comparison that decides is one between the plain rule's floats, ties by
+  arrival then type order as there.
+* On a cluster of one GPU type the running jobs are bounded instead (`dlsched.papers.hetero.
+  running`: NumPy, each within a margin of its exact score) and a waiting pair bounded again
+  now is within such a margin too: a pair is taken unscored where its lower bound clears
+  every other pair's upper bound (it is then the next pair of the plain order), and scored
+  exactly only where bounds overlap (`dlsched.papers.hetero.walk`).
 
 The advantage's mean is a sum over every active job in arrival order: on a heterogeneous
 cluster `_Active` keeps the rows it sums (each job's own floats) in that order and sums them as
@@ -40,70 +46,15 @@ import numpy as np
 
 from dlsched.core import ClusterView, JobRun
 from dlsched.papers.hetero.features import (
-    FEATURES,
     Array,
     features_from_parts,
     gpu_types,
-    relative_speeds,
 )
-from dlsched.placement.typed import scale_of
-
-_SLACK = 1e-9
-"""Relative margin of a bound: rounding moves the 6-term product and its inputs by ~1e-15."""
-_WAIT = FEATURES.index("log_wait_s")
-
-
-class _Job:
-    """What the kept state knows of one job: its fixed parts and its place in the heaps."""
-
-    __slots__ = (
-        "alloc", "here", "key", "kinds", "mag", "need", "positive", "rates", "relative", "run",
-        "size", "stamp", "static", "submit", "total", "waiting",
-    )  # fmt: skip
-
-    def __init__(self, run: JobRun, rates: list[float], weights: Sequence[float]) -> None:
-        spec = run.spec
-        self.run = run
-        self.submit = spec.submit_time_s
-        self.total = spec.total_work
-        self.key = (spec.submit_time_s, spec.job_id)  # `ClusterView.jobs` order
-        self.need = scale_of(spec)
-        self.rates = rates
-        self.kinds = [k for k, r in enumerate(rates) if r > 0.0]
-        row = np.array([rates], float)
-        self.positive = row > 0.0
-        self.relative = relative_speeds(row, self.positive)[0]
-        self.size = math.log2(max(spec.num_workers, 1))
-        self.alloc: object = None  # the allocation `here` was read from
-        self.here = -1  # the type it runs on (-1: none)
-        self.stamp = 0  # bumped each time it joins the queue: older heap entries are stale
-        self.waiting = False
-        self.static: list[float] = []  # per type: the score without the wait and the mean
-        self.mag: list[float] = []  # per type: the sizes of the terms of ``static``
-
-    def enter(self, run: JobRun, now_s: float, weights: Sequence[float]) -> None:
-        """The job (waiting from ``now_s`` with its progress as of then) joins the queue."""
-        w0, w1, w2, _, _, w5 = weights
-        self.run = run
-        self.stamp += 1
-        self.waiting = True
-        remaining = run.remaining_work(now_s)
-        rel = self.relative.tolist()
-        self.static = [0.0] * len(self.rates)
-        self.mag = [0.0] * len(self.rates)
-        for k in self.kinds:
-            terms = (
-                w0 * math.log1p(remaining / self.rates[k]),
-                w1 * rel[k],
-                w2 * rel[k],
-                w5 * self.size,
-            )
-            self.static[k] = sum(terms)
-            self.mag[k] = sum(abs(x) for x in terms)
-
-
-Entry = tuple[float, float, int, int, _Job]
-"""A heap entry: (minus the bound, submission, job id, stamp, job)."""
+from dlsched.papers.hetero.pairs import Entry, KeptJob
+from dlsched.papers.hetero.running import SLACK as _SLACK
+from dlsched.papers.hetero.running import RunningScores
+from dlsched.papers.hetero.walk import WAIT as _WAIT
+from dlsched.papers.hetero.walk import Walk
 
 
 class _Active:
@@ -116,14 +67,14 @@ class _Active:
         self.counts = np.zeros(num_types, dtype=np.int64)
         self.ids: set[int] = set()
 
-    def add(self, job: _Job) -> None:
+    def add(self, job: KeptJob) -> None:
         i = bisect.bisect(self.keys, job.key)
         self.keys.insert(i, job.key)
         self.rows = np.insert(self.rows, i, job.relative, axis=0)
         self.counts += job.positive[0]
         self.ids.add(job.key[1])
 
-    def remove(self, job: _Job) -> None:
+    def remove(self, job: KeptJob) -> None:
         i = bisect.bisect_left(self.keys, job.key)
         del self.keys[i]
         self.rows = np.delete(self.rows, i, axis=0)
@@ -150,11 +101,13 @@ class RankedPairs:
 
     def clear(self) -> None:
         """Forget every job (a new run)."""
-        self.jobs: dict[int, _Job] = {}
+        self.jobs: dict[int, KeptJob] = {}
         self.heaps: dict[tuple[int, int], list[Entry]] = {}
         self.types: tuple[str, ...] = ()
         self.speeds: Any = None
         self.active: _Active | None = None
+        self.bounds: RunningScores | None = None
+        """The running jobs' bounded scores, on a cluster of one GPU type."""
         self.running: list[JobRun] = []
         self.first_submit = math.inf
         self.run_token: object = None
@@ -165,6 +118,9 @@ class RankedPairs:
         """How many times the state was rebuilt from the view (for tests)."""
         self.exact_scored = 0
         """Waiting jobs scored exactly so far (for tests and profiles)."""
+        self.stayers = 0
+        """How many of the last `choose`'s pairs, at its end, are running jobs taken without
+        scoring them (each stays where it runs: `ChangesOnly.place`)."""
 
     def update(self, view: ClusterView) -> bool:
         """Follow ``view``'s changes (rebuilding where they do not follow on from the last
@@ -197,6 +153,8 @@ class RankedPairs:
         self.clear()
         self.rebuilds += 1
         self.types, self.speeds = types, view.type_speeds
+        if len(types) == 1:
+            self.bounds = RunningScores(self.w)
         if self.speeds is not None:
             self.active = _Active(len(types))
             for run in view.jobs():
@@ -206,7 +164,7 @@ class RankedPairs:
         for run in view.pending:
             self._enter(run, view)
 
-    def _job(self, run: JobRun) -> _Job:
+    def _job(self, run: JobRun) -> KeptJob:
         job = self.jobs.get(run.job_id)
         if job is not None and job.run.spec is run.spec:
             job.run = run
@@ -217,7 +175,7 @@ class RankedPairs:
             else:
                 of = speeds.of(run.spec)
                 rates = [float(of.get(t, 0.0)) for t in self.types]
-            job = self.jobs[run.job_id] = _Job(run, rates, self.w)
+            job = self.jobs[run.job_id] = KeptJob(run, rates, self.w)
             spec = run.spec
             self.whole = self.whole and (
                 spec.num_ps == 0
@@ -249,7 +207,7 @@ class RankedPairs:
             if run.finish_s is not None and run.job_id in ids:
                 self.active.remove(self.jobs[run.job_id])
 
-    def _exact(self, view: ClusterView, jobs: Sequence[_Job], mean: Array) -> list[list[float]]:
+    def _exact(self, view: ClusterView, jobs: Sequence[KeptJob], mean: Array) -> list[list[float]]:
         """The plain rule's scores of ``jobs``' pairs: `features_given_mean`'s parts, each from
         the same operations (sizes and where a job runs kept), and the same product."""
         if self.speeds is None:
@@ -302,172 +260,8 @@ class RankedPairs:
         cluster = view.cluster
         types = self.types
         gpus = cluster.gpus_by_type() or {types[0]: int(cluster.total.gpu)}
-        return _Choice(self, view, [int(gpus.get(t, 0)) for t in types]).run()
-
-
-Pair = tuple[float, float, int, int, int, _Job]
-"""A scored pair: (minus its exact score, submission, job id, type, GPUs it needs, job)."""
-
-
-class _Choice:
-    """One point's walk: the best pair that fits, again and again (see the module)."""
-
-    def __init__(self, state: RankedPairs, view: ClusterView, left: list[int]) -> None:
-        self.state, self.view, self.left = state, view, left
-        self.now = view.now_s
-        if state.active is None:
-            self.mean = np.zeros(len(state.types))
-        else:
-            self.mean = state.active.mean()
-        w = state.w
-        waits = math.log1p(max(0.0, self.now - state.first_submit))
-        room = _SLACK * (1.0 + abs(w[_WAIT]) * waits)
-        # what every bound of a type gains from the type's mean now, plus the margin of the
-        # terms that vary (the wait, the mean)
-        self.shift = [-w[2] * m + room + _SLACK * abs(w[2] * m) for m in self.mean.tolist()]
-        self.scored: dict[int, list[float]] = {}  # job id -> exact scores this point
-        self.best: list[Pair] = []
-        self.taken: set[int] = set()
-        self.held: list[tuple[list[Entry], Entry]] = []  # popped entries, pushed back at the end
-
-    def run(self) -> list[tuple[JobRun, str]]:
-        state, left, best, taken = self.state, self.left, self.best, self.taken
-        running = [state.jobs[run.job_id] for run in state.running]
-        for job, run in zip(running, state.running, strict=True):
-            job.run = run
-        self._add_scored(running)
-        heapq.heapify(best)
-        room = sum(left)
-        chosen: list[tuple[JobRun, str]] = []
-        ceiling = self._ceiling()  # bounds every waiting pair that fits
-        types = state.types
-        while room > 0:
-            while best and (best[0][2] in taken or best[0][4] > left[best[0][3]]):
-                heapq.heappop(best)
-            floor = -best[0][0] if best else -math.inf
-            if not floor > ceiling:  # a waiting pair may come first (or no pair is scored)
-                opened = self._open_above(floor) if best else self._open_one()
-                ceiling = self._ceiling()
-                if opened:
-                    continue
-                if not best:
-                    break
-            pair = heapq.heappop(best)
-            need, k = pair[4], pair[3]
-            left[k] -= need
-            room -= need
-            taken.add(pair[2])
-            chosen.append((pair[5].run, types[k]))
-        for heap, entry in self.held:
-            heapq.heappush(heap, entry)
+        mean = np.zeros(len(types)) if self.active is None else self.active.mean()
+        walk = Walk(self, view, [int(gpus.get(t, 0)) for t in types], mean)
+        chosen = walk.run()
+        self.stayers = len(walk.stayers)
         return chosen
-
-    def _ceiling(self) -> float:
-        """The highest bound of a waiting pair that fits (-inf if none): a stale value stays
-        an upper bound, since the GPUs left only shrink and entries are only bounded lower."""
-        left, shift = self.left, self.shift
-        top = -math.inf
-        for (k, need), heap in self.state.heaps.items():
-            if heap and need <= left[k]:
-                top = max(top, shift[k] - heap[0][0])
-        return top
-
-    def _add_scored(self, jobs: list[_Job]) -> None:
-        if not jobs:
-            return
-        rows = self.state._exact(self.view, jobs, self.mean)
-        best = self.best
-        for job, row in zip(jobs, rows, strict=True):
-            self.scored[job.key[1]] = row
-            for k in job.kinds:
-                best.append((-row[k], job.submit, job.key[1], k, job.need, job))
-
-    def _heaps(self) -> list[tuple[list[Entry], float, int]]:
-        """The non-empty heaps of sizes that fit, with their type's shift and the type."""
-        left, shift = self.left, self.shift
-        return [
-            (heap, shift[k], k)
-            for (k, need), heap in self.state.heaps.items()
-            if heap and need <= left[k]
-        ]
-
-    def _valid(self, entry: Entry) -> bool:
-        job = entry[4]
-        return job.waiting and job.stamp == entry[3]
-
-    def _fresh(self, entry: Entry, k: int) -> Entry:
-        """``entry`` bounded again at this point."""
-        job = entry[4]
-        w = self.state.w
-        bound = job.static[k] + w[_WAIT] * math.log1p(max(0.0, self.now - job.submit))
-        return (-(bound + _SLACK * job.mag[k]), job.submit, entry[2], entry[3], job)
-
-    def _open_above(self, floor: float) -> bool:
-        """Score exactly every waiting pair that fits and may score at least ``floor``; True
-        if any was."""
-        batch: list[_Job] = []
-        pairs: list[tuple[_Job, int]] = []
-        for heap, shift, k in self._heaps():
-            while heap and shift - heap[0][0] >= floor:
-                entry = heapq.heappop(heap)
-                if not self._valid(entry):
-                    continue
-                job = entry[4]
-                if job.key[1] in self.scored or job.key[1] in self.taken:
-                    self.held.append((heap, entry))
-                    self._push_scored(job, k)
-                    continue
-                entry = self._fresh(entry, k)
-                if shift - entry[0] < floor:
-                    heapq.heappush(heap, entry)
-                    continue
-                self.held.append((heap, entry))
-                if not any(j is job for j in batch):
-                    batch.append(job)
-                pairs.append((job, k))
-        if not batch:
-            return False
-        self._score_waiting(batch, pairs)
-        return True
-
-    def _open_one(self) -> bool:
-        """With no exact pair that fits: score the waiting pair of the highest bound that stays
-        highest once bounded again; False if no waiting pair fits."""
-        while True:
-            heaps = self._heaps()
-            if not heaps:
-                return False
-            heap, shift, k = max(heaps, key=lambda h: h[1] - h[0][0][0])
-            entry = heapq.heappop(heap)
-            if not self._valid(entry):
-                continue
-            job = entry[4]
-            if job.key[1] in self.scored or job.key[1] in self.taken:
-                self.held.append((heap, entry))
-                if self._push_scored(job, k):
-                    return True
-                continue
-            entry = self._fresh(entry, k)
-            rest = [s - h[0][0] for h, s, _ in self._heaps()]
-            if rest and shift - entry[0] < max(rest):
-                heapq.heappush(heap, entry)
-                continue
-            self.held.append((heap, entry))
-            self._score_waiting([job], [(job, k)])
-            return True
-
-    def _push_scored(self, job: _Job, k: int) -> bool:
-        """Put ``job``'s pair on type ``k`` (scored already) on the exact heap unless taken."""
-        if job.key[1] in self.taken:
-            return False
-        row = self.scored[job.key[1]]
-        heapq.heappush(self.best, (-row[k], job.submit, job.key[1], k, job.need, job))
-        return True
-
-    def _score_waiting(self, batch: list[_Job], pairs: list[tuple[_Job, int]]) -> None:
-        self.state.exact_scored += len(batch)
-        rows = self.state._exact(self.view, batch, self.mean)
-        for job, row in zip(batch, rows, strict=True):
-            self.scored[job.key[1]] = row
-        for job, k in pairs:
-            self._push_scored(job, k)

@@ -28,6 +28,7 @@ class Checked(TypeScore):
         super().__init__(weights)
         self.points = 0
         self.long_queue = 0  # points with at least 20 waiting jobs
+        self.stayed = 0  # running jobs taken by their bounds, unscored
 
     def decide(self, view: ClusterView) -> Decision:
         fast = super().decide(view)
@@ -37,6 +38,7 @@ class Checked(TypeScore):
         assert placed == [j for j, t in plain.targets.items() if t.placement is not None]
         self.points += 1
         self.long_queue += len(view.pending) >= 20
+        self.stayed += self.ranked.stayers if self.ranked is not None else 0
         return fast
 
 
@@ -70,7 +72,7 @@ def test_the_kept_ranking_decides_as_the_plain_rule_on_a_philly_cluster(
     workload = dataclasses.replace(workload, jobs=workload.jobs[6_000 : 6_000 + jobs])
     checked = Checked(weights)
     simulate(workload, checked, seed=0)
-    assert checked.long_queue > 0
+    assert checked.long_queue > 0 and checked.stayed > 0
 
 
 def test_the_shipped_policy_keeps_its_ranking_and_a_rising_wait_weight_does_not() -> None:
@@ -81,3 +83,11 @@ def test_the_shipped_policy_keeps_its_ranking_and_a_rising_wait_weight_does_not(
     checked = Checked(list(load_policy().weights))
     run = simulate("gavel", checked, 1, num_jobs=30, cluster="v100:1x8,k80:1x8")
     assert run.summary()["finished"] == 30 and checked.points > 0
+
+
+def test_the_kept_ranking_decides_as_the_plain_rule_on_philly_7f04ca() -> None:
+    """Jobs of 1 to 16 GPUs on 80: a size's heap emptied while the best waiting pair is looked
+    for, then given back its entry (a bug the fingerprints found: that pair was passed over)."""
+    checked = Checked(list(load_policy().weights))
+    run = simulate("philly:7f04ca", checked, 1)
+    assert run.summary()["finished"] == 723 and checked.stayed > 0

@@ -1,0 +1,112 @@
+"""Gavel's policies on a cluster of one GPU type, without an LP.
+
+With one type, ``X`` is one column: job ``j`` gets a fraction ``X[j]`` of its ``scale[j]`` GPUs,
+``0 <= X[j] <= cap[j]`` (``cap`` 1, or 0 where the job's rate is 0) and ``sum_j scale[j] X[j]
+<= G``. Every policy's problem then has an ``O(m log m)`` answer (`water_fill`):
+
+* **max-min fairness** (`max_min`): maximise ``min_j eff[j] X[j]``. Raising a common level
+  ``z`` with ``X[j] = min(cap[j], z / eff[j])`` until the GPUs are used up (water-filling)
+  gives the lexicographic max-min allocation, whose smallest ``eff[j] X[j]`` is the LP's
+  optimum. When the level stays below every cap (more jobs than GPUs, as in a long queue) the
+  LP's optimum is unique (``sum_j scale[j] X[j] >= G`` at the optimum forces every
+  ``eff[j] X[j]`` to the level) and this is it, up to rounding: HiGHS's floats differ from
+  ``z / eff[j]`` in the last bits for some jobs. Otherwise the LP has many optima; the
+  policies then solve the LP (few jobs: a cheap solve) and keep HiGHS's vertex.
+* **a floor of throughput per job** (the bisections of finish-time fairness and makespan,
+  `FloorCheck`): feasible exactly when every floor is within reach (``floor[j] <= rate[j]``)
+  and the floors' GPUs fit, ``sum_j scale[j] floor[j] / rate[j] <= G``: a sum and a
+  comparison where the LP takes a dual simplex solve. The bisection then asks HiGHS once, at
+  the level found, for the allocation, so it is the LP path's allocation whenever the answers
+  agree (they can differ only for a level within HiGHS's tolerance, ~1e-7, of the boundary).
+
+The LP paths are kept (``gavel-las:lp`` and the like); ``test_one_type.py`` checks these answers
+against HiGHS's on drawn problems.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dlsched.papers.gavel.lp import Array, Problem
+
+
+def water_fill(need: Array, scale: Array, cap: Array, gpus: float) -> Array:
+    """``X[j] = min(cap[j], level * need[j])`` for the largest ``level`` with ``sum_j scale[j]
+    X[j] <= gpus`` (every ``X[j] = cap[j]`` if they all fit).
+
+    Args:
+        need: ``(m,)`` how fast each job's share grows with the level (>= 0; 0 gets nothing).
+        scale: ``(m,)`` GPUs each job needs.
+        cap: ``(m,)`` largest time fraction of each job (0 or 1).
+        gpus: GPUs of the type.
+    """
+    m = len(need)
+    cap = np.where(need > 0, cap, 0.0)
+    if float((scale * cap).sum()) <= gpus:
+        return cap.copy()
+    # Each job stops growing at level cap / need. With the stops sorted, the GPUs used at the
+    # i-th stop are (the first i jobs' caps) + stop_i * (the rest's scale * need): nondecreasing,
+    # so the level that uses them up lies after the last stop where they still fit.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        stop = np.where(need > 0, cap / need, np.inf)
+    order = np.argsort(stop, kind="stable")
+    stop_sorted = stop[order]
+    capped = np.concatenate([[0.0], np.cumsum((scale * cap)[order])])
+    rest = np.concatenate([np.cumsum((scale * need)[order][::-1])[::-1], [0.0]])
+    finite = stop_sorted < np.inf
+    used = capped[:m][finite] + stop_sorted[finite] * rest[:m][finite]
+    k = int(np.searchsorted(used, gpus, side="right"))
+    z = (gpus - capped[k]) / rest[k] if rest[k] > 0 else 0.0
+    return np.minimum(cap, z * need)
+
+
+def _caps(problem: Problem) -> tuple[Array, Array]:
+    """(the one column's rates, each job's cap: 1 where its rate is above 0, else 0)."""
+    rates = problem.rates[:, 0]
+    return rates, np.where(rates > 0, 1.0, 0.0)
+
+
+def max_min(problem: Problem, weights: Array, unique_only: bool = False) -> Array | None:
+    """`lp.max_min` on a one-type problem: the lexicographic max-min allocation of
+    ``eff[j] = weights[j] * rates[j] * scale[j]`` (an optimum of Gavel's LP). With
+    ``unique_only``, None where the LP's optimum is not unique (every job gets all of its time
+    before the GPUs run out, or a job cannot run): there the LP's vertex is another optimum."""
+    m, n = problem.shape
+    assert n == 1, "one GPU type"
+    if m == 0:
+        return np.zeros((0, 1))
+    rates, cap = _caps(problem)
+    eff = weights * rates * problem.scale
+    if unique_only and not (eff > 0).all():
+        return None
+    with np.errstate(divide="ignore"):
+        need = np.where(eff > 0, 1.0 / eff, 0.0)
+    x = water_fill(need, problem.scale, cap, float(problem.gpus[0]))
+    if unique_only and not (x < cap).all():
+        return None
+    return x[:, None]
+
+
+class FloorCheck:
+    """Whether a one-type problem has an ``X`` giving job ``j`` at least ``floor[j]``
+    throughput (`lp.feasible_with_floor`'s question), answered exactly."""
+
+    def __init__(self, problem: Problem) -> None:
+        assert problem.shape[1] == 1, "one GPU type"
+        self._rates, self._cap = _caps(problem)
+        self._scale = problem.scale
+        self._gpus = float(problem.gpus[0])
+
+    def _fractions(self, floor: Array) -> Array | None:
+        """Each job's smallest time fraction for its floor, or None where one exceeds 1.
+
+        A job whose rate is 0 is left out (0): no level meets its floor, where the LP accepts
+        the level at which the floor falls within HiGHS's tolerance (~1e-7); such a job can
+        run nowhere, and the run stalls either way."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            need = np.where((floor > 0) & (self._cap > 0), floor / self._rates, 0.0)
+        return None if (need > 1.0).any() else need
+
+    def feasible(self, floor: Array) -> bool:
+        need = self._fractions(floor)
+        return need is not None and float((self._scale * need).sum()) <= self._gpus
