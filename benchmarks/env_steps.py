@@ -9,7 +9,9 @@ same random legal actions, side by side with its scalar `Sched2Env` in the same 
 ``--only sched2`` runs just those rows. DL2 rows (issue 29; ``--only dl2``): time slots per
 CPU-second of the scalar `Dl2Env` (before) and of `Dl2BatchedEnv` (after), under random legal
 actions, then with the paper's MLP sampling every action as a trainer collects experience
-(today's `Rollout` before, `paper.Collector` after). DeepRM rows (issue 29; ``--only deeprm``):
+(the scalar `Rollout` before issue 29; `paper.Collector` after, beside the collector as it was
+before 2026-11-27, ``benchmarks/dl2_collector_before.py``; ``--dl2-rounds`` interleaves
+them and prints each one's ratio to the scalar). DeepRM rows (issue 29; ``--only deeprm``):
 the scalar ``DeepRM-v0`` (before) and `BatchedDeepRMEnv` (after, ``--deeprm-batch`` episodes a
 call) with image and with index observations, on NumPy and, when a GPU is visible, on CUDA.
 """
@@ -115,10 +117,15 @@ def dl2_slots_per_second(batch: int, seconds: float) -> tuple[int, int, float]:
     return slots, actions, time.process_time() - cpu0
 
 
-def dl2_rollout_slots_per_second(batch: int, seconds: float) -> tuple[int, float]:
+def dl2_rollout_slots_per_second(
+    batch: int, seconds: float, collector: str = "now"
+) -> tuple[int, float]:
     """DL2 slots a CPU-second with the paper's MLP (2x256) sampling every action, as a trainer
-    collects experience: (slots, CPU s). ``batch`` 0: today's `algorithm.Rollout` (scalar
-    `Dl2Env`, one forward pass an action); else `paper.Collector` over `Dl2BatchedEnv`."""
+    collects experience: (slots, CPU s). ``batch`` 0: the scalar `algorithm.Rollout` (scalar
+    `Dl2Env`, one forward pass an action: before issue 29); else over `Dl2BatchedEnv`,
+    ``collector`` ``"now"``: `paper.Collector`; ``"stacking"``: the collector as it was before
+    2026-11-27 (`dl2_collector_before.StackingCollector`: `torch.multinomial`, rows staged as
+    tuples and stacked at each slot's end)."""
     import torch
 
     from dlsched.papers.dl2.algorithm import Learner, Rollout
@@ -139,31 +146,52 @@ def dl2_rollout_slots_per_second(batch: int, seconds: float) -> tuple[int, float
         return slots, time.process_time() - cpu0
     env = Dl2BatchedEnv(batch, seed=1)
     shape = env.shape
-    collector = Collector(env, learner, SlotReplay(8192, shape.obs_dim, shape.num_actions), 1)
-    collector.step()  # compiled before the clock starts
+    replay = SlotReplay(8192, shape.obs_dim, shape.num_actions)
+    if collector == "stacking":
+        from dl2_collector_before import StackingCollector
+
+        run: Any = StackingCollector(env, learner, replay, 1)
+    else:
+        run = Collector(env, learner, replay, 1)
+    run.step()  # compiled before the clock starts
     cpu0, wall0 = time.process_time(), time.perf_counter()
     while time.perf_counter() - wall0 < seconds:
-        slots += collector.step()
+        slots += run.step()
     return slots, time.process_time() - cpu0
 
 
-def dl2_rows(envs: int, seconds: float) -> None:
-    """Print the DL2 rows, before and after, side by side."""
+def dl2_rows(envs: int, seconds: float, rounds: int = 1) -> None:
+    """Print the DL2 rows, before and after, side by side; the collectors' rows ``rounds``
+    times, interleaved (scalar, before, now), then each one's totals and its ratio to the
+    scalar `Rollout`."""
     for label, batch in (
         ("DL2 scalar Dl2Env", 0),
         (f"DL2 batched B={envs}", envs),
     ):
         slots, actions, cpu = dl2_slots_per_second(batch, seconds)
         print(
-            f"{label:<20} {slots:>8,} slots  {slots / cpu:>8,.1f} slots/CPU-s  "
+            f"{label:<28} {slots:>8,} slots  {slots / cpu:>8,.1f} slots/CPU-s  "
             f"{actions / cpu:>9,.0f} actions/CPU-s"
         )
-    for label, batch in (
-        ("DL2 Rollout (MLP)", 0),
-        (f"DL2 Collector B={envs}", envs),
-    ):
-        slots, cpu = dl2_rollout_slots_per_second(batch, seconds)
-        print(f"{label:<20} {slots:>8,} slots  {slots / cpu:>8,.1f} slots/CPU-s  (policy acting)")
+    cases = (
+        ("DL2 Rollout (MLP)", 0, "now"),
+        (f"DL2 Collector before B={envs}", envs, "stacking"),
+        (f"DL2 Collector B={envs}", envs, "now"),
+    )
+    totals = {label: [0, 0.0] for label, _, _ in cases}
+    for _ in range(rounds):
+        for label, batch, collector in cases:
+            slots, cpu = dl2_rollout_slots_per_second(batch, seconds, collector)
+            totals[label][0] += slots
+            totals[label][1] += cpu
+            print(f"{label:<28} {slots:>8,} slots  {slots / cpu:>8,.1f} slots/CPU-s  (policy)")
+    base_slots, base_cpu = totals[cases[0][0]]
+    for label, (slots, cpu) in totals.items():
+        rate = slots / cpu
+        print(
+            f"total {label:<22} {int(slots):>8,} slots {cpu:>7.1f} CPU-s {rate:>8,.1f} slots/CPU-s"
+            f"  {rate / (base_slots / base_cpu):5.2f}x the scalar Rollout"
+        )
 
 
 def deeprm_batched_steps(
@@ -235,6 +263,9 @@ def main() -> None:
         "--dl2-batch", type=int, default=64, help="episodes of the batched DL2 environment"
     )
     parser.add_argument(
+        "--dl2-rounds", type=int, default=1, help="interleaved rounds of the DL2 collector rows"
+    )
+    parser.add_argument(
         "--sched2-envs", default="16,64,128", help="batch sizes of the batched SCED² rows"
     )
     args = parser.parse_args()
@@ -243,7 +274,7 @@ def main() -> None:
     if args.only == "deeprm":
         return
     if args.only in ("all", "dl2"):
-        dl2_rows(args.dl2_batch, args.seconds)
+        dl2_rows(args.dl2_batch, args.seconds, args.dl2_rounds)
     if args.only == "dl2":
         return
     for env_id, options in CASES:

@@ -62,6 +62,7 @@ SMOKE: dict[str, str] = {
     "gavel_side_by_side.py": "",  # the peer faked: see test_gavel_side_by_side
     "hetero_learned.py": "--rates 8 --seeds 20001 --num-jobs 6 --out {tmp}/out",
     "fifo_core_equal.py": "--workload philly:6214e9 --max-jobs 300",
+    "dl2_collector_before.py": "",  # a module: env_steps.py and tests/rl/test_dl2_collector.py
     "env_steps.py": "--seconds 0.2 --deeprm-batch 4 --dl2-batch 2 --sched2-envs 2",
     "k8s_reconcile.py": "--jobs 10 --nodes 5",
     "live_attacks.py": "--jobs 1 --attack-s 0.2 --steps 20",

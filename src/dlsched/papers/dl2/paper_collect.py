@@ -9,12 +9,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import torch
+import torch.nn.functional as F
+from torch import nn
 
 from dlsched.papers.dl2 import batched_kernels as bk
 from dlsched.papers.dl2.algorithm import Batch, Learner, Replay
 from dlsched.papers.dl2.batched_env import Dl2BatchedEnv
 from dlsched.papers.dl2.batched_kernels import SLOT_S
-from dlsched.papers.dl2.network import masked_logits
+from dlsched.papers.dl2.sample_kernels import choose_actions, poor_fixes
 
 STAGGER_SLOTS = 400
 """Most slots an environment runs unrecorded before its first recorded slot (`PaperSpec.stagger`;
@@ -45,14 +47,21 @@ class SlotReplay(Replay):
         next state; with ``gamma`` (`PaperSpec.slot_td` ``"chain"``) an action inside the slot
         gets instead the slot's next state, no reward and discount 1, the last one ``reward``,
         ``next_obs`` and discount ``gamma`` (0 when ``done``)."""
-        idx = (self.pos + np.arange(len(actions))) % self.capacity
+        k, pos = len(actions), self.pos
+        idx: slice | npt.NDArray[np.int64]  # a slice where the slot does not wrap (faster)
+        head: slice | npt.NDArray[np.int64]
+        if pos + k <= self.capacity:
+            idx, head, last = slice(pos, pos + k), slice(pos, pos + k - 1), pos + k - 1
+        else:
+            idx = (pos + np.arange(k)) % self.capacity
+            head, last = idx[:-1], int(idx[-1])
         self.obs[idx], self.masks[idx], self.actions[idx] = obs, masks, actions
         self.rewards[idx], self.next_obs[idx], self.dones[idx] = reward, next_obs, float(done)
         self.explored[idx] = False if explored is None else explored
         if gamma is not None:
-            self.rewards[idx[:-1]], self.next_obs[idx[:-1]] = 0.0, obs[1:]
-            self.dones[idx[:-1]], self.discounts[idx[:-1]] = 0.0, 1.0
-            self.discounts[idx[-1]] = 0.0 if done else gamma
+            self.rewards[head], self.next_obs[head] = 0.0, obs[1:]
+            self.dones[head], self.discounts[head] = 0.0, 1.0
+            self.discounts[last] = 0.0 if done else gamma
         self.pos = int((self.pos + len(actions)) % self.capacity)
         self.size = min(self.size + len(actions), self.capacity)
 
@@ -86,25 +95,48 @@ class SlotReplay(Replay):
         )
 
 
-def exploration_fixes(env: Dl2BatchedEnv) -> npt.NDArray[np.bool_]:
-    """``(B, 3J + 1)``: legal actions that fix a job in one of DL2's poor states (§4.3) —
-    workers without PS, PS without workers, a worker:PS ratio beyond 10 — as
-    `Dl2Slot.poor_state_fixes`."""
-    counts = env.row_counts()
-    w, p = counts[..., 0].astype(np.float64), counts[..., 1].astype(np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        add_ps = ((w > 0) & (p == 0)) | ((p > 0) & (w / np.maximum(p, 1) > 10))
-        add_w = ~add_ps & (((p > 0) & (w == 0)) | ((w > 0) & (p / np.maximum(w, 1) > 10)))
-    fixes = np.zeros_like(env.mask)
-    J = env.shape.J
-    fixes[:, 0 : 3 * J : 3] = add_w
-    fixes[:, 1 : 3 * J : 3] = add_ps
-    return fixes & env.mask
+def exploration_fixes(
+    env: Dl2BatchedEnv, rows: npt.NDArray[np.int64] | None = None
+) -> npt.NDArray[np.bool_]:
+    """``(B, 3J + 1)`` (or ``(len(rows), 3J + 1)`` for those environments): legal actions that
+    fix a job in one of DL2's poor states (§4.3) — workers without PS, PS without workers, a
+    worker:PS ratio beyond 10 — as `Dl2Slot.poor_state_fixes`."""
+    if rows is None:
+        return poor_fixes(env.row_counts(), env.mask)
+    return poor_fixes(env.row_counts()[rows], env.mask[rows])
+
+
+def policy_logits(policy: nn.Module, obs: torch.Tensor) -> torch.Tensor:
+    """``policy(obs)``; a plain `nn.Sequential` of `nn.Linear` and `nn.ReLU` layers (the paper's
+    MLP) is run layer by layer on the transposed batch, ``h' = W h' + b`` with ``h'`` of shape
+    (features, batch): the same products and sums as ``F.linear``, equal up to the matrix
+    library's order of summation (``tests/rl/test_dl2_collector.py``), ~15 % less time at 64
+    environments (the weights are used as stored, not transposed)."""
+    layers = list(policy) if type(policy) is nn.Sequential else []
+    if not layers or any(type(m) not in (nn.Linear, nn.ReLU) for m in layers):
+        return policy(obs)
+    h = obs.t()
+    for m in layers:
+        if not isinstance(m, nn.Linear):
+            h = F.relu(h)
+        elif m.bias is None:
+            h = torch.mm(m.weight, h)
+        else:
+            h = torch.addmm(m.bias[:, None], m.weight, h)
+    return h.t()  # a view: `choose_actions` reads it strided, a copy costs more
 
 
 class Collector:
     """Runs the policy in `Dl2BatchedEnv` and fills the replay a slot at a time (``reward``:
-    see `PaperSpec`)."""
+    see `PaperSpec`).
+
+    Each action is drawn from the policy's softmax over the legal actions by the inverse CDF
+    (`sample_kernels.choose_actions`, uniforms from ``seed``'s NumPy generator): the
+    distribution `torch.multinomial` drew from before 2026-11-27, another random stream (runs
+    before then are not reproduced bit for bit). The actions of a slot are staged in
+    preallocated arrays and copied to the replay when the slot ends (the rows the per-tuple
+    staging of ``benchmarks/dl2_collector_before.py`` recorded,
+    `tests/rl/test_dl2_collector.py`)."""
 
     def __init__(
         self,
@@ -124,87 +156,100 @@ class Collector:
         self.job_reward = reward == "job"
         self.chain_gamma = chain_gamma
         self.rng = np.random.default_rng(seed)
-        self.gen = torch.Generator(device=env.device).manual_seed(seed)
         env.reset()
+        B = env.num_envs
         self.slot_before = env.before.copy()  # each job's work done when its slot began
-        self.staged: list[list[tuple[npt.NDArray[np.float32], npt.NDArray[np.bool_], int, bool]]]
-        self.staged = [[] for _ in range(env.num_envs)]
         self.skip = (
-            np.random.default_rng(seed + 7).integers(0, stagger_slots + 1, size=env.num_envs)
+            np.random.default_rng(seed + 7).integers(0, stagger_slots + 1, size=B)
             if stagger_slots
-            else np.zeros(env.num_envs, dtype=np.int64)
+            else np.zeros(B, dtype=np.int64)
         )
         self.slots = 0
         self.episodes = 0
         self.returns: list[float] = []
         self.episode_jct: list[float] = []
-        self._ret = np.zeros(env.num_envs)
-        self._jobs: list[list[int]] = [[] for _ in range(env.num_envs)]
-        self._job_s = np.zeros(env.num_envs)
+        self._ret = np.zeros(B)
+        self._job_s = np.zeros(B)
+        self._rows = np.arange(B)
+        self.staged = np.zeros(B, dtype=np.int64)
+        """Actions staged so far in each environment's current slot."""
+        shape = env.shape
+        self._obs = np.zeros((B, 64, shape.obs_dim), dtype=np.float32)
+        self._masks = np.zeros((B, 64, shape.num_actions), dtype=bool)
+        self._actions = np.zeros((B, 64), dtype=np.int64)
+        self._explored = np.zeros((B, 64), dtype=bool)
+        self._jobs = np.zeros((B, 64), dtype=np.int64)
+
+    def _grow(self) -> None:
+        """Twice the staging arrays' length of a slot (the staged actions kept)."""
+
+        def twice(a: npt.NDArray[Any]) -> npt.NDArray[Any]:
+            out = np.zeros((a.shape[0], 2 * a.shape[1], *a.shape[2:]), dtype=a.dtype)
+            out[:, : a.shape[1]] = a
+            return out
+
+        self._obs, self._masks = twice(self._obs), twice(self._masks)
+        self._actions, self._explored = twice(self._actions), twice(self._explored)
+        self._jobs = twice(self._jobs)
 
     def act(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
-        """The policy's sampled actions, some replaced by the job-aware exploration rule; and
-        which were replaced."""
+        """The policy's sampled actions, some replaced by the job-aware exploration rule
+        (`dlsched.papers.dl2.sample_kernels`); and which were replaced."""
         env, cfg = self.env, self.learner.cfg
-        obs, mask = env.tensors()
+        u = self.rng.random((3, env.num_envs))
         with torch.inference_mode():
-            logits = masked_logits(self.learner.policy(obs), mask)
-            actions = torch.multinomial(torch.softmax(logits, 1), 1, generator=self.gen)[:, 0]
-        out = actions.cpu().numpy()
-        use = np.zeros(env.num_envs, dtype=bool)
-        if cfg.exploration:
-            fixes = exploration_fixes(env)
-            use = fixes.any(axis=1) & (self.rng.random(env.num_envs) < cfg.epsilon)
-            if use.any():
-                keys = np.where(fixes[use], self.rng.random(fixes[use].shape), -1.0)
-                out[use] = keys.argmax(axis=1)
+            obs = torch.from_numpy(env.obs).to(env.device)
+            logits = policy_logits(self.learner.policy, obs).cpu().numpy()
+        out = np.empty(env.num_envs, dtype=np.int64)
+        use = np.empty(env.num_envs, dtype=bool)
+        epsilon = cfg.epsilon if cfg.exploration else 0.0
+        choose_actions(logits, u, epsilon, env.rows, env.mask, out, use)
         return out, use
 
     def step(self) -> int:
         """One action in every environment; returns the slots that ended and were recorded."""
-        env = self.env
-        obs, mask = env.obs.copy(), env.mask.copy()
+        env, n, rows = self.env, self.staged, self._rows
+        if int(n.max()) >= self._actions.shape[1]:
+            self._grow()
+        self._obs[rows, n] = env.obs
+        self._masks[rows, n] = env.mask
         actions, explored = self.act()
-        J = env.shape.J
-        jobs = np.where(
-            actions < 3 * J,
-            np.take_along_axis(env.row_job, np.minimum(actions // 3, J - 1)[:, None], 1)[:, 0],
-            -1,
-        )  # the job each action gives a task to (-1: void), before the step moves the rows
+        self._actions[rows, n] = actions
+        self._explored[rows, n] = explored
+        if self.job_reward:  # the job each action gives a task to (-1: void), before the step
+            J = env.shape.J
+            job = env.row_job[rows, np.minimum(actions // 3, J - 1)]
+            self._jobs[rows, n] = np.where(actions < 3 * J, job, -1)
+        n += 1
         _, _, rewards, terminated, truncated, slot_end = env.step(actions)
         if self.jct_reward:
             rewards = -env.job_s / (SLOT_S * env.shape.J)
-        for b in range(env.num_envs):
-            self.staged[b].append((obs[b], mask[b], int(actions[b]), bool(explored[b])))
-            self._jobs[b].append(int(jobs[b]))
         recorded = 0
-        self._job_s += np.where(slot_end, env.job_s, 0.0)
-        for b in np.flatnonzero(slot_end).tolist():
-            rows = self.staged[b]
+        ended = np.flatnonzero(slot_end)
+        self._job_s[ended] += env.job_s[ended]
+        for b in ended.tolist():
+            k = int(n[b])
+            n[b] = 0
             if self.skip[b] > 0:  # a staggered start: this slot is not recorded
                 self.skip[b] -= 1
-                rows.clear()
                 continue
             recorded += 1
             slot_reward = float(rewards[b])
             self.replay.add_slot(
-                np.stack([r[0] for r in rows]),
-                np.stack([r[1] for r in rows]),
-                np.array([r[2] for r in rows], dtype=np.int64),
-                self._job_rewards(b, slot_reward) if self.job_reward else slot_reward,
+                self._obs[b, :k],
+                self._masks[b, :k],
+                self._actions[b, :k],
+                self._job_rewards(b, k, slot_reward) if self.job_reward else slot_reward,
                 env.obs[b],
                 bool(terminated[b]),
-                np.array([r[3] for r in rows], dtype=bool),
+                self._explored[b, :k],
                 self.chain_gamma,
             )
-            rows.clear()
             self._ret[b] += rewards[b]
-        for b in np.flatnonzero(slot_end).tolist():
-            self._jobs[b].clear()
-            self.slot_before[b] = env.before[b]
+        self.slot_before[ended] = env.before[ended]
         done = terminated | truncated
         for b in np.flatnonzero(done).tolist():
-            self.staged[b].clear()
+            n[b] = 0
             self.returns.append(float(self._ret[b]))
             if terminated[b]:  # every job done: the job-seconds' sum is the trace's total JCT
                 self.episode_jct.append(self._job_s[b] / np.isfinite(env.submit[b]).sum())
@@ -216,12 +261,12 @@ class Collector:
         self.slots += recorded
         return recorded
 
-    def _job_rewards(self, b: int, slot_reward: float) -> npt.NDArray[np.float64]:
+    def _job_rewards(self, b: int, k: int, slot_reward: float) -> npt.NDArray[np.float64]:
         """``reward="job"`` (the authors' code's ``TS_REWARD_PLUS_JOB_REWARD``, not the paper's):
-        each action of the slot just ended gets the share of its job's epochs trained in the
-        slot (Σ over the slot's jobs = the paper's slot reward); a void action the slot reward
-        over the jobs that progressed."""
-        env, jobs = self.env, np.asarray(self._jobs[b], dtype=np.int64)
+        each of the ``k`` actions of the slot just ended gets the share of its job's epochs
+        trained in the slot (Σ over the slot's jobs = the paper's slot reward); a void action
+        the slot reward over the jobs that progressed."""
+        env, jobs = self.env, self._jobs[b, :k]
         finished = env.status[b] == bk.FINISHED
         done_now = np.where(finished, env.total[b], env.before[b])
         share = (done_now - self.slot_before[b]) / np.maximum(env.total[b], 1e-12)

@@ -46,7 +46,8 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any, ClassVar
 
 from dlsched.core import Allocation, ClusterView, Decision, JobRun, JobSpec, Resources, Target
-from dlsched.papers.sched2.lookahead_queue import Entry, Job, RankedQueue, Walk
+from dlsched.papers.sched2.lookahead_queue import Entry, Job, RankedQueue
+from dlsched.papers.sched2.lookahead_walk import Walk
 from dlsched.papers.sched2.profiling import JobProfile, Profiler
 from dlsched.papers.sched2.reservation_scan import ReservationScan
 from dlsched.schedulers.base import BaseScheduler
@@ -111,6 +112,10 @@ class LookaheadParams:
         return asdict(self)
 
 
+_Placed = tuple[JobSpec, Allocation, float, float, tuple[tuple[int, int], ...]]
+"""A running job as `LookaheadScheduler._free_times` keeps it (`LookaheadScheduler._place`)."""
+
+
 @dataclass
 class _Candidate:
     run: JobRun
@@ -144,6 +149,7 @@ class LookaheadScheduler(BaseScheduler):
         self.gpus_per_server = gpus_per_server
         self.profiler = Profiler(gpus_per_server, seed=profile_seed)
         self._known: dict[int, tuple[JobSpec, JobProfile, float, int, float]] = {}
+        self._placed: dict[int, _Placed] = {}
         self._queue = self._new_queue()
         self._scan = ReservationScan(self._slow, self._patience_s)
 
@@ -153,6 +159,7 @@ class LookaheadScheduler(BaseScheduler):
     def reset(self) -> None:
         self.profiler._cache.clear()
         self._known.clear()
+        self._placed.clear()
         self._queue = self._new_queue()
         self._scan = ReservationScan(self._slow, self._patience_s)
 
@@ -195,20 +202,53 @@ class LookaheadScheduler(BaseScheduler):
     # -- estimates -----------------------------------------------------------------------
 
     def _free_times(self, view: ClusterView) -> list[list[float]]:
-        """Per server, the estimated seconds until each GPU is free (0 = free now)."""
+        """Per server, the estimated seconds until each GPU is free (0 = free now): each
+        running job's remaining work over its profiled speed on its placement
+        (`JobProfile.estimate_time_s` of `JobRun.remaining_work`, the same floats)."""
         m = self.gpus_per_server
         now = view.now_s
         free = view.cluster.free_array.tolist()
         times: list[list[float]] = [[0.0] * round(row[0]) for row in free]
+        placed = self._placed
         for run in view.running:
-            prof = self._entry(run.spec)[1]
-            left = prof.estimate_time_s(run.allocation.num_servers, run.remaining_work(now))
-            for server, n in run.allocation.workers:
-                times[server].extend([left] * n)
+            spec, alloc = run.spec, run.allocation
+            kept = placed.get(run.job_id)
+            if kept is None or kept[0] is not spec or kept[1] is not alloc:
+                kept = self._place(run)
+            _, _, total, divisor, workers = kept
+            # `remaining_work(now)` written out at every point (the time moves): each max/min
+            # becomes the comparison that picks the same operand, so the same float results
+            start = run.progress_time_s
+            paused = run.paused_until_s
+            if paused > start:
+                start = paused
+            done = run.progress_s
+            rate = run.rate
+            if not (rate <= 0.0 or now <= start):
+                done = done + rate * (now - start)
+                if not done < total:
+                    done = total
+            left = total - done
+            left = (left if left > 0.0 else 0.0) / divisor
+            for server, n in workers:
+                if n == 1:
+                    times[server].append(left)
+                else:
+                    times[server].extend([left] * n)
         for row in times:
             row.sort()
             del row[m:]
         return times
+
+    def _place(self, run: JobRun) -> _Placed:
+        """What `_free_times` keeps of a running job while its spec and placement stay:
+        (spec, allocation, total work, the divisor of `JobProfile.estimate_time_s` on its
+        span, its workers)."""
+        spec, alloc = run.spec, run.allocation
+        speed = self._entry(spec)[1].estimate_speed(alloc.num_servers)
+        kept = (spec, alloc, spec.total_work, max(speed, 1e-9), alloc.workers)
+        self._placed[run.job_id] = kept
+        return kept
 
     @staticmethod
     def _reserve(times: list[list[float]], gpus: int, span: int, m: int) -> tuple[float, set[int]]:

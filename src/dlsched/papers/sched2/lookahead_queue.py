@@ -25,6 +25,8 @@ rule's full ranking, minus jobs the rule would have skipped without effect):
   time on one server is at most ``backfill · t*``. Each lane's promoted jobs sit in a min-tree
   of that number by arrival position (`MinTree`), so the walk goes straight to the next one
   that may start. A job the walk yields is checked by the rule's own code.
+
+The walk itself is `dlsched.papers.sched2.lookahead_walk.Walk`.
 """
 
 from __future__ import annotations
@@ -36,8 +38,6 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from dlsched.core import ClusterView, JobRun
-from dlsched.core.cluster import tasks_that_fit
-from dlsched.schedulers.saf import pack_allocation
 
 HOUR_S = 3600.0
 BIG = sys.float_info.max
@@ -135,6 +135,9 @@ class Lane:
     head_cond: int = ANY
     joined: list[Job] = field(default_factory=list)
     """Every job that joined the lane, in joining order (`reservation_scan` follows it)."""
+    waiting: dict[int, Job] = field(default_factory=dict)
+    """The lane's jobs not promoted, by job id (`Walk` keys a lane's jobs only as it may
+    take them)."""
 
 
 @dataclass
@@ -153,6 +156,10 @@ class RankedQueue:
     jobs: dict[int, Job] = field(default_factory=dict)
     rebuilds: int = 0
     """How many times the queue was rebuilt from ``view.pending`` (for tests)."""
+    keyings: int = 0
+    """How many times a walk keyed the jobs not promoted (for tests)."""
+    late_keyings: int = 0
+    """How many times a walk keyed more of a lane's jobs after a start (for tests)."""
 
     def __post_init__(self) -> None:
         self.finite = math.isfinite(self.promote_after) and math.isfinite(self.aging)
@@ -175,6 +182,8 @@ class RankedQueue:
         self._by_submit: list[tuple[float, int, Job]] = []
         self._seq = 0
         self.version = 0
+        self.nan_joined = 0
+        """Jobs that joined with a NaN key part or submission time (`Walk._key_unpromoted`)."""
 
     # -- following the pending list ------------------------------------------------------
 
@@ -212,6 +221,8 @@ class RankedQueue:
             lane = self.lanes[shape] = Lane(shape[0], shape[1], spec, MinTree(self.size))
         job = Job(run, spec.submit_time_s, spec.job_id, lane, base, one_server_s, 0.0)
         job.promote_s = self.promote_after * best_s
+        if base != base or job.submit != job.submit:
+            self.nan_joined += 1
         lane.joined.append(job)
         self.jobs[job.job_id] = job
         order = (job.submit, job.job_id)
@@ -230,6 +241,7 @@ class RankedQueue:
 
     def _unpromote(self, job: Job) -> None:
         self.unpromoted[job.job_id] = job
+        job.lane.waiting[job.job_id] = job
         self._seq += 1
         heapq.heappush(self._by_base, (job.base, self._seq, job))
         heapq.heappush(self._by_submit, (job.submit, self._seq, job))
@@ -259,6 +271,7 @@ class RankedQueue:
             job.lane.promoted -= 1
         else:
             del self.unpromoted[job.job_id]
+            del job.lane.waiting[job.job_id]
         job.pos = -1
 
     # -- promotion ------------------------------------------------------------------------
@@ -283,6 +296,7 @@ class RankedQueue:
             if max(0.0, now - job.submit) / HOUR_S * HOUR_S >= job.promote_s:
                 job.promoted = True
                 del self.unpromoted[job.job_id]
+                del job.lane.waiting[job.job_id]
                 job.lane.promoted += 1
                 job.lane.tree.set(job.pos, _stored(job.one_server_s))
             else:
@@ -319,159 +333,3 @@ def _stored(value: float) -> float:
 
 def _waits_unpromoted(job: Job) -> bool:
     return job.pos >= 0 and not job.promoted
-
-
-class Walk:
-    """The waiting jobs of one point in the rule's order, minus jobs that cannot start.
-
-    Args:
-        queue: the queue, updated and promoted at this point.
-        entries: the rule's ranking tuples of the jobs not promoted, or None: built here when
-            the walk reaches them.
-        now: the time, s.
-        free: free (gpu, cpu, mem) per server, changed in place as jobs start.
-        reserved: servers reserved at this point.
-        backfill_s: ``backfill · t*``.
-        gpu_room: the rule's bound on GPUs a packing can take now.
-    """
-
-    def __init__(
-        self,
-        queue: RankedQueue,
-        entries: list[Entry] | None,
-        now: float,
-        free: list[list[float]],
-        reserved: set[int],
-        backfill_s: float,
-        gpu_room: float,
-    ) -> None:
-        self.q = queue
-        self.now = now
-        self.free = free
-        self.reserved = reserved
-        self.backfill_s = backfill_s
-        self.gpu_room = gpu_room
-        self.others: list[Entry] | None = entries
-        if entries is not None:
-            heapq.heapify(entries)
-        self.bound = queue.unpromoted_bound(now) if queue.unpromoted else math.inf
-        queue.version += 1
-        self.version = queue.version
-        self.pcur = -1  # the last promoted job's position yielded
-        self.heads: list[tuple[int, int, Lane]] = []
-        self.parked: list[tuple[int, Lane]] = []  # lanes with no head now (`_head`)
-        for i, lane in enumerate(queue.lanes.values()):
-            if lane.promoted:
-                lane.head_at, lane.head_cond = -1, ANY
-                self.heads.append((0, i, lane))
-        heapq.heapify(self.heads)
-
-    def started(self, gpu_room: float) -> None:
-        """A job started: the free resources (and ``gpu_room``) changed."""
-        self.gpu_room = gpu_room
-        self.q.version += 1
-        self.version = self.q.version
-        for i, lane in self.parked:
-            lane.head_at, lane.head_cond = -1, NONE
-            heapq.heappush(self.heads, (self.pcur + 1, i, lane))
-        self.parked = []
-
-    def _status(self, lane: Lane) -> int:
-        if lane.status_at == self.version:
-            return lane.status
-        lane.status_at = self.version
-        g = lane.workers
-        need = lane.need
-        if g <= 0 or not self.free:
-            status = ANY
-        elif need[0] > 0 and g * need[0] > self.gpu_room:
-            status = NONE
-        else:
-            rooms = [tasks_that_fit(row, need) for row in self.free]
-            if max(rooms) >= g:  # the packing takes one server
-                reserved = self.reserved
-                status = RES
-                for s, room in enumerate(rooms):
-                    if room >= g and s not in reserved:
-                        status = ANY
-                        break
-            elif pack_allocation(list(self.free), lane.spec, g, 0) is None:  # type: ignore[arg-type]
-                status = NONE
-            else:
-                status = ANY  # several servers: each job is checked
-        lane.status = status
-        return status
-
-    def _head(self) -> tuple[int, Lane] | None:
-        """The first promoted job (position, lane) that may start, lanes brought up to date."""
-        heads = self.heads
-        while heads:
-            pos, i, lane = heads[0]
-            if lane.head_at == self.version:
-                return pos, lane
-            cond = self._status(lane)
-            # a stricter (or the same) condition: nothing between the last yielded position
-            # and the old head meets it; a looser one: look from the last yielded position
-            start = pos if cond <= lane.head_cond else self.pcur + 1
-            lane.head_at, lane.head_cond = self.version, cond
-            nxt = lane.tree.first(start, BIG if cond == ANY else self.backfill_s) if cond else -1
-            if nxt >= 0:
-                heapq.heapreplace(heads, (nxt, i, lane))
-                continue
-            heapq.heappop(heads)
-            if cond != ANY and not need_gpus(lane) > self.gpu_room:
-                # a later start may loosen its condition (a one-server shape that must
-                # then span servers is checked job by job): looked at again after it
-                self.parked.append((i, lane))
-        return None
-
-    def next(self) -> Entry | None:
-        """The next job in the rule's order that may start; None when none is left."""
-        q = self.q
-        while True:
-            head = self._head()
-            promoted: Entry | None = None
-            if head is not None:
-                job = q.at[head[0]]
-                assert job is not None
-                promoted = (-1e9 + job.submit / HOUR_S, job.submit, job.job_id, job.run)
-            others = self.others
-            if others is None and q.unpromoted and (promoted is None or self.bound <= promoted[0]):
-                others = self.others = self._key_unpromoted()
-            if others and (promoted is None or others[0] < promoted):
-                entry = heapq.heappop(others)
-                job = q.jobs.get(entry[2])
-                if job is None or self._may_start(job):
-                    return entry
-                continue
-            if head is None or promoted is None:
-                return None
-            pos, lane = head
-            self.pcur = pos
-            nxt = lane.tree.first(pos + 1, BIG if lane.head_cond == ANY else self.backfill_s)
-            if nxt < 0:
-                heapq.heappop(self.heads)
-            else:
-                heapq.heapreplace(self.heads, (nxt, self.heads[0][1], lane))
-            return promoted
-
-    def _may_start(self, job: Job) -> bool:
-        status = self._status(job.lane)
-        if status == ANY:
-            return True
-        return status == RES and not (job.one_server_s > self.backfill_s)
-
-    def _key_unpromoted(self) -> list[Entry]:
-        """The rule's ranking tuples of the jobs not promoted, with its float operations."""
-        now, aging, log1p = self.now, self.q.aging, math.log1p
-        entries = [
-            (job.base - aging * log1p(max(0.0, now - job.submit) / HOUR_S), job.submit, j, job.run)
-            for j, job in self.q.unpromoted.items()
-        ]
-        heapq.heapify(entries)
-        return entries
-
-
-def need_gpus(lane: Lane) -> float:
-    """GPUs the lane's jobs take (the rule's ``workers · per-worker GPUs``; 0 without GPUs)."""
-    return lane.workers * lane.need[0] if lane.need[0] > 0 else 0.0

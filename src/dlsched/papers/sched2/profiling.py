@@ -157,15 +157,28 @@ class Profiler:
             self._cache.clear()
         g = max(1, spec.num_workers)
         spans = profile_spans(g, self.gpus_per_server, self.k)
-        rng = np.random.default_rng([self.seed, spec.job_id])
-        speeds = []
+        known: dict[int, float] = {}  # spans repeat (a 1-GPU job: 1, 1, 1, 1)
         for span in spans:
-            true = self.model.speed(spec, spread_allocation(g, span))
-            if true <= 0:
-                speeds.append(0.0)
-                continue
-            times = np.exp(self.noise * rng.standard_normal(self.minibatches)) / true
-            speeds.append(float(1.0 / times.mean()))
+            if span not in known:
+                known[span] = self.model.speed(spec, spread_allocation(g, span))
+        true = [known[span] for span in spans]
+        rng = np.random.default_rng([self.seed, spec.job_id])
+        speeds: list[float]
+        if not any(t <= 0 for t in true):
+            # every placement's mini-batches at once: the same draws in the same order, and
+            # each row's mean is the mean of that placement's times (the same floats as one
+            # placement at a time, tested in tests/rl/test_sched2_profiling.py)
+            z = rng.standard_normal((len(spans), self.minibatches))
+            times = np.exp(self.noise * z) / np.array(true)[:, None]
+            speeds = (1.0 / times.mean(axis=1)).tolist()
+        else:
+            speeds = []
+            for t in true:
+                if t <= 0:
+                    speeds.append(0.0)
+                    continue
+                row = np.exp(self.noise * rng.standard_normal(self.minibatches)) / t
+                speeds.append(float(1.0 / row.mean()))
         prof = JobProfile(spans, tuple(speeds), float(spec.total_work))
         self._cache[key] = prof
         return prof
