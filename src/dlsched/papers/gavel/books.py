@@ -23,7 +23,7 @@ sums that depend on their order kept in it), so the decisions are the same:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, overload
 
 import numpy as np
@@ -246,9 +246,15 @@ class RunRows(Sequence[JobRun]):
     def __init__(self, books: Books, slots: _Index) -> None:
         self._books, self._slots = books, slots
         self.ids = books.ids[slots]
+        self._all: list[JobRun] | None = None
 
     def __len__(self) -> int:
         return len(self._slots)
+
+    def __iter__(self) -> Iterator[JobRun]:
+        if self._all is None:  # a policy that reads every run reads them in one pass
+            self._all = [self._books.run_of(s) for s in self._slots.tolist()]
+        return iter(self._all)
 
     @overload
     def __getitem__(self, i: int) -> JobRun: ...

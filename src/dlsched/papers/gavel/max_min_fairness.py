@@ -81,7 +81,8 @@ class GavelLasHet(GavelRounds):
         self._warm = WarmStart() if self.warm_start else None
 
     def allocation(self, problem: Problem, runs: Sequence[JobRun], now_s: float) -> Array:
-        keys = [r.job_id for r in runs] if self._warm is not None else []
+        warm = self._warm is not None and problem.shape[1] > 1
+        keys = [r.job_id for r in runs] if warm else []  # (only a warm start reads them)
         return las_allocation(problem, self._warm, keys, lp=self.lp_one_type)
 
 
