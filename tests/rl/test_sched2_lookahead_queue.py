@@ -19,6 +19,7 @@ from dlsched.core import ClusterView, Decision
 from dlsched.papers.sched2.lookahead import HOUR_S, LookaheadParams, LookaheadScheduler
 from dlsched.papers.sched2.lookahead_queue import MinTree, RankedQueue
 from dlsched.papers.sched2.reservation_scan import ReservationScan
+from dlsched.schedulers.common import RoomCounts
 from dlsched.schedulers.saf import pack_allocation
 from dlsched.workloads.registry import make_workload
 from tests.rl.test_sched2_lookahead_ranked import PARAMS, plain_decide
@@ -47,7 +48,7 @@ def plain_reservation(
     for job in queue.arrival():
         if now - job.submit < s.params.reserve_after_h * HOUR_S:
             break
-        if s._startable(free, s._candidate(job.run, 0.0), now) is None:
+        if s._startable(RoomCounts(free), s._candidate(job.run, 0.0), now) is None:
             return job.job_id
     return None
 
@@ -66,8 +67,8 @@ class Checked(LookaheadScheduler):
         self.held_reservations = 0
         self.old_startable = 0
 
-    def _reservation(self, queue, free, times, now):
-        got = super()._reservation(queue, free, times, now)
+    def _reservation(self, queue, free, rooms, times, now):
+        got = super()._reservation(queue, free, rooms, times, now)
         assert got[0] == plain_reservation(self, queue, free, now), now
         if got[0] is not None:
             self.reservations += 1
@@ -77,7 +78,7 @@ class Checked(LookaheadScheduler):
             self.held_reservations += held is not None
         self.old_startable += any(
             now - job.submit >= self.params.reserve_after_h * HOUR_S
-            and self._startable(free, self._candidate(job.run, 0.0), now) is not None
+            and self._startable(RoomCounts(free), self._candidate(job.run, 0.0), now) is not None
             for job in queue.arrival()
         )
         return got

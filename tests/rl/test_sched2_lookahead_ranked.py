@@ -19,6 +19,7 @@ from dlsched.papers.sched2.lookahead import (
     _Candidate,
     _take,
 )
+from dlsched.schedulers.common import RoomCounts
 from dlsched.workloads.registry import make_workload
 
 PARAMS = st.builds(
@@ -60,7 +61,7 @@ def plain_decide(s: LookaheadScheduler, view: ClusterView) -> Decision:
     for c in sorted(cands, key=lambda c: (c.run.spec.submit_time_s, c.run.job_id)):
         if now - c.run.spec.submit_time_s < p.reserve_after_h * HOUR_S:
             break
-        if s._startable(free, c, now) is None:
+        if s._startable(RoomCounts(free), c, now) is None:
             target = c.run.job_id
             until, reserved = s._reserve(times, max(1, c.run.spec.num_gpus), c.best_span, m)
             break
@@ -68,9 +69,9 @@ def plain_decide(s: LookaheadScheduler, view: ClusterView) -> Decision:
         if free_gpus < 0.5:
             break
         spec = c.run.spec
-        alloc = None if spec.job_id == target else s._startable(free, c, now)
+        alloc = None if spec.job_id == target else s._startable(RoomCounts(free), c, now)
         if alloc is not None and alloc.num_servers == 1:
-            alloc = s._one_server(free, times, c, reserved, until)
+            alloc = s._one_server(RoomCounts(free), times, c, reserved, until)
         elif alloc is not None and reserved:
             alloc = s._around(free, c, alloc, reserved, until)
         if alloc is None:

@@ -51,7 +51,7 @@ from dlsched.papers.sched2.lookahead_walk import Walk
 from dlsched.papers.sched2.profiling import JobProfile, Profiler
 from dlsched.papers.sched2.reservation_scan import ReservationScan
 from dlsched.schedulers.base import BaseScheduler
-from dlsched.schedulers.common import tasks_that_fit
+from dlsched.schedulers.common import RoomCounts
 from dlsched.schedulers.saf import pack_allocation
 
 HOUR_S = 3600.0
@@ -279,14 +279,17 @@ class LookaheadScheduler(BaseScheduler):
         now = view.now_s
         queue.promote(now)
         times = self._free_times(view)
-        target, reserve_until, reserved = self._reservation(queue, free, times, now)
+        # each server's room for a worker demand, counted once a point and shared by the
+        # lanes' status, the packings and the one-server choice; recounted after each start
+        rooms = RoomCounts(free)
+        target, reserve_until, reserved = self._reservation(queue, free, rooms, times, now)
         # more GPUs than any packing on ``free`` can give (``tasks_that_fit`` adds 1e-9 a
         # server): a job asking for more cannot start, so its packing is not tried
         gpu_room = free_gpus + len(free) * 1e-9 + 1e-6
         # parameters that are not finite (NaN keys): every job keyed, as the rule did
         entries = None if queue.finite else self._rank(pending, now)
         walk = Walk(
-            queue, entries, now, free, reserved, self.params.backfill * reserve_until, gpu_room
+            queue, entries, now, rooms, reserved, self.params.backfill * reserve_until, gpu_room
         )
         while free_gpus >= 0.5:
             entry = walk.next()  # lowest key first (sort order)
@@ -300,17 +303,18 @@ class LookaheadScheduler(BaseScheduler):
             if per_worker > 0 and spec.num_workers * per_worker > gpu_room:
                 continue
             c = self._candidate(run, key)
-            alloc = self._startable(free, c, now)
+            alloc = self._startable(rooms, c, now)
             if alloc is None:
                 continue
             if alloc.num_servers == 1:
-                alloc = self._one_server(free, times, c, reserved, reserve_until)
+                alloc = self._one_server(rooms, times, c, reserved, reserve_until)
             elif reserved:
                 alloc = self._around(free, c, alloc, reserved, reserve_until)
             if alloc is None:
                 continue
             est = c.profile.estimate_time_s(alloc.num_servers)
             _take(free, alloc, spec.worker_demand.as_tuple())
+            rooms.recount(server for server, _ in alloc.workers)
             for server, n in alloc.workers:
                 row = times[server]
                 for k in range(min(n, len(row))):
@@ -352,6 +356,7 @@ class LookaheadScheduler(BaseScheduler):
         self,
         queue: RankedQueue,
         free: list[list[float]],
+        rooms: RoomCounts,
         times: list[list[float]],
         now: float,
     ) -> tuple[int | None, float, set[int]]:
@@ -365,7 +370,7 @@ class LookaheadScheduler(BaseScheduler):
         def pack(job: Job) -> Allocation | None:
             spec = job.run.spec
             alloc = packed[job.lane] = pack_allocation(
-                [row[:] for row in free], spec, spec.num_workers, 0
+                list(free), spec, spec.num_workers, 0, rooms.of(spec.worker_demand.as_tuple())
             )
             return alloc
 
@@ -373,24 +378,25 @@ class LookaheadScheduler(BaseScheduler):
         if job is None:
             return None, math.inf, set()
         c = self._candidate(job.run, 0.0)
-        assert self._startable(free, c, now, packed[job.lane]) is None
+        assert self._startable(rooms, c, now, packed[job.lane]) is None
         gpus = max(1, c.run.spec.num_gpus)
         until, servers = self._reserve(times, gpus, c.best_span, self.gpus_per_server)
         return job.job_id, until, servers
 
     def _startable(
-        self, free: list[list[float]], c: _Candidate, now: float, *packed: Allocation | None
+        self, rooms: RoomCounts, c: _Candidate, now: float, *packed: Allocation | None
     ) -> Allocation | None:
         """The job's packing placement on ``free`` unless it does not fit or is held for
         locality (estimated slowdown over ``1 + slow_tol`` and waited under ``patience``).
         ``packed``: that packing (or None: it does not fit), where the caller has it (it
-        depends on the job's shape and ``free`` only)."""
+        depends on the job's shape and ``rooms.free`` only)."""
         p = self.params
         spec = c.run.spec
         if packed:
             alloc = packed[0]
         else:
-            alloc = pack_allocation([row[:] for row in free], spec, spec.num_workers, 0)
+            need = spec.worker_demand.as_tuple()
+            alloc = pack_allocation(list(rooms.free), spec, spec.num_workers, 0, rooms.of(need))
         if alloc is None:
             return None
         est = c.profile.estimate_time_s(alloc.num_servers)
@@ -401,7 +407,7 @@ class LookaheadScheduler(BaseScheduler):
 
     def _one_server(
         self,
-        free: list[list[float]],
+        rooms: RoomCounts,
         times: list[list[float]],
         c: _Candidate,
         reserved: set[int],
@@ -419,10 +425,9 @@ class LookaheadScheduler(BaseScheduler):
         log_est = math.log1p(est / HOUR_S)
         m = self.gpus_per_server
         best: tuple[float, int] | None = None
-        for server, row in enumerate(free):
+        for server, room in enumerate(rooms.of(need)):
             if server in reserved and not may_reserved:
                 continue
-            room = tasks_that_fit(row, need)
             if room < g:
                 continue
             score = (room - g) / m

@@ -13,7 +13,6 @@ from __future__ import annotations
 import heapq
 import math
 
-from dlsched.core.cluster import tasks_that_fit
 from dlsched.papers.sched2.lookahead_queue import (
     ANY,
     BIG,
@@ -25,6 +24,7 @@ from dlsched.papers.sched2.lookahead_queue import (
     Lane,
     RankedQueue,
 )
+from dlsched.schedulers.common import RoomCounts
 from dlsched.schedulers.saf import pack_allocation
 
 
@@ -36,7 +36,8 @@ class Walk:
         entries: the rule's ranking tuples of the jobs not promoted, or None: built here when
             the walk reaches them.
         now: the time, s.
-        free: free (gpu, cpu, mem) per server, changed in place as jobs start.
+        rooms: free (gpu, cpu, mem) per server (`RoomCounts.free`, changed in place as jobs
+            start) and its room counts, recounted by the caller after each start.
         reserved: servers reserved at this point.
         backfill_s: ``backfill · t*``.
         gpu_room: the rule's bound on GPUs a packing can take now.
@@ -47,14 +48,15 @@ class Walk:
         queue: RankedQueue,
         entries: list[Entry] | None,
         now: float,
-        free: list[list[float]],
+        rooms: RoomCounts,
         reserved: set[int],
         backfill_s: float,
         gpu_room: float,
     ) -> None:
         self.q = queue
         self.now = now
-        self.free = free
+        self.rooms = rooms
+        self.free = rooms.free
         self.reserved = reserved
         self.backfill_s = backfill_s
         self.gpu_room = gpu_room
@@ -111,7 +113,7 @@ class Walk:
         elif need[0] > 0 and g * need[0] > self.gpu_room:
             status = NONE
         else:
-            rooms = [tasks_that_fit(row, need) for row in self.free]
+            rooms = self.rooms.of(need)
             if max(rooms) >= g:  # the packing takes one server
                 reserved = self.reserved
                 status = RES
@@ -119,7 +121,7 @@ class Walk:
                     if room >= g and s not in reserved:
                         status = ANY
                         break
-            elif pack_allocation(list(self.free), lane.spec, g, 0) is None:  # type: ignore[arg-type]
+            elif pack_allocation(list(self.free), lane.spec, g, 0, rooms) is None:  # type: ignore[arg-type]
                 status = NONE
             else:
                 status = ANY  # several servers: each job is checked
