@@ -18,6 +18,7 @@ bounded; the others (`RunningScores.irregular`) are scored exactly as before.
 from __future__ import annotations
 
 import math
+from itertools import accumulate
 from dataclasses import dataclass
 
 import numpy as np
@@ -83,21 +84,24 @@ class RunningScores:
     def sync(self, running: list[JobRun], jobs: dict[int, KeptJob]) -> None:
         """Follow the running jobs to this point (``jobs``: the kept state, by job id): a job
         whose version changed since (it started, stopped or changed speed) is read again."""
-        now = dict(
-            zip([run.job_id for run in running], [run.version for run in running], strict=True)
-        )
         synced = self.synced
-        if now == synced:
-            return
-        changed = {job_id for job_id, _ in now.items() - synced.items()}
-        for job_id in synced.keys() - now.keys():
-            self.irregular.pop(job_id, None)
-            if job_id in self.rows:
-                self._drop(job_id)
-        self.synced = now
+        changed: list[JobRun] = []
+        now: dict[int, int] = {}
         for run in running:
-            if run.job_id in changed:
-                self._read(run, jobs[run.job_id])
+            job_id, version = run.job_id, run.version
+            now[job_id] = version
+            if synced.get(job_id) != version:
+                changed.append(run)
+        if not changed and len(now) == len(synced):
+            return  # the same jobs at the same versions
+        if len(now) - len(changed) != len(synced):  # some job left the running set
+            for job_id in synced.keys() - now.keys():
+                self.irregular.pop(job_id, None)
+                if job_id in self.rows:
+                    self._drop(job_id)
+        self.synced = now
+        for run in changed:
+            self._read(run, jobs[run.job_id])
 
     def _read(self, run: JobRun, job: KeptJob) -> None:
         job.run = run
@@ -162,18 +166,19 @@ class RunningScores:
         margin = SLACK * (big + abs(offset)) + 1e-300
         upper = score + margin
         lower = score - margin
-        after = np.append(upper[1:], -np.inf)
-        places = np.arange(len(order))
+        n = len(order)
+        clear = np.empty(n, dtype=bool)  # lower bound over the upper bounds after it
+        clear[:-1] = lower[:-1] > upper[1:]
+        clear[-1:] = lower[-1:] > -np.inf
         jobs = self.jobs
         return Ranked(
             [jobs[i] for i in order.tolist()],
             (-lower).tolist(),
             (-upper).tolist(),
             [*upper.tolist(), -math.inf],
-            np.cumsum(self.need[order]).tolist(),
-            np.maximum.accumulate(np.where(lower > after, places, -1)).tolist(),
+            list(accumulate(self.need[order].tolist())),
+            np.maximum.accumulate(np.where(clear, np.arange(n), -1)).tolist(),
         )
-
 
 def fixed_part(w: list[float], job: KeptJob) -> tuple[float, float]:
     """A running job's score terms that stay while it runs on its one type (its relative
