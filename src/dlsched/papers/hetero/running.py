@@ -18,8 +18,8 @@ bounded; the others (`RunningScores.irregular`) are scored exactly as before.
 from __future__ import annotations
 
 import math
-from itertools import accumulate
 from dataclasses import dataclass
+from itertools import accumulate
 
 import numpy as np
 
