@@ -180,6 +180,7 @@ class RunningScores:
             np.maximum.accumulate(np.where(clear, np.arange(n), -1)).tolist(),
         )
 
+
 def fixed_part(w: list[float], job: KeptJob) -> tuple[float, float]:
     """A running job's score terms that stay while it runs on its one type (its relative
     speed twice, ``running_here``, its size), and the sum of their sizes."""
