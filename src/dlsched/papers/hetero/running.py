@@ -74,7 +74,7 @@ class RunningScores:
         self.irregular: dict[int, KeptJob] = {}
         """Running jobs not at their full size, by job id: scored exactly."""
         self.arrays: dict[str, Array] = {f: np.zeros(0) for f in _FIELDS}
-        self.need = np.zeros(0, dtype=np.int64)
+        self.need: list[int] = []  # per row: the GPUs its job needs
         # over every row read so far: the largest sum of the sizes of its fixed terms, the
         # largest log(1 + remaining seconds), the first submission (for the margin)
         self.mag = 0.0
@@ -144,7 +144,7 @@ class RunningScores:
             grown = np.full(new, -np.inf if name == "fixed" else 1.0)
             grown[:old] = array
             self.arrays[name] = grown
-        self.need = np.concatenate([self.need, np.zeros(new - old, dtype=np.int64)])
+        self.need.extend([0] * (new - old))
         self.jobs.extend([None] * (new - old))
         self.free.extend(range(new - 1, old - 1, -1))
 
@@ -169,15 +169,18 @@ class RunningScores:
         n = len(order)
         clear = np.empty(n, dtype=bool)  # lower bound over the upper bounds after it
         clear[:-1] = lower[:-1] > upper[1:]
-        clear[-1:] = lower[-1:] > -np.inf
-        jobs = self.jobs
+        clear[-1] = lower[-1] > -math.inf
+        places = np.arange(n)
+        places[~clear] = -1
+        jobs, need = self.jobs, self.need
+        rows = order.tolist()
         return Ranked(
-            [jobs[i] for i in order.tolist()],
+            [jobs[i] for i in rows],
             (-lower).tolist(),
             (-upper).tolist(),
             [*upper.tolist(), -math.inf],
-            list(accumulate(self.need[order].tolist())),
-            np.maximum.accumulate(np.where(clear, np.arange(n), -1)).tolist(),
+            list(accumulate([need[i] for i in rows])),
+            np.maximum.accumulate(places).tolist(),
         )
 
 
