@@ -30,9 +30,14 @@ class KeptJob:
         self.need = scale_of(spec)
         self.rates = rates
         self.kinds = [k for k, r in enumerate(rates) if r > 0.0]
-        row = np.array([rates], float)
-        self.positive = row > 0.0
-        self.relative = relative_speeds(row, self.positive)[0]
+        if len(rates) == 1 and 1e-12 <= rates[0] < math.inf:
+            # one type, a finite speed: `relative_speeds` is log(r / r) = log(1.0) = 0.0
+            self.positive = np.ones((1, 1), dtype=bool)
+            self.relative = np.zeros(1)
+        else:
+            row = np.array([rates], float)
+            self.positive = row > 0.0
+            self.relative = relative_speeds(row, self.positive)[0]
         self.size = math.log2(max(spec.num_workers, 1))
         self.alloc: object = None  # the allocation `here` was read from
         self.here = -1  # the type it runs on (-1: none)

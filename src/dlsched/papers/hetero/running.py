@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from itertools import accumulate
 
 import numpy as np
 
@@ -73,7 +74,7 @@ class RunningScores:
         self.irregular: dict[int, KeptJob] = {}
         """Running jobs not at their full size, by job id: scored exactly."""
         self.arrays: dict[str, Array] = {f: np.zeros(0) for f in _FIELDS}
-        self.need = np.zeros(0, dtype=np.int64)
+        self.need: list[int] = []  # per row: the GPUs its job needs
         # over every row read so far: the largest sum of the sizes of its fixed terms, the
         # largest log(1 + remaining seconds), the first submission (for the margin)
         self.mag = 0.0
@@ -83,21 +84,24 @@ class RunningScores:
     def sync(self, running: list[JobRun], jobs: dict[int, KeptJob]) -> None:
         """Follow the running jobs to this point (``jobs``: the kept state, by job id): a job
         whose version changed since (it started, stopped or changed speed) is read again."""
-        now = dict(
-            zip([run.job_id for run in running], [run.version for run in running], strict=True)
-        )
         synced = self.synced
-        if now == synced:
-            return
-        changed = {job_id for job_id, _ in now.items() - synced.items()}
-        for job_id in synced.keys() - now.keys():
-            self.irregular.pop(job_id, None)
-            if job_id in self.rows:
-                self._drop(job_id)
-        self.synced = now
+        changed: list[JobRun] = []
+        now: dict[int, int] = {}
         for run in running:
-            if run.job_id in changed:
-                self._read(run, jobs[run.job_id])
+            job_id, version = run.job_id, run.version
+            now[job_id] = version
+            if synced.get(job_id) != version:
+                changed.append(run)
+        if not changed and len(now) == len(synced):
+            return  # the same jobs at the same versions
+        if len(now) - len(changed) != len(synced):  # some job left the running set
+            for job_id in synced.keys() - now.keys():
+                self.irregular.pop(job_id, None)
+                if job_id in self.rows:
+                    self._drop(job_id)
+        self.synced = now
+        for run in changed:
+            self._read(run, jobs[run.job_id])
 
     def _read(self, run: JobRun, job: KeptJob) -> None:
         job.run = run
@@ -140,7 +144,7 @@ class RunningScores:
             grown = np.full(new, -np.inf if name == "fixed" else 1.0)
             grown[:old] = array
             self.arrays[name] = grown
-        self.need = np.concatenate([self.need, np.zeros(new - old, dtype=np.int64)])
+        self.need.extend([0] * (new - old))
         self.jobs.extend([None] * (new - old))
         self.free.extend(range(new - 1, old - 1, -1))
 
@@ -162,16 +166,21 @@ class RunningScores:
         margin = SLACK * (big + abs(offset)) + 1e-300
         upper = score + margin
         lower = score - margin
-        after = np.append(upper[1:], -np.inf)
-        places = np.arange(len(order))
-        jobs = self.jobs
+        n = len(order)
+        clear = np.empty(n, dtype=bool)  # lower bound over the upper bounds after it
+        clear[:-1] = lower[:-1] > upper[1:]
+        clear[-1] = lower[-1] > -math.inf
+        places = np.arange(n)
+        places[~clear] = -1
+        jobs, need = self.jobs, self.need
+        rows = order.tolist()
         return Ranked(
-            [jobs[i] for i in order.tolist()],
+            [jobs[i] for i in rows],
             (-lower).tolist(),
             (-upper).tolist(),
             [*upper.tolist(), -math.inf],
-            np.cumsum(self.need[order]).tolist(),
-            np.maximum.accumulate(np.where(lower > after, places, -1)).tolist(),
+            list(accumulate([need[i] for i in rows])),
+            np.maximum.accumulate(places).tolist(),
         )
 
 

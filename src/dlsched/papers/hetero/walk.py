@@ -174,8 +174,12 @@ class Walk:
         """The highest bound of a waiting pair that fits (-inf if none): a stale value stays
         an upper bound, since the GPUs left only shrink and entries are only bounded lower."""
         top = -math.inf
-        for heap, shift, _ in self._heaps():
-            top = max(top, shift - heap[0][0])
+        left, shift = self.left, self.shift
+        for (k, need), heap in self.state.heaps.items():  # `_heaps` inlined: called often
+            if heap and need <= left[k]:
+                bound = shift[k] - heap[0][0]
+                if bound > top:  # `max(top, bound)`
+                    top = bound
         return top
 
     def _add_scored(self, jobs: list[KeptJob], push: bool = False) -> None:
