@@ -130,31 +130,7 @@ def place_changes(
         fits = Fits(server_types, _servers_of(server_types), cap, used)
         for run in suspended:
             fits.take(run.spec, run.allocation, -1.0)
-        failed, changes = fits.failed, fits.changes
-        pending = movers
-        while pending:  # as `place_on_types`
-            later = []
-            for item in pending:
-                shape = item[3]
-                if failed.get(shape) == changes.get(item[2], 0):
-                    later.append(item)  # no room since it last found none (`Fits.fit_shape`)
-                    continue
-                new = fits.fit_shape(*shape)
-                if new is None:
-                    later.append(item)
-                    continue
-                run = item[1]
-                fits.take(run.spec, run.allocation, -1.0)
-                fits.take(run.spec, new, 1.0)
-                targets[run.job_id] = Target(new.num_workers, new.num_ps, new)
-            if len(later) == len(pending):
-                break
-            pending = later
-        for _, run, _, shape in starters:
-            new = fits.fit_shape(*shape)
-            if new is not None:
-                fits.take(run.spec, new, 1.0)
-                targets[run.job_id] = Target(new.num_workers, new.num_ps, new)
+        _fit_in_order(fits, movers, starters, targets)
     suspend = Target(0, 0)
     for run in suspended:
         targets[run.job_id] = suspend
@@ -173,6 +149,38 @@ def _first(item: _Item) -> int:
 
 
 _SERVERS_OF: dict[tuple[str, ...], dict[str, list[int]]] = {}
+
+
+def _fit_in_order(
+    fits: Fits, movers: list[_Item], starters: list[_Item], targets: dict[int, Target]
+) -> None:
+    """`place_changes`' moves, then its starts, into ``targets`` as `place_on_types` places
+    them: the movers retried while any of them found room, then each starter once."""
+    failed, changes = fits.failed, fits.changes
+    pending = movers
+    while pending:  # as `place_on_types`
+        later = []
+        for item in pending:
+            shape = item[3]
+            if failed.get(shape) == changes.get(item[2], 0):
+                later.append(item)  # no room since it last found none (`Fits.fit_shape`)
+                continue
+            new = fits.fit_shape(*shape)
+            if new is None:
+                later.append(item)
+                continue
+            run = item[1]
+            fits.take(run.spec, run.allocation, -1.0)
+            fits.take(run.spec, new, 1.0)
+            targets[run.job_id] = Target(new.num_workers, new.num_ps, new)
+        if len(later) == len(pending):
+            break
+        pending = later
+    for _, run, _, shape in starters:
+        new = fits.fit_shape(*shape)
+        if new is not None:
+            fits.take(run.spec, new, 1.0)
+            targets[run.job_id] = Target(new.num_workers, new.num_ps, new)
 
 
 def _servers_of(server_types: Sequence[str]) -> dict[str, list[int]]:

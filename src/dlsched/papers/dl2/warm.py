@@ -1,15 +1,18 @@
 """Compile DL2's numba kernels into numba's on-disk cache ahead of a user's first run.
 
-DL2's state, network and batched-environment kernels (`slot_kernels`, `net_kernels`,
-`batched_kernels`, `batched_step`) are ``@njit(cache=True)``: the first process that calls
-them compiles them (about 50 s on a 2-core box, issue 34) and later processes load the cache
-(about a second). ``make install`` runs this module once, so that compiling happens at install,
-not in front of a user's first ``DL2-v0`` step or ``simulate -s dl2``::
+DL2's state, network, batched-environment and sampling kernels (`slot_kernels`,
+`net_kernels`, `batched_kernels`, `batched_step`, `sample_kernels`) are ``@njit(cache=True)``:
+the first process that calls them compiles them (about 50 s on a 2-core box, issue 34) and
+later processes load the cache (about a second). ``make install`` runs this module once, so
+that compiling happens at install, not in front of a user's first ``DL2-v0`` step or
+``simulate -s dl2``::
 
     python -m dlsched.papers.dl2.warm
 
 It runs a tiny greedy ``dl2`` simulation (the state and network kernels) and a few slots of a
-two-trace `Dl2BatchedEnv` (the batched kernels), and prints the seconds it took.
+two-trace `Dl2BatchedEnv` (the batched kernels), samples its actions as the paper collector
+does (`sample_kernels.choose_actions`, on the transposed logits it is given and on plain ones),
+and prints the seconds it took.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ def warm() -> float:
     """Call every DL2 kernel once on a tiny problem; the seconds it took (compiling included
     when the cache was cold)."""
     from dlsched.papers.dl2.batched_env import Dl2BatchedEnv
+    from dlsched.papers.dl2.sample_kernels import choose_actions
     from dlsched.runner import simulate
 
     start = time.perf_counter()
@@ -34,6 +38,11 @@ def warm() -> float:
         *_, terminated, truncated, _ = env.step(legal)
         if (terminated | truncated).any():
             env.reset_done()
+    out, use = np.empty(env.num_envs, dtype=np.int64), np.empty(env.num_envs, dtype=bool)
+    u = np.random.default_rng(0).random((3, env.num_envs))
+    plain = np.zeros(env.mask.shape, np.float32)
+    for logits in (np.zeros(plain.shape[::-1], np.float32).T, plain):
+        choose_actions(logits, u, 0.5, env.rows, env.mask, out, use)
     return time.perf_counter() - start
 
 
