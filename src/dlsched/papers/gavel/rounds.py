@@ -258,6 +258,13 @@ class GavelRounds(BaseScheduler):
         with np.errstate(divide="ignore", invalid="ignore"):
             fraction = np.where(worker_time > 0, job_time / worker_time, 0.0)
             share = np.where(fraction > 0, x / fraction, x * _BIG)
+        return self._chosen_by(x, rates, share)
+
+    def _chosen_by(
+        self, x: Array, rates: Array, share: Array
+    ) -> tuple[Array, npt.NDArray[np.bool_]]:
+        """The priorities (``share`` where the allocation ``x`` and the rate are above 0, else 0)
+        and the (job, type) pairs that may be chosen (`_priorities`)."""
         priority = np.where((x <= 0.0) | (rates <= 0.0), 0.0, share)
         allowed = rates > 0.0
         if self.skip_zero_priority:
@@ -441,11 +448,7 @@ class GavelRounds(BaseScheduler):
         np.divide(job_time, times, out=fraction, where=times > 0)
         share = x * _BIG
         np.divide(x, fraction, out=share, where=fraction > 0)
-        priority = np.where((x <= 0.0) | (rates <= 0.0), 0.0, share)
-        allowed = rates > 0.0
-        if self.skip_zero_priority:
-            allowed &= priority > 0.0
-        return priority, allowed
+        return self._chosen_by(x, rates, share)
 
 
 def _place(
