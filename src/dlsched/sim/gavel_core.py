@@ -32,7 +32,6 @@ import numpy as np
 import numpy.typing as npt
 
 from dlsched.sim.las_core_parts import (  # the kernel's helpers, re-bound by `compiled_replay`
-    _EPS,
     _fit,
     _give,
     _grow,
@@ -209,7 +208,7 @@ def _account(
     wt = fs[WT]
     for i in range(iv[NRUN]):
         jt[run[i]] += elapsed
-    for i in range(iv[NRUN]):
+    for _ in range(iv[NRUN]):  # one addition a running job, as the fast path's
         wt += elapsed
     nact = iv[NACT]
     arrived = iv[NXT] > iv[SEEN]
@@ -474,6 +473,6 @@ def compiled_replay() -> Any:
 
 _KERNEL_FUNCTIONS = (
     "_settle", "_give", "_sums", "_remove", "_hless", "_hswap", "_heap_push", "_heap_pop",
-    "_grow", "_stall_check", "_fit", "_sample", "_before", "_sift_down", "_prefix", "_priorities", "_fit_gavel", "_walk", "_account",
-    "replay",
+    "_grow", "_stall_check", "_fit", "_sample", "_before", "_sift_down", "_prefix",
+    "_priorities", "_fit_gavel", "_walk", "_account", "replay",
 )  # fmt: skip

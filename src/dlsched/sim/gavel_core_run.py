@@ -72,7 +72,7 @@ class _Run:
     """What a policy's allocation reads of an active job in the core: its id, spec and the
     work it has left (`JobRun.remaining_work`, the same operations on the core's state)."""
 
-    __slots__ = ("job_id", "spec", "_state")
+    __slots__ = ("_state", "job_id", "spec")
 
     def __init__(self, spec: JobSpec, state: tuple[float, float, float, float, float]) -> None:
         self.job_id, self.spec, self._state = spec.job_id, spec, state
@@ -89,24 +89,29 @@ class _Run:
 
 
 class _Runs(Sequence[_Run]):
-    """The active jobs (job indices ``idx``, arrival order) as a policy reads them, built only
-    when read (LAS reads only how many)."""
+    """The active jobs (job indices ``idx``, arrival order) as a policy reads them, built once
+    and only when read (LAS reads only how many)."""
 
     def __init__(self, specs: Sequence[JobSpec], idx: np.ndarray, jf: np.ndarray) -> None:
         self._specs, self._idx, self._jf = specs, idx, jf
-        self.ids = np.array([specs[i].job_id for i in idx.tolist()], dtype=np.int64)
+        self._all: list[_Run] | None = None
 
     def __len__(self) -> int:
         return len(self._idx)
 
-    def _run(self, i: int) -> _Run:
-        jf = self._jf
-        rows = (core.PROGRESS, core.PTIME, core.PAUSED, core.RATE)
-        state = (*(float(jf[r, i]) for r in rows), self._specs[i].total_work)
-        return _Run(self._specs[i], state)  # type: ignore[arg-type]
+    def _runs(self) -> list[_Run]:
+        if self._all is None:
+            idx, jf, specs = self._idx, self._jf, self._specs
+            rows = (core.PROGRESS, core.PTIME, core.PAUSED, core.RATE)
+            columns = [jf[r, idx].tolist() for r in rows]
+            self._all = [
+                _Run(specs[i], (p, t, q, r, specs[i].total_work))
+                for i, p, t, q, r in zip(idx.tolist(), *columns, strict=True)
+            ]
+        return self._all
 
     def __iter__(self) -> Iterator[_Run]:
-        return iter([self._run(i) for i in self._idx.tolist()])
+        return iter(self._runs())
 
     @overload
     def __getitem__(self, i: int) -> _Run: ...
@@ -115,9 +120,7 @@ class _Runs(Sequence[_Run]):
     def __getitem__(self, i: slice) -> Sequence[_Run]: ...
 
     def __getitem__(self, i: int | slice) -> _Run | Sequence[_Run]:
-        if isinstance(i, slice):
-            return [self._run(int(k)) for k in self._idx[i]]
-        return self._run(int(self._idx[i]))
+        return self._runs()[i]
 
 
 def _estimated_rates(sim: Simulator) -> np.ndarray:
@@ -136,9 +139,8 @@ def run(sim: Simulator, compiled: bool = True) -> Result | None:
     where the run leaves what the core replays (the stall rule fired: run ``sim`` itself)."""
     wall0 = time.perf_counter()
     kernel: Any = core.compiled_replay() if compiled else core.replay
-    submit, jid, nw, dem, total, resume, speed, cap, _, step, gpus, horizon, interval, on_ev = (
-        arrays(sim)
-    )
+    table: Any = arrays(sim)
+    submit, jid, nw, dem, total, resume, speed, cap, _, step, gpus, horizon, interval, on_ev = table
     specs, n, S = sim.specs, len(sim.specs), sim.cluster.num_servers
     scheduler: Any = sim.scheduler
     scheduler.reset()  # as `Simulator._start`
@@ -154,7 +156,8 @@ def run(sim: Simulator, compiled: bool = True) -> Result | None:
     alloc = np.zeros((n, S), dtype=np.int64)
     used = np.zeros((S, 3))
     heap: tuple[np.ndarray, ...] = (
-        np.empty(1024), *(np.empty(1024, dtype=np.int64) for _ in range(3))
+        np.empty(1024),
+        *(np.empty(1024, dtype=np.int64) for _ in range(3)),
     )
     ngpu = int(np.count_nonzero(gpus > 0))
     samples = np.empty((64, 5 + ngpu))
