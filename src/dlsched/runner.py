@@ -113,8 +113,7 @@ def simulate(
         on_job_finished: called with (jobs finished, jobs in the workload) after each finish,
             e.g. to show progress.
         record_events: keep the run's events in ``result.event_log`` (same results).
-        core: ``"auto"``: large LAS, Tiresias, FIFO runs, and large runs of Gavel's LP
-            policies on one GPU type, in a compiled core (``worth_it``);
+        core: ``"auto"``: large LAS, Tiresias, FIFO, one-type Gavel runs in a compiled core;
             ``"compiled"``: all one replays; ``"python"``: none. Same results; ``params["core"]``.
         **overrides: workload generator options (``num_jobs=50``, ``mix="large-jobs"``, …).
 
@@ -199,7 +198,7 @@ def _compiled(sim: Simulator, core: str) -> tuple[Result | None, str]:
     fifo = sim.scheduler.name == "fifo"
     chosen: Any = fifo_core_run if fifo else las_core_run
     name = "compiled FIFO" if fifo else las_core_run.label(sim)
-    if gavel_core_run.label(sim) != "compiled Gavel":  # one of Gavel's LP policies
+    if gavel_core_run.policy(sim) is not None:  # one of Gavel's LP policies
         chosen, name = gavel_core_run, gavel_core_run.label(sim)
     if core == "python" or (core == "auto" and not chosen.worth_it(sim)):
         return None, name

@@ -24,33 +24,24 @@ AUTO_MIN_JOBS = 2_000
 AUTO_MIN_JOBS_COLD = 8_000
 """The same where the next run would compile it (~20 s)."""
 
-_POLICIES = {
-    ("dlsched.papers.gavel.max_min_fairness", "GavelLas"): "Gavel LAS",
-    ("dlsched.papers.gavel.max_min_fairness", "GavelLasHet"): "Gavel LAS",
-    ("dlsched.papers.gavel.ftf", "GavelFtf"): "Gavel FTF",
-    ("dlsched.papers.gavel.ftf", "GavelFtfHet"): "Gavel FTF",
-    ("dlsched.papers.gavel.makespan", "GavelMakespan"): "Gavel makespan",
-    ("dlsched.papers.gavel.makespan", "GavelMakespanHet"): "Gavel makespan",
-}
-"""The policies the core replays (by class: the simulator is below the papers): each gives its
-allocation by ``round_allocation`` (`papers.gavel.rounds.GavelRounds`)."""
 
-
-def _policy(sim: Simulator) -> str | None:
-    kind = type(sim.scheduler)
-    return _POLICIES.get((kind.__module__, kind.__qualname__))
+def policy(sim: Simulator) -> str | None:
+    """The policy's name for the core (``round_core``, set by the six LP policies of
+    `papers.gavel`: the simulator is below the papers), where its class itself sets one."""
+    name = vars(type(sim.scheduler)).get("round_core")
+    return name if isinstance(name, str) else None
 
 
 def label(sim: Simulator) -> str:
     """The summary's ``core`` where the core replayed ``sim``: ``compiled Gavel LAS`` and the
     like."""
-    return f"compiled {_policy(sim) or 'Gavel'}"
+    return f"compiled {policy(sim) or 'Gavel'}"
 
 
 def unsupported(sim: Simulator) -> str | None:
     """Why the core cannot replay ``sim`` (None: it can; `dlsched.sim.gavel_core`'s list)."""
-    if _policy(sim) is None:
-        return "the scheduler is not one of Gavel's LP policies"
+    if policy(sim) is None:
+        return "the scheduler is not one of Gavel's LP policies (no round_core)"
     if getattr(sim.scheduler, "skip_zero_priority", False):
         return "the policy skips jobs of zero priority"
     types = sim.cluster.server_types

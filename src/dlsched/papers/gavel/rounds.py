@@ -72,6 +72,10 @@ class GavelRounds(BaseScheduler):
     aware: ClassVar[bool] = True
     reset_every_s: ClassVar[float] = 1920.0
     skip_zero_priority: ClassVar[bool] = False
+    round_core: ClassVar[str | None] = None
+    """The name under which the compiled core (`dlsched.sim.gavel_core_run`) replays the
+    policy on one GPU type (its allocation by `round_allocation`); None: it does not. Read
+    only where the class itself sets it (a subclass changing the mechanism is not replayed)."""
 
     def __init__(self) -> None:
         self.plain = False
