@@ -20,9 +20,13 @@ from dlsched.sim.simulator import Simulator
 
 AUTO_MIN_JOBS = 2_000
 """``core="auto"`` replays Gavel runs of at least this many jobs in the core once it is compiled
-(in this process or numba's cache; see `worth_it`)."""
-AUTO_MIN_JOBS_COLD = 8_000
-"""The same where the next run would compile it (~20 s)."""
+(in this process or numba's cache): on the first 2,000 jobs of ``philly:6214e9`` the simulator
+takes 2.6 s CPU for ``gavel-las``, 2.6 s for ``gavel-ftf`` and 1.7 s for ``gavel-makespan``, the
+core 0.8, 1.4 and 1.7 s, loading included (benchmarks/RESULTS.md, issue 31)."""
+AUTO_MIN_JOBS_COLD = 16_000
+"""The same where the next run would compile it (~11 s): on 8,000 jobs the simulator takes
+13 s for ``gavel-las`` and ``gavel-ftf`` and 11 s for ``gavel-makespan``, the core 1.8, 9.6 and
+8.1 s (FTF and makespan are mostly their allocations, which the core leaves to the policy)."""
 
 
 def policy(sim: Simulator) -> str | None:
