@@ -193,6 +193,13 @@ def _compiled(sim: Simulator, core: str) -> tuple[Result | None, str]:
     """``sim``'s result by a compiled core (LAS's, which replays Tiresias too, or FIFO's), or
     None where ``core`` (`simulate`) runs the simulator (logged when the core was asked for and
     does not apply); and the core's name for ``params["core"]``."""
+    kind = type(sim.scheduler)
+    if (
+        core != "compiled"
+        and kind.__module__ not in _CORE_MODULES
+        and getattr(kind, "round_core", None) is None  # (Gavel's LP policies: `gavel_core_run`)
+    ):
+        return None, "python"  # no core replays it: not worth importing them (~15 ms CPU)
     from dlsched.sim import fifo_core_run, gavel_core_run, las_core_run
 
     fifo = sim.scheduler.name == "fifo"
@@ -210,6 +217,13 @@ def _compiled(sim: Simulator, core: str) -> tuple[Result | None, str]:
         why = "the run stalled"
     log.info("%s core not used: %s", name, why)
     return None, name
+
+
+_CORE_MODULES = frozenset(
+    {"dlsched.schedulers.las", "dlsched.schedulers.tiresias", "dlsched.schedulers.fifo"}
+)
+"""The modules of the only schedulers a compiled core replays (`las_core_run._POLICIES`,
+`fifo_core_run.unsupported`: by exact class, all in these modules)."""
 
 
 @contextmanager

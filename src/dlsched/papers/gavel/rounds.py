@@ -405,6 +405,7 @@ class GavelRounds(BaseScheduler):
                 axis=0,
             )
         sizes = scale.tolist()
+        runs, slot_of = books.runs, slots.tolist()  # `books.run_of(int(slots[i]))`, in lists
         for t in self._type_order_books(types, books, rates):
             k = types.index(t)
             room, size, at = left[t], 64, 0
@@ -434,7 +435,9 @@ class GavelRounds(BaseScheduler):
                     continue
                 room -= sizes[i]
                 taken.add(i)
-                chosen.append((books.run_of(int(slots[i])), t))
+                run = runs[slot_of[i]]
+                assert run is not None  # a live slot
+                chosen.append((run, t))
             left[t] = room
         return chosen
 
