@@ -150,10 +150,7 @@ def run(sim: Simulator, compiled: bool = True) -> Result | None:
     holding = np.zeros(n, dtype=np.bool_)
     alloc = np.zeros((n, S), dtype=np.int64)
     used = np.zeros((S, 3))
-    heap: tuple[np.ndarray, ...] = (
-        np.empty(1024),
-        *(np.empty(1024, dtype=np.int64) for _ in range(3)),
-    )
+    heap: tuple[np.ndarray, ...] = (np.empty((1024, 2)), np.empty((1024, 2), dtype=np.int64))
     ngpu = int(np.count_nonzero(gpus > 0))
     samples = np.empty((64, 5 + ngpu))
     fs = np.zeros(9)
