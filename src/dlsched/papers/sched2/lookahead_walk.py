@@ -10,6 +10,7 @@ rule's own order), each passed for good if its lane's status says it cannot star
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 
@@ -24,6 +25,8 @@ from dlsched.papers.sched2.lookahead_queue import (
     Lane,
     RankedQueue,
 )
+from dlsched.core import Allocation, JobSpec
+from dlsched.papers.sched2.packings import Packings
 from dlsched.schedulers.common import RoomCounts
 from dlsched.schedulers.saf import pack_allocation
 
@@ -41,6 +44,8 @@ class Walk:
         reserved: servers reserved at this point.
         backfill_s: ``backfill · t*``.
         gpu_room: the rule's bound on GPUs a packing can take now.
+        packs: the point's packings of ``rooms`` (`Packings`), forgotten by the caller at
+            each start; None: packed here.
     """
 
     def __init__(
@@ -52,8 +57,10 @@ class Walk:
         reserved: set[int],
         backfill_s: float,
         gpu_room: float,
+        packs: Packings | None = None,
     ) -> None:
         self.q = queue
+        self.packs = packs
         self.now = now
         self.rooms = rooms
         self.free = rooms.free
@@ -121,12 +128,19 @@ class Walk:
                     if room >= g and s not in reserved:
                         status = ANY
                         break
-            elif pack_allocation(list(self.free), lane.spec, g, 0, rooms) is None:  # type: ignore[arg-type]
+            elif self._packing(lane, rooms) is None:
                 status = NONE
             else:
                 status = ANY  # several servers: each job is checked
         lane.status = status
         return status
+
+    def _packing(self, lane: Lane, rooms: list[int]) -> Allocation | None:
+        """The lane's packing placement on the free resources now (None: it does not fit)."""
+        spec: JobSpec = lane.spec  # type: ignore[assignment]
+        if self.packs is not None:
+            return self.packs.of(spec, lane.workers)
+        return pack_allocation(list(self.free), spec, lane.workers, 0, rooms)
 
     def _head(self) -> tuple[int, Lane] | None:
         """The first promoted job (position, lane) that may start, lanes brought up to date."""
@@ -255,24 +269,25 @@ class Walk:
         if status <= keyed:
             return
         self.keyed[lane] = status
-        now, aging, log1p, backfill_s, last = (
-            self.now,
-            self.q.aging,
-            math.log1p,
-            self.backfill_s,
-            self.last,
-        )
-        for j, job in lane.waiting.items():
-            short = not job.one_server_s > backfill_s
-            if (short and keyed == NONE) or (not short and status == ANY):
-                entry = (
-                    job.base - aging * log1p(max(0.0, now - job.submit) / HOUR_S),
-                    job.submit,
-                    j,
-                    job.run,
-                )
-                if last is None or last < entry:
-                    entries.append(entry)
+        now, aging, log1p, last = self.now, self.q.aging, math.log1p, self.last
+        by_time, waiting = lane.by_time, lane.waiting
+        # the short jobs (``not one_server_s > backfill_s``) are ``by_time[:cut]`` (a NaN
+        # ``backfill_s``: every job, as the comparison says); NONE → RES adds them, NONE →
+        # ANY every job, RES → ANY the long ones
+        cut = bisect.bisect_right(by_time, (self.backfill_s, math.inf))
+        lo = 0 if keyed == NONE else cut
+        hi = cut if status == RES else len(by_time)
+        for i in range(lo, hi):
+            j = by_time[i][1]
+            job = waiting[j]
+            entry = (
+                job.base - aging * log1p(max(0.0, now - job.submit) / HOUR_S),
+                job.submit,
+                j,
+                job.run,
+            )
+            if last is None or last < entry:
+                entries.append(entry)
 
 
 def need_gpus(lane: Lane) -> float:
