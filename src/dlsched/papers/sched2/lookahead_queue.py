@@ -155,6 +155,11 @@ class Lane:
         by_time = self.by_time
         del by_time[bisect.bisect_left(by_time, (_by_time(job), job.job_id))]
 
+    def short_count(self, backfill_s: float) -> int:
+        """How many jobs lead ``by_time`` with ``not one_server_s > backfill_s`` (those short
+        enough to backfill; every job where ``backfill_s`` is NaN, as the comparison says)."""
+        return bisect.bisect_right(self.by_time, (backfill_s, math.inf))
+
 
 def _by_time(job: Job) -> float:
     """The job's one-server estimate as `Lane.by_time` sorts it (NaN as -inf)."""

@@ -10,7 +10,6 @@ rule's own order), each passed for good if its lane's status says it cannot star
 
 from __future__ import annotations
 
-import bisect
 import heapq
 import math
 
@@ -271,10 +270,9 @@ class Walk:
         self.keyed[lane] = status
         now, aging, log1p, last = self.now, self.q.aging, math.log1p, self.last
         by_time, waiting = lane.by_time, lane.waiting
-        # the short jobs (``not one_server_s > backfill_s``) are ``by_time[:cut]`` (a NaN
-        # ``backfill_s``: every job, as the comparison says); NONE → RES adds them, NONE →
-        # ANY every job, RES → ANY the long ones
-        cut = bisect.bisect_right(by_time, (self.backfill_s, math.inf))
+        # the short jobs lead ``by_time``: NONE → RES adds them, NONE → ANY every job,
+        # RES → ANY the long ones
+        cut = lane.short_count(self.backfill_s)
         lo = 0 if keyed == NONE else cut
         hi = cut if status == RES else len(by_time)
         for i in range(lo, hi):
