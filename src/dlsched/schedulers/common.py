@@ -162,7 +162,7 @@ class RoomCounts:
     a policy that packs or gang-fits many jobs at one point then copies or reads a list
     instead of counting every server again for each job."""
 
-    __slots__ = ("free", "rooms", "counted", "changed")
+    __slots__ = ("changed", "counted", "free", "rooms")
 
     def __init__(
         self,

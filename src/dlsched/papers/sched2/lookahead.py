@@ -113,7 +113,7 @@ class LookaheadParams:
         return asdict(self)
 
 
-_Placed = tuple[JobSpec, Allocation, float, float, tuple[tuple[int, int], ...]]
+_Placed = tuple[JobSpec, Allocation, float, float, tuple[tuple[int, int], ...], int]
 """A running job as `LookaheadScheduler._free_times` keeps it (`LookaheadScheduler._place`)."""
 
 
@@ -216,11 +216,10 @@ class LookaheadScheduler(BaseScheduler):
         times: list[list[float]] = [[0.0] * round(row[0]) for row in free]
         placed = self._placed
         for run in view.running:
-            spec, alloc = run.spec, run.allocation
             kept = placed.get(run.job_id)
-            if kept is None or kept[0] is not spec or kept[1] is not alloc:
+            if kept is None or kept[0] is not run.spec or kept[1] is not run.allocation:
                 kept = self._place(run)
-            _, _, total, divisor, workers = kept
+            _, _, total, divisor, workers, single = kept
             # `remaining_work(now)` written out at every point (the time moves): each max/min
             # becomes the comparison that picks the same operand, so the same float results
             start = run.progress_time_s
@@ -235,6 +234,9 @@ class LookaheadScheduler(BaseScheduler):
                     done = total
             left = total - done
             left = (left if left > 0.0 else 0.0) / divisor
+            if single >= 0:
+                times[single].append(left)
+                continue
             for server, n in workers:
                 if n == 1:
                     times[server].append(left)
@@ -248,10 +250,12 @@ class LookaheadScheduler(BaseScheduler):
     def _place(self, run: JobRun) -> _Placed:
         """What `_free_times` keeps of a running job while its spec and placement stay:
         (spec, allocation, total work, the divisor of `JobProfile.estimate_time_s` on its
-        span, its workers)."""
+        span, its workers, and its server if it is one worker on one server, else -1)."""
         spec, alloc = run.spec, run.allocation
         speed = self._entry(spec)[1].estimate_speed(alloc.num_servers)
-        kept = (spec, alloc, spec.total_work, max(speed, 1e-9), alloc.workers)
+        workers = alloc.workers
+        single = workers[0][0] if len(workers) == 1 and workers[0][1] == 1 else -1
+        kept = (spec, alloc, spec.total_work, max(speed, 1e-9), workers, single)
         self._placed[run.job_id] = kept
         return kept
 
@@ -327,7 +331,7 @@ class LookaheadScheduler(BaseScheduler):
             if alloc.num_servers == 1:
                 alloc = self._one_server(rooms, times, c, reserved, reserve_until)
             elif reserved:
-                alloc = self._around(free, c, alloc, reserved, reserve_until)
+                alloc = self._around(free, c, alloc, reserved, reserve_until, packs)
             if alloc is None:
                 continue
             est = c.profile.estimate_time_s(alloc.num_servers)
@@ -468,16 +472,21 @@ class LookaheadScheduler(BaseScheduler):
         alloc: Allocation,
         reserved: set[int],
         until_s: float,
+        packs: Packings | None = None,
     ) -> Allocation | None:
         """``alloc`` if it avoids the reserved servers or ends in time; else a packing placement
-        on the other servers at no worse locality; else None."""
+        on the other servers at no worse locality; else None. ``packs``: the point's packings
+        of ``free`` (`Packings.outside`), where the caller has them."""
         if not any(s in reserved for s, _ in alloc.workers):
             return alloc
         if c.profile.estimate_time_s(alloc.num_servers) <= self.params.backfill * until_s:
             return alloc
         spec = c.run.spec
-        others = [[0.0, 0.0, 0.0] if s in reserved else row[:] for s, row in enumerate(free)]
-        outside = pack_allocation(others, spec, spec.num_workers, 0)
+        if packs is not None:
+            outside = packs.outside(spec, reserved)
+        else:
+            others = [[0.0, 0.0, 0.0] if s in reserved else row[:] for s, row in enumerate(free)]
+            outside = pack_allocation(others, spec, spec.num_workers, 0)
         if outside is None or outside.num_servers > alloc.num_servers:
             return None
         return outside

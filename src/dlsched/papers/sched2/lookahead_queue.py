@@ -139,15 +139,15 @@ class Lane:
     waiting: dict[int, Job] = field(default_factory=dict)
     """The lane's jobs not promoted, by job id (`Walk` keys a lane's jobs only as it may
     take them)."""
-    by_time: list[tuple[float, int]] = field(default_factory=list)
-    """The same jobs as ``(one-server estimate s, job id)``, sorted (a NaN estimate as
+    by_time: list[tuple[float, int, Job]] = field(default_factory=list)
+    """The same jobs as ``(one-server estimate s, job id, job)``, sorted (a NaN estimate as
     -inf: such a job counts as short at any ``backfill · t*``): the jobs short enough to
     backfill are a prefix (`Walk._key_lane`), found without looking at the long ones."""
 
     def wait(self, job: Job) -> None:
         """``job`` joins the lane's jobs not promoted."""
         self.waiting[job.job_id] = job
-        bisect.insort(self.by_time, (_by_time(job), job.job_id))
+        bisect.insort(self.by_time, (_by_time(job), job.job_id, job))  # ids differ: no job compared
 
     def unwait(self, job: Job) -> None:
         """``job`` leaves the lane's jobs not promoted (it started or was promoted)."""

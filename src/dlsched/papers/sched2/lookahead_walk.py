@@ -13,6 +13,7 @@ from __future__ import annotations
 import heapq
 import math
 
+from dlsched.core import Allocation, JobSpec
 from dlsched.papers.sched2.lookahead_queue import (
     ANY,
     BIG,
@@ -24,7 +25,6 @@ from dlsched.papers.sched2.lookahead_queue import (
     Lane,
     RankedQueue,
 )
-from dlsched.core import Allocation, JobSpec
 from dlsched.papers.sched2.packings import Packings
 from dlsched.schedulers.common import RoomCounts
 from dlsched.schedulers.saf import pack_allocation
@@ -268,24 +268,27 @@ class Walk:
         if status <= keyed:
             return
         self.keyed[lane] = status
-        now, aging, log1p, last = self.now, self.q.aging, math.log1p, self.last
-        by_time, waiting = lane.by_time, lane.waiting
+        now, aging, log1p, last, hour_s = self.now, self.q.aging, math.log1p, self.last, HOUR_S
+        by_time = lane.by_time
         # the short jobs lead ``by_time``: NONE → RES adds them, NONE → ANY every job,
         # RES → ANY the long ones
         cut = lane.short_count(self.backfill_s)
         lo = 0 if keyed == NONE else cut
         hi = cut if status == RES else len(by_time)
-        for i in range(lo, hi):
-            j = by_time[i][1]
-            job = waiting[j]
+        # the rule's key, ``base - aging * log1p(max(0.0, now - submit) / 1 h)``, with the
+        # ``max`` as the comparison that picks the same operand (NaN too: 0.0)
+        append = entries.append
+        for _, j, job in by_time[lo:hi]:
+            submit = job.submit
+            wait = now - submit
             entry = (
-                job.base - aging * log1p(max(0.0, now - job.submit) / HOUR_S),
-                job.submit,
+                job.base - aging * log1p((wait if wait > 0.0 else 0.0) / hour_s),
+                submit,
                 j,
                 job.run,
             )
             if last is None or last < entry:
-                entries.append(entry)
+                append(entry)
 
 
 def need_gpus(lane: Lane) -> float:

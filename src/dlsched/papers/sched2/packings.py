@@ -15,7 +15,7 @@ object to several jobs of one shape changes nothing.
 from __future__ import annotations
 
 from dlsched.core import Allocation, JobSpec
-from dlsched.schedulers.common import RoomCounts
+from dlsched.schedulers.common import RoomCounts, tasks_that_fit
 from dlsched.schedulers.saf import pack_allocation
 
 
@@ -28,11 +28,13 @@ class Packings:
             caller (`RoomCounts.recount`).
     """
 
-    __slots__ = ("rooms", "_by_shape")
+    __slots__ = ("_by_shape", "_outside", "_reserved", "rooms")
 
     def __init__(self, rooms: RoomCounts) -> None:
         self.rooms = rooms
         self._by_shape: dict[tuple[tuple[float, float, float], int], Allocation | None] = {}
+        self._outside: dict[tuple[tuple[float, float, float], int], Allocation | None] = {}
+        self._reserved: set[int] | None = None
 
     def of(self, spec: JobSpec, workers: int | None = None) -> Allocation | None:
         """``pack_allocation(list(free), spec, workers, 0, room)``: the job's packing placement
@@ -47,6 +49,33 @@ class Packings:
         alloc = by_shape[shape] = pack_allocation(list(rooms.free), spec, g, 0, rooms.of(need))
         return alloc
 
+    def outside(self, spec: JobSpec, reserved: set[int]) -> Allocation | None:
+        """The job's packing placement on the free resources with the ``reserved`` servers'
+        rows zeroed (`LookaheadScheduler._around`'s ``pack_allocation(others, spec, workers,
+        0)``), or None if it does not fit there. Counted from the room counts: a zeroed row's
+        count is `tasks_that_fit` of a zero row, the other servers' are ``rooms``'."""
+        if reserved is not self._reserved:
+            self._reserved = reserved
+            self._outside.clear()
+        need = spec.worker_demand.as_tuple()
+        shape = (need, spec.num_workers)
+        outside = self._outside
+        if shape in outside:
+            return outside[shape]
+        rows = [_ZERO if s in reserved else row for s, row in enumerate(self.rooms.free)]
+        room = list(self.rooms.of(need))
+        zero = tasks_that_fit(_ZERO, need)
+        for server in reserved:
+            room[server] = zero
+        alloc = outside[shape] = pack_allocation(rows, spec, spec.num_workers, 0, room)
+        return alloc
+
     def changed(self) -> None:
         """A job started: the free resources changed."""
         self._by_shape.clear()
+        self._outside.clear()
+
+
+_ZERO = [0.0, 0.0, 0.0]
+"""A reserved server's row in `Packings.outside` (`pack_tasks` replaces rows, never changes
+them, so one list serves every such row)."""
