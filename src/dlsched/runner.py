@@ -113,7 +113,7 @@ def simulate(
         on_job_finished: called with (jobs finished, jobs in the workload) after each finish,
             e.g. to show progress.
         record_events: keep the run's events in ``result.event_log`` (same results).
-        core: ``"auto"``: large LAS, Tiresias, FIFO runs in a compiled core (``worth_it``);
+        core: ``"auto"``: large LAS, Tiresias, FIFO, one-type Gavel runs in a compiled core;
             ``"compiled"``: all one replays; ``"python"``: none. Same results; ``params["core"]``.
         **overrides: workload generator options (``num_jobs=50``, ``mix="large-jobs"``, …).
 
@@ -193,13 +193,20 @@ def _compiled(sim: Simulator, core: str) -> tuple[Result | None, str]:
     """``sim``'s result by a compiled core (LAS's, which replays Tiresias too, or FIFO's), or
     None where ``core`` (`simulate`) runs the simulator (logged when the core was asked for and
     does not apply); and the core's name for ``params["core"]``."""
-    if core != "compiled" and type(sim.scheduler).__module__ not in _CORE_MODULES:
+    kind = type(sim.scheduler)
+    if (
+        core != "compiled"
+        and kind.__module__ not in _CORE_MODULES
+        and getattr(kind, "round_core", None) is None  # (Gavel's LP policies: `gavel_core_run`)
+    ):
         return None, "python"  # no core replays it: not worth importing them (~15 ms CPU)
-    from dlsched.sim import fifo_core_run, las_core_run
+    from dlsched.sim import fifo_core_run, gavel_core_run, las_core_run
 
     fifo = sim.scheduler.name == "fifo"
     chosen: Any = fifo_core_run if fifo else las_core_run
     name = "compiled FIFO" if fifo else las_core_run.label(sim)
+    if gavel_core_run.policy(sim) is not None:  # one of Gavel's LP policies
+        chosen, name = gavel_core_run, gavel_core_run.label(sim)
     if core == "python" or (core == "auto" and not chosen.worth_it(sim)):
         return None, name
     why = None if core == "auto" else chosen.unsupported(sim)  # (`worth_it` checked it)
