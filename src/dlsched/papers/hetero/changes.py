@@ -12,11 +12,11 @@ cost of what changes rather than of every running job.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 
-from dlsched.core import ClusterView, Decision, JobRun, Target
+from dlsched.core import Allocation, ClusterView, Decision, JobRun, Target
 from dlsched.core.cluster import Cluster
-from dlsched.placement.typed import Fits, scale_of
+from dlsched.placement.typed import Fits, _fit_counted, scale_of
 
 
 class ChangesOnly:
@@ -42,21 +42,22 @@ class ChangesOnly:
         chosen: list[tuple[JobRun, str]],
         whole_jobs: bool,
         stayers: int = 0,
+        stayer_ids: Callable[[], Iterable[int]] | None = None,
     ) -> Decision | None:
         """The decision, or None where it cannot be stated so (then `place_on_types`).
 
         Args:
             whole_jobs: every job of the run asks whole amounts (and no parameter server).
-            stayers: how many pairs at the end of ``chosen`` are running jobs known to run at
-                their full size (`RankedPairs.stayers`): kept without looking at them.
+            stayers: how many running jobs, not in ``chosen``, are chosen too and known to
+                run at their full size (`RankedPairs.stayers`): kept without looking at them;
+                ``stayer_ids`` gives their job ids (read only where some job is suspended).
         """
         cluster = view.cluster
         if not whole_jobs or not self._suits(cluster, server_types):
             return None
         starters: list[tuple[JobRun, str]] = []
         kept: set[int] = set()
-        rest = len(chosen) - stayers
-        for run, t in chosen[:rest] if stayers else chosen:
+        for run, t in chosen:
             alloc = run.allocation
             if not alloc.workers:
                 starters.append((run, t))
@@ -71,11 +72,18 @@ class ChangesOnly:
         targets: dict[int, Target] = {}
         suspended: list[JobRun] = []
         if len(kept) + stayers != len(view.running):
-            kept.update(run.job_id for run, _ in chosen[rest:])
+            if stayers:
+                assert stayer_ids is not None
+                kept.update(stayer_ids())
             suspended = [run for run in view.running if run.job_id not in kept]
         for run in suspended:
             targets[run.job_id] = Target(0, 0)
-        if starters:
+        if len(starters) == 1 and not suspended:
+            run, t = starters[0]
+            new = self._fit_alone(cluster, run, t)
+            if new is not None:
+                targets[run.job_id] = Target(new.num_workers, new.num_ps, new)
+        elif starters:
             starters.sort(key=lambda c: -scale_of(c[0].spec))  # stable, as `place_on_types`
             cap = cluster.capacity_rows
             used = [
@@ -91,3 +99,17 @@ class ChangesOnly:
                     fits.take(run.spec, new, 1.0)
                     targets[run.job_id] = Target(new.num_workers, new.num_ps, new)
         return Decision(targets, changes_only=True)
+
+    def _fit_alone(self, cluster: Cluster, run: JobRun, t: str) -> Allocation | None:
+        """`Fits.fit` of the one job placed while nothing is given back: the cluster's own
+        counts of the tasks that fit on each server (`Cluster.fits`, kept between points).
+        With whole capacities and demands, capacity less (capacity less free) is the free
+        amount exactly, so they are `Fits`' counts (clamped at 0: the same fits; a demand of no
+        resource fits any number of tasks on every server either way)."""
+        spec = run.spec
+        demand = spec.worker_demand.as_tuple()
+        want = spec.num_workers  # `scale_of`
+        servers = self._servers_of.get(t)
+        if servers is None:
+            return None  # no server of its type (`Fits`: an empty list, no fit)
+        return _fit_counted(cluster.fits(demand), servers, want if want > 1 else 1)
