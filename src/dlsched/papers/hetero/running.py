@@ -102,17 +102,22 @@ class RunningScores:
         """Follow the running jobs to this point (``jobs``: the kept state, by job id): a job
         whose version changed since (it started, stopped or changed speed) is read again."""
         synced = self.synced
-        get = synced.get
-        changed = [run for run in running if get(run.job_id) != run.version]
-        new = sum(1 for run in changed if run.job_id not in synced)
-        if len(synced) + new != len(running):  # some job left the running set
-            for job_id in synced.keys() - {run.job_id for run in running}:
-                del synced[job_id]
+        changed: list[JobRun] = []
+        now: dict[int, int] = {}
+        for run in running:
+            job_id, version = run.job_id, run.version
+            now[job_id] = version
+            if synced.get(job_id) != version:
+                changed.append(run)
+        if not changed and len(now) == len(synced):
+            return  # the same jobs at the same versions
+        if len(now) - len(changed) != len(synced):  # some job left the running set
+            for job_id in synced.keys() - now.keys():
                 self.irregular.pop(job_id, None)
                 if job_id in self.rows:
                     self._drop(job_id)
-        for run in changed:  # in running order: rows are taken as before
-            synced[run.job_id] = run.version
+        self.synced = now
+        for run in changed:
             self._read(run, jobs[run.job_id])
 
     def _read(self, run: JobRun, job: KeptJob) -> None:
