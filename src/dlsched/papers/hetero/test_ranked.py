@@ -75,7 +75,7 @@ def test_the_kept_ranking_decides_as_the_plain_rule_on_a_philly_cluster(
     workload = dataclasses.replace(workload, jobs=workload.jobs[6_000 : 6_000 + jobs])
     checked = Checked(weights)
     simulate(workload, checked, seed=0)
-    assert checked.long_queue > 0 and checked.stayed > 0 and checked.all_stayed > 0
+    assert checked.long_queue > 0 and checked.stayed > 0
 
 
 def test_the_shipped_policy_keeps_its_ranking_and_a_rising_wait_weight_does_not() -> None:
