@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from dlsched.core import Allocation, ClusterView, Decision, JobRun, Target
 from dlsched.core.cluster import Cluster
-from dlsched.placement.typed import Fits, _fit_counted, scale_of
+from dlsched.placement.typed import Fits, _fit_counted, _room, scale_of
 
 
 class ChangesOnly:
@@ -78,9 +78,9 @@ class ChangesOnly:
             suspended = [run for run in view.running if run.job_id not in kept]
         for run in suspended:
             targets[run.job_id] = Target(0, 0)
-        if len(starters) == 1 and not suspended:
+        if len(starters) == 1:
             run, t = starters[0]
-            new = self._fit_alone(cluster, run, t)
+            new = self._fit_alone(cluster, run, t, suspended)
             if new is not None:
                 targets[run.job_id] = Target(new.num_workers, new.num_ps, new)
         elif starters:
@@ -100,16 +100,46 @@ class ChangesOnly:
                     targets[run.job_id] = Target(new.num_workers, new.num_ps, new)
         return Decision(targets, changes_only=True)
 
-    def _fit_alone(self, cluster: Cluster, run: JobRun, t: str) -> Allocation | None:
-        """`Fits.fit` of the one job placed while nothing is given back: the cluster's own
-        counts of the tasks that fit on each server (`Cluster.fits`, kept between points).
-        With whole capacities and demands, capacity less (capacity less free) is the free
-        amount exactly, so they are `Fits`' counts (clamped at 0: the same fits; a demand of no
-        resource fits any number of tasks on every server either way)."""
-        spec = run.spec
-        demand = spec.worker_demand.as_tuple()
-        want = spec.num_workers  # `scale_of`
+    def _fit_alone(
+        self, cluster: Cluster, run: JobRun, t: str, suspended: list[JobRun]
+    ) -> Allocation | None:
+        """`Fits.fit` of the one job placed, once the ``suspended`` jobs gave back what they
+        hold: the cluster's own counts of the tasks that fit on each server (`Cluster.fits`,
+        kept between points), counted again (`_room`, on `Fits`' books) on the servers given
+        back to. With whole capacities and demands, capacity less (capacity less free) is
+        the free amount exactly, so the kept counts are `Fits`' (clamped at 0: the same
+        fits; a demand of no resource fits any number of tasks on every server either way)."""
         servers = self._servers_of.get(t)
         if servers is None:
             return None  # no server of its type (`Fits`: an empty list, no fit)
-        return _fit_counted(cluster.fits(demand), servers, want if want > 1 else 1)
+        spec = run.spec
+        demand = spec.worker_demand.as_tuple()
+        want = spec.num_workers  # `scale_of`
+        counts = cluster.fits(demand)
+        if suspended:
+            cap, free = cluster.capacity_rows, cluster.free_rows()
+            used: dict[int, list[float]] = {}  # `Fits.take`'s books, on the servers touched
+            for job in suspended:
+                alloc, held = job.allocation, job.spec
+                for tasks, need in (
+                    (alloc.workers, held.worker_demand),
+                    (alloc.ps, held.ps_demand),
+                ):
+                    g, c, m = need.as_tuple()
+                    for server, n in tasks:
+                        row = used.get(server)
+                        if row is None:
+                            have, left = cap[server], free[server]
+                            row = used[server] = [
+                                have[0] - left[0],
+                                have[1] - left[1],
+                                have[2] - left[2],
+                            ]
+                        row[0] += -1.0 * g * n
+                        row[1] += -1.0 * c * n
+                        row[2] += -1.0 * m * n
+            if demand[0] > 0 or demand[1] > 0 or demand[2] > 0:
+                counts = list(counts)  # the servers are all of them, in order (`_suits`)
+                for server, row in used.items():
+                    counts[server] = _room(demand, cap[server], row)
+        return _fit_counted(counts, servers, want if want > 1 else 1)
