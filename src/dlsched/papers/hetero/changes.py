@@ -12,7 +12,7 @@ cost of what changes rather than of every running job.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 
 from dlsched.core import Allocation, ClusterView, Decision, JobRun, Target
 from dlsched.core.cluster import Cluster
@@ -42,15 +42,18 @@ class ChangesOnly:
         chosen: list[tuple[JobRun, str]],
         whole_jobs: bool,
         stayers: int = 0,
-        stayer_ids: Callable[[], Iterable[int]] | None = None,
+        left_out: Callable[[], list[JobRun] | None] | None = None,
     ) -> Decision | None:
         """The decision, or None where it cannot be stated so (then `place_on_types`).
 
         Args:
             whole_jobs: every job of the run asks whole amounts (and no parameter server).
             stayers: how many running jobs, not in ``chosen``, are chosen too and known to
-                run at their full size (`RankedPairs.stayers`): kept without looking at them;
-                ``stayer_ids`` gives their job ids (read only where some job is suspended).
+                run at their full size (`RankedPairs.stayers`): kept without looking at them.
+            left_out: where some running job is not chosen, gives those (in any order: the
+                executor suspends in running order, and what they give back sums exactly);
+                None from it, or none given: they are found in ``view.running`` (then
+                ``stayers`` must be 0).
         """
         cluster = view.cluster
         if not whole_jobs or not self._suits(cluster, server_types):
@@ -72,10 +75,11 @@ class ChangesOnly:
         targets: dict[int, Target] = {}
         suspended: list[JobRun] = []
         if len(kept) + stayers != len(view.running):
-            if stayers:
-                assert stayer_ids is not None
-                kept.update(stayer_ids())
-            suspended = [run for run in view.running if run.job_id not in kept]
+            out = None if left_out is None else left_out()
+            if out is None:
+                assert not stayers
+                out = [run for run in view.running if run.job_id not in kept]
+            suspended = out
         for run in suspended:
             targets[run.job_id] = Target(0, 0)
         if len(starters) == 1:

@@ -81,7 +81,7 @@ class TypeScore(BaseScheduler):
         server_types = cluster.server_types or (types[0],) * cluster.num_servers
         chosen = ranked.choose(view)  # less the running jobs taken unscored (stayers)
         decision = self._changes.place(
-            view, server_types, chosen, ranked.whole, ranked.stayers, ranked.stayer_ids
+            view, server_types, chosen, ranked.whole, ranked.stayers, ranked.left_out
         )
         if decision is None:  # the stayers last, as the plain order with them in it places
             return place_on_types(view, server_types, chosen + ranked.stayer_pairs())

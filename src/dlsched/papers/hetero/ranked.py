@@ -39,7 +39,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -284,6 +284,6 @@ class RankedPairs:
         t = self.types[0]
         return [(run, t) for run in self.walk.stayer_runs()]
 
-    def stayer_ids(self) -> Iterable[int]:
-        """The job ids of the last `choose`'s `stayers`."""
-        return () if self.walk is None else self.walk.stayer_ids()
+    def left_out(self) -> list[JobRun] | None:
+        """The running jobs the last `choose` left out, in no order (`Walk.left_out`)."""
+        return None if self.walk is None else self.walk.left_out()

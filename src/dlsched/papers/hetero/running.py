@@ -46,32 +46,36 @@ class Ranked:
         rows: once sorted, their rows in decreasing score (ties in any order: a job tied with
             another within the margins is never told apart from it by bounds).
         neg: minus their scores (increasing).
-        needs: the GPUs they need, summed from the first (``needs[i]``: jobs 0 to i).
     """
 
-    __slots__ = ("bounds", "margin", "n", "needs", "neg", "rows", "score")
+    __slots__ = ("bounds", "margin", "n", "neg", "rows", "score", "summed")
 
     def __init__(self, bounds: RunningScores, score: Array, margin: float) -> None:
         self.bounds, self.score, self.margin = bounds, score, margin
         self.n = len(bounds.rows)
         self.rows: list[int] = []
         self.neg: list[float] = []
-        self.needs: list[int] = []
+        self.summed: list[int] = []
 
     def lowest(self) -> float:
         """The lowest lower bound (free rows score +inf)."""
         return float(self.score.min()) - self.margin
 
     def sort(self) -> None:
-        """Put the jobs in decreasing score (`rows`, `neg`, `needs`), once."""
+        """Put the jobs in decreasing score (`rows`, `neg`), once."""
         if self.rows or not self.n:
             return
         neg = -self.score
         order = neg.argsort()[len(neg) - self.n :]  # the free rows (-inf) first
-        self.rows = rows = order.tolist()
+        self.rows = order.tolist()
         self.neg = neg[order].tolist()
-        need = self.bounds.need
-        self.needs = list(accumulate([need[i] for i in rows]))
+
+    def needs(self) -> list[int]:
+        """Once sorted: the GPUs they need, summed from the first (``[i]``: jobs 0 to i)."""
+        if not self.summed:
+            need = self.bounds.need
+            self.summed = list(accumulate([need[i] for i in self.rows]))
+        return self.summed
 
 
 class RunningScores:

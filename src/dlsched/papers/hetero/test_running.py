@@ -56,7 +56,7 @@ class Bounded(TypeScore):
                     assert score - margin <= row[0] <= score + margin, view.now_s
                 assert order.neg == sorted(order.neg)
                 assert lowest == -order.neg[-1] - margin  # free rows (+inf) not the lowest
-                assert order.needs[-1] == bounds.total_need == sum(j.need for j in jobs if j)
+                assert order.needs()[-1] == bounds.total_need == sum(j.need for j in jobs if j)
                 self.checked += len(exact)
         return super().decide(view)
 

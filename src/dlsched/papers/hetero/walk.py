@@ -19,7 +19,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Protocol
 
 from dlsched.core import ClusterView, JobRun
@@ -71,8 +71,10 @@ class Walk:
         self.held: list[tuple[list[Entry], Entry]] = []  # popped entries, pushed back at the end
         self.bounded: Ranked | None = None
         self.head = 0  # bounded jobs before it (in `Ranked.rows`) are taken or scored
+        self.before = 0  # the GPUs those need
         self.stayers: list[int] = []  # rows of the bounded jobs taken unscored
         self.all_stay = False  # every bounded job taken unscored, at once (none sorted)
+        self.opened: list[KeptJob] = []  # bounded jobs scored exactly
 
     def run(self) -> list[tuple[JobRun, str]]:
         """The plain `choose`'s pairs in its order, less the running jobs taken unscored
@@ -147,15 +149,21 @@ class Walk:
             return self.bounded.n
         return len(self.stayers)
 
-    def stayer_ids(self) -> Iterable[int]:
-        """The job ids of the running jobs taken unscored."""
+    def left_out(self) -> list[JobRun] | None:
+        """The running jobs not chosen (each is suspended), in no particular order; None
+        where the running jobs are not bounded (all of them are in the pairs chosen)."""
         bounds = self.state.bounds
         if bounds is None:
-            return ()
-        if self.all_stay:
-            return bounds.rows.keys()
-        jobs = bounds.jobs
-        return [jobs[r].key[1] for r in self.stayers]  # type: ignore[union-attr]
+            return None
+        taken = self.taken
+        out = [job.run for job in bounds.irregular.values() if job.key[1] not in taken]
+        out += [job.run for job in self.opened if job.key[1] not in taken]
+        bounded = self.bounded
+        if bounded is not None and self.head < bounded.n:  # never reached: not chosen
+            jobs = bounds.jobs
+            rows = bounded.rows[self.head :] if bounded.rows else bounds.rows.values()
+            out += [jobs[r].run for r in rows]  # type: ignore[union-attr]
+        return out
 
     def stayer_runs(self) -> list[JobRun]:
         """The running jobs taken unscored: the plain rule's other pairs, on the one type."""
@@ -185,15 +193,16 @@ class Walk:
             if bounded.lowest() > above and gpus <= self.left[0]:
                 self.all_stay = True
                 self.head = bounded.n
+                self.before += gpus
                 return gpus
             bounded.sort()
-        needs, neg, margin = bounded.needs, bounded.neg, bounded.margin
-        before = needs[head - 1] if head else 0
+        neg, margin, before = bounded.neg, bounded.margin, self.before
         # the lower bounds (-neg - margin) fall and the sums of needs grow along the order:
-        # both conditions hold on a prefix
-        over = bisect.bisect_left(neg, -above - margin, head)
-        fits = bisect.bisect_right(needs, before + self.left[0], head)
-        last = min(over, fits) - 1
+        # both conditions hold on a prefix (all of them fit where what is left does)
+        last = bisect.bisect_left(neg, -above - margin, head) - 1
+        if bounded.bounds.total_need - before > self.left[0]:
+            fits = bisect.bisect_right(bounded.needs(), before + self.left[0], head)
+            last = min(last, fits - 1)
         # the last of them whose lower bound exceeds the upper bounds of the jobs after it
         gap = 2.0 * margin
         end = bounded.n - 1
@@ -201,9 +210,13 @@ class Walk:
             last -= 1
         if last < head:
             return 0
-        self.stayers.extend(bounded.rows[head : last + 1])
+        taken = bounded.rows[head : last + 1]
+        self.stayers.extend(taken)
         self.head = last + 1
-        return needs[last] - before
+        need = bounded.bounds.need
+        gpus = sum([need[r] for r in taken])
+        self.before += gpus
+        return gpus
 
     def _open_running(self) -> None:
         """Score exactly the bounded jobs that may come first among them (upper bound at
@@ -213,8 +226,12 @@ class Walk:
         neg = bounded.neg
         end = bisect.bisect_right(neg, neg[head] + 2.0 * bounded.margin, head)
         self.head = end
-        jobs = bounded.bounds.jobs
-        self._add_scored([jobs[r] for r in bounded.rows[head:end]], push=True)  # type: ignore[misc]
+        opened = bounded.rows[head:end]
+        need, jobs = bounded.bounds.need, bounded.bounds.jobs
+        self.before += sum([need[r] for r in opened])
+        scored: list[KeptJob] = [jobs[r] for r in opened]  # type: ignore[misc]
+        self.opened += scored
+        self._add_scored(scored, push=True)
 
     def _ceiling(self) -> float:
         """The highest bound of a waiting pair that fits (-inf if none): a stale value stays
