@@ -113,7 +113,7 @@ def simulate(
         on_job_finished: called with (jobs finished, jobs in the workload) after each finish,
             e.g. to show progress.
         record_events: keep the run's events in ``result.event_log`` (same results).
-        core: ``"auto"``: large LAS, Tiresias, FIFO runs in a compiled core (``worth_it``);
+        core: ``"auto"``: large LAS, Tiresias, FIFO, one-type Gavel runs in a compiled core;
             ``"compiled"``: all one replays; ``"python"``: none. Same results; ``params["core"]``.
         **overrides: workload generator options (``num_jobs=50``, ``mix="large-jobs"``, …).
 
@@ -193,11 +193,15 @@ def _compiled(sim: Simulator, core: str) -> tuple[Result | None, str]:
     """``sim``'s result by a compiled core (LAS's, which replays Tiresias too, or FIFO's), or
     None where ``core`` (`simulate`) runs the simulator (logged when the core was asked for and
     does not apply); and the core's name for ``params["core"]``."""
-    from dlsched.sim import fifo_core_run, las_core_run
+    if core != "compiled" and _no_core(sim):
+        return None, "python"  # not worth importing the cores (~20 ms CPU)
+    from dlsched.sim import fifo_core_run, gavel_core_run, las_core_run
 
     fifo = sim.scheduler.name == "fifo"
     chosen: Any = fifo_core_run if fifo else las_core_run
     name = "compiled FIFO" if fifo else las_core_run.label(sim)
+    if gavel_core_run.policy(sim) is not None:  # one of Gavel's LP policies
+        chosen, name = gavel_core_run, gavel_core_run.label(sim)
     if core == "python" or (core == "auto" and not chosen.worth_it(sim)):
         return None, name
     why = None if core == "auto" else chosen.unsupported(sim)  # (`worth_it` checked it)
@@ -208,6 +212,26 @@ def _compiled(sim: Simulator, core: str) -> tuple[Result | None, str]:
         why = "the run stalled"
     log.info("%s core not used: %s", name, why)
     return None, name
+
+
+def _no_core(sim: Simulator) -> bool:
+    """True where no compiled core can replay ``sim``, seen without importing them: its
+    scheduler is none of the classes they replay, or one of Gavel's LP policies (``round_core``,
+    `gavel_core_run`) on a cluster of several GPU types (`gavel_core_run.unsupported`)."""
+    kind = type(sim.scheduler)
+    if kind.__module__ in _CORE_MODULES:
+        return False
+    if getattr(kind, "round_core", None) is None:
+        return True
+    types = sim.cluster.server_types
+    return types is not None and len(set(types)) > 1
+
+
+_CORE_MODULES = frozenset(
+    {"dlsched.schedulers.las", "dlsched.schedulers.tiresias", "dlsched.schedulers.fifo"}
+)
+"""The modules of the only schedulers a compiled core replays (`las_core_run._POLICIES`,
+`fifo_core_run.unsupported`: by exact class, all in these modules)."""
 
 
 @contextmanager

@@ -41,3 +41,4 @@ def test_warm_compiles_every_dl2_kernel_into_the_cache(tmp_path: Path) -> None:
     kernels = _njit_functions()
     assert len(kernels) >= 30
     assert kernels <= cached, f"not compiled by the warm-up: {sorted(kernels - cached)}"
+    assert "gavel_core.replay" in cached  # the Gavel round core (`dlsched.sim.gavel_core`)

@@ -382,6 +382,44 @@ def test_a_start_found_valid_is_checked_again_for_another_spec_with_the_same_id(
     assert start(third, Target(2.0))[1].code is Code.INVALID  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("forged", ["num_workers", "num_ps", "is_empty", "unset"])
+def test_a_placement_with_wrong_or_unset_counts_is_built_again(forged: str) -> None:
+    from dlsched.sim.executor import Executor
+
+    run = JobRun(gpu_job(1, 0.0, 10.0, 2))
+    executor = Executor(small_cluster(2), make_placement("pack"))
+    placement = Allocation(((0, 1), (1, 1)))
+    if forged == "unset":  # built around the constructor: no derived fields at all
+        placement = _raw_alloc(((0, 1), (1, 1)))
+    else:
+        wrong = {"num_workers": 1, "num_ps": 1, "is_empty": True}[forged]
+        object.__setattr__(placement, forged, wrong)
+    status = executor.apply(
+        Decision({1: Target(2, 0, placement)}),
+        active={1: run}.get,
+        running=[],
+        preemptive=True,
+        actuator=_Accept(),
+    )
+    assert status == {} and run.allocation is not placement
+    held = run.allocation
+    assert (held.workers, held.num_workers, held.num_ps, held.is_empty) == (
+        ((0, 1), (1, 1)), 2, 0, False,
+    )  # fmt: skip
+    # a placement built by the constructor is taken as it is
+    other = JobRun(gpu_job(2, 0.0, 10.0, 1))
+    exact = Allocation(((0, 1),))
+    executor.cluster.release(run.spec)
+    executor.apply(
+        Decision({2: Target(1, 0, exact)}),
+        active={2: other}.get,
+        running=[],
+        preemptive=True,
+        actuator=_Accept(),
+    )
+    assert other.allocation is exact
+
+
 @given(
     st.lists(st.tuples(st.integers(0, 7), st.integers(1, 4)), max_size=5),
     st.lists(st.tuples(st.integers(0, 7), st.integers(1, 4)), max_size=3),

@@ -4,6 +4,8 @@ totals and timeline, and so does its plain-Python reference, on random small fix
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
 from dataclasses import astuple
 from typing import Any
 
@@ -171,3 +173,23 @@ def test_compiles_says_when_the_next_run_would_compile(monkeypatch: pytest.Monke
     for index in ({}, {"sig": "entry"}):  # numba's index: empty once the source changed
         kernel([], SimpleNamespace(_cache_file=SimpleNamespace(_load_index=lambda i=index: i)))
         assert las_core_run.compiles() == (not index)
+
+
+def test_the_cores_are_imported_only_for_schedulers_they_replay() -> None:
+    from dlsched import runner
+    from dlsched.schedulers.fifo import Fifo
+
+    modules = {module for module, _ in las_core_run._POLICIES}  # the classes the cores replay
+    assert modules | {Fifo.__module__} == runner._CORE_MODULES
+    code = (
+        "import sys, dlsched\n"
+        "dlsched.simulate('philly:6214e9', 'srtf', max_jobs=20)\n"
+        "assert 'dlsched.sim.las_core_run' not in sys.modules, 'imported for srtf'\n"
+        "gavel = dlsched.make_workload('gavel', num_jobs=12)  # 3 GPU types: no Gavel core\n"
+        "dlsched.simulate(gavel, 'gavel-las-het')\n"
+        "assert 'dlsched.sim.gavel_core_run' not in sys.modules, 'imported for 3 types'\n"
+        "dlsched.simulate('philly:6214e9', 'las', max_jobs=20)\n"
+        "assert 'dlsched.sim.las_core_run' in sys.modules\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]

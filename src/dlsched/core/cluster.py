@@ -77,6 +77,8 @@ def _usage_rows(spec: JobSpec, alloc: Allocation) -> dict[int, tuple[float, floa
     """`usage` as plain (gpu, cpu, mem) tuples (the engine's hot path)."""
     rows: dict[int, tuple[float, float, float]] = {}
     for tasks, demand in ((alloc.workers, spec.worker_demand), (alloc.ps, spec.ps_demand)):
+        if not tasks:
+            continue
         g, c, m = demand.as_tuple()
         for server, n in tasks:
             have = rows.get(server, _ZERO)
@@ -314,13 +316,16 @@ class Cluster:
             self.release(spec)
         whole = _whole(rows)
         self._add_to_sum(rows, whole, 1.0)
-        used = self._used
+        used, cap_rows, free, stales = self._used, self._cap_rows, self._free, self._stale
         for server, need in rows.items():
             row = used[server]
             row[0] += need[0]
             row[1] += need[1]
             row[2] += need[2]
-            self._changed(server)
+            cap = cap_rows[server]  # `_changed` inlined (every move of every round)
+            free[server] = [cap[0] - row[0], cap[1] - row[1], cap[2] - row[2]]
+            for stale in stales.values():
+                stale.add(server)
         self._allocations[spec.job_id] = alloc
         self._held[spec.job_id] = (rows, whole)
         self.version += 1
@@ -332,15 +337,21 @@ class Cluster:
         if alloc is None:
             return
         rows, whole = self._held.pop(spec.job_id)
+        used, cap_rows, free, stales = self._used, self._cap_rows, self._free, self._stale
         for server, need in rows.items():
-            row = self._used[server]
+            row = used[server]
             if row[0] < need[0] or row[1] < need[1] or row[2] < need[2]:
                 self._sum_exact = False  # the clamp below changes amounts; sum afresh
-            # float drift never shows as negative use
-            row[0] = max(row[0] - need[0], 0.0)
-            row[1] = max(row[1] - need[1], 0.0)
-            row[2] = max(row[2] - need[2], 0.0)
-            self._changed(server)
+            # float drift never shows as negative use (`max(x, 0.0)`: the same value, -0.0 and
+            # NaN included, without the call)
+            g, c, m = row[0] - need[0], row[1] - need[1], row[2] - need[2]
+            row[0] = 0.0 if g < 0.0 else g
+            row[1] = 0.0 if c < 0.0 else c
+            row[2] = 0.0 if m < 0.0 else m
+            cap = cap_rows[server]  # `_changed` inlined
+            free[server] = [cap[0] - row[0], cap[1] - row[1], cap[2] - row[2]]
+            for stale in stales.values():
+                stale.add(server)
         self._add_to_sum(rows, whole, -1.0)
         self.version += 1
 
@@ -358,14 +369,6 @@ class Cluster:
             total[0] += sign * g
             total[1] += sign * c
             total[2] += sign * m
-
-    def _changed(self, server: int) -> None:
-        """Recompute ``server``'s free resources and mark its fit counts stale."""
-        cap = self._cap_rows[server]
-        used = self._used[server]
-        self._free[server] = [cap[0] - used[0], cap[1] - used[1], cap[2] - used[2]]
-        for stale in self._stale.values():
-            stale.add(server)
 
     def check_fits(self, specs: Iterable[JobSpec]) -> None:
         """Raise ValueError naming the first job that needs more than the whole cluster at its

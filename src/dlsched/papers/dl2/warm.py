@@ -12,7 +12,9 @@ that compiling happens at install, not in front of a user's first ``DL2-v0`` ste
 It runs a tiny greedy ``dl2`` simulation (the state and network kernels) and a few slots of a
 two-trace `Dl2BatchedEnv` (the batched kernels), samples its actions as the paper collector
 does (`sample_kernels.choose_actions`, on the transposed logits it is given and on plain ones),
-and prints the seconds it took.
+and prints the seconds it took. It also compiles the core of Gavel's round mechanism
+(`dlsched.sim.gavel_core`, ~20 s), by a short ``gavel-las`` run of 30 Philly jobs on it, so that
+a user's first large Gavel run on one GPU type does not wait for numba either.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ def warm() -> float:
     plain = np.zeros(env.mask.shape, np.float32)
     for logits in (np.zeros(plain.shape[::-1], np.float32).T, plain):
         choose_actions(logits, u, 0.5, env.rows, env.mask, out, use)
+    simulate("philly:6214e9", "gavel-las", seed=0, max_jobs=30, core="compiled")
     return time.perf_counter() - start
 
 

@@ -73,6 +73,7 @@ class GavelFtfHet(GavelRounds):
     """Finish-time fairness from estimated per-type speeds (``finish_time_fairness_perf``)."""
 
     name = "gavel-ftf-het"
+    round_core: ClassVar[str | None] = "Gavel FTF"
     aware: ClassVar[bool] = True
 
     def __init__(self, lp_one_type: bool = False) -> None:
@@ -112,6 +113,7 @@ class GavelFtf(GavelFtfHet):
     """Finish-time fairness with every type rated as the V100 (``finish_time_fairness``)."""
 
     name = "gavel-ftf"
+    round_core: ClassVar[str | None] = "Gavel FTF"
     aware: ClassVar[bool] = False
 
 

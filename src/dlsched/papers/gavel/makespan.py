@@ -57,6 +57,7 @@ class GavelMakespanHet(GavelRounds):
     """Minimum makespan from estimated per-type speeds (``min_total_duration_perf``)."""
 
     name = "gavel-makespan-het"
+    round_core: ClassVar[str | None] = "Gavel makespan"
     aware: ClassVar[bool] = True
 
     def __init__(self, lp_one_type: bool = False) -> None:
@@ -79,6 +80,7 @@ class GavelMakespan(GavelMakespanHet):
     """Minimum makespan with every type rated as the V100 (``min_total_duration``)."""
 
     name = "gavel-makespan"
+    round_core: ClassVar[str | None] = "Gavel makespan"
     aware: ClassVar[bool] = False
 
 

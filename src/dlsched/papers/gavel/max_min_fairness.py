@@ -69,6 +69,7 @@ class GavelLasHet(GavelRounds):
     """
 
     name = "gavel-las-het"
+    round_core: ClassVar[str | None] = "Gavel LAS"
     aware: ClassVar[bool] = True
 
     def __init__(self, warm_start: bool = True, lp_one_type: bool = False) -> None:
@@ -90,6 +91,7 @@ class GavelLas(GavelLasHet):
     """Heterogeneity-agnostic LAS (Gavel's ``max_min_fairness``): every type rated 1.0."""
 
     name = "gavel-las"
+    round_core: ClassVar[str | None] = "Gavel LAS"
     aware: ClassVar[bool] = False
 
 

@@ -32,7 +32,7 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from dlsched.core import ClusterView, Decision, JobRun, JobSpec, Resources
+from dlsched.core import Cluster, ClusterView, Decision, JobRun, JobSpec, Resources
 from dlsched.papers.gavel.books import Books, RunRows, prefix
 from dlsched.papers.gavel.lp import Array, Problem
 from dlsched.placement.typed import not_fixed_gpu_jobs, place_changes, place_on_types, scale_of
@@ -72,6 +72,10 @@ class GavelRounds(BaseScheduler):
     aware: ClassVar[bool] = True
     reset_every_s: ClassVar[float] = 1920.0
     skip_zero_priority: ClassVar[bool] = False
+    round_core: ClassVar[str | None] = None
+    """The name under which the compiled core (`dlsched.sim.gavel_core_run`) replays the
+    policy on one GPU type (its allocation by `round_allocation`); None: it does not. Read
+    only where the class itself sets it (a subclass changing the mechanism is not replayed)."""
 
     def __init__(self) -> None:
         self.plain = False
@@ -351,15 +355,25 @@ class GavelRounds(BaseScheduler):
         """`_recompute` with the active jobs in arrival order."""
         order = books.arrival_order()
         runs = RunRows(books, order)
-        gpus = view.cluster.gpus_by_type() or _gpus(view)
+        rates, scale = books.rates[order], books.scale[order].astype(float)
+        books.set_x(order, self.round_allocation(view.cluster, rates, scale, runs, view.now_s))
+        self._changed = False
+
+    def round_allocation(
+        self, cluster: Cluster, rates: Array, scale: Array, runs: Sequence[JobRun], now_s: float
+    ) -> Array:
+        """The policy's ``(m, n)`` allocation at a reset for ``runs`` (the active jobs in
+        arrival order) with estimated ``rates`` ``(m, n)`` on ``cluster``'s types and
+        ``scale`` (GPUs of each job): what the fast path and the compiled core
+        (`dlsched.sim.gavel_core_run`) write into the books."""
+        types = tuple(dict.fromkeys(cluster.server_types or (UNTYPED,) * cluster.num_servers))
+        gpus = cluster.gpus_by_type() or {UNTYPED: int(cluster.total.gpu)}
         problem = Problem(
-            rates=self.policy_rates(books.rates[order], types),
-            scale=books.scale[order].astype(float),
+            rates=self.policy_rates(rates, types),
+            scale=scale,
             gpus=np.array([float(gpus.get(t, 0)) for t in types]),
         )
-        x = self.allocation(problem, runs, view.now_s) if runs else np.zeros((0, len(types)))
-        books.set_x(order, x)
-        self._changed = False
+        return self.allocation(problem, runs, now_s) if len(runs) else np.zeros((0, len(types)))
 
     def _choose_books(
         self, books: Books, types: tuple[str, ...], gpus: Mapping[str, int]
@@ -391,6 +405,7 @@ class GavelRounds(BaseScheduler):
                 axis=0,
             )
         sizes = scale.tolist()
+        runs, slot_of = books.runs, slots.tolist()  # `books.run_of(int(slots[i]))`, in lists
         for t in self._type_order_books(types, books, rates):
             k = types.index(t)
             room, size, at = left[t], 64, 0
@@ -420,7 +435,9 @@ class GavelRounds(BaseScheduler):
                     continue
                 room -= sizes[i]
                 taken.add(i)
-                chosen.append((books.run_of(int(slots[i])), t))
+                run = runs[slot_of[i]]
+                assert run is not None  # a live slot
+                chosen.append((run, t))
             left[t] = room
         return chosen
 

@@ -1,0 +1,145 @@
+"""The compiled core of Gavel's round mechanism (`dlsched.sim.gavel_core`) gives the simulator's
+per-job records, totals and timeline for every Gavel LP policy on one GPU type, and so does its
+plain-Python reference, on random small fixed-GPU traces."""
+
+from __future__ import annotations
+
+from dataclasses import astuple
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import dlsched
+from dlsched.core import Arch, Cluster, JobSpec, Resources
+from dlsched.models.locality import Locality
+from dlsched.placement.pack import Pack
+from dlsched.schedulers.registry import make_scheduler
+from dlsched.sim import SimConfig, gavel_core_run
+from dlsched.sim.gavel_core_run import run, unsupported
+from dlsched.sim.simulator import Simulator
+
+MODELS = ("vgg-16", "alexnet", "transformer", "deepspeech")
+POLICIES = (
+    "gavel-las",
+    "gavel-las-het",
+    "gavel-ftf",
+    "gavel-ftf-het",
+    "gavel-makespan",
+    "gavel-makespan-het",
+)
+
+
+@st.composite
+def traces(draw: st.DrawFn) -> tuple[list[JobSpec], int, dict[str, Any], str, float]:
+    """Up to 30 jobs of 1-16 GPUs (ties in submission included) on 1-4 8-GPU servers, the
+    `SimConfig` keywords (timeline spacing, a horizon or none, events and/or ticks), a policy
+    and the least time between its allocation resets (s; Gavel's 1,920 s, or short, so that
+    these short traces reset often)."""
+    servers = draw(st.integers(1, 4))
+    n = draw(st.integers(1, 30))
+    jobs = []
+    for i in range(n):
+        gpus = draw(st.sampled_from([1, 1, 2, 3, 4, 8, 16][: 5 + min(servers, 2)]))
+        jobs.append(
+            JobSpec(
+                job_id=draw(st.integers(0, 10**6)) * 64 + i,
+                submit_time_s=float(draw(st.integers(0, 30)) * 50),
+                model=draw(st.sampled_from(MODELS)),
+                arch=Arch.ALLREDUCE,
+                total_work=float(draw(st.integers(1, 4000))) + draw(st.sampled_from([0.0, 0.25])),
+                worker_demand=Resources(1.0, float(draw(st.integers(0, 4))), 0.0),
+                num_workers=gpus,
+                min_workers=gpus,
+                max_workers=gpus,
+            )
+        )
+    interval_s = draw(st.sampled_from([None, None, 50.0, 300.0]))
+    config = {
+        "timeline_step_s": draw(st.sampled_from([None, 1.0, 75.0])),
+        "horizon_s": draw(st.sampled_from([None, None, 900.0, 2500.0])),
+        "interval_s": interval_s,
+    }
+    config["on_events"] = config["interval_s"] is None or draw(st.booleans())
+    policy = draw(st.sampled_from(POLICIES))
+    reset_every = draw(st.sampled_from([1920.0, 200.0, 0.0]))
+    return jobs, servers, config, policy, reset_every
+
+
+def _simulator(
+    jobs: list[JobSpec], servers: int, policy: str, reset_every: float, **config: Any
+) -> Simulator:
+    scheduler: Any = make_scheduler(policy)
+    scheduler.reset_every_s = reset_every
+    return Simulator(
+        jobs,
+        Cluster.homogeneous(servers, Resources(8.0, 32.0, 256.0)),
+        Locality(gpus_per_server=8),
+        scheduler,
+        Pack(),
+        SimConfig(**{"on_events": True, **config}),
+    )
+
+
+def _summary(result: dlsched.Result) -> tuple[object, ...]:
+    return (
+        [astuple(r) for r in result.records],
+        result.queued_s,
+        result.events,
+        result.decisions,
+        result.end_s,
+        result.gpu_util,
+        result.cpu_util,
+        result.jct_bound_s,
+        astuple(result.timeline),
+    )
+
+
+@settings(max_examples=60, deadline=None)
+@given(traces())
+def test_compiled_and_plain_core_equal_the_simulator(
+    trace: tuple[list[JobSpec], int, dict[str, Any], str, float],
+) -> None:
+    jobs, servers, config, policy, reset_every = trace
+    made = (jobs, servers, policy, reset_every)
+    assert unsupported(_simulator(*made, **config)) is None
+    expected = _summary(_simulator(*made, **config).run())
+    compiled = run(_simulator(*made, **config), compiled=True)
+    plain = run(_simulator(*made, **config), compiled=False)
+    assert compiled is not None and plain is not None
+    assert _summary(compiled) == expected
+    assert _summary(plain) == expected
+
+
+def test_simulate_uses_the_core_only_where_asked_and_supported() -> None:
+    kw = {"workload": "philly:6214e9", "max_jobs": 150}
+    python = dlsched.simulate(scheduler="gavel-las", core="python", **kw)
+    auto = dlsched.simulate(scheduler="gavel-las", **kw)  # default: too small for the core
+    compiled = dlsched.simulate(scheduler="gavel-las", core="compiled", **kw)
+    assert "core" not in python.params and "core" not in auto.params
+    assert compiled.params["core"] == "compiled Gavel LAS"
+    assert _summary(compiled) == _summary(python) == _summary(auto)
+    fifo = dlsched.simulate(scheduler="gavel-fifo", core="compiled", **kw)
+    assert fifo.params["core"] == "python"  # zero priority skipped: not replayed
+
+
+def test_heterogeneous_clusters_stay_on_the_python_path() -> None:
+    kw = {"num_jobs": 40, "cluster": "v100:1x4,p100:1x4,k80:1x4", "seed": 2}
+    result = dlsched.simulate("gavel", "gavel-las-het", core="compiled", **kw)
+    assert result.params["core"] == "python"
+
+
+def test_auto_takes_the_core_for_large_supported_runs_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    kw = {"workload": "philly:6214e9", "max_jobs": 120, "scheduler": "gavel-ftf"}
+    monkeypatch.setattr(gavel_core_run, "AUTO_MIN_JOBS", 100)
+    monkeypatch.setattr(gavel_core_run, "AUTO_MIN_JOBS_COLD", 200)
+    monkeypatch.setattr(gavel_core_run, "compiles", lambda kernel: True)  # as on a first use
+    assert "core" not in dlsched.simulate(**kw).params  # compiling would cost more than it saves
+    monkeypatch.setattr(gavel_core_run, "AUTO_MIN_JOBS_COLD", 100)
+    auto = dlsched.simulate(**kw)
+    assert auto.params["core"] == "compiled Gavel FTF"
+    assert _summary(auto) == _summary(dlsched.simulate(**kw, core="python"))
+    assert "core" not in dlsched.simulate(**kw, record_events=True).params  # not replayed
