@@ -193,13 +193,8 @@ def _compiled(sim: Simulator, core: str) -> tuple[Result | None, str]:
     """``sim``'s result by a compiled core (LAS's, which replays Tiresias too, or FIFO's), or
     None where ``core`` (`simulate`) runs the simulator (logged when the core was asked for and
     does not apply); and the core's name for ``params["core"]``."""
-    kind = type(sim.scheduler)
-    if (
-        core != "compiled"
-        and kind.__module__ not in _CORE_MODULES
-        and getattr(kind, "round_core", None) is None  # (Gavel's LP policies: `gavel_core_run`)
-    ):
-        return None, "python"  # no core replays it: not worth importing them (~15 ms CPU)
+    if core != "compiled" and _no_core(sim):
+        return None, "python"  # not worth importing the cores (~20 ms CPU)
     from dlsched.sim import fifo_core_run, gavel_core_run, las_core_run
 
     fifo = sim.scheduler.name == "fifo"
@@ -217,6 +212,19 @@ def _compiled(sim: Simulator, core: str) -> tuple[Result | None, str]:
         why = "the run stalled"
     log.info("%s core not used: %s", name, why)
     return None, name
+
+
+def _no_core(sim: Simulator) -> bool:
+    """True where no compiled core can replay ``sim``, seen without importing them: its
+    scheduler is none of the classes they replay, or one of Gavel's LP policies (``round_core``,
+    `gavel_core_run`) on a cluster of several GPU types (`gavel_core_run.unsupported`)."""
+    kind = type(sim.scheduler)
+    if kind.__module__ in _CORE_MODULES:
+        return False
+    if getattr(kind, "round_core", None) is None:
+        return True
+    types = sim.cluster.server_types
+    return types is not None and len(set(types)) > 1
 
 
 _CORE_MODULES = frozenset(

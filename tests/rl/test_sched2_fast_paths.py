@@ -104,7 +104,8 @@ def _view(now: float, runs: list[JobRun]) -> SimpleNamespace:
     for run in runs:
         for server, n in run.allocation.workers:
             free[server] -= n
-    return SimpleNamespace(now_s=now, cluster=SimpleNamespace(free_array=free), running=runs)
+    cluster = SimpleNamespace(free_array=free, free_rows=free.tolist)
+    return SimpleNamespace(now_s=now, cluster=cluster, running=runs)
 
 
 @settings(max_examples=300, deadline=None)
@@ -126,8 +127,8 @@ class CheckedTimes(LookaheadScheduler):
 
     checked = 0
 
-    def _free_times(self, view: ClusterView) -> list[list[float]]:
-        fast = super()._free_times(view)
+    def _free_times(self, view: ClusterView, *free: list[list[float]]) -> list[list[float]]:
+        fast = super()._free_times(view, *free)
         assert fast == plain_free_times(self, view), view.now_s
         self.checked += len(view.running) > 0
         return fast

@@ -67,8 +67,8 @@ class Checked(LookaheadScheduler):
         self.held_reservations = 0
         self.old_startable = 0
 
-    def _reservation(self, queue, free, rooms, times, now):
-        got = super()._reservation(queue, free, rooms, times, now)
+    def _reservation(self, queue, free, rooms, times, now, *packs):
+        got = super()._reservation(queue, free, rooms, times, now, *packs)
         assert got[0] == plain_reservation(self, queue, free, now), now
         if got[0] is not None:
             self.reservations += 1

@@ -116,7 +116,9 @@ class ClusterView:
         cluster: capacities, free resources and allocations (read it; do not call ``allocate``).
         pending: submitted jobs holding no resources, in arrival order (includes suspended ones);
             read-only.
-        running: jobs holding resources, in arrival order; read-only.
+        running: jobs holding resources, read-only; the simulator lists them in the order they
+            last started, the live runtime in arrival order (sort them, or use `jobs`, where the
+            order matters).
         interval_s: time until the next periodic scheduling point (None if event-driven only).
         last_status: job id → placement outcome of the previous decision, where it failed
             (read-only).

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from dlsched.core import Allocation, Arch, Cluster, JobRun, JobSpec, Resources
 from dlsched.core.cluster import capacity_for, tasks_that_fit
@@ -162,22 +162,40 @@ class RoomCounts:
     a policy that packs or gang-fits many jobs at one point then copies or reads a list
     instead of counting every server again for each job."""
 
-    __slots__ = ("free", "rooms")
+    __slots__ = ("changed", "counted", "free", "rooms")
 
-    def __init__(self, free: list[list[float]]) -> None:
+    def __init__(
+        self,
+        free: list[list[float]],
+        counted: Callable[[tuple[float, float, float]], list[int]] | None = None,
+    ) -> None:
+        """``counted``: the counts of each demand on ``free`` as it is now, where the caller
+        has them kept (`Cluster.fits`, while ``free`` is the cluster's free resources): a
+        demand first asked is then copied from them and the servers recounted since."""
         self.free = free
         self.rooms: dict[tuple[float, float, float], list[int]] = {}
+        self.counted = counted
+        self.changed: set[int] = set()
+        """Servers recounted (rows replaced) since ``counted`` was right."""
 
     def of(self, need: tuple[float, float, float]) -> list[int]:
         """The counts for ``need`` (the caller does not change the list)."""
         room = self.rooms.get(need)
         if room is None:
-            room = self.rooms[need] = [tasks_that_fit(row, need) for row in self.free]
+            free = self.free
+            if self.counted is None:
+                room = [tasks_that_fit(row, need) for row in free]
+            else:
+                room = list(self.counted(need))
+                for server in self.changed:
+                    room[server] = tasks_that_fit(free[server], need)
+            self.rooms[need] = room
         return room
 
     def recount(self, servers: Iterable[int]) -> None:
         """Count again ``servers``, whose rows of ``free`` changed (or were replaced)."""
         free, servers = self.free, tuple(servers)
+        self.changed.update(servers)
         for need, room in self.rooms.items():
             for server in servers:
                 room[server] = tasks_that_fit(free[server], need)

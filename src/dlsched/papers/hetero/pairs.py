@@ -17,8 +17,8 @@ class KeptJob:
     """What the kept state knows of one job: its fixed parts and its place in the heaps."""
 
     __slots__ = (
-        "alloc", "here", "key", "kinds", "mag", "need", "positive", "rates", "relative", "run",
-        "size", "stamp", "static", "submit", "total", "waiting",
+        "alloc", "here", "key", "kinds", "mag", "need", "parts", "positive", "rates", "relative",
+        "run", "size", "stamp", "static", "submit", "total", "waiting",
     )  # fmt: skip
 
     def __init__(self, run: JobRun, rates: list[float], weights: Sequence[float]) -> None:
@@ -45,6 +45,9 @@ class KeptJob:
         self.waiting = False
         self.static: list[float] = []  # per type: the score without the wait and the mean
         self.mag: list[float] = []  # per type: the sizes of the terms of ``static``
+        self.parts: tuple[float, float, float] | None = None
+        """Running on its one type: `dlsched.papers.hetero.running.fixed_part` and
+        log(1 + its total work / speed) (its own, kept once read)."""
 
     def enter(self, run: JobRun, now_s: float, weights: Sequence[float]) -> None:
         """The job (waiting from ``now_s`` with its progress as of then) joins the queue."""

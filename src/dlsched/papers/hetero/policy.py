@@ -79,9 +79,13 @@ class TypeScore(BaseScheduler):
         cluster = view.cluster
         types = ranked.types
         server_types = cluster.server_types or (types[0],) * cluster.num_servers
-        chosen = ranked.choose(view)
-        decision = self._changes.place(view, server_types, chosen, ranked.whole, ranked.stayers)
-        return place_on_types(view, server_types, chosen) if decision is None else decision
+        chosen = ranked.choose(view)  # less the running jobs taken unscored (stayers)
+        decision = self._changes.place(
+            view, server_types, chosen, ranked.whole, ranked.stayers, ranked.left_out
+        )
+        if decision is None:  # the stayers last, as the plain order with them in it places
+            return place_on_types(view, server_types, chosen + ranked.stayer_pairs())
+        return decision
 
     def decide_plain(self, view: ClusterView) -> Decision:
         """The plain rule: every active job's pairs scored and sorted (`choose`); `decide`

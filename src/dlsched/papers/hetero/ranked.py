@@ -119,8 +119,13 @@ class RankedPairs:
         self.exact_scored = 0
         """Waiting jobs scored exactly so far (for tests and profiles)."""
         self.stayers = 0
-        """How many of the last `choose`'s pairs, at its end, are running jobs taken without
-        scoring them (each stays where it runs: `ChangesOnly.place`)."""
+        """How many running jobs the last `choose` took without scoring them (each stays
+        where it runs: `ChangesOnly.place`); `walk` says which."""
+        self.walk: Walk | None = None
+        """The last `choose`'s walk."""
+        self._gpus_of: object = None  # the cluster `_gpus` (GPUs per type) was read from
+        self._gpus: list[int] = []
+        self._no_mean = np.zeros(0)  # per type, the mean without speeds: 0 (read only)
 
     def update(self, view: ClusterView) -> bool:
         """Follow ``view``'s changes (rebuilding where they do not follow on from the last
@@ -153,6 +158,7 @@ class RankedPairs:
         self.clear()
         self.rebuilds += 1
         self.types, self.speeds = types, view.type_speeds
+        self._no_mean = np.zeros(len(types))
         if len(types) == 1:
             self.bounds = RunningScores(self.w)
         if self.speeds is not None:
@@ -256,12 +262,28 @@ class RankedPairs:
         return scores.tolist()
 
     def choose(self, view: ClusterView) -> list[tuple[JobRun, str]]:
-        """The plain `choose`'s pairs, in its order (call `update` first)."""
+        """The plain `choose`'s pairs, in its order (call `update` first), less the `stayers`
+        (`stayer_pairs`)."""
         cluster = view.cluster
         types = self.types
-        gpus = cluster.gpus_by_type() or {types[0]: int(cluster.total.gpu)}
-        mean = np.zeros(len(types)) if self.active is None else self.active.mean()
-        walk = Walk(self, view, [int(gpus.get(t, 0)) for t in types], mean)
+        if cluster is not self._gpus_of:  # a cluster's capacities do not change
+            gpus = cluster.gpus_by_type() or {types[0]: int(cluster.total.gpu)}
+            self._gpus = [int(gpus.get(t, 0)) for t in types]
+            self._gpus_of = cluster
+        mean = self._no_mean if self.active is None else self.active.mean()
+        walk = Walk(self, view, list(self._gpus), mean)
         chosen = walk.run()
-        self.stayers = len(walk.stayers)
+        self.walk = walk
+        self.stayers = walk.stayer_count()
         return chosen
+
+    def stayer_pairs(self) -> list[tuple[JobRun, str]]:
+        """The pairs of the last `choose`'s `stayers` (each on the one type)."""
+        if self.walk is None:
+            return []
+        t = self.types[0]
+        return [(run, t) for run in self.walk.stayer_runs()]
+
+    def left_out(self) -> list[JobRun] | None:
+        """The running jobs the last `choose` left out, in no order (`Walk.left_out`)."""
+        return None if self.walk is None else self.walk.left_out()

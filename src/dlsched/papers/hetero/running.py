@@ -18,7 +18,6 @@ bounded; the others (`RunningScores.irregular`) are scored exactly as before.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from itertools import accumulate
 
 import numpy as np
@@ -32,30 +31,51 @@ SLACK = 1e-9
 _FIELDS = ("total", "progress", "rate", "start", "speed", "submit", "fixed")
 """Per row: total work, work done at ``start``, rate (0 if not above 0) and when it runs from
 (`JobRun.work_done`'s operations, so the remaining work is the exact float); the estimated
-speed; the submission; `fixed_part` (-inf: a free row)."""
+speed; the submission; `fixed_part` (+inf: a free row)."""
 
 
-@dataclass
 class Ranked:
-    """One point's bounded running jobs, by decreasing score (so decreasing bounds: one
-    margin for all), as lists for the walk's lookups.
+    """One point's bounded running jobs: their scores by row (NumPy; a free row's is +inf) and
+    one margin for all, ``score - margin <= exact <= score + margin``. The walk takes them all
+    at once where the lowest lower bound clears every other pair (`lowest`); only otherwise are
+    they put in decreasing score (`sort`), as lists for its lookups.
 
     Attributes:
-        jobs: the jobs, in that order.
-        neg_lower, neg_upper: minus their scores' lower and upper bounds (increasing).
-        rest: the upper bounds and one more entry, -inf: the highest upper bound of the jobs
-            from each position on.
-        needs: the GPUs they need, summed from the first (``needs[i]``: jobs 0 to i).
-        clear: per position ``i``, the last position ``j <= i`` whose lower bound exceeds the
-            upper bounds of every job after it (-1 if none).
+        bounds: the kept rows (their jobs and sizes).
+        score, margin: as above; ``n``: how many jobs.
+        rows: once sorted, their rows in decreasing score (ties in any order: a job tied with
+            another within the margins is never told apart from it by bounds).
+        neg: minus their scores (increasing).
     """
 
-    jobs: list[KeptJob]
-    neg_lower: list[float]
-    neg_upper: list[float]
-    rest: list[float]
-    needs: list[int]
-    clear: list[int]
+    __slots__ = ("bounds", "margin", "n", "neg", "rows", "score", "summed")
+
+    def __init__(self, bounds: RunningScores, score: Array, margin: float) -> None:
+        self.bounds, self.score, self.margin = bounds, score, margin
+        self.n = len(bounds.rows)
+        self.rows: list[int] = []
+        self.neg: list[float] = []
+        self.summed: list[int] = []
+
+    def lowest(self) -> float:
+        """The lowest lower bound (free rows score +inf)."""
+        return float(self.score.min()) - self.margin
+
+    def sort(self) -> None:
+        """Put the jobs in decreasing score (`rows`, `neg`), once."""
+        if self.rows or not self.n:
+            return
+        neg = -self.score
+        order = neg.argsort()[len(neg) - self.n :]  # the free rows (-inf) first
+        self.rows = order.tolist()
+        self.neg = neg[order].tolist()
+
+    def needs(self) -> list[int]:
+        """Once sorted: the GPUs they need, summed from the first (``[i]``: jobs 0 to i)."""
+        if not self.summed:
+            need = self.bounds.need
+            self.summed = list(accumulate([need[i] for i in self.rows]))
+        return self.summed
 
 
 class RunningScores:
@@ -75,6 +95,7 @@ class RunningScores:
         """Running jobs not at their full size, by job id: scored exactly."""
         self.arrays: dict[str, Array] = {f: np.zeros(0) for f in _FIELDS}
         self.need: list[int] = []  # per row: the GPUs its job needs
+        self.total_need = 0  # summed over the bounded jobs
         # over every row read so far: the largest sum of the sizes of its fixed terms, the
         # largest log(1 + remaining seconds), the first submission (for the margin)
         self.mag = 0.0
@@ -117,6 +138,8 @@ class RunningScores:
             if not self.free:
                 self._grow()
             row = self.rows[run.job_id] = self.free.pop()
+        else:
+            self.total_need -= self.need[row]
         self.jobs[row] = job
         a = self.arrays
         a["total"][row] = job.total
@@ -125,23 +148,33 @@ class RunningScores:
         a["speed"][row] = job.rates[0]
         a["start"][row] = max(run.progress_time_s, run.paused_until_s)
         a["submit"][row] = job.submit
-        a["fixed"][row], mag = fixed_part(self.w, job)
-        self.mag = max(self.mag, mag)
-        self.longest = max(self.longest, math.log1p(job.total / job.rates[0]))
-        self.first = min(self.first, job.submit)
+        if job.parts is None:
+            fixed, mag = fixed_part(self.w, job)
+            job.parts = (fixed, mag, math.log1p(job.total / job.rates[0]))
+        fixed, mag, longest = job.parts
+        a["fixed"][row] = fixed
+        if mag > self.mag:  # `max`
+            self.mag = mag
+        if longest > self.longest:
+            self.longest = longest
+        if job.submit < self.first:
+            self.first = job.submit
         self.need[row] = job.need
+        self.total_need += job.need
 
     def _drop(self, job_id: int) -> None:
         row = self.rows.pop(job_id)
         self.jobs[row] = None
-        self.arrays["fixed"][row] = -np.inf
+        self.arrays["fixed"][row] = np.inf  # a free row scores +inf (`Ranked`)
+        self.total_need -= self.need[row]
         self.free.append(row)
 
     def _grow(self) -> None:
         old = len(self.need)
         new = max(64, 2 * old)
         for name, array in self.arrays.items():
-            grown = np.full(new, -np.inf if name == "fixed" else 1.0)
+            # a free row: score +inf, from finite parts (a submission at 0 is never after now)
+            grown = np.full(new, np.inf if name == "fixed" else 1.0 if name == "speed" else 0.0)
             grown[:old] = array
             self.arrays[name] = grown
         self.need.extend([0] * (new - old))
@@ -160,28 +193,8 @@ class RunningScores:
         score = a["fixed"] + w[0] * left + w[4] * np.log1p(now_s - a["submit"])
         if offset:
             score += offset
-        order = np.argsort(score)[::-1][: len(self.rows)]
-        score = score[order]
         big = self.mag + abs(w[0]) * self.longest + abs(w[4]) * math.log1p(now_s - self.first)
-        margin = SLACK * (big + abs(offset)) + 1e-300
-        upper = score + margin
-        lower = score - margin
-        n = len(order)
-        clear = np.empty(n, dtype=bool)  # lower bound over the upper bounds after it
-        clear[:-1] = lower[:-1] > upper[1:]
-        clear[-1] = lower[-1] > -math.inf
-        places = np.arange(n)
-        places[~clear] = -1
-        jobs, need = self.jobs, self.need
-        rows = order.tolist()
-        return Ranked(
-            [jobs[i] for i in rows],
-            (-lower).tolist(),
-            (-upper).tolist(),
-            [*upper.tolist(), -math.inf],
-            list(accumulate([need[i] for i in rows])),
-            np.maximum.accumulate(places).tolist(),
-        )
+        return Ranked(self, score, SLACK * (big + abs(offset)) + 1e-300)
 
 
 def fixed_part(w: list[float], job: KeptJob) -> tuple[float, float]:

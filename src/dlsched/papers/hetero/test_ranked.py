@@ -29,6 +29,7 @@ class Checked(TypeScore):
         self.points = 0
         self.long_queue = 0  # points with at least 20 waiting jobs
         self.stayed = 0  # running jobs taken by their bounds, unscored
+        self.all_stayed = 0  # points where every bounded job was taken at once, unsorted
 
     def decide(self, view: ClusterView) -> Decision:
         fast = super().decide(view)
@@ -39,6 +40,8 @@ class Checked(TypeScore):
         self.points += 1
         self.long_queue += len(view.pending) >= 20
         self.stayed += self.ranked.stayers if self.ranked is not None else 0
+        walk = self.ranked.walk if self.ranked is not None else None
+        self.all_stayed += walk is not None and walk.all_stay
         return fast
 
 
@@ -90,4 +93,4 @@ def test_the_kept_ranking_decides_as_the_plain_rule_on_philly_7f04ca() -> None:
     for, then given back its entry (a bug the fingerprints found: that pair was passed over)."""
     checked = Checked(list(load_policy().weights))
     run = simulate("philly:7f04ca", checked, 1)
-    assert run.summary()["finished"] == 723 and checked.stayed > 0
+    assert run.summary()["finished"] == 723 and checked.stayed > 0 and checked.all_stayed > 0

@@ -45,12 +45,18 @@ class Bounded(TypeScore):
             if bounded:
                 offset = -ranked.w[2] * float(walk.mean[0])
                 order = bounds.ranked(view.now_s, offset)
-                exact = ranked._exact(view, order.jobs, walk.mean)
+                lowest = order.lowest()
+                order.sort()
+                jobs = [bounds.jobs[r] for r in order.rows]
+                assert {job.key[1] for job in jobs if job is not None} == bounded
+                exact = ranked._exact(view, jobs, walk.mean)  # type: ignore[arg-type]
+                margin = order.margin
                 for i, row in enumerate(exact):
-                    assert -order.neg_lower[i] <= row[0] <= -order.neg_upper[i], view.now_s
-                    assert order.rest[i] == -order.neg_upper[i]
-                assert order.neg_lower == sorted(order.neg_lower)
-                assert order.neg_upper == sorted(order.neg_upper)
+                    score = -order.neg[i]
+                    assert score - margin <= row[0] <= score + margin, view.now_s
+                assert order.neg == sorted(order.neg)
+                assert lowest == -order.neg[-1] - margin  # free rows (+inf) not the lowest
+                assert order.needs()[-1] == bounds.total_need == sum(j.need for j in jobs if j)
                 self.checked += len(exact)
         return super().decide(view)
 

@@ -62,20 +62,25 @@ class Walk:
         room = SLACK * (1.0 + abs(w[WAIT]) * waits)
         # what every bound of a type gains from the type's mean now, plus the margin of the
         # terms that vary (the wait, the mean)
-        self.pad = [room + SLACK * abs(w[2] * m) for m in self.mean.tolist()]
-        self.shift = [-w[2] * m + pad for m, pad in zip(self.mean.tolist(), self.pad, strict=True)]
+        means = self.mean.tolist()
+        self.pad = [room + SLACK * abs(w[2] * m) for m in means]
+        self.shift = [-w[2] * m + pad for m, pad in zip(means, self.pad, strict=True)]
         self.scored: dict[int, list[float]] = {}  # job id -> exact scores this point
         self.best: list[Pair] = []
         self.taken: set[int] = set()
         self.held: list[tuple[list[Entry], Entry]] = []  # popped entries, pushed back at the end
         self.bounded: Ranked | None = None
-        self.head = 0  # bounded jobs before it are taken or scored
-        self.stayers: list[KeptJob] = []  # bounded jobs taken unscored
+        self.head = 0  # bounded jobs before it (in `Ranked.rows`) are taken or scored
+        self.before = 0  # the GPUs those need
+        self.stayers: list[int] = []  # rows of the bounded jobs taken unscored
+        self.all_stay = False  # every bounded job taken unscored, at once (none sorted)
+        self.opened: list[KeptJob] = []  # bounded jobs scored exactly
 
     def run(self) -> list[tuple[JobRun, str]]:
-        """The plain `choose`'s pairs: in its order, but the running jobs taken unscored
-        (`stayers`) last."""
+        """The plain `choose`'s pairs in its order, less the running jobs taken unscored
+        (`stayer_runs`)."""
         state, left, best, taken = self.state, self.left, self.best, self.taken
+        means = self.mean.tolist()
         if state.bounds is None:
             running = [state.jobs[run.job_id] for run in state.running]
             for job, run in zip(running, state.running, strict=True):
@@ -84,34 +89,37 @@ class Walk:
             state.bounds.sync(state.running, state.jobs)
             running = list(state.bounds.irregular.values())
             if state.bounds.rows:
-                self.bounded = state.bounds.ranked(self.now, -state.w[2] * float(self.mean[0]))
+                self.bounded = state.bounds.ranked(self.now, -state.w[2] * means[0])
         self._add_scored(running)
         heapq.heapify(best)
         room = sum(left)
         chosen: list[tuple[JobRun, str]] = []
         ceiling = self._ceiling()  # bounds every waiting pair that fits
         types = state.types
+        bounded = self.bounded
         while room > 0:
             while best and (best[0][2] in taken or best[0][4] > left[best[0][3]]):
                 heapq.heappop(best)
             floor = -best[0][0] if best else -math.inf
-            top = self._top()
-            if not (floor > ceiling and floor > top):
-                if floor == ceiling == top == -math.inf:
+            # bounded jobs left (their bounds are finite): `_top` > -inf, worked out only
+            # where its value is needed
+            rest = bounded is not None and self.head < bounded.n
+            if not (floor > ceiling and (not rest or floor > self._top())):
+                if floor == ceiling == -math.inf and not rest:
                     break  # no pair fits
-                if top > -math.inf:
+                if rest:
                     gpus = self._take_run(max(floor, ceiling))
                     if gpus:
                         left[0] -= gpus
                         room -= gpus
                         ceiling = self._ceiling()
                         continue
-                    if top >= ceiling:
+                    if self._top() >= ceiling:
                         self._open_running()
                         continue
                 # a waiting pair may come next
                 if state.bounds is not None:
-                    found = self._next_waiting(floor, top)
+                    found = self._next_waiting(floor, self._top())
                     if found is not None:
                         job, k = found
                         left[k] -= job.need
@@ -132,14 +140,47 @@ class Walk:
             chosen.append((pair[5].run, types[k]))
         for heap, entry in self.held:
             heapq.heappush(heap, entry)
-        t = types[0]
-        chosen.extend([(job.run, t) for job in self.stayers])
         return chosen
+
+    def stayer_count(self) -> int:
+        """How many running jobs were taken unscored (each stays where it runs)."""
+        if self.all_stay:
+            assert self.bounded is not None
+            return self.bounded.n
+        return len(self.stayers)
+
+    def left_out(self) -> list[JobRun] | None:
+        """The running jobs not chosen (each is suspended), in no particular order; None
+        where the running jobs are not bounded (all of them are in the pairs chosen)."""
+        bounds = self.state.bounds
+        if bounds is None:
+            return None
+        taken = self.taken
+        out = [job.run for job in bounds.irregular.values() if job.key[1] not in taken]
+        out += [job.run for job in self.opened if job.key[1] not in taken]
+        bounded = self.bounded
+        if bounded is not None and self.head < bounded.n:  # never reached: not chosen
+            jobs = bounds.jobs
+            rows = bounded.rows[self.head :] if bounded.rows else bounds.rows.values()
+            out += [jobs[r].run for r in rows]  # type: ignore[union-attr]
+        return out
+
+    def stayer_runs(self) -> list[JobRun]:
+        """The running jobs taken unscored: the plain rule's other pairs, on the one type."""
+        bounds = self.state.bounds
+        if bounds is None:
+            return []
+        rows = bounds.rows.values() if self.all_stay else self.stayers
+        jobs = bounds.jobs
+        return [jobs[r].run for r in rows]  # type: ignore[union-attr]
 
     def _top(self) -> float:
         """The highest upper bound of a bounded job not yet taken or scored (-inf if none)."""
-        bounded = self.bounded
-        return -math.inf if bounded is None else bounded.rest[self.head]
+        bounded, head = self.bounded, self.head
+        if bounded is None or head >= bounded.n:
+            return -math.inf
+        bounded.sort()
+        return -bounded.neg[head] + bounded.margin
 
     def _take_run(self, above: float) -> int:
         """Take the longest run of bounded jobs from the front that come before every other
@@ -147,28 +188,50 @@ class Walk:
         and fit together; the GPUs they take (0: none)."""
         bounded, head = self.bounded, self.head
         assert bounded is not None
-        needs = bounded.needs
-        before = needs[head - 1] if head else 0
-        # the lower bounds fall and the sums of needs grow along the order: both conditions
-        # hold on a prefix
-        over = bisect.bisect_left(bounded.neg_lower, -above, head)
-        fits = bisect.bisect_right(needs, before + self.left[0], head)
-        last = min(over, fits) - 1
-        if last < head or bounded.clear[last] < head:
+        if not bounded.rows:  # none taken yet, not sorted: all at once if all clear
+            gpus = bounded.bounds.total_need
+            if bounded.lowest() > above and gpus <= self.left[0]:
+                self.all_stay = True
+                self.head = bounded.n
+                self.before += gpus
+                return gpus
+            bounded.sort()
+        neg, margin, before = bounded.neg, bounded.margin, self.before
+        # the lower bounds (-neg - margin) fall and the sums of needs grow along the order:
+        # both conditions hold on a prefix (all of them fit where what is left does)
+        last = bisect.bisect_left(neg, -above - margin, head) - 1
+        if bounded.bounds.total_need - before > self.left[0]:
+            fits = bisect.bisect_right(bounded.needs(), before + self.left[0], head)
+            last = min(last, fits - 1)
+        # the last of them whose lower bound exceeds the upper bounds of the jobs after it
+        gap = 2.0 * margin
+        end = bounded.n - 1
+        while last >= head and last < end and not neg[last + 1] - neg[last] > gap:
+            last -= 1
+        if last < head:
             return 0
-        end = bounded.clear[last] + 1
-        self.stayers.extend(bounded.jobs[head:end])
-        self.head = end
-        return needs[end - 1] - before
+        taken = bounded.rows[head : last + 1]
+        self.stayers.extend(taken)
+        self.head = last + 1
+        need = bounded.bounds.need
+        gpus = sum([need[r] for r in taken])
+        self.before += gpus
+        return gpus
 
     def _open_running(self) -> None:
         """Score exactly the bounded jobs that may come first among them (upper bound at
         least the highest lower bound: a prefix, the bounds falling along the order)."""
         bounded, head = self.bounded, self.head
         assert bounded is not None
-        end = bisect.bisect_right(bounded.neg_upper, bounded.neg_lower[head], head)
+        neg = bounded.neg
+        end = bisect.bisect_right(neg, neg[head] + 2.0 * bounded.margin, head)
         self.head = end
-        self._add_scored(bounded.jobs[head:end], push=True)
+        opened = bounded.rows[head:end]
+        need, jobs = bounded.bounds.need, bounded.bounds.jobs
+        self.before += sum([need[r] for r in opened])
+        scored: list[KeptJob] = [jobs[r] for r in opened]  # type: ignore[misc]
+        self.opened += scored
+        self._add_scored(scored, push=True)
 
     def _ceiling(self) -> float:
         """The highest bound of a waiting pair that fits (-inf if none): a stale value stays

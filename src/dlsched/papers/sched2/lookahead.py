@@ -48,6 +48,7 @@ from typing import Any, ClassVar
 from dlsched.core import Allocation, ClusterView, Decision, JobRun, JobSpec, Resources, Target
 from dlsched.papers.sched2.lookahead_queue import Entry, Job, RankedQueue
 from dlsched.papers.sched2.lookahead_walk import Walk
+from dlsched.papers.sched2.packings import Packings
 from dlsched.papers.sched2.profiling import JobProfile, Profiler
 from dlsched.papers.sched2.reservation_scan import ReservationScan
 from dlsched.schedulers.base import BaseScheduler
@@ -112,7 +113,7 @@ class LookaheadParams:
         return asdict(self)
 
 
-_Placed = tuple[JobSpec, Allocation, float, float, tuple[tuple[int, int], ...]]
+_Placed = tuple[JobSpec, Allocation, float, float, tuple[tuple[int, int], ...], int]
 """A running job as `LookaheadScheduler._free_times` keeps it (`LookaheadScheduler._place`)."""
 
 
@@ -201,21 +202,24 @@ class LookaheadScheduler(BaseScheduler):
 
     # -- estimates -----------------------------------------------------------------------
 
-    def _free_times(self, view: ClusterView) -> list[list[float]]:
+    def _free_times(
+        self, view: ClusterView, free: list[list[float]] | None = None
+    ) -> list[list[float]]:
         """Per server, the estimated seconds until each GPU is free (0 = free now): each
         running job's remaining work over its profiled speed on its placement
-        (`JobProfile.estimate_time_s` of `JobRun.remaining_work`, the same floats)."""
+        (`JobProfile.estimate_time_s` of `JobRun.remaining_work`, the same floats).
+        ``free``: the cluster's free rows, where the caller has them."""
         m = self.gpus_per_server
         now = view.now_s
-        free = view.cluster.free_array.tolist()
+        if free is None:
+            free = view.cluster.free_rows()
         times: list[list[float]] = [[0.0] * round(row[0]) for row in free]
         placed = self._placed
         for run in view.running:
-            spec, alloc = run.spec, run.allocation
             kept = placed.get(run.job_id)
-            if kept is None or kept[0] is not spec or kept[1] is not alloc:
+            if kept is None or kept[0] is not run.spec or kept[1] is not run.allocation:
                 kept = self._place(run)
-            _, _, total, divisor, workers = kept
+            _, _, total, divisor, workers, single = kept
             # `remaining_work(now)` written out at every point (the time moves): each max/min
             # becomes the comparison that picks the same operand, so the same float results
             start = run.progress_time_s
@@ -230,6 +234,9 @@ class LookaheadScheduler(BaseScheduler):
                     done = total
             left = total - done
             left = (left if left > 0.0 else 0.0) / divisor
+            if single >= 0:
+                times[single].append(left)
+                continue
             for server, n in workers:
                 if n == 1:
                     times[server].append(left)
@@ -243,10 +250,12 @@ class LookaheadScheduler(BaseScheduler):
     def _place(self, run: JobRun) -> _Placed:
         """What `_free_times` keeps of a running job while its spec and placement stay:
         (spec, allocation, total work, the divisor of `JobProfile.estimate_time_s` on its
-        span, its workers)."""
+        span, its workers, and its server if it is one worker on one server, else -1)."""
         spec, alloc = run.spec, run.allocation
         speed = self._entry(spec)[1].estimate_speed(alloc.num_servers)
-        kept = (spec, alloc, spec.total_work, max(speed, 1e-9), alloc.workers)
+        workers = alloc.workers
+        single = workers[0][0] if len(workers) == 1 and workers[0][1] == 1 else -1
+        kept = (spec, alloc, spec.total_work, max(speed, 1e-9), workers, single)
         self._placed[run.job_id] = kept
         return kept
 
@@ -272,24 +281,37 @@ class LookaheadScheduler(BaseScheduler):
         pending = view.pending
         if not pending:
             return decision
-        free = view.cluster.free_array.tolist()
+        cluster = view.cluster
+        # the cluster's rows, read-only: a start replaces the rows it takes from (`_take`)
+        free = cluster.free_rows()
         free_gpus = sum(row[0] for row in free)
         if free_gpus < 0.5:
             return decision  # no job starts: the loop below stops before its first candidate
         now = view.now_s
         queue.promote(now)
-        times = self._free_times(view)
-        # each server's room for a worker demand, counted once a point and shared by the
-        # lanes' status, the packings and the one-server choice; recounted after each start
-        rooms = RoomCounts(free)
-        target, reserve_until, reserved = self._reservation(queue, free, rooms, times, now)
+        times = self._free_times(view, free)
+        # each server's room for a worker demand, copied from the cluster's kept counts when
+        # first asked and shared by the lanes' status, the packings and the one-server
+        # choice; recounted after each start
+        rooms = RoomCounts(free, cluster.fits)
+        # each shape packed once between two starts (`Packings`): the reservation, the lanes'
+        # status and `_startable` read the same placements
+        packs = Packings(rooms)
+        target, reserve_until, reserved = self._reservation(queue, free, rooms, times, now, packs)
         # more GPUs than any packing on ``free`` can give (``tasks_that_fit`` adds 1e-9 a
         # server): a job asking for more cannot start, so its packing is not tried
         gpu_room = free_gpus + len(free) * 1e-9 + 1e-6
         # parameters that are not finite (NaN keys): every job keyed, as the rule did
         entries = None if queue.finite else self._rank(pending, now)
         walk = Walk(
-            queue, entries, now, rooms, reserved, self.params.backfill * reserve_until, gpu_room
+            queue,
+            entries,
+            now,
+            rooms,
+            reserved,
+            self.params.backfill * reserve_until,
+            gpu_room,
+            packs,
         )
         while free_gpus >= 0.5:
             entry = walk.next()  # lowest key first (sort order)
@@ -303,18 +325,19 @@ class LookaheadScheduler(BaseScheduler):
             if per_worker > 0 and spec.num_workers * per_worker > gpu_room:
                 continue
             c = self._candidate(run, key)
-            alloc = self._startable(rooms, c, now)
+            alloc = self._startable(rooms, c, now, packs)
             if alloc is None:
                 continue
             if alloc.num_servers == 1:
                 alloc = self._one_server(rooms, times, c, reserved, reserve_until)
             elif reserved:
-                alloc = self._around(free, c, alloc, reserved, reserve_until)
+                alloc = self._around(free, c, alloc, reserved, reserve_until, packs)
             if alloc is None:
                 continue
             est = c.profile.estimate_time_s(alloc.num_servers)
             _take(free, alloc, spec.worker_demand.as_tuple())
             rooms.recount(server for server, _ in alloc.workers)
+            packs.changed()
             for server, n in alloc.workers:
                 row = times[server]
                 for k in range(min(n, len(row))):
@@ -359,41 +382,39 @@ class LookaheadScheduler(BaseScheduler):
         rooms: RoomCounts,
         times: list[list[float]],
         now: float,
+        packs: Packings | None = None,
     ) -> tuple[int | None, float, set[int]]:
         """The job that gets a reservation (module docstring, 3), None if none, and the time
         (s from now) and servers reserved for it: the longest-waiting job past
         ``reserve_after_h`` that cannot start now, found by `ReservationScan` without
-        checking every old job (each lane packed at most once: ``free`` does not change)."""
+        checking every old job (each shape packed at most once: ``free`` does not change).
+        ``packs``: the point's packings (`Packings` of ``rooms``), shared with the walk."""
         limit_s = self.params.reserve_after_h * HOUR_S
-        packed: dict[object, Allocation | None] = {}
+        if packs is None:
+            packs = Packings(rooms)
 
         def pack(job: Job) -> Allocation | None:
-            spec = job.run.spec
-            alloc = packed[job.lane] = pack_allocation(
-                list(free), spec, spec.num_workers, 0, rooms.of(spec.worker_demand.as_tuple())
-            )
-            return alloc
+            return packs.of(job.run.spec)
 
         job = self._scan.first_blocked(queue, now, limit_s, pack)
         if job is None:
             return None, math.inf, set()
         c = self._candidate(job.run, 0.0)
-        assert self._startable(rooms, c, now, packed[job.lane]) is None
+        assert self._startable(rooms, c, now, packs) is None
         gpus = max(1, c.run.spec.num_gpus)
         until, servers = self._reserve(times, gpus, c.best_span, self.gpus_per_server)
         return job.job_id, until, servers
 
     def _startable(
-        self, rooms: RoomCounts, c: _Candidate, now: float, *packed: Allocation | None
+        self, rooms: RoomCounts, c: _Candidate, now: float, packs: Packings | None = None
     ) -> Allocation | None:
         """The job's packing placement on ``free`` unless it does not fit or is held for
         locality (estimated slowdown over ``1 + slow_tol`` and waited under ``patience``).
-        ``packed``: that packing (or None: it does not fit), where the caller has it (it
-        depends on the job's shape and ``rooms.free`` only)."""
+        ``packs``: the point's packings of ``rooms`` (`Packings`), where the caller has them."""
         p = self.params
         spec = c.run.spec
-        if packed:
-            alloc = packed[0]
+        if packs is not None:
+            alloc = packs.of(spec)
         else:
             need = spec.worker_demand.as_tuple()
             alloc = pack_allocation(list(rooms.free), spec, spec.num_workers, 0, rooms.of(need))
@@ -451,24 +472,29 @@ class LookaheadScheduler(BaseScheduler):
         alloc: Allocation,
         reserved: set[int],
         until_s: float,
+        packs: Packings | None = None,
     ) -> Allocation | None:
         """``alloc`` if it avoids the reserved servers or ends in time; else a packing placement
-        on the other servers at no worse locality; else None."""
+        on the other servers at no worse locality; else None. ``packs``: the point's packings
+        of ``free`` (`Packings.outside`), where the caller has them."""
         if not any(s in reserved for s, _ in alloc.workers):
             return alloc
         if c.profile.estimate_time_s(alloc.num_servers) <= self.params.backfill * until_s:
             return alloc
         spec = c.run.spec
-        others = [[0.0, 0.0, 0.0] if s in reserved else row[:] for s, row in enumerate(free)]
-        outside = pack_allocation(others, spec, spec.num_workers, 0)
+        if packs is not None:
+            outside = packs.outside(spec, reserved)
+        else:
+            others = [[0.0, 0.0, 0.0] if s in reserved else row[:] for s, row in enumerate(free)]
+            outside = pack_allocation(others, spec, spec.num_workers, 0)
         if outside is None or outside.num_servers > alloc.num_servers:
             return None
         return outside
 
 
 def _take(free: list[list[float]], alloc: Allocation, need: tuple[float, float, float]) -> None:
-    """Subtract ``alloc``'s workers of demand ``need`` from ``free`` in place."""
+    """Subtract ``alloc``'s workers of demand ``need`` from ``free``: the rows it takes from
+    are replaced, never changed in place (they may be the cluster's own)."""
     for server, n in alloc.workers:
         row = free[server]
-        for r in range(3):
-            row[r] -= need[r] * n
+        free[server] = [row[0] - need[0] * n, row[1] - need[1] * n, row[2] - need[2] * n]

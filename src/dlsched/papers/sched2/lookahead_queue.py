@@ -31,6 +31,7 @@ The walk itself is `dlsched.papers.sched2.lookahead_walk.Walk`.
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 import sys
@@ -138,6 +139,32 @@ class Lane:
     waiting: dict[int, Job] = field(default_factory=dict)
     """The lane's jobs not promoted, by job id (`Walk` keys a lane's jobs only as it may
     take them)."""
+    by_time: list[tuple[float, int, Job]] = field(default_factory=list)
+    """The same jobs as ``(one-server estimate s, job id, job)``, sorted (a NaN estimate as
+    -inf: such a job counts as short at any ``backfill · t*``): the jobs short enough to
+    backfill are a prefix (`Walk._key_lane`), found without looking at the long ones."""
+
+    def wait(self, job: Job) -> None:
+        """``job`` joins the lane's jobs not promoted."""
+        self.waiting[job.job_id] = job
+        bisect.insort(self.by_time, (_by_time(job), job.job_id, job))  # ids differ: no job compared
+
+    def unwait(self, job: Job) -> None:
+        """``job`` leaves the lane's jobs not promoted (it started or was promoted)."""
+        del self.waiting[job.job_id]
+        by_time = self.by_time
+        del by_time[bisect.bisect_left(by_time, (_by_time(job), job.job_id))]
+
+    def short_count(self, backfill_s: float) -> int:
+        """How many jobs lead ``by_time`` with ``not one_server_s > backfill_s`` (those short
+        enough to backfill; every job where ``backfill_s`` is NaN, as the comparison says)."""
+        return bisect.bisect_right(self.by_time, (backfill_s, math.inf))
+
+
+def _by_time(job: Job) -> float:
+    """The job's one-server estimate as `Lane.by_time` sorts it (NaN as -inf)."""
+    t = job.one_server_s
+    return t if t == t else -math.inf
 
 
 @dataclass
@@ -241,7 +268,7 @@ class RankedQueue:
 
     def _unpromote(self, job: Job) -> None:
         self.unpromoted[job.job_id] = job
-        job.lane.waiting[job.job_id] = job
+        job.lane.wait(job)
         self._seq += 1
         heapq.heappush(self._by_base, (job.base, self._seq, job))
         heapq.heappush(self._by_submit, (job.submit, self._seq, job))
@@ -271,7 +298,7 @@ class RankedQueue:
             job.lane.promoted -= 1
         else:
             del self.unpromoted[job.job_id]
-            del job.lane.waiting[job.job_id]
+            job.lane.unwait(job)
         job.pos = -1
 
     # -- promotion ------------------------------------------------------------------------
@@ -296,7 +323,7 @@ class RankedQueue:
             if max(0.0, now - job.submit) / HOUR_S * HOUR_S >= job.promote_s:
                 job.promoted = True
                 del self.unpromoted[job.job_id]
-                del job.lane.waiting[job.job_id]
+                job.lane.unwait(job)
                 job.lane.promoted += 1
                 job.lane.tree.set(job.pos, _stored(job.one_server_s))
             else:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import heapq
 import math
 
+from dlsched.core import Allocation, JobSpec
 from dlsched.papers.sched2.lookahead_queue import (
     ANY,
     BIG,
@@ -24,6 +25,7 @@ from dlsched.papers.sched2.lookahead_queue import (
     Lane,
     RankedQueue,
 )
+from dlsched.papers.sched2.packings import Packings
 from dlsched.schedulers.common import RoomCounts
 from dlsched.schedulers.saf import pack_allocation
 
@@ -41,6 +43,8 @@ class Walk:
         reserved: servers reserved at this point.
         backfill_s: ``backfill · t*``.
         gpu_room: the rule's bound on GPUs a packing can take now.
+        packs: the point's packings of ``rooms`` (`Packings`), forgotten by the caller at
+            each start; None: packed here.
     """
 
     def __init__(
@@ -52,8 +56,10 @@ class Walk:
         reserved: set[int],
         backfill_s: float,
         gpu_room: float,
+        packs: Packings | None = None,
     ) -> None:
         self.q = queue
+        self.packs = packs
         self.now = now
         self.rooms = rooms
         self.free = rooms.free
@@ -121,12 +127,19 @@ class Walk:
                     if room >= g and s not in reserved:
                         status = ANY
                         break
-            elif pack_allocation(list(self.free), lane.spec, g, 0, rooms) is None:  # type: ignore[arg-type]
+            elif self._packing(lane, rooms) is None:
                 status = NONE
             else:
                 status = ANY  # several servers: each job is checked
         lane.status = status
         return status
+
+    def _packing(self, lane: Lane, rooms: list[int]) -> Allocation | None:
+        """The lane's packing placement on the free resources now (None: it does not fit)."""
+        spec: JobSpec = lane.spec  # type: ignore[assignment]
+        if self.packs is not None:
+            return self.packs.of(spec, lane.workers)
+        return pack_allocation(list(self.free), spec, lane.workers, 0, rooms)
 
     def _head(self) -> tuple[int, Lane] | None:
         """The first promoted job (position, lane) that may start, lanes brought up to date."""
@@ -255,24 +268,27 @@ class Walk:
         if status <= keyed:
             return
         self.keyed[lane] = status
-        now, aging, log1p, backfill_s, last = (
-            self.now,
-            self.q.aging,
-            math.log1p,
-            self.backfill_s,
-            self.last,
-        )
-        for j, job in lane.waiting.items():
-            short = not job.one_server_s > backfill_s
-            if (short and keyed == NONE) or (not short and status == ANY):
-                entry = (
-                    job.base - aging * log1p(max(0.0, now - job.submit) / HOUR_S),
-                    job.submit,
-                    j,
-                    job.run,
-                )
-                if last is None or last < entry:
-                    entries.append(entry)
+        now, aging, log1p, last, hour_s = self.now, self.q.aging, math.log1p, self.last, HOUR_S
+        by_time = lane.by_time
+        # the short jobs lead ``by_time``: NONE → RES adds them, NONE → ANY every job,
+        # RES → ANY the long ones
+        cut = lane.short_count(self.backfill_s)
+        lo = 0 if keyed == NONE else cut
+        hi = cut if status == RES else len(by_time)
+        # the rule's key, ``base - aging * log1p(max(0.0, now - submit) / 1 h)``, with the
+        # ``max`` as the comparison that picks the same operand (NaN too: 0.0)
+        append = entries.append
+        for _, j, job in by_time[lo:hi]:
+            submit = job.submit
+            wait = now - submit
+            entry = (
+                job.base - aging * log1p((wait if wait > 0.0 else 0.0) / hour_s),
+                submit,
+                j,
+                job.run,
+            )
+            if last is None or last < entry:
+                append(entry)
 
 
 def need_gpus(lane: Lane) -> float:
