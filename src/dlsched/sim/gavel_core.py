@@ -140,6 +140,8 @@ def _walk(
     end, as `books.prefix`'s does (the same jobs in the same order)."""
     pr, deficit, x = jf[PRIO], jf[DEFICIT], jf[X]
     k = 64
+    while k < room:  # (the prefix the walk would grow to: the same jobs, fewer scans)
+        k *= 4
     end, count = _prefix(act, nact, k, pr, deficit, x, grate, heap, order)
     at, nch = 0, 0
     while room > 0:
