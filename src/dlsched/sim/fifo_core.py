@@ -33,12 +33,13 @@ from dlsched.sim.las_core import DONE, STALLED  # the status codes `las_core_run
 from dlsched.sim.las_core_parts import (  # the kernel's helpers, re-bound by `compiled_replay`
     _a_insert,
     _a_remove,
+    _finish_job,
     _give,
     _grow,
     _heap_pop,
     _heap_push,
+    _next_tick,
     _pack,
-    _remove,
     _sample,
     _settle,
     _stall_check,
@@ -155,28 +156,15 @@ def replay(
             j = hj[0]
             nh = _heap_pop(ht, hs, hj, hv, nh)
             pops += 1
-            _settle(
-                j, t, running_flag, nw, dem, attained, held_s, progress, ptime, paused, rate, total
-            )
-            progress[j] = total[j]
-            finish[j] = t
-            rate[j] = 0.0
-            _give(j, alloc, dem, used, S, -1.0)
-            nrun = _remove(run, nrun, j)
-            running_flag[j] = False
-            order[nfin] = j
-            nfin += 1
-            gpu_used, cpu_used = _sums(used, S)
+            nrun, nfin, gpu_used, cpu_used = _finish_job(
+                j, t, running_flag, nw, dem, attained, held_s, progress, ptime, paused,
+                rate, total, finish, alloc, used, S, run, nrun, order, nfin,
+            )  # fmt: skip
             changed = True
         tick = tick_s <= t
         if tick:
             pops += 1
-            if na or nrun:
-                tick_s = t + interval
-            elif nxt < n:
-                tick_s = math.ceil(submit[nxt] / interval - 1e-12) * interval
-            else:
-                tick_s = math.inf
+            tick_s = _next_tick(t, interval, bool(na or nrun), nxt, n, submit)
         if not ((tick or (changed and on_events)) and (na or nrun)):
             continue
         decisions += 1
@@ -239,7 +227,7 @@ def compiled_replay() -> Any:
 
 
 _KERNEL_FUNCTIONS = (
-    "_settle", "_give", "_sums", "_remove", "_hless", "_hswap", "_heap_push", "_heap_pop",
-    "_grow", "_stall_check", "_fit", "_take", "_pack", "_a_insert", "_a_remove", "_sample",
-    "_walk", "replay",
+    "_finish_job", "_next_tick", "_settle", "_give", "_sums", "_remove", "_hless", "_hswap",
+    "_heap_push", "_heap_pop", "_grow", "_stall_check", "_fit", "_take", "_pack", "_a_insert",
+    "_a_remove", "_sample", "_walk", "replay",
 )  # fmt: skip

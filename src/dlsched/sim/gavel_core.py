@@ -33,7 +33,9 @@ import numpy.typing as npt
 
 from dlsched.sim.gavel_core_parts import _fit_gavel, _hgrow, _hpop, _hpush  # (re-bound too)
 from dlsched.sim.las_core_parts import (  # the kernel's helpers, re-bound by `compiled_replay`
+    _finish_job,
     _give,
+    _next_tick,
     _remove,
     _sample,
     _settle,
@@ -283,29 +285,15 @@ def replay(
                 nh = _hpop(hk, hp, nh)
                 pops += 1
                 if version[j] == v and math.isnan(finish[j]):
-                    _settle(
-                        j, t, holding, nw, dem, attained, held_s, progress, ptime,
-                        paused, rate, total,
+                    nrun, nfin, gpu_used, cpu_used = _finish_job(
+                        j, t, holding, nw, dem, attained, held_s, progress, ptime, paused,
+                        rate, total, finish, alloc, used, S, run, nrun, order, nfin,
                     )  # fmt: skip
-                    progress[j] = total[j]
-                    finish[j] = t
-                    rate[j] = 0.0
-                    _give(j, alloc, dem, used, S, -1.0)
-                    nrun = _remove(run, nrun, j)
-                    holding[j] = False
-                    order[nfin] = j
-                    nfin += 1
-                    gpu_used, cpu_used = _sums(used, S)
                     changed = True
             tick = tick_s <= t
             if tick:
                 pops += 1
-                if npend or nrun:
-                    tick_s = t + interval
-                elif nxt < n:
-                    tick_s = math.ceil(submit[nxt] / interval - 1e-12) * interval
-                else:
-                    tick_s = math.inf
+                tick_s = _next_tick(t, interval, bool(npend or nrun), nxt, n, submit)
             if not ((tick or (changed and on_events)) and (npend or nrun)):
                 continue
             decisions += 1
@@ -440,7 +428,7 @@ def compiled_replay() -> Any:
 
 
 _KERNEL_FUNCTIONS = (
-    "_settle", "_give", "_sums", "_remove", "_hpush", "_hpop", "_hgrow", "_stall_check", "_fit",
-    "_sample", "_before", "_sift_down", "_prefix", "_priorities", "_fit_gavel", "_walk",
-    "_account", "replay",
+    "_finish_job", "_next_tick", "_settle", "_give", "_sums", "_remove", "_hpush", "_hpop",
+    "_hgrow", "_stall_check", "_fit", "_sample", "_before", "_sift_down", "_prefix", "_priorities",
+    "_fit_gavel", "_walk", "_account", "replay",
 )  # fmt: skip

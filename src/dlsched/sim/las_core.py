@@ -40,18 +40,19 @@ from dlsched.sim.las_core_parts import (  # the kernel's helpers, re-bound by `c
     _a_insert,
     _a_remove,
     _add_rows,
+    _finish_job,
     _give,
     _grow,
     _heap_pop,
     _heap_push,
     _less,
+    _next_tick,
     _pack,
     _pend_insert,
     _pend_remove,
     _promote,
     _queue_of,
     _rank_running,
-    _remove,
     _sample,
     _settle,
     _stall_check,
@@ -218,29 +219,15 @@ def replay(
             nh = _heap_pop(ht, hs, hj, hv, nh)
             pops += 1
             if version[j] == v and math.isnan(finish[j]):
-                _settle(
-                    j, t, running_flag, nw, dem, attained, held_s, progress, ptime,
-                    paused, rate, total,
+                nrun, nfin, gpu_used, cpu_used = _finish_job(
+                    j, t, running_flag, nw, dem, attained, held_s, progress, ptime, paused,
+                    rate, total, finish, alloc, used, S, run, nrun, order, nfin,
                 )  # fmt: skip
-                progress[j] = total[j]
-                finish[j] = t
-                rate[j] = 0.0
-                _give(j, alloc, dem, used, S, -1.0)
-                nrun = _remove(run, nrun, j)
-                running_flag[j] = False
-                order[nfin] = j
-                nfin += 1
-                gpu_used, cpu_used = _sums(used, S)
                 changed = True
         tick = tick_s <= t
         if tick:
             pops += 1
-            if npend or na or nrun:
-                tick_s = t + interval
-            elif nxt < n:
-                tick_s = math.ceil(submit[nxt] / interval - 1e-12) * interval
-            else:
-                tick_s = math.inf
+            tick_s = _next_tick(t, interval, bool(npend or na or nrun), nxt, n, submit)
         if not ((tick or (changed and on_events)) and (npend or na or nrun)):
             continue
         decisions += 1
@@ -465,8 +452,8 @@ def compiled_replay() -> Any:
 
 
 _KERNEL_FUNCTIONS = (
-    "_less", "_settle", "_give", "_add_rows", "_sums", "_remove", "_pend_pos", "_pend_insert",
-    "_pend_remove", "_hless", "_hswap", "_heap_push", "_heap_pop", "_grow", "_stall_check",
-    "_fit", "_take", "_pack", "_a_insert", "_a_remove", "_sample", "_queue_of", "_rank_running",
-    "_promote", "replay",
+    "_finish_job", "_next_tick", "_less", "_settle", "_give", "_add_rows", "_sums", "_remove",
+    "_pend_pos", "_pend_insert", "_pend_remove", "_hless", "_hswap", "_heap_push", "_heap_pop",
+    "_grow", "_stall_check", "_fit", "_take", "_pack", "_a_insert", "_a_remove", "_sample",
+    "_queue_of", "_rank_running", "_promote", "replay",
 )  # fmt: skip

@@ -33,6 +33,36 @@ def _settle(
     ptime[j] = t
 
 
+def _finish_job(
+    j: int, t: float, holding: npt.NDArray[np.bool_], nw: I64, dem: F64, attained: F64,
+    held_s: F64, progress: F64, ptime: F64, paused: F64, rate: F64, total: F64, finish: F64,
+    alloc: I64, used: F64, S: int, run: I64, nrun: int, order: I64, nfin: int,
+) -> tuple[int, int, float, float]:  # fmt: skip
+    """`Simulator`'s completion of job ``j`` at ``t`` (s): settled, its tasks given back, off
+    the running list ``run`` and next in the finishing ``order``; the running and finished counts
+    and the GPUs and cores then in use."""
+    _settle(j, t, holding, nw, dem, attained, held_s, progress, ptime, paused, rate, total)
+    progress[j] = total[j]
+    finish[j] = t
+    rate[j] = 0.0
+    _give(j, alloc, dem, used, S, -1.0)
+    nrun = _remove(run, nrun, j)
+    holding[j] = False
+    order[nfin] = j
+    gpu_used, cpu_used = _sums(used, S)
+    return nrun, nfin + 1, gpu_used, cpu_used
+
+
+def _next_tick(t: float, interval: float, busy: bool, nxt: int, n: int, submit: F64) -> float:
+    """The periodic point after the one at ``t`` (s): ``t + interval`` while any job is active
+    (``busy``), else the first one at or after the next arrival, else never."""
+    if busy:
+        return t + interval
+    if nxt < n:
+        return math.ceil(submit[nxt] / interval - 1e-12) * interval
+    return math.inf
+
+
 def _give(j: int, alloc: I64, dem: F64, used: F64, S: int, sign: float) -> None:
     """Take (``sign`` 1) or give back (-1) job ``j``'s tasks in ``used`` (whole numbers)."""
     for s in range(S):
