@@ -33,6 +33,7 @@ from dlsched.sim.las_core import DONE, STALLED  # the status codes `las_core_run
 from dlsched.sim.las_core_parts import (  # the kernel's helpers, re-bound by `compiled_replay`
     _a_insert,
     _a_remove,
+    _busy_until,
     _finish_job,
     _give,
     _grow,
@@ -135,16 +136,12 @@ def replay(
         if t == math.inf or t > horizon:
             if horizon == math.inf:
                 status = STALLED
-            elif horizon > now:  # the run ends at the horizon
-                busy_gpu += gpu_used * (horizon - now)
-                busy_cpu += cpu_used * (horizon - now)
-                now = horizon
+            else:  # the run ends at the horizon
+                now, busy_gpu, busy_cpu = _busy_until(
+                    horizon, now, busy_gpu, busy_cpu, gpu_used, cpu_used
+                )
             break
-        dt = t - now
-        if dt > 0:
-            busy_gpu += gpu_used * dt
-            busy_cpu += cpu_used * dt
-            now = t
+        now, busy_gpu, busy_cpu = _busy_until(t, now, busy_gpu, busy_cpu, gpu_used, cpu_used)
         changed = False
         while nxt < n and submit[nxt] <= t:
             ptime[nxt] = t
@@ -227,7 +224,7 @@ def compiled_replay() -> Any:
 
 
 _KERNEL_FUNCTIONS = (
-    "_finish_job", "_next_tick", "_settle", "_give", "_sums", "_remove", "_hless", "_hswap",
-    "_heap_push", "_heap_pop", "_grow", "_stall_check", "_fit", "_take", "_pack", "_a_insert",
-    "_a_remove", "_sample", "_walk", "replay",
+    "_busy_until", "_finish_job", "_next_tick", "_settle", "_give", "_sums", "_remove", "_hless",
+    "_hswap", "_heap_push", "_heap_pop", "_grow", "_stall_check", "_fit", "_take", "_pack",
+    "_a_insert", "_a_remove", "_sample", "_walk", "replay",
 )  # fmt: skip

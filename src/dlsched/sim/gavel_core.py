@@ -33,6 +33,7 @@ import numpy.typing as npt
 
 from dlsched.sim.gavel_core_parts import _fit_gavel, _hgrow, _hpop, _hpush  # (re-bound too)
 from dlsched.sim.las_core_parts import (  # the kernel's helpers, re-bound by `compiled_replay`
+    _busy_until,
     _finish_job,
     _give,
     _next_tick,
@@ -264,16 +265,12 @@ def replay(
             if t == math.inf or t > horizon:
                 if horizon == math.inf:
                     status = STALLED
-                elif horizon > now:  # the run ends at the horizon
-                    busy_gpu += gpu_used * (horizon - now)
-                    busy_cpu += cpu_used * (horizon - now)
-                    now = horizon
+                else:  # the run ends at the horizon
+                    now, busy_gpu, busy_cpu = _busy_until(
+                        horizon, now, busy_gpu, busy_cpu, gpu_used, cpu_used
+                    )
                 break
-            dt = t - now
-            if dt > 0:
-                busy_gpu += gpu_used * dt
-                busy_cpu += cpu_used * dt
-                now = t
+            now, busy_gpu, busy_cpu = _busy_until(t, now, busy_gpu, busy_cpu, gpu_used, cpu_used)
             changed = False
             while nxt < n and submit[nxt] <= t:
                 ptime[nxt] = t
@@ -428,7 +425,7 @@ def compiled_replay() -> Any:
 
 
 _KERNEL_FUNCTIONS = (
-    "_finish_job", "_next_tick", "_settle", "_give", "_sums", "_remove", "_hpush", "_hpop",
-    "_hgrow", "_stall_check", "_fit", "_sample", "_before", "_sift_down", "_prefix", "_priorities",
-    "_fit_gavel", "_walk", "_account", "replay",
+    "_busy_until", "_finish_job", "_next_tick", "_settle", "_give", "_sums", "_remove", "_hpush",
+    "_hpop", "_hgrow", "_stall_check", "_fit", "_sample", "_before", "_sift_down", "_prefix",
+    "_priorities", "_fit_gavel", "_walk", "_account", "replay",
 )  # fmt: skip

@@ -53,6 +53,18 @@ def _finish_job(
     return nrun, nfin + 1, gpu_used, cpu_used
 
 
+def _busy_until(
+    t: float, now: float, busy_gpu: float, busy_cpu: float, gpu_used: float, cpu_used: float
+) -> tuple[float, float, float]:
+    """Time moved on to ``t`` (s) where it is later than ``now``, the GPUs and cores in use
+    counted busy in between: (``now``, busy GPU-s, busy core-s)."""
+    if t > now:
+        busy_gpu += gpu_used * (t - now)
+        busy_cpu += cpu_used * (t - now)
+        now = t
+    return now, busy_gpu, busy_cpu
+
+
 def _next_tick(t: float, interval: float, busy: bool, nxt: int, n: int, submit: F64) -> float:
     """The periodic point after the one at ``t`` (s): ``t + interval`` while any job is active
     (``busy``), else the first one at or after the next arrival, else never."""
