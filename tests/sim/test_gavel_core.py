@@ -4,7 +4,6 @@ plain-Python reference, on random small fixed-GPU traces."""
 
 from __future__ import annotations
 
-from dataclasses import astuple
 from typing import Any
 
 import pytest
@@ -19,6 +18,7 @@ from dlsched.schedulers.registry import make_scheduler
 from dlsched.sim import SimConfig, gavel_core_run
 from dlsched.sim.gavel_core_run import run, unsupported
 from dlsched.sim.simulator import Simulator
+from tests.sim.test_las_core import _summary
 
 MODELS = ("vgg-16", "alexnet", "transformer", "deepspeech")
 POLICIES = (
@@ -79,20 +79,6 @@ def _simulator(
         scheduler,
         Pack(),
         SimConfig(**{"on_events": True, **config}),
-    )
-
-
-def _summary(result: dlsched.Result) -> tuple[object, ...]:
-    return (
-        [astuple(r) for r in result.records],
-        result.queued_s,
-        result.events,
-        result.decisions,
-        result.end_s,
-        result.gpu_util,
-        result.cpu_util,
-        result.jct_bound_s,
-        astuple(result.timeline),
     )
 
 
