@@ -216,8 +216,9 @@ def _account(
 
 # Not split further: numba compiles the loop whole, and its phases (events, the round's
 # accounts, the walk, placement, the executor's effects) share the job table, the heap and a
-# dozen scalars that each phase reads and changes; the event handling is `las_core.replay`'s,
-# line for line (the same simulator), so the two can be read side by side: over 80 lines.
+# dozen scalars that each phase reads and changes; the event handling is `las_core.replay`'s
+# (the same simulator, through the same helpers `_busy_until`, `_finish_job`, `_next_tick`), so
+# the two can be read side by side: over 80 lines.
 def replay(
     submit: F64, jid: I64, nw: I64, dem: F64, total: F64, resume: F64, speed: F64, cap: F64,
     step: float, gpus: I64, horizon: float, interval: float, on_events: bool,
