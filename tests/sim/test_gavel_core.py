@@ -11,16 +11,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dlsched
-from dlsched.core import Arch, Cluster, JobSpec, Resources
+from dlsched.core import Cluster, JobSpec, Resources
 from dlsched.models.locality import Locality
 from dlsched.placement.pack import Pack
 from dlsched.schedulers.registry import make_scheduler
 from dlsched.sim import SimConfig, gavel_core_run
 from dlsched.sim.gavel_core_run import run, unsupported
 from dlsched.sim.simulator import Simulator
-from tests.sim.test_las_core import _summary
+from tests.sim.test_las_core import _summary, draw_jobs
 
-MODELS = ("vgg-16", "alexnet", "transformer", "deepspeech")
 POLICIES = (
     "gavel-las",
     "gavel-las-het",
@@ -39,22 +38,7 @@ def traces(draw: st.DrawFn) -> tuple[list[JobSpec], int, dict[str, Any], str, fl
     these short traces reset often)."""
     servers = draw(st.sampled_from([1, 2, 3, 4, 4, 10]))  # 10: more GPUs than the walk's 64
     n = draw(st.integers(1, 30))
-    jobs = []
-    for i in range(n):
-        gpus = draw(st.sampled_from([1, 1, 2, 3, 4, 8, 16][: 5 + min(servers, 2)]))
-        jobs.append(
-            JobSpec(
-                job_id=draw(st.integers(0, 10**6)) * 64 + i,
-                submit_time_s=float(draw(st.integers(0, 30)) * 50),
-                model=draw(st.sampled_from(MODELS)),
-                arch=Arch.ALLREDUCE,
-                total_work=float(draw(st.integers(1, 4000))) + draw(st.sampled_from([0.0, 0.25])),
-                worker_demand=Resources(1.0, float(draw(st.integers(0, 4))), 0.0),
-                num_workers=gpus,
-                min_workers=gpus,
-                max_workers=gpus,
-            )
-        )
+    jobs = draw_jobs(draw, n, servers)
     interval_s = draw(st.sampled_from([None, None, 50.0, 300.0]))
     config = {
         "timeline_step_s": draw(st.sampled_from([None, 1.0, 75.0])),

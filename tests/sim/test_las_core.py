@@ -25,15 +25,9 @@ from dlsched.sim.simulator import Simulator
 MODELS = ("vgg-16", "alexnet", "transformer", "deepspeech")
 
 
-@st.composite
-def traces(draw: st.DrawFn) -> tuple[list[JobSpec], int, dict[str, Any]]:
-    """Up to 40 jobs of 1-16 GPUs (ties in submission included) on 1-4 8-GPU servers, and the
-    `SimConfig` keywords: a timeline spacing (s; None: the simulator's default, 600 s on these
-    traces), a horizon (s; None: none; always one on 3.7 s ticks), which often stops a run with
-    jobs unfinished, and scheduling on events and/or at periodic ticks (Blox's rounds: ticks
-    only)."""
-    servers = draw(st.integers(1, 4))
-    n = draw(st.integers(1, 40))
+def draw_jobs(draw: st.DrawFn, n: int, servers: int) -> list[JobSpec]:
+    """``n`` fixed-size jobs of 1-16 GPUs (no more than ``servers`` 8-GPU servers hold; ties in
+    submission included), in submission order of their index."""
     jobs = []
     for i in range(n):
         gpus = draw(st.sampled_from([1, 1, 2, 3, 4, 8, 16][: 5 + min(servers, 2)]))
@@ -50,6 +44,19 @@ def traces(draw: st.DrawFn) -> tuple[list[JobSpec], int, dict[str, Any]]:
                 max_workers=gpus,
             )
         )
+    return jobs
+
+
+@st.composite
+def traces(draw: st.DrawFn) -> tuple[list[JobSpec], int, dict[str, Any]]:
+    """Up to 40 jobs of 1-16 GPUs (ties in submission included) on 1-4 8-GPU servers, and the
+    `SimConfig` keywords: a timeline spacing (s; None: the simulator's default, 600 s on these
+    traces), a horizon (s; None: none; always one on 3.7 s ticks), which often stops a run with
+    jobs unfinished, and scheduling on events and/or at periodic ticks (Blox's rounds: ticks
+    only)."""
+    servers = draw(st.integers(1, 4))
+    n = draw(st.integers(1, 40))
+    jobs = draw_jobs(draw, n, servers)
     interval_s = draw(st.sampled_from([None, None, 50.0, 0.1 * 37, 300.0]))
     # The simulator itself needs minutes for some long traces on 3.7 s ticks: those get a horizon.
     horizons = [900.0, 2500.0] if interval_s == 0.1 * 37 else [None, None, 900.0, 2500.0]
