@@ -20,6 +20,7 @@ import numpy as np
 
 from dlsched.core import JobRun
 from dlsched.papers.gavel import one_type
+from dlsched.papers.gavel.books import remaining_works
 from dlsched.papers.gavel.lp import Array, Problem
 from dlsched.papers.gavel.lp_warm import bisect_floor
 from dlsched.papers.gavel.rounds import SETTING, SOURCE, GavelRounds, lp_argument
@@ -72,7 +73,7 @@ class GavelMakespanHet(GavelRounds):
         return rates if self.aware else as_reference_everywhere(rates, types)
 
     def allocation(self, problem: Problem, runs: Sequence[JobRun], now_s: float) -> Array:
-        remaining = np.array([r.remaining_work(now_s) for r in runs])
+        remaining = remaining_works(runs, now_s)
         return makespan_allocation(problem, remaining, lp=self.lp_one_type)[1]
 
 
