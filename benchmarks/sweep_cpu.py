@@ -241,7 +241,8 @@ def _recycled(tasks: list[RunTask], workers: int, runs: int) -> tuple[list[Row],
             theirs.close()
             pipe.send(left.popleft())
             processes[pipe], done[pipe] = process, 0
-        for pipe in wait(list(processes)):
+        ready: list[Any] = wait(list(processes))
+        for pipe in ready:
             row, summary = pipe.recv()
             rows.append(row)
             summaries[row[0]] = summary
