@@ -6,7 +6,8 @@
 #   pool        the pool as `compare --workers N` runs it (N = min(nproc, 16));
 #   fresh       every run in a process of its own, forked from the warm parent, N at once,
 #               costliest first: no run in an old process (age out, load and time kept);
-#   recycle3    each process 3 runs, then a new one (workers replaced after 3 runs);
+#   pool-recycle3  the pool with recycle_after=3: a worker replaced (a new fork) after the
+#               chunk that brings its runs to 3;
 #   pool<N/2>, pool<3N/4>   the pool on fewer workers: where the extra CPU begins;
 #   trim        the pool, gc.collect + malloc_trim(0) in the workers after each run;
 # each timing followed by 5 runs alone in the parent (--probe 5: has the machine itself slowed?).
@@ -54,7 +55,7 @@ SWEEP=(-w dl2 --schedulers "$SCHEDULERS" --seeds "$SEEDS")
 N=$(nproc)
 N=$((N > 16 ? 16 : N))
 HALF=$((N / 2 > 0 ? N / 2 : 1))
-VARIANTS=pool,fresh,recycle3,pool$HALF
+VARIANTS=pool,fresh,pool-recycle3,pool$HALF
 [ $((N * 3 / 4)) -gt "$HALF" ] && VARIANTS=$VARIANTS,pool$((N * 3 / 4))
 VARIANTS=$VARIANTS,trim
 {
@@ -78,6 +79,7 @@ stage() { # stage NAME NEEDS_S MAX_S COMMAND...: run it under what is left befor
     shift 3
     local budget
     budget=$(($(left) - CUDA_S - 5))
+    most=$((most > needs ? most : needs))
     budget=$((budget > most ? most : budget))
     if [ "$budget" -lt "$needs" ]; then
         echo "== $name: skipped ($budget s left before the CUDA tests, needs $needs s)" | tee "$LOGS/$name.log"
@@ -91,7 +93,8 @@ stage() { # stage NAME NEEDS_S MAX_S COMMAND...: run it under what is left befor
 
 CPU=($PY benchmarks/sweep_cpu.py "${SWEEP[@]}" --workers $N --probe 5)
 cp /proc/vmstat "$LOGS/vmstat_before.txt" 2>/dev/null
-# 1. age or the machine: the pool, a process a run, 3 runs a process, fewer workers, trimmed heaps
+# 1. age or the machine: the pool, a process a run, workers replaced after 3 runs, fewer workers,
+#    trimmed heaps
 stage cpu 10 $((SHARE * 56 / 100)) "${CPU[@]}" --repeat $REPEAT --variants "$VARIANTS" --csv "$LOGS/runs.csv"
 cp /proc/vmstat "$LOGS/vmstat_after_cpu.txt" 2>/dev/null
 # 2. the same with the C allocator instead of pymalloc's arenas, then glibc's heap on huge pages
