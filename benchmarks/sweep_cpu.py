@@ -23,8 +23,6 @@ that ran it (`time.process_time` around `run_task`):
 * ``recycleK`` (``recycle3``): the same, each process running K runs one after the other
   (the next costliest left, one at a time) before it ends and a new one is forked: workers
   replaced after K runs;
-* ``pool-recycleK`` (``pool-recycle3``): the pool with ``recycle_after=K`` (a worker ends after
-  the chunk that brings its runs to K, a new one forked for its next chunk);
 * ``trim``: the pool, each worker collecting its garbage and returning free heap to the
   system (`gc.collect`, glibc's ``malloc_trim(0)``) after each run, outside the run's CPU.
 
@@ -150,12 +148,8 @@ Check = Callable[[], list[Any]] | None
 """The runs' summaries in the order of the tasks, computed after the timing; None: no check."""
 
 
-def _pool(
-    tasks: list[RunTask], workers: int, recycle_after: int | None = None
-) -> tuple[list[Row], Check]:
-    out = parallel.run_in_processes(
-        tasks, workers, start_method="fork", recycle_after=recycle_after
-    )
+def _pool(tasks: list[RunTask], workers: int) -> tuple[list[Row], Check]:
+    out = parallel.run_in_processes(tasks, workers, start_method="fork")
     index = {(t.scheduler, t.seed): i for i, t in enumerate(tasks)}
     rows = [(index[(r.scheduler, r.seed)], *r.params.pop("_bench")) for r in out]
     return rows, lambda: [_summary(r) for r in out]
@@ -282,8 +276,6 @@ def _variant(name: str, tasks: list[RunTask], workers: int) -> tuple[list[Row], 
         return _plain(tasks, workers)
     if name == "fewer" or re.fullmatch(r"pool\d+", name):
         return _pool(tasks, _workers_of(name, workers))
-    if re.fullmatch(r"pool-recycle\d+", name):
-        return _pool(tasks, workers, int(name[len("pool-recycle") :]))
     if name == "fresh" or re.fullmatch(r"recycle\d+", name):
         return _recycled(tasks, workers, 1 if name == "fresh" else int(name[len("recycle") :]))
     patches: dict[str, Callable[..., Any]] = {}

@@ -6,8 +6,9 @@
 #   pool        the pool as `compare --workers N` runs it (N = min(nproc, 16));
 #   fresh       every run in a process of its own, forked from the warm parent, N at once,
 #               costliest first: no run in an old process (age out, load and time kept);
-#   pool-recycle3  the pool with recycle_after=3: a worker replaced (a new fork) after the
-#               chunk that brings its runs to 3;
+#   recycle3    the same, each process 3 runs before a new one is forked (the device run of
+#               2026-11-27 15:23 UTC timed pool-recycle3, the pool's own recycle_after=3 option,
+#               removed after it showed no gain);
 #   pool<N/2>, pool<3N/4>   the pool on fewer workers: where the extra CPU begins;
 #   trim        the pool, gc.collect + malloc_trim(0) in the workers after each run;
 # each timing followed by 5 runs alone in the parent (--probe 5: has the machine itself slowed?).
@@ -55,7 +56,7 @@ SWEEP=(-w dl2 --schedulers "$SCHEDULERS" --seeds "$SEEDS")
 N=$(nproc)
 N=$((N > 16 ? 16 : N))
 HALF=$((N / 2 > 0 ? N / 2 : 1))
-VARIANTS=pool,fresh,pool-recycle3,pool$HALF
+VARIANTS=pool,fresh,recycle3,pool$HALF
 [ $((N * 3 / 4)) -gt "$HALF" ] && VARIANTS=$VARIANTS,pool$((N * 3 / 4))
 VARIANTS=$VARIANTS,trim
 {

@@ -169,39 +169,3 @@ def test_a_worker_that_dies_fails_the_sweep(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setattr(parallel, "run_task", _dies_on_seed_2)  # the forked workers inherit it
     with pytest.raises(RuntimeError, match=r"died without answering \(exit codes \[3\]\)"):
         parallel.run_in_processes(tasks, 2, start_method="fork")
-
-
-def _with_pid(task: Any) -> Result:
-    """A run labelled with the process that ran it."""
-    import os
-
-    result = run_task(task)
-    result.params["pid"] = os.getpid()
-    return result
-
-
-@pytest.mark.parametrize(("recycle_after", "most"), [(None, 2), (1, 9), (2, 9)])
-def test_recycled_workers_give_the_serial_numbers(
-    serial: list[Result], monkeypatch: pytest.MonkeyPatch, recycle_after: int | None, most: int
-) -> None:
-    """Workers replaced after ``recycle_after`` runs (issue 31, point 3) give the serial numbers
-    bit for bit; a worker runs no chunk after its ``recycle_after``-th run."""
-    from dlsched.experiments import parallel
-
-    tasks = [parallel.RunTask("dl2", n, s, OPTIONS) for s in (1, 2, 3) for n in SCHEDULERS]
-    monkeypatch.setattr(parallel, "run_task", _with_pid)  # the forked workers inherit it
-    results = parallel.run_in_processes(tasks, 2, start_method="fork", recycle_after=recycle_after)
-    pids = [r.params.pop("pid") for r in results]
-    assert _same(_numbers(results), _numbers(serial))
-    runs_of = {pid: pids.count(pid) for pid in pids}
-    assert len(runs_of) <= most
-    if recycle_after is not None:  # 15 runs, chunks of at most 4: replaced workers
-        assert len(runs_of) >= 15 // (recycle_after + 3)
-        assert max(runs_of.values()) < recycle_after + 4
-
-
-def test_recycle_after_below_one_is_refused() -> None:
-    from dlsched.experiments import parallel
-
-    with pytest.raises(ValueError, match="at least 1"):
-        parallel.run_in_processes([parallel.RunTask("dl2", "fifo", 1)], 2, recycle_after=0)

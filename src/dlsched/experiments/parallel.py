@@ -169,14 +169,13 @@ def run_in_processes(
     *,
     start_method: str | None = None,
     on_run: Callable[[Result], None] | None = None,
-    recycle_after: int | None = None,
 ) -> list[Result]:
     """Run ``tasks`` on ``workers`` local processes; the results in the order of ``tasks``.
 
     Each worker has its own pipe and one chunk at a time (`serve`): it gets its first chunk as
     soon as it is started, so the first workers run while the parent starts the others, and
     each next chunk is chosen (`Dispatch`) with every cost known so far. With ``fork`` the
-    parent's objects are frozen (`gc.freeze`) during each fork, so that the workers' garbage
+    parent's objects are frozen (`gc.freeze`) while it forks, so that the workers' garbage
     collector leaves the objects they inherit alone (fewer pages copied after the fork).
 
     Args:
@@ -185,19 +184,14 @@ def run_in_processes(
         start_method: ``"fork"``, ``"spawn"`` or ``"forkserver"``; default the platform's.
         on_run: called in this process with each result as it arrives (completion order; the
             runs of one chunk arrive together).
-        recycle_after: a worker ends after the chunk that brings its runs to this many, a new
-            one taking its next chunk (no run in a process grown old; issue 31, point 3; not
-            measured faster). None: each worker runs to the end. The same results either way.
 
     Raises:
         the first failed run's exception (the other workers are stopped); RuntimeError when a
-        worker process dies without answering; ValueError for ``recycle_after`` below 1.
+        worker process dies without answering.
     """
     import multiprocessing  # here: a single run (`labelled`) needs no process pool
     from multiprocessing.connection import wait
 
-    if recycle_after is not None and recycle_after < 1:
-        raise ValueError(f"recycle_after must be at least 1 (got {recycle_after})")
     context: Any = multiprocessing.get_context(start_method)
     workers = max(1, min(workers, len(tasks)))
     forking = context.get_start_method() == "fork"
@@ -205,14 +199,25 @@ def run_in_processes(
         warm_up(tasks)
     log.info("%d runs on %d %s worker processes", len(tasks), workers, context.get_start_method())
     results: list[Result | None] = [None] * len(tasks)
-    dispatch, finished = Dispatch(tasks, workers), False
+    dispatch = Dispatch(tasks, workers)
     busy: dict[Any, list[int]] = {}  # a worker's pipe -> the runs it has
-    ran: dict[Any, int] = {}  # a worker's pipe -> its runs so far
     processes: list[Any] = []
+    finished = False
+    if forking:
+        gc.freeze()
     try:
         while dispatch.left and len(processes) < workers:
             chunk = dispatch.next_chunk()
-            busy[_start(context, processes, [tasks[i] for i in chunk], forking)] = chunk
+            pipe, their_end = context.Pipe()
+            process = context.Process(target=serve, args=(their_end,), daemon=True)
+            process.start()
+            their_end.close()
+            processes.append(process)
+            pipe.send([tasks[i] for i in chunk])
+            busy[pipe] = chunk
+        if forking:
+            gc.unfreeze()
+            forking = False
         while busy:
             ready: list[Any] = wait(list(busy))
             for pipe in ready:
@@ -220,48 +225,24 @@ def run_in_processes(
                 answer = _answer(pipe, processes)
                 for i, (_, cpu_s) in zip(chunk, answer, strict=True):
                     dispatch.done(i, cpu_s)
-                ran[pipe] = ran.get(pipe, 0) + len(chunk)
-                if not dispatch.left:
-                    pipe.send(None)  # not EOF: the workers forked later hold this pipe too
-                elif recycle_after is not None and ran[pipe] >= recycle_after:
-                    pipe.send(None)  # this worker ends; a new one takes its next chunk
-                    pipe.close()
-                    del ran[pipe]
-                    nxt = dispatch.next_chunk()
-                    busy[_start(context, processes, [tasks[i] for i in nxt], forking)] = nxt
-                else:  # the worker's next chunk before this one's unpacking
+                if dispatch.left:  # the worker's next chunk before this one's unpacking
                     busy[pipe] = dispatch.next_chunk()
                     pipe.send([tasks[i] for i in busy[pipe]])
+                else:
+                    pipe.send(None)  # not EOF: the workers forked later hold this pipe too
                 for i, (packed, _) in zip(chunk, answer, strict=True):
                     results[i] = result = unpack(packed)
                     if on_run is not None:
                         on_run(result)
         finished = True
     finally:
+        if forking:
+            gc.unfreeze()
         _stop(processes, finished)
     done = [r for r in results if r is not None]
     if len(done) != len(tasks):  # pragma: no cover - every chunk answered or raised above
         raise RuntimeError(f"{len(tasks) - len(done)} runs came back without a result")
     return done
-
-
-def _start(context: Any, processes: list[Any], chunk: list[RunTask], freeze: bool = False) -> Any:
-    """Start a worker process (`serve`), add it to ``processes`` and send it ``chunk``; the
-    parent's end of its pipe. ``freeze`` (with ``fork``): this process's objects frozen
-    (`gc.freeze`) while it forks, so that the worker's collector leaves what it inherits alone."""
-    if freeze:
-        gc.freeze()
-    try:
-        pipe, their_end = context.Pipe()
-        process = context.Process(target=serve, args=(their_end,), daemon=True)
-        process.start()
-    finally:
-        if freeze:
-            gc.unfreeze()
-    their_end.close()
-    processes.append(process)
-    pipe.send(chunk)
-    return pipe
 
 
 def serve(pipe: Any) -> None:
