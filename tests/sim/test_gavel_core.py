@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dlsched
-from dlsched.core import Cluster, JobSpec, Resources
+from dlsched.core import Arch, Cluster, JobSpec, Resources
 from dlsched.models.locality import Locality
 from dlsched.placement.pack import Pack
 from dlsched.schedulers.registry import make_scheduler
@@ -113,3 +114,48 @@ def test_auto_takes_the_core_for_large_supported_runs_only(
     assert auto.params["core"] == "compiled Gavel FTF"
     assert _summary(auto) == _summary(dlsched.simulate(**kw, core="python"))
     assert "core" not in dlsched.simulate(**kw, record_events=True).params  # not replayed
+
+
+_TIMES = st.sampled_from([0.0, 5.0, 100.0, 250.5, float("nan")])
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    states=st.lists(
+        st.tuples(
+            st.sampled_from([0.0, 3.0, 90.0, 1000.0]),  # progress
+            _TIMES,  # since
+            _TIMES,  # paused
+            st.sampled_from([0.0, -1.0, 0.5, 7.0]),  # rate
+            st.sampled_from([1.0, 100.0, 1000.0]),  # total work
+        ),
+        min_size=1,
+        max_size=12,
+    ),
+    now=st.sampled_from([0.0, 5.0, 120.0, 300.0]),
+)
+def test_job_arrays_are_each_runs_remaining_work(
+    states: list[tuple[float, float, float, float, float]], now: float
+) -> None:
+    """The active jobs' remaining work read at once is `_Run.remaining_work`'s, bit for bit."""
+    n = len(states)
+    specs = [
+        JobSpec(i + 10, float(i), "m", Arch.ALLREDUCE, s[4], Resources(1.0))
+        for i, s in enumerate(states)
+    ]
+    jf = np.zeros((12, n))
+    for i, (progress, since, paused, rate, _) in enumerate(states):
+        for row, value in zip(gavel_core_run._STATE, (progress, since, paused, rate), strict=True):
+            jf[row, i] = value
+    table = (
+        np.array([s.job_id for s in specs], dtype=np.int64),
+        np.array([s.submit_time_s for s in specs]),
+        np.array([s.total_work for s in specs]),
+    )
+    idx = np.arange(n)[::-1].copy()  # any order
+    runs = gavel_core_run._Runs(specs, idx, jf, table)
+    ids, submit, remaining = runs.job_arrays(np.float64(now))
+    assert ids.tolist() == [r.job_id for r in runs]
+    assert submit.tolist() == [r.spec.submit_time_s for r in runs]
+    want = np.array([r.remaining_work(np.float64(now)) for r in runs], dtype=np.float64)
+    assert remaining.tobytes() == want.tobytes()

@@ -63,6 +63,10 @@ def worth_it(sim: Simulator) -> bool:
     return n >= AUTO_MIN_JOBS_COLD or not compiles(core.compiled_replay())
 
 
+_STATE = (core.PROGRESS, core.PTIME, core.PAUSED, core.RATE)
+"""The rows of the core's job table that `_Run` reads: (progress, since, paused, rate)."""
+
+
 class _Run:
     """What a policy's allocation reads of an active job in the core: its id, spec and the
     work it has left (`JobRun.remaining_work`, the same operations on the core's state)."""
@@ -85,11 +89,34 @@ class _Run:
 
 class _Runs(Sequence[_Run]):
     """The active jobs (job indices ``idx``, arrival order) as a policy reads them, built once
-    and only when read (LAS reads only how many)."""
+    and only when read (LAS reads only how many), or all at once as arrays (`job_arrays`;
+    ``table``: every job's id, submit time and total work, `las_core_run.arrays`' columns)."""
 
-    def __init__(self, specs: Sequence[JobSpec], idx: np.ndarray, jf: np.ndarray) -> None:
-        self._specs, self._idx, self._jf = specs, idx, jf
+    def __init__(
+        self,
+        specs: Sequence[JobSpec],
+        idx: np.ndarray,
+        jf: np.ndarray,
+        table: tuple[np.ndarray, np.ndarray, np.ndarray],
+    ) -> None:
+        self._specs, self._idx, self._jf, self._table = specs, idx, jf, table
         self._all: list[_Run] | None = None
+
+    def job_arrays(self, now_s: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(ids, submit times, remaining work)`` of the jobs: `_Run.remaining_work`'s
+        operations element-wise (Python's ``max(a, b)`` is ``b if b > a else a``, its
+        ``min(a, b)`` is ``b if b < a else a``: the same floats, NaN included)."""
+        idx, jf = self._idx, self._jf
+        jid, submit, total_all = self._table
+        total = total_all[idx]
+        progress, since, paused, rate = (jf[r, idx] for r in _STATE)
+        start = np.where(paused > since, paused, since)
+        ahead = progress + rate * (now_s - start)
+        done = np.where(
+            (rate <= 0.0) | (now_s <= start), progress, np.where(ahead < total, ahead, total)
+        )
+        left = total - done
+        return jid[idx], submit[idx], np.where(left > 0.0, left, 0.0)
 
     def __len__(self) -> int:
         return len(self._idx)
@@ -97,8 +124,7 @@ class _Runs(Sequence[_Run]):
     def _runs(self) -> list[_Run]:
         if self._all is None:
             idx, jf, specs = self._idx, self._jf, self._specs
-            rows = (core.PROGRESS, core.PTIME, core.PAUSED, core.RATE)
-            columns = [jf[r, idx].tolist() for r in rows]
+            columns = [jf[r, idx].tolist() for r in _STATE]
             self._all = [
                 _Run(specs[i], (p, t, q, r, specs[i].total_work))
                 for i, p, t, q, r in zip(idx.tolist(), *columns, strict=True)
@@ -169,7 +195,7 @@ def run(sim: Simulator, compiled: bool = True) -> Result | None:
         if status != core.NEED_X:
             break
         idx = ji[core.ACT, : iv[core.NACT]].copy()
-        runs = _Runs(specs, idx, jf)
+        runs = _Runs(specs, idx, jf, (jid, submit, total))
         x = scheduler.round_allocation(
             sim.cluster, grate[idx][:, None], scale[idx].astype(float), runs, fs[core.NOW]
         )
