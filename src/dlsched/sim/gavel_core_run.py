@@ -63,10 +63,6 @@ def worth_it(sim: Simulator) -> bool:
     return n >= AUTO_MIN_JOBS_COLD or not compiles(core.compiled_replay())
 
 
-_STATE = (core.PROGRESS, core.PTIME, core.PAUSED, core.RATE)
-"""The rows of the core's job table that `_Run` reads: (progress, since, paused, rate)."""
-
-
 class _Run:
     """What a policy's allocation reads of an active job in the core: its id, spec and the
     work it has left (`JobRun.remaining_work`, the same operations on the core's state)."""
@@ -89,34 +85,38 @@ class _Run:
 
 class _Runs(Sequence[_Run]):
     """The active jobs (job indices ``idx``, arrival order) as a policy reads them, built once
-    and only when read (LAS reads only how many), or all at once as arrays (`job_arrays`;
-    ``table``: every job's id, submit time and total work, `las_core_run.arrays`' columns)."""
+    and only when read (LAS reads only how many); their ids and submit times as arrays
+    (``ids``, ``submit_times``; from every job's, ``jid`` and ``submit``, where given)."""
 
     def __init__(
         self,
         specs: Sequence[JobSpec],
         idx: np.ndarray,
         jf: np.ndarray,
-        table: tuple[np.ndarray, np.ndarray, np.ndarray],
+        total: np.ndarray,
+        jid: np.ndarray | None = None,
+        submit: np.ndarray | None = None,
     ) -> None:
-        self._specs, self._idx, self._jf, self._table = specs, idx, jf, table
+        self._specs, self._idx, self._jf, self._total = specs, idx, jf, total
         self._all: list[_Run] | None = None
+        if jid is not None and submit is not None:
+            self.ids, self.submit_times = jid[idx], submit[idx]
 
-    def job_arrays(self, now_s: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(ids, submit times, remaining work)`` of the jobs: `_Run.remaining_work`'s
-        operations element-wise (Python's ``max(a, b)`` is ``b if b > a else a``, its
-        ``min(a, b)`` is ``b if b < a else a``: the same floats, NaN included)."""
+    def remaining_works(self, now_s: float) -> np.ndarray:
+        """Each job's `_Run.remaining_work` at ``now_s`` (the same floats: each comparison and
+        operation of it made element-wise, ``total`` each spec's ``total_work``), without a
+        Python object per job."""
         idx, jf = self._idx, self._jf
-        jid, submit, total_all = self._table
-        total = total_all[idx]
-        progress, since, paused, rate = (jf[r, idx] for r in _STATE)
-        start = np.where(paused > since, paused, since)
-        ahead = progress + rate * (now_s - start)
-        done = np.where(
-            (rate <= 0.0) | (now_s <= start), progress, np.where(ahead < total, ahead, total)
+        progress, since, paused, rate = (
+            jf[r, idx] for r in (core.PROGRESS, core.PTIME, core.PAUSED, core.RATE)
         )
+        total = self._total[idx]
+        start = np.where(paused > since, paused, since)  # max(since, paused)
+        still = (rate <= 0.0) | (now_s <= start)
+        ahead = progress + rate * (now_s - start)
+        done = np.where(still, progress, np.where(ahead < total, ahead, total))
         left = total - done
-        return jid[idx], submit[idx], np.where(left > 0.0, left, 0.0)
+        return np.where(left > 0.0, left, 0.0)  # max(0.0, left)
 
     def __len__(self) -> int:
         return len(self._idx)
@@ -124,7 +124,8 @@ class _Runs(Sequence[_Run]):
     def _runs(self) -> list[_Run]:
         if self._all is None:
             idx, jf, specs = self._idx, self._jf, self._specs
-            columns = [jf[r, idx].tolist() for r in _STATE]
+            rows = (core.PROGRESS, core.PTIME, core.PAUSED, core.RATE)
+            columns = [jf[r, idx].tolist() for r in rows]
             self._all = [
                 _Run(specs[i], (p, t, q, r, specs[i].total_work))
                 for i, p, t, q, r in zip(idx.tolist(), *columns, strict=True)
@@ -195,7 +196,7 @@ def run(sim: Simulator, compiled: bool = True) -> Result | None:
         if status != core.NEED_X:
             break
         idx = ji[core.ACT, : iv[core.NACT]].copy()
-        runs = _Runs(specs, idx, jf, (jid, submit, total))
+        runs = _Runs(specs, idx, jf, total, jid, submit)
         x = scheduler.round_allocation(
             sim.cluster, grate[idx][:, None], scale[idx].astype(float), runs, fs[core.NOW]
         )

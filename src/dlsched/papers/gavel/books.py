@@ -241,11 +241,13 @@ class Books:
 
 class RunRows(Sequence[JobRun]):
     """The runs of some slots, in the slots' order, read only when asked for (a policy that
-    needs only their ids reads ``ids``, the slots' job ids, without a Python loop)."""
+    needs only their ids or submit times reads ``ids`` or ``submit_times``, the slots', without
+    a Python loop)."""
 
     def __init__(self, books: Books, slots: _Index) -> None:
         self._books, self._slots = books, slots
         self.ids = books.ids[slots]
+        self.submit_times = books.submit[slots]
         self._all: list[JobRun] | None = None
 
     def __len__(self) -> int:
@@ -266,3 +268,13 @@ class RunRows(Sequence[JobRun]):
         if isinstance(i, slice):
             return [self._books.run_of(int(s)) for s in self._slots[i]]
         return self._books.run_of(int(self._slots[i]))
+
+
+def remaining_works(runs: Sequence[JobRun], now_s: float) -> npt.NDArray[np.float64]:
+    """Each run's ``remaining_work(now_s)``, in order: from the runs' own ``remaining_works``
+    where they have one (the compiled core's runs: one array operation, the same floats),
+    else one call per run."""
+    whole = getattr(runs, "remaining_works", None)
+    if whole is not None:
+        return np.asarray(whole(now_s), dtype=np.float64)
+    return np.array([r.remaining_work(now_s) for r in runs], dtype=np.float64)

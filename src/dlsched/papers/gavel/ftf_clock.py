@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dlsched.core import JobRun
+from dlsched.papers.gavel.books import remaining_works
 from dlsched.papers.gavel.lp import Array
 
 Ids = npt.NDArray[np.int64]
@@ -39,16 +40,21 @@ def job_arrays(
     runs: Sequence[JobRun], now_s: float, plain: bool = False
 ) -> tuple[Ids, Array, Array]:
     """``(ids, remaining work, seconds since submission)`` of ``runs``, in order: from the
-    sequence's own ``job_arrays(now_s)`` where it has one (the compiled core's active jobs,
-    `dlsched.sim.gavel_core_run`) unless ``plain``, else run by run."""
-    fast = None if plain else getattr(runs, "job_arrays", None)
-    if fast is not None:
-        ids, submit, remaining = fast(now_s)
-        return ids, remaining, now_s - submit
-    ids = np.array([r.job_id for r in runs], dtype=np.int64)
-    remaining = np.array([r.remaining_work(now_s) for r in runs], dtype=np.float64)
-    since = np.array([now_s - r.spec.submit_time_s for r in runs], dtype=np.float64)
-    return ids, remaining, since
+    sequence's own arrays where it has them (``ids``, ``submit_times``, ``remaining_works``: the
+    compiled core's active jobs, `dlsched.sim.gavel_core_run`, and `books.RunRows`) unless
+    ``plain``, else run by run."""
+    ids = None if plain else getattr(runs, "ids", None)
+    submit = None if plain else getattr(runs, "submit_times", None)
+    if plain:
+        remaining = np.array([r.remaining_work(now_s) for r in runs], dtype=np.float64)
+    else:
+        remaining = remaining_works(runs, now_s)
+    if ids is None or submit is None:
+        ids = np.array([r.job_id for r in runs], dtype=np.int64)
+        since = np.array([now_s - r.spec.submit_time_s for r in runs], dtype=np.float64)
+    else:
+        since = now_s - submit
+    return np.asarray(ids, dtype=np.int64), remaining, since
 
 
 class PlainIsolatedClock:

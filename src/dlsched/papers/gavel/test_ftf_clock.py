@@ -1,18 +1,16 @@
-"""Finish-time fairness's per-job books on arrays (`ftf_clock.IsolatedClock`) against the
-plain dict-per-job reference, and the LP handed to HiGHS in one call (`lp.pass_lp`) against
-the plain ``HighsLp`` build."""
+"""Finish-time fairness's per-job books on arrays (`ftf_clock`) against the plain references
+(a dict per job, a call per run)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dlsched.papers.gavel import lp
+from dlsched.core import Arch, JobSpec, Resources
 from dlsched.papers.gavel.ftf_clock import IsolatedClock, PlainIsolatedClock, job_arrays
-from dlsched.papers.gavel.lp import Problem
-from dlsched.papers.gavel.test_gavel import problems
 
 
 @st.composite
@@ -73,37 +71,20 @@ def test_job_arrays_reads_run_by_run_without_a_fast_path() -> None:
     assert (ids.tolist(), remaining.tolist(), since.tolist()) == ([5, 2], [3.0, 0.0], [90.0, 60.0])
 
 
-@settings(max_examples=40, deadline=None)
-@given(problem=problems(), seed=st.integers(0, 1000), extra=st.booleans(), interior=st.booleans())
-def test_pass_lp_gives_highs_the_plain_models_lp_and_vertex(
-    problem: Problem, seed: int, extra: bool, interior: bool
-) -> None:
-    highspy = pytest.importorskip("highspy")
-    program = lp._columns(problem, -problem.rates, extra_column=extra)
-    program.upper[sum(problem.shape) :] = -np.random.default_rng(seed).uniform(
-        0.0, 0.3, problem.shape[0]
-    )
-    if extra:
-        program.c[-1] = -1.0
-    plain, fast = highspy.Highs(), highspy.Highs()
-    for highs in (plain, fast):
-        highs.setOptionValue("output_flag", False)
-        if interior:
-            highs.setOptionValue("solver", "ipm")
-            highs.setOptionValue("run_crossover", "off")
-            highs.setOptionValue("presolve", "off")
-    plain.passModel(lp.highs_model(highspy, program))
-    lp.pass_lp(highspy, fast, program)
-    want, got = plain.getLp(), fast.getLp()
-    for name in ("num_col_", "num_row_", "sense_", "offset_"):
-        assert getattr(want, name) == getattr(got, name)
-    for name in ("col_cost_", "col_lower_", "col_upper_", "row_lower_", "row_upper_"):
-        np.testing.assert_array_equal(getattr(want, name), getattr(got, name))
-    for name in ("start_", "index_", "value_"):
-        np.testing.assert_array_equal(getattr(want.a_matrix_, name), getattr(got.a_matrix_, name))
-    assert set(got.integrality_) <= {highspy.HighsVarType.kContinuous}
-    plain.run()
-    fast.run()
-    assert plain.getModelStatus() == fast.getModelStatus()
-    np.testing.assert_array_equal(plain.getSolution().col_value, fast.getSolution().col_value)
-    np.testing.assert_array_equal(plain.getSolution().row_value, fast.getSolution().row_value)
+def test_job_arrays_of_the_cores_runs_are_each_runs() -> None:
+    from dlsched.sim import gavel_core as core
+    from dlsched.sim.gavel_core_run import _Runs
+
+    specs = [
+        JobSpec(40 + i, 10.0 * i, "m", Arch.ALLREDUCE, 500.0, Resources(1.0)) for i in range(4)
+    ]
+    jf = np.zeros((12, 4))
+    jf[core.PROGRESS], jf[core.RATE] = [0.0, 100.0, 499.0, 3.0], [1.0, 0.0, 2.0, 0.5]
+    jid = np.array([s.job_id for s in specs], dtype=np.int64)
+    submit = np.array([s.submit_time_s for s in specs])
+    total = np.array([s.total_work for s in specs])
+    runs: Any = _Runs(specs, np.array([3, 0, 2]), jf, total, jid, submit)  # reads as JobRuns
+    fast = job_arrays(runs, np.float64(50.0))
+    plain = job_arrays(runs, np.float64(50.0), plain=True)
+    assert [a.tobytes() for a in fast] == [a.tobytes() for a in plain]
+    assert fast[0].tolist() == [43, 40, 42] and fast[2].tolist() == [20.0, 50.0, 30.0]
