@@ -266,3 +266,14 @@ class RunRows(Sequence[JobRun]):
         if isinstance(i, slice):
             return [self._books.run_of(int(s)) for s in self._slots[i]]
         return self._books.run_of(int(self._slots[i]))
+
+
+def repeated_sum(value: float, count: int) -> float:
+    """``0.0 + value + value + ...`` (``count`` times, in order): exactly ``value * count``
+    where every partial sum is an integer below 2**53."""
+    if value.is_integer() and abs(value) * count < 2.0**53:
+        return float(value * count)
+    total = 0.0
+    for _ in range(count):
+        total += value
+    return total
