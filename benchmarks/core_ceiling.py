@@ -7,7 +7,10 @@ for having company). Two kinds of work tell the machine's limits apart:
 
 * ``loop``: a pure-Python integer loop in a few KiB (the clock and how many physical cores
   the vCPUs are: two vCPUs on one physical core slow each other down here too);
-* ``sim``: the sweep's own runs, one of each scheduler at seed 1 (also caches and memory).
+* ``sim``: the sweep's own runs, one of each scheduler at seed 1 (also caches and memory);
+* ``gather-l2`` / ``gather-mem``: NumPy random gathers over 1 MiB (fits each core's L2) and
+  over 256 MiB (far past a core's share of the last-level cache): the same instructions, so a
+  slowdown in ``gather-mem`` only is the shared cache and memory, not the cores.
 
     PYTHONPATH=src python benchmarks/core_ceiling.py -w dl2 \\
         --schedulers fifo,drf,srtf,optimus,efficient-srtf --processes 1,8,16
@@ -40,6 +43,23 @@ def _runs(workload: str, names: list[str]) -> Callable[[], None]:
     return work
 
 
+def _gather(size_bytes: int, touches: int = 40_000_000) -> Callable[[], None]:
+    """Random 8-byte reads over ``size_bytes`` of memory, ``touches`` in all (chunks of 1M)."""
+
+    def work() -> None:
+        import numpy as np
+
+        rng = np.random.default_rng(0)
+        data = rng.random(size_bytes // 8)
+        index = rng.integers(0, data.size, 1_000_000)
+        total = 0.0
+        for _ in range(touches // index.size):
+            total += float(data[index].sum())
+            index = (index * 7 + 13) % data.size
+
+    return work
+
+
 def _one(work: Callable[[], None], queue: Any) -> None:
     cpu = time.process_time()
     work()
@@ -66,11 +86,16 @@ def main() -> None:
     parser.add_argument("-w", "--workload", default="dl2")
     parser.add_argument("--schedulers", default="fifo,drf,srtf,optimus,efficient-srtf")
     parser.add_argument("--processes", default="1,8,16", help="counts of processes")
-    parser.add_argument("--kinds", default="loop,sim", help="loop, sim or both")
+    parser.add_argument("--kinds", default="loop,sim", help="loop, sim, gather-l2, gather-mem")
     parser.add_argument("--repeat", type=int, default=1, help="timings of each, best kept")
     args = parser.parse_args()
     counts = [int(n) for n in args.processes.split(",")]
-    work = {"loop": _loop, "sim": _runs(args.workload, args.schedulers.split(","))}
+    work = {
+        "loop": _loop,
+        "sim": _runs(args.workload, args.schedulers.split(",")),
+        "gather-l2": _gather(1 << 20),
+        "gather-mem": _gather(256 << 20),
+    }
     work["sim"]()  # the parent first: imports and caches, inherited by the forks
     print(f"cores: {os.cpu_count()}; load average {os.getloadavg()}", flush=True)
     for kind in args.kinds.split(","):

@@ -83,7 +83,9 @@ SMOKE: dict[str, str] = {
     "sched2_policy.py": "--traces 1 --loads 1.8",
     "sim_speed.py": "--repeat 1",
     "startup_time.py": "--src here={src} --repeat 1 --trace {tmp}/trace.csv",
-    "sweep_cpu.py": "-w deeprm --schedulers fifo --seeds 1-2 --repeat 1 --csv {tmp}/runs.csv",
+    "sweep_cpu.py": "-w deeprm --schedulers fifo --seeds 1-2 --repeat 1 --csv {tmp}/runs.csv "
+    "--variants pool,given,pinned,nogc,plain,fewer,fresh,recycle2,pool1,trim "
+    "--probe 1",
     "sweep_overhead.py": "-w deeprm --schedulers fifo --seeds 1-2",
     "trace_scale.py": "--workloads philly:6214e9 --schedulers fifo --limit 30",
 }

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -196,3 +197,44 @@ def test_auto_takes_the_core_for_large_supported_runs_only(
     assert auto.params["core"] == "compiled Gavel FTF"
     assert _summary(auto) == _summary(dlsched.simulate(**kw, core="python"))
     assert "core" not in dlsched.simulate(**kw, record_events=True).params  # not replayed
+
+
+_TIMES = st.sampled_from([0.0, 1.0, 2.5, 100.0, 1e6 / 3])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rows=st.lists(
+        st.tuples(
+            st.sampled_from([0.0, 0.1, 7.0, 49.9, 50.0, 1e3 / 7]),  # progress
+            _TIMES,  # since
+            _TIMES,  # paused until
+            st.sampled_from([0.0, -0.0, 1e-3, 0.3, 2.0]),  # rate
+            st.sampled_from([0.0, 50.0, 1e3 / 7, 1e4]),  # total work
+        ),
+        min_size=1,
+        max_size=12,
+    ),
+    now=_TIMES,
+)
+def test_the_runs_remaining_works_are_each_runs_remaining_work(
+    rows: list[tuple[float, float, float, float, float]], now: float
+) -> None:
+    """`_Runs.remaining_works` gives `_Run.remaining_work`'s floats, bit for bit (work done
+    past the total, paused later than the last progress, no rate, no time elapsed)."""
+    from dlsched.papers.gavel.books import remaining_works
+    from dlsched.sim import gavel_core as core
+
+    n = len(rows)
+    jf = np.zeros((12, n))
+    for name, k in (("PROGRESS", 0), ("PTIME", 1), ("PAUSED", 2), ("RATE", 3)):
+        jf[getattr(core, name)] = [row[k] for row in rows]
+    total = np.array([row[4] for row in rows])
+    specs = [
+        JobSpec(i, 0.0, "A3C", Arch.ALLREDUCE, float(total[i]), Resources(1.0)) for i in range(n)
+    ]
+    idx = np.arange(n)[::-1].copy()  # not in index order
+    runs = gavel_core_run._Runs(specs, idx, jf, total)
+    got = remaining_works(runs, now)
+    want = np.array([r.remaining_work(now) for r in runs])
+    assert got.tobytes() == want.tobytes()

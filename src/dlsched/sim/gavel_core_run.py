@@ -119,9 +119,27 @@ class _Runs(Sequence[_Run]):
     """The active jobs (job indices ``idx``, arrival order) as a policy reads them, built once
     and only when read (LAS reads only how many)."""
 
-    def __init__(self, specs: Sequence[JobSpec], idx: np.ndarray, jf: np.ndarray) -> None:
-        self._specs, self._idx, self._jf = specs, idx, jf
+    def __init__(
+        self, specs: Sequence[JobSpec], idx: np.ndarray, jf: np.ndarray, total: np.ndarray
+    ) -> None:
+        self._specs, self._idx, self._jf, self._total = specs, idx, jf, total
         self._all: list[_Run] | None = None
+
+    def remaining_works(self, now_s: float) -> np.ndarray:
+        """Each job's `_Run.remaining_work` at ``now_s`` (the same floats: each comparison and
+        operation of it made element-wise, ``total`` each spec's ``total_work``), without a
+        Python object per job."""
+        idx, jf = self._idx, self._jf
+        progress, since, paused, rate = (
+            jf[r, idx] for r in (core.PROGRESS, core.PTIME, core.PAUSED, core.RATE)
+        )
+        total = self._total[idx]
+        start = np.where(paused > since, paused, since)  # max(since, paused)
+        still = (rate <= 0.0) | (now_s <= start)
+        ahead = progress + rate * (now_s - start)
+        done = np.where(still, progress, np.where(ahead < total, ahead, total))
+        left = total - done
+        return np.where(left > 0.0, left, 0.0)  # max(0.0, left)
 
     def __len__(self) -> int:
         return len(self._idx)
@@ -236,7 +254,7 @@ def run(sim: Simulator, compiled: bool = True) -> Result | None:
         if status != core.NEED_X:
             break
         idx = ji[core.ACT, : iv[core.NACT]].copy()
-        runs = _Runs(specs, idx, jf)
+        runs = _Runs(specs, idx, jf, total)
         rates = np.ascontiguousarray(grate[:, idx].T)
         x = scheduler.round_allocation(
             sim.cluster, rates, scale[idx].astype(float), runs, fs[core.NOW]

@@ -277,3 +277,13 @@ def repeated_sum(value: float, count: int) -> float:
     for _ in range(count):
         total += value
     return total
+
+
+def remaining_works(runs: Sequence[JobRun], now_s: float) -> npt.NDArray[np.float64]:
+    """Each run's ``remaining_work(now_s)``, in order: from the runs' own ``remaining_works``
+    where they have one (the compiled core's runs: one array operation, the same floats),
+    else one call per run."""
+    whole = getattr(runs, "remaining_works", None)
+    if whole is not None:
+        return np.asarray(whole(now_s), dtype=np.float64)
+    return np.array([r.remaining_work(now_s) for r in runs], dtype=np.float64)

@@ -28,7 +28,7 @@ from dlsched.papers.gavel.lp import (
     bisect,
     bisect_level,
     feasible_with_floor,
-    highs_model,
+    pass_model,
     solve,
 )
 
@@ -53,7 +53,7 @@ class FloorVerdicts:
             return None
         highs = _quiet_highs(highspy)
         lp = _columns(self._problem, -self._problem.rates, extra_column=False)
-        highs.passModel(highs_model(highspy, lp))  # type: ignore[attr-defined]
+        pass_model(highspy, highs, lp)
         return highs
 
     def feasible(self, floor: Array) -> bool | None:
@@ -151,7 +151,7 @@ class WarmStart:
         if self._highs is None:
             self._highs = _quiet_highs(highspy)
         highs = self._highs
-        highs.passModel(highs_model(highspy, lp))  # type: ignore[attr-defined]
+        pass_model(highspy, highs, lp)
         if self._last is not None:
             basis = self._mapped(highspy, keys, n, len(lp.c), len(lp.upper))
             highs.setBasis(basis)  # type: ignore[attr-defined]

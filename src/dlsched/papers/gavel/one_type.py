@@ -110,3 +110,51 @@ class FloorCheck:
     def feasible(self, floor: Array) -> bool:
         need = self._fractions(floor)
         return need is not None and float((self._scale * need).sum()) <= self._gpus
+
+
+def centre(problem: Problem, floor: Array, tol: float = 1e-13) -> Array:
+    """The analytic centre of a one-type problem's floor set: the ``X`` maximising
+    ``sum_j [log(X[j] - a[j]) + log(cap[j] - X[j])] + log(G - sum_j scale[j] X[j])``, with
+    ``a[j] = floor[j] / rate[j]`` the smallest time fraction meeting job ``j``'s floor
+    (`FloorCheck`'s; jobs that cannot run get 0). A point inside the feasible set as the
+    interior-point solve is (`lp.feasible_with_floor` with ``interior``), but another one:
+    that solver's point is not this centre (the ``gavel-makespan:centre`` variant, not the
+    default).
+
+    Given the capacity row's multiplier ``mu`` (``1 / (G - sum_j scale[j] X[j])``), each
+    job's optimality condition ``1/d - 1/(h - d) = mu scale[j]`` (``d = X[j] - a[j]``, ``h =
+    cap[j] - a[j]``) is a quadratic with one root in ``[0, h]``; ``mu`` is the root of an
+    increasing convex function of one variable, found by Newton's method from the right
+    (monotone) to a relative ``tol``.
+
+    Raises:
+        ValueError: the floors are infeasible (`FloorCheck.feasible` is False).
+    """
+    assert problem.shape[1] == 1, "one GPU type"
+    check = FloorCheck(problem)
+    a = check._fractions(floor)
+    if a is None or not check.feasible(floor):
+        raise ValueError("centre: the floors are infeasible")
+    scale, h = problem.scale, np.maximum(check._cap - a, 0.0)
+    room = check._gpus - float((scale * a).sum())  # sums without BLAS: its threads vary
+    sh = scale * h
+    count = int(np.count_nonzero(sh > 0))
+    if count == 0 or room <= 0:
+        return a[:, None]
+
+    def step(mu: float) -> tuple[float, Array]:
+        q = mu * sh
+        root = np.sqrt(q * q + 4.0)
+        d = 2.0 * h / (q + 2.0 + root)
+        left = room - float((scale * d).sum())
+        # phi(mu) = mu * left - 1; its derivative: left - mu * sum(scale * dd/dmu)
+        slope = left + mu * float((2.0 * sh * sh * (1.0 + q / root) / (q + 2.0 + root) ** 2).sum())
+        return mu - (mu * left - 1.0) / slope, d
+
+    mu = (count + 1) / room  # phi >= 0 here (each d <= 1 / (mu scale)): right of the root
+    for _ in range(100):
+        nxt, d = step(mu)
+        if not nxt < mu * (1.0 - tol):  # converged (Newton from the right only decreases)
+            break
+        mu = nxt
+    return (a + d)[:, None]
