@@ -4,6 +4,7 @@ and so does its plain-Python reference, on random small fixed-GPU traces."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -156,9 +157,16 @@ def test_compiled_and_plain_core_equal_the_simulator_on_several_gpu_types(
     except SimulationStalled:
         assert run(compiled_sim, compiled=True) is None
         return
+    except ValueError as error:  # the policy refuses the drawn estimates (agnostic FTF: a job
+        with pytest.raises(ValueError, match=re.escape(str(error))):  # with no V100 estimate)
+            run(compiled_sim, compiled=True)  # the core, running the policy's code, too
+        return
     compiled = run(compiled_sim, compiled=True)
     plain = run(plain_sim, compiled=False)
-    assert compiled is not None and plain is not None
+    if compiled is None or plain is None:  # an idle round without ticks: the simulator retries
+        # later, the core hands the run back (`simulate` then runs the simulator itself)
+        assert compiled is None and plain is None and simulator.config.interval_s is None
+        return
     assert _summary(compiled) == expected
     assert _summary(plain) == expected
 
