@@ -117,13 +117,22 @@ class _Run:
 
 class _Runs(Sequence[_Run]):
     """The active jobs (job indices ``idx``, arrival order) as a policy reads them, built once
-    and only when read (LAS reads only how many)."""
+    and only when read (LAS reads only how many); their ids and submit times as arrays
+    (``ids``, ``submit_times``; from every job's, ``jid`` and ``submit``, where given)."""
 
     def __init__(
-        self, specs: Sequence[JobSpec], idx: np.ndarray, jf: np.ndarray, total: np.ndarray
+        self,
+        specs: Sequence[JobSpec],
+        idx: np.ndarray,
+        jf: np.ndarray,
+        total: np.ndarray,
+        jid: np.ndarray | None = None,
+        submit: np.ndarray | None = None,
     ) -> None:
         self._specs, self._idx, self._jf, self._total = specs, idx, jf, total
         self._all: list[_Run] | None = None
+        if jid is not None and submit is not None:
+            self.ids, self.submit_times = jid[idx], submit[idx]
 
     def remaining_works(self, now_s: float) -> np.ndarray:
         """Each job's `_Run.remaining_work` at ``now_s`` (the same floats: each comparison and
@@ -254,7 +263,7 @@ def run(sim: Simulator, compiled: bool = True) -> Result | None:
         if status != core.NEED_X:
             break
         idx = ji[core.ACT, : iv[core.NACT]].copy()
-        runs = _Runs(specs, idx, jf, total)
+        runs = _Runs(specs, idx, jf, total, jid, submit)
         rates = np.ascontiguousarray(grate[:, idx].T)
         x = scheduler.round_allocation(
             sim.cluster, rates, scale[idx].astype(float), runs, fs[core.NOW]

@@ -241,11 +241,13 @@ class Books:
 
 class RunRows(Sequence[JobRun]):
     """The runs of some slots, in the slots' order, read only when asked for (a policy that
-    needs only their ids reads ``ids``, the slots' job ids, without a Python loop)."""
+    needs only their ids or submit times reads ``ids`` or ``submit_times``, the slots', without
+    a Python loop)."""
 
     def __init__(self, books: Books, slots: _Index) -> None:
         self._books, self._slots = books, slots
         self.ids = books.ids[slots]
+        self.submit_times = books.submit[slots]
         self._all: list[JobRun] | None = None
 
     def __len__(self) -> int:

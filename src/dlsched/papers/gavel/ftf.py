@@ -22,6 +22,7 @@ import numpy as np
 
 from dlsched.core import JobRun
 from dlsched.papers.gavel import one_type
+from dlsched.papers.gavel.ftf_clock import Clock, IsolatedClock, PlainIsolatedClock, job_arrays
 from dlsched.papers.gavel.lp import Array, Problem
 from dlsched.papers.gavel.lp_warm import bisect_floor
 from dlsched.papers.gavel.makespan import as_reference_everywhere
@@ -45,16 +46,18 @@ def ftf_allocation(
     since_start: Array,
     isolated_time: Array,
     lp: bool = True,
+    iso: Array | None = None,
 ) -> tuple[float, Array]:
     """``(rho, X)``: the smallest largest finish-time ratio found and an allocation meeting it;
     on one GPU type without ``lp``, each level's feasibility answered exactly
     (`one_type.FloorCheck`) rather than by HiGHS: the same level and allocation unless a
-    level lies within HiGHS's tolerance of the boundary.
+    level lies within HiGHS's tolerance of the boundary. ``iso``: `isolated_throughputs`
+    of ``problem`` where the caller has them.
 
     Raises:
         ValueError: a job has no throughput on an isolated share (it can run nowhere).
     """
-    iso = isolated_throughputs(problem)
+    iso = isolated_throughputs(problem) if iso is None else iso
     if (iso <= 0).any():
         raise ValueError("finish-time fairness: a job has no throughput on any GPU type")
     expected = isolated_time + remaining / iso
@@ -65,8 +68,17 @@ def ftf_allocation(
 
     low = max(float((since_start / expected).max()), 1e-3)
     where = "finish-time fairness"
-    exact = one_type.FloorCheck(problem).feasible if problem.shape[1] == 1 and not lp else None
-    return bisect_floor(problem, floor_at, low, max(2.0 * low, 1.0), 0.01, where, verdicts=exact)
+    if problem.shape[1] != 1 or lp:
+        return bisect_floor(problem, floor_at, low, max(2.0 * low, 1.0), 0.01, where)
+    exact = one_type.FloorCheck(problem).feasible
+
+    def allocate(floor: Array) -> Array | None:
+        return one_type.floor_allocation(problem, floor)
+
+    high = max(2.0 * low, 1.0)
+    return bisect_floor(
+        problem, floor_at, low, high, 0.01, where, verdicts=exact, allocate=allocate
+    )
 
 
 class GavelFtfHet(GavelRounds):
@@ -85,27 +97,20 @@ class GavelFtfHet(GavelRounds):
 
     def reset(self) -> None:
         super().reset()
-        self._isolated_time: dict[int, float] = {}
-        self._previous: dict[int, tuple[float, float]] = {}  # job -> (remaining, iso rate)
+        self._clock: Clock | None = None  # chosen at the first allocation (`plain` may change)
 
     def policy_rates(self, rates: Array, types: tuple[str, ...]) -> Array:
         """The estimates if aware, else each job's V100 estimate on every type."""
         return rates if self.aware else as_reference_everywhere(rates, types)
 
     def allocation(self, problem: Problem, runs: Sequence[JobRun], now_s: float) -> Array:
-        remaining = np.array([r.remaining_work(now_s) for r in runs])
-        since = np.array([now_s - r.spec.submit_time_s for r in runs])
-        for run, left in zip(runs, remaining, strict=True):
-            before = self._previous.get(run.job_id)
-            spent = 0.0 if before is None else (before[0] - left) / before[1]
-            self._isolated_time[run.job_id] = self._isolated_time.get(run.job_id, 0.0) + spent
-        isolated = np.array([self._isolated_time[r.job_id] for r in runs])
-        _, x = ftf_allocation(problem, remaining, since, isolated, lp=self.lp_one_type)
+        ids, remaining, since = job_arrays(runs, now_s, plain=self.plain)
+        if self._clock is None:
+            self._clock = PlainIsolatedClock() if self.plain else IsolatedClock()
+        isolated = self._clock.advance(ids, remaining)
         iso = isolated_throughputs(problem)
-        self._previous = {
-            r.job_id: (float(left), float(rate))
-            for r, left, rate in zip(runs, remaining, iso, strict=True)
-        }
+        _, x = ftf_allocation(problem, remaining, since, isolated, lp=self.lp_one_type, iso=iso)
+        self._clock.remember(ids, remaining, iso)
         return x
 
 

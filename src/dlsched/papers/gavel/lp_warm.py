@@ -86,10 +86,12 @@ def bisect_floor(
     where: str,
     interior: bool = False,
     verdicts: Callable[[Array], bool | None] | None = None,
+    allocate: Callable[[Array], Array | None] | None = None,
 ) -> tuple[float, Array]:
     """`lp.bisect` of ``v -> feasible_with_floor(problem, floor_at(v), where, interior)``, with
     the same result, from warm-started verdicts (or ``verdicts``: whether a floor is feasible,
-    e.g. `one_type.FloorCheck.feasible`) and one cold solve.
+    e.g. `one_type.FloorCheck.feasible`) and one cold solve (or ``allocate``: that solve's
+    allocation at a floor, None where it cannot tell, e.g. `one_type.floor_allocation`).
 
     ``floor_at(v)`` is the floor at level ``v``, or None where ``v`` is infeasible by itself.
     The bisection's arithmetic is `lp.bisect`'s; each level's feasibility comes from
@@ -112,7 +114,12 @@ def bisect_floor(
         return False if floor is None else feasible(floor)
 
     level = bisect_level(verdict, low, high, rel)
-    x = None if level is None else plain(level)
+    x = None
+    if level is not None and allocate is not None:
+        floor = floor_at(level)
+        x = None if floor is None else allocate(floor)
+    if level is not None and x is None:
+        x = plain(level)
     if level is None or x is None:
         log.debug("%s: warm verdicts gave no answer or disagreed; plain bisection", where)
         return bisect(plain, low, high, rel=rel)

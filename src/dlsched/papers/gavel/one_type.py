@@ -18,6 +18,17 @@ With one type, ``X`` is one column: job ``j`` gets a fraction ``X[j]`` of its ``
   comparison where the LP takes a dual simplex solve. The bisection then asks HiGHS once, at
   the level found, for the allocation, so it is the LP path's allocation whenever the answers
   agree (they can differ only for a level within HiGHS's tolerance, ~1e-7, of the boundary).
+  That allocation is ``X[j] = floor[j] / rate[j]`` (`floor_allocation`), away from HiGHS's
+  tolerances: its presolve (``HPresolve::singletonRow``, HiGHS 1.12) turns each job's floor
+  row into the lower bound ``floor[j] / rate[j]`` on ``X[j]`` where ``floor[j]`` exceeds its
+  primal feasibility tolerance (1e-7; at or below, the row is dropped as redundant and the job
+  may get 0) and the bound is not within tolerance of 1 (there it may fix ``X[j]`` at 1); every
+  column then (no cost, a positive coefficient in the GPUs' row only) stays at its lower
+  bound, the LP reduces to nothing, and the simplex run after postsolve computes each basic
+  ``X[j]`` from its floor row alone, the same division (scale factors are powers of 2).
+  `floor_allocation` leaves to HiGHS every problem with a floor in ``(0, LOWEST_FLOOR)``, a
+  share above ``1 - MARGIN`` or a rate of 0. Checked bit for bit against HiGHS on every solve
+  of ``philly:6214e9`` where it answers, and by ``test_one_type.py``.
 
 The LP paths are kept (``gavel-las:lp`` and the like); ``test_one_type.py`` checks these answers
 against HiGHS's on drawn problems.
@@ -83,6 +94,30 @@ def max_min(problem: Problem, weights: Array, unique_only: bool = False) -> Arra
         need = np.where(eff > 0, 1.0 / eff, 0.0)
     x = water_fill(need, problem.scale, cap, float(problem.gpus[0]))
     if unique_only and not (x < cap).all():
+        return None
+    return x[:, None]
+
+
+LOWEST_FLOOR = 2e-7
+"""Floors of throughput in ``(0, LOWEST_FLOOR)`` go to HiGHS (`floor_allocation`): twice its
+primal feasibility tolerance (1e-7), at or below which it drops a job's floor row."""
+MARGIN = 1e-6
+"""Shares above ``1 - MARGIN`` go to HiGHS (`floor_allocation`): within ``1e-7 / coefficient``
+of 1 its presolve may fix the share at 1."""
+
+
+def floor_allocation(problem: Problem, floor: Array) -> Array | None:
+    """HiGHS's allocation for `lp.feasible_with_floor` on a one-type problem (see the module
+    doc): ``X[j] = floor[j] / rate[j]`` (``(m, 1)``), or None where HiGHS must say (a floor
+    above 0 but below `LOWEST_FLOOR`, a share above ``1 - MARGIN``, a rate of 0, the GPUs
+    short)."""
+    rates = problem.rates[:, 0]
+    if not (np.isfinite(floor).all() and (rates > 0).all() and (floor >= 0).all()):
+        return None
+    if ((floor > 0) & (floor < LOWEST_FLOOR)).any():
+        return None
+    x = floor / rates
+    if (x > 1.0 - MARGIN).any() or float((problem.scale * x).sum()) > float(problem.gpus[0]):
         return None
     return x[:, None]
 

@@ -61,3 +61,13 @@ def test_the_centre_refuses_infeasible_floors() -> None:
     problem = Problem(np.ones((2, 1)), np.ones(2), np.array([1.0]))
     with pytest.raises(ValueError, match="infeasible"):
         one_type.centre(problem, np.array([0.6, 0.6]))
+
+
+def test_on_several_types_the_variant_is_the_default() -> None:
+    rates = np.array([[1.0, 0.5], [2.0, 1.0], [1.0, 3.0]])
+    problem = Problem(rates, np.array([1.0, 2.0, 1.0]), np.array([2.0, 2.0]))
+    remaining = np.array([1e3, 5e3, 2e4])
+    level, x = makespan_allocation(problem, remaining, lp=False, centre=True)
+    want_level, want = makespan_allocation(problem, remaining, lp=False)
+    assert level == want_level
+    assert x.tobytes() == want.tobytes()

@@ -95,6 +95,48 @@ def test_floor_check_answers_as_highs(problem: Problem, seed: int, load: float) 
         assert one_type.FloorCheck(problem).feasible(floor) == (highs is not None)
 
 
+@settings(max_examples=150, deadline=None)
+@given(
+    problem=one_type_problems(most=120),
+    seed=st.integers(0, 2**31),
+    low=st.sampled_from([1e-9, 1e-7, 1e-6, 1e-3, 0.5]),
+    load=st.floats(0.5, 1.0),
+    rate_scale=st.sampled_from([1e-3, 1.0, 1e3]),
+)
+def test_floor_allocation_is_highs_vertex_where_it_answers(
+    problem: Problem, seed: int, low: float, load: float, rate_scale: float
+) -> None:
+    """Floors of ``low`` to 1 of each job's rate (some 0, some at 1), up to ``load`` of the
+    GPUs: where `one_type.floor_allocation` answers, HiGHS's vertex bit for bit."""
+    rng = np.random.default_rng(seed)
+    rates = problem.rates * rate_scale
+    problem = Problem(rates, problem.scale, problem.gpus)
+    m = problem.shape[0]
+    share = np.exp(rng.uniform(np.log(low), 0.0, m)) * np.where(rng.random(m) < 0.1, 0.0, 1.0)
+    share[rng.random(m) < 0.05] = 1.0 - 10.0 ** rng.uniform(-12, -3)
+    used = float((problem.scale * share).sum())
+    if used > load * problem.gpus[0]:
+        share *= load * problem.gpus[0] / used
+    floor = share * rates[:, 0]
+    got = one_type.floor_allocation(problem, floor)
+    if got is None:
+        return
+    highs = feasible_with_floor(problem, floor, "test")
+    assert highs is not None
+    assert got.tobytes() == highs.tobytes()
+
+
+def test_floor_allocation_answers_away_from_highs_tolerances() -> None:
+    problem = Problem(np.array([[1.0], [2.5], [0.3]]), np.array([1.0, 4.0, 2.0]), np.array([4.0]))
+    floor = np.array([0.2, 0.0, 0.1])
+    got = one_type.floor_allocation(problem, floor)
+    assert got is not None and got[:, 0].tolist() == [0.2, 0.0, 0.1 / 0.3]
+    highs = feasible_with_floor(problem, floor, "test")
+    assert highs is not None and got.tobytes() == highs.tobytes()
+    for floor in (np.array([0.2, 1e-8, 0.1]), np.array([0.2, 0.0, 0.3 * (1 - 1e-9)])):
+        assert one_type.floor_allocation(problem, floor) is None  # HiGHS's tolerances decide
+
+
 @settings(max_examples=30, deadline=None)
 @given(problem=one_type_problems(), seed=st.integers(0, 1000), ftf_like=st.booleans())
 def test_exact_answers_give_the_lp_bisections_level_and_allocation(
