@@ -113,7 +113,7 @@ def simulate(
         on_job_finished: called with (jobs finished, jobs in the workload) after each finish,
             e.g. to show progress.
         record_events: keep the run's events in ``result.event_log`` (same results).
-        core: ``"auto"``: large LAS, Tiresias, FIFO, one-type Gavel runs in a compiled core;
+        core: ``"auto"``: large LAS, Tiresias, FIFO, Gavel LP runs in a compiled core;
             ``"compiled"``: all one replays; ``"python"``: none. Same results; ``params["core"]``.
         **overrides: workload generator options (``num_jobs=50``, ``mix="large-jobs"``, …).
 
@@ -216,15 +216,12 @@ def _compiled(sim: Simulator, core: str) -> tuple[Result | None, str]:
 
 def _no_core(sim: Simulator) -> bool:
     """True where no compiled core can replay ``sim``, seen without importing them: its
-    scheduler is none of the classes they replay, or one of Gavel's LP policies (``round_core``,
-    `gavel_core_run`) on a cluster of several GPU types (`gavel_core_run.unsupported`)."""
+    scheduler is none of the classes they replay nor one of Gavel's LP policies
+    (``round_core``, `gavel_core_run`)."""
     kind = type(sim.scheduler)
     if kind.__module__ in _CORE_MODULES:
         return False
-    if getattr(kind, "round_core", None) is None:
-        return True
-    types = sim.cluster.server_types
-    return types is not None and len(set(types)) > 1
+    return getattr(kind, "round_core", None) is None
 
 
 _CORE_MODULES = frozenset(

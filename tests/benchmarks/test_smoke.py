@@ -182,3 +182,10 @@ def test_gavel_side_by_side(tmp_path: Path) -> None:
     )
     _ok(done)
     assert done.stdout.splitlines()[-1].startswith("gavel-las (before)")
+    stored = ["--policies", "gavel-las", "--gavel-results", str(tmp_path / "gavel.json")]
+    first = _run([script, str(tmp_path / "peer"), *args, *stored])
+    again = _run([script, str(tmp_path / "peer"), *args, *stored])  # Gavel's figures reused
+    _ok(first)
+    _ok(again)
+    assert "gavel cached" not in first.stdout and "gavel cached" in again.stdout
+    assert first.stdout.splitlines()[-1].split()[1:3] == again.stdout.splitlines()[-2].split()[1:3]

@@ -192,9 +192,9 @@ def test_the_cores_are_imported_only_for_schedulers_they_replay() -> None:
         "import sys, dlsched\n"
         "dlsched.simulate('philly:6214e9', 'srtf', max_jobs=20)\n"
         "assert 'dlsched.sim.las_core_run' not in sys.modules, 'imported for srtf'\n"
-        "gavel = dlsched.make_workload('gavel', num_jobs=12)  # 3 GPU types: no Gavel core\n"
-        "dlsched.simulate(gavel, 'gavel-las-het')\n"
-        "assert 'dlsched.sim.gavel_core_run' not in sys.modules, 'imported for 3 types'\n"
+        "gavel = dlsched.make_workload('gavel', num_jobs=12)  # Gavel's FIFO: no core\n"
+        "dlsched.simulate(gavel, 'gavel-fifo-het')\n"
+        "assert 'dlsched.sim.gavel_core_run' not in sys.modules, 'imported for gavel-fifo'\n"
         "dlsched.simulate('philly:6214e9', 'las', max_jobs=20)\n"
         "assert 'dlsched.sim.las_core_run' in sys.modules\n"
     )

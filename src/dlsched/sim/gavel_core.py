@@ -1,26 +1,31 @@
-"""The compiled core of Gavel's round mechanism on one GPU type (``simulate(...,
-core="compiled")`` of the Gavel LP policies, `dlsched.sim.gavel_core_run`).
+"""The compiled core of Gavel's round mechanism (``simulate(..., core="compiled")`` of the
+Gavel LP policies, `dlsched.sim.gavel_core_run`), on one or several GPU types.
 
-Design (issue 31, point 4): `replay` re-does what `Simulator` + `Executor` +
-`papers.gavel.rounds.GavelRounds` (its fast path, `books.Books`) + `placement.typed.
-place_changes` do, on a struct-of-arrays job table (job index = arrival order, ``(submit, job
-id)``), with the same float64 operations in the same order, **in segments**: it runs the event
-loop until an allocation reset is due, resets the books, and returns `NEED_X`; the caller
-computes the policy's allocation ``X`` of the active jobs (in arrival order) with the policy's
-own code, writes it into the ``x`` row of the job table and calls `replay` again, which goes on
+Design (issue 31, point 4; several types: issue 33): `replay` re-does what `Simulator` +
+`Executor` + `papers.gavel.rounds.GavelRounds` (its fast path, `books.Books`) +
+`placement.typed.place_changes` do, on a struct-of-arrays job table (job index = arrival order,
+``(submit, job id)``), with the same float64 operations in the same order, **in segments**: it
+runs the event loop until an allocation reset is due, resets the books, and returns `NEED_X`;
+the caller computes the policy's allocation ``X`` of the active jobs (in arrival order) with the
+policy's own code, writes it into the books ``tb[X]`` and calls `replay` again, which goes on
 from that very point. So every LP policy's allocation stays as it is, and one kernel serves
-them all (compiled once, not per policy).
+them all (compiled once, not per policy). A type-agnostic policy on several types fills them in
+a seeded shuffled order each round (`GavelRounds._type_order`): the caller draws those orders
+with the policy's own generator, a batch at a time, and the kernel returns `NEED_ORDER` when it
+has used them up.
 
-Supported (checked by the caller): a cluster of one GPU type, whole-number capacities and
-demands (every sum of usage exact in any order, so `place_changes` is the decision and no job
-ever moves), jobs without PS that are not elastic, `Locality`, no noise, no repack, no event
-log. Per point: last round's time is added to the running jobs' accounts (and the type's), the
-arrivals get half a round, the departed are dropped; a due reset restarts the accounts (Gavel's
-``_reset_time_run_so_far``); each active job's priority is computed and the greedy walk reads
-the exact prefix of the (priority, deficit, ``X``, arrival) order it needs (a bounded heap,
-grown when the walk reaches its end); the chosen waiting jobs are placed (`_fit_gavel`:
-`typed._fit_counted`) after the running jobs left out give their servers back; the executor's
-effects follow (suspensions in running order, then starts in placement order).
+Supported (checked by the caller): whole-number capacities and demands (every sum of usage
+exact in any order, so `place_changes` is the decision), jobs without PS that are not elastic,
+`Locality` or `FixedDuration` speeds (also under `TypedSpeed`: times the job's true rate on its
+type), no noise, no repack, no event log, and an order of the types that does not depend on the
+jobs (Gavel's fixed order, or the shuffle). Per point: last round's time is added to the
+running jobs' accounts on their type (and the type's), the arrivals get half a round on every
+type, the departed are dropped; a due reset restarts the accounts (Gavel's
+``_reset_time_run_so_far``); each active job's priority on each type is computed and the greedy
+walk (`gavel_core_round._walk`) reads, type after type, the exact prefix of that type's
+(priority, deficit, ``X``, arrival) order it needs; the chosen jobs are placed
+(`gavel_core_round._place`: moves between types, then starts, after the running jobs left out
+give their servers back) and the executor's effects follow (`gavel_core_round._execute`).
 """
 
 from __future__ import annotations
@@ -31,163 +36,111 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from dlsched.sim.gavel_core_parts import _fit_gavel, _hgrow, _hpop, _hpush  # (re-bound too)
+from dlsched.sim.gavel_core_parts import (  # noqa: F401 - also the names `compile_kernel` re-binds
+    ACT,
+    ATTAINED,
+    DEFICIT,
+    FINISH,
+    FIRST,
+    HELD,
+    JT,
+    JTYPE,
+    ORDER,
+    PAUSED,
+    PRIO,
+    PROGRESS,
+    PTIME,
+    RATE,
+    RESCALES,
+    RUN,
+    VERSION,
+    X,
+    _before,
+    _fit_gavel,
+    _hgrow,
+    _hpop,
+    _hpush,
+    _prefix,
+    _sift_down,
+)  # fmt: skip
+from dlsched.sim.gavel_core_round import (  # noqa: F401 - (the same)
+    _by_size,
+    _execute,
+    _fit_movers,
+    _place,
+    _rate_set,
+    _walk,
+)  # fmt: skip
 from dlsched.sim.las_core_parts import (  # the kernel's helpers, re-bound by `compiled_replay`
     _busy_until,
     _finish_job,
-    _give,
     _next_tick,
     _remove,
     _sample,
-    _settle,
     _stall_check,
     _sums,
     compile_kernel,
-)
+)  # fmt: skip
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
 B = npt.NDArray[np.bool_]
 
-DONE, STALLED, NEED_X = 0, 1, 2
+DONE, STALLED, NEED_X, NEED_ORDER = 0, 1, 2, 3
 _BIG = 1e9
 """`papers.gavel.rounds._BIG`: a job that got no time yet ranks ``_BIG`` times its share."""
 
-# rows of the float job table ``jf`` and the scalars ``fs`` / ``iv`` (state between segments)
-ATTAINED, HELD, PROGRESS, PTIME, PAUSED, RATE, FIRST, FINISH, X, JT, DEFICIT, PRIO = range(12)
-NOW, BUSY_GPU, BUSY_CPU, TICK, WT, LAST_RESET, LAST_POINT, GPU_USED, CPU_USED = range(9)
+# the scalars ``fs`` / ``iv`` (state between segments; the job tables' rows: `gavel_core_parts`)
+NOW, BUSY_GPU, BUSY_CPU, TICK, LAST_RESET, LAST_POINT, GPU_USED, CPU_USED = range(8)
 NH, SEQ, POPS, NRUN, NXT, NFIN, DECISIONS, NS, NACT, SEEN, FIN_SEEN, CHANGED, RESUME = range(13)
-NPEND = 13
-VERSION, ORDER, RUN, ACT = range(4)
+NPEND, PERM, IDLE, MAX_IDLE = 13, 14, 15, 16
+AFTER_X, AFTER_ORDER = 1, 2
+"""``iv[RESUME]``: the segment stopped at a point for its ``X`` (the books' change is then
+answered) or for more type orders."""
 
 
-def _before(a: int, b: int, pr: F64, deficit: F64, x: F64) -> bool:
-    """Whether job ``a`` comes before ``b`` in a round's order: decreasing priority, deficit,
-    ``X``, then arrival (index)."""
-    if pr[a] != pr[b]:
-        return pr[a] > pr[b]
-    if deficit[a] != deficit[b]:
-        return deficit[a] > deficit[b]
-    if x[a] != x[b]:
-        return x[a] > x[b]
-    return a < b
-
-
-def _sift_down(heap: I64, nk: int, i: int, pr: F64, deficit: F64, x: F64) -> None:
-    """Restore the heap below ``i`` (the root is the job ranked last)."""
-    while True:
-        a, b, m = 2 * i + 1, 2 * i + 2, i
-        if a < nk and _before(heap[m], heap[a], pr, deficit, x):
-            m = a
-        if b < nk and _before(heap[m], heap[b], pr, deficit, x):
-            m = b
-        if m == i:
-            return
-        heap[i], heap[m] = heap[m], heap[i]
-        i = m
-
-
-def _prefix(
-    act: I64, nact: int, k: int, pr: F64, deficit: F64, x: F64, rate: F64, heap: I64, out: I64
-) -> tuple[int, int]:
-    """The first ``k`` jobs (all, where fewer) of the round's order among the first ``nact``
-    of ``act`` whose rate is above 0, into ``out`` in that order (`books.prefix`'s answer),
-    by a bounded heap; returns (how many, how many could run)."""
-    nk, count = 0, 0
-    for i in range(nact):
-        j = act[i]
-        if not rate[j] > 0.0:
-            continue
-        count += 1
-        if nk < k:
-            p = nk
-            heap[p] = j
-            nk += 1
-            while p > 0:
-                q = (p - 1) // 2
-                if not _before(heap[q], heap[p], pr, deficit, x):
-                    break
-                heap[p], heap[q] = heap[q], heap[p]
-                p = q
-        elif _before(j, heap[0], pr, deficit, x):
-            heap[0] = j
-            _sift_down(heap, nk, 0, pr, deficit, x)
-    n = nk
-    while nk > 0:  # the last-ranked first, from the end of ``out``
-        nk -= 1
-        out[nk] = heap[0]
-        heap[0] = heap[nk]
-        _sift_down(heap, nk, 0, pr, deficit, x)
-    return n, count
-
-
-def _priorities(act: I64, nact: int, jf: F64, wt: float) -> None:
-    """Each active job's priority (`GavelRounds._priorities_fast`, the same floats) into the
-    ``PRIO`` row: ``X`` over the fraction of the type's time it got, ``X * _BIG`` before it got
-    any, 0 where ``X`` or the rate is not above 0 (the rate is checked by the walk)."""
-    x, jt, pr = jf[X], jf[JT], jf[PRIO]
-    for i in range(nact):
-        j = act[i]
-        fraction = jt[j] / wt if wt > 0 else 0.0
-        share = x[j] / fraction if fraction > 0 else x[j] * _BIG
-        pr[j] = 0.0 if x[j] <= 0.0 else share
-
-
-def _walk(
-    act: I64, nact: int, jf: F64, grate: F64, scale: I64, room: int, heap: I64, order: I64,
-    chosen: I64,
-) -> int:  # fmt: skip
-    """`GavelRounds._choose_books` on one type: the jobs that may run (estimated rate above
-    0) in the round's order while GPUs are left (``room``), each taken where its scale fits,
-    into ``chosen``; how many. The order's prefix grows fourfold when the walk reaches its
-    end, as `books.prefix`'s does (the same jobs in the same order)."""
-    pr, deficit, x = jf[PRIO], jf[DEFICIT], jf[X]
-    k = 64
-    while k < room:  # (the prefix the walk would grow to: the same jobs, fewer scans)
-        k *= 4
-    end, count = _prefix(act, nact, k, pr, deficit, x, grate, heap, order)
-    at, nch = 0, 0
-    while room > 0:
-        if at == end:
-            if end >= count:
-                break
-            k *= 4
-            end, count = _prefix(act, nact, k, pr, deficit, x, grate, heap, order)
-            continue
-        j = order[at]
-        at += 1
-        if scale[j] > room:
-            continue
-        room -= scale[j]
-        chosen[nch] = j
-        nch += 1
-    return nch
+def _priorities(act: I64, nact: int, tb: F64, wt: F64) -> None:
+    """Each active job's priority on each type (`GavelRounds._priorities_fast`, the same
+    floats) into ``tb[PRIO]``: ``X`` over the fraction of the type's time it got, ``X * _BIG``
+    before it got any, 0 where ``X`` or the rate is not above 0 (the rate is checked by the
+    walk)."""
+    for c in range(wt.shape[0]):
+        x, jt, pr = tb[X, c], tb[JT, c], tb[PRIO, c]
+        w = wt[c]
+        for i in range(nact):
+            j = act[i]
+            fraction = jt[j] / w if w > 0 else 0.0
+            share = x[j] / fraction if fraction > 0 else x[j] * _BIG
+            pr[j] = 0.0 if x[j] <= 0.0 else share
 
 
 def _account(
-    t: float, jf: F64, ji: I64, holding: B, fs: F64, iv: I64, half: float, reset_every: float
+    t: float, tb: F64, wt: F64, ji: I64, fs: F64, iv: I64, half: float, reset_every: float
 ) -> bool:
     """`GavelRounds._decide_fast` up to the allocation: last round's time into the running
-    jobs' accounts and the type's (in running order), arrivals get half a round on the type,
-    departures are dropped; where a reset is due the books restart (`_reset_books`) and True
-    is returned (the caller then needs the policy's ``X``)."""
-    jt, x, deficit = jf[JT], jf[X], jf[DEFICIT]
-    order, run, act = ji[ORDER], ji[RUN], ji[ACT]
+    jobs' accounts on their types and the types' (in running order), arrivals get half a round
+    on every type, departures are dropped; where a reset is due the books restart
+    (`_reset_books`) and True is returned (the caller then needs the policy's ``X``)."""
+    jt, x, deficit = tb[JT], tb[X], tb[DEFICIT]
+    order, run, act, jtype = ji[ORDER], ji[RUN], ji[ACT], ji[JTYPE]
+    T = wt.shape[0]
     last = fs[LAST_POINT]
     elapsed = 0.0 if math.isnan(last) else t - last
     fs[LAST_POINT] = t
-    wt = fs[WT]
     for i in range(iv[NRUN]):
-        jt[run[i]] += elapsed
-    for _ in range(iv[NRUN]):  # one addition a running job, as the fast path's
-        wt += elapsed
+        j = run[i]
+        jt[jtype[j], j] += elapsed
+    for i in range(iv[NRUN]):  # one addition a running job, as the fast path's
+        wt[jtype[run[i]]] += elapsed
     nact = iv[NACT]
     arrived = iv[NXT] > iv[SEEN]
     for j in range(iv[SEEN], iv[NXT]):  # arrivals (by index: appended in order)
-        jt[j] = half
-        deficit[j] = 0.0
-        x[j] = 0.0
-        wt += half
+        for c in range(T):
+            jt[c, j] = half
+            deficit[c, j] = 0.0
+            x[c, j] = 0.0
+        for c in range(T):
+            wt[c] += half
         act[nact] = j
         nact += 1
     iv[SEEN] = iv[NXT]
@@ -198,65 +151,75 @@ def _account(
     iv[NACT] = nact
     if arrived or departed:
         iv[CHANGED] = 1
-    fs[WT] = wt
     last_reset = fs[LAST_RESET]
     if not (iv[CHANGED] and (math.isnan(last_reset) or t - last_reset >= reset_every)):
         return False
     since = 0.0 if math.isnan(last_reset) else t - last_reset
-    total = 0.0
-    for i in range(nact):
-        j = act[i]
-        deficit[j] = (deficit[j] + x[j] * since) - (jt[j] - half)
-        jt[j] = half
-        total += half  # `rounds._repeated_sum`
-    fs[WT] = total
+    for c in range(T):
+        total = 0.0
+        for i in range(nact):
+            j = act[i]
+            deficit[c, j] = (deficit[c, j] + x[c, j] * since) - (jt[c, j] - half)
+            jt[c, j] = half
+            total += half  # `rounds._repeated_sum`
+        wt[c] = total
     fs[LAST_RESET] = t
     return True
 
 
 # Not split further: numba compiles the loop whole, and its phases (events, the round's
-# accounts, the walk, placement, the executor's effects) share the job table, the heap and a
-# dozen scalars that each phase reads and changes; the event handling is `las_core.replay`'s
-# (the same simulator, through the same helpers `_busy_until`, `_finish_job`, `_next_tick`), so
-# the two can be read side by side: over 80 lines.
+# accounts, then the walk, placement and executor of `gavel_core_round`) share the job table,
+# the heap and a dozen scalars that each phase reads and changes; the event handling is
+# `las_core.replay`'s (the same simulator, through the same helpers `_busy_until`,
+# `_finish_job`, `_next_tick`), so the two can be read side by side: over 80 lines.
 def replay(
-    submit: F64, jid: I64, nw: I64, dem: F64, total: F64, resume: F64, speed: F64, cap: F64,
-    step: float, gpus: I64, horizon: float, interval: float, on_events: bool,
-    grate: F64, scale: I64, room_gpus: int, half: float, reset_every: float,
-    jf: F64, ji: I64, holding: B, alloc: I64, used: F64,
-    hk: F64, hp: I64, samples: F64, fs: F64, iv: I64,
+    submit: F64, jid: I64, nw: I64, dem: F64, total: F64, resume: F64, rescale: F64, speed: F64,
+    cap: F64, step: float, gpus: I64, horizon: float, interval: float, on_events: bool,
+    grate: F64, trate: F64, scale: I64, rooms: I64, stype: I64, torder: I64, perms: I64,
+    half: float, reset_every: float, jf: F64, tb: F64, wt: F64, ji: I64, holding: B, alloc: I64,
+    used: F64, hk: F64, hp: I64, samples: F64, fs: F64, iv: I64,
 ) -> tuple[int, F64, I64, F64]:  # fmt: skip
-    """Replay from the state in ``jf``, ``ji``, ``holding``, ``alloc``, ``used``, the heap
-    (``hk``, ``hp``: `_hpush`), ``samples``, ``fs`` and ``iv`` (module docstring; rows
-    and slots named by the module's constants) until the run ends (`DONE`), leaves what the
-    kernel replays (`STALLED`: the stall rule) or a reset needs the policy's ``X``
-    (`NEED_X`: write it into ``jf[X]`` for ``ji[ACT][:iv[NACT]]`` and call again).
+    """Replay from the state in ``jf``, ``tb``, ``wt``, ``ji``, ``holding``, ``alloc``,
+    ``used``, the heap (``hk``, ``hp``: `_hpush`), ``samples``, ``fs`` and ``iv`` (module
+    docstring; rows and slots named by the constants here and in `gavel_core_parts`) until the
+    run ends (`DONE`), leaves what the kernel replays (`STALLED`: the stall rule), a reset needs
+    the policy's ``X`` (`NEED_X`: write it into ``tb[X][:, ji[ACT][:iv[NACT]]]`` and call
+    again) or the type orders ``perms`` are used up (`NEED_ORDER`: give more, ``iv[PERM]`` 0).
 
-    The job table and `las_core.replay`'s first arguments as there; ``grate``: each job's
-    estimated rate on the type (1.0 without estimates), ``scale``: its GPUs (`scale_of`),
-    ``room_gpus``: the type's GPUs, ``half``: half a round (s), ``reset_every``: the least
-    time between resets (s). Returns (status, and the heap and samples, grown as needed)."""
+    The job table and `las_core.replay`'s first arguments as there, and ``rescale``: each
+    job's checkpoint-restart when it moves (s), ``speed``: the inner model's speed by servers
+    held; per type (rows) and job: ``grate``, its estimated rate (1.0 without estimates),
+    ``trate``, its true one (1.0 without `TypedSpeed`); ``scale``: each job's GPUs
+    (`scale_of`), ``rooms``: each type's GPUs, ``stype``: each server's type; ``torder``: the
+    order in which every round fills the types, unless ``perms`` has rows (then row
+    ``iv[PERM]`` is the next round's order); ``half``: half a round (s), ``reset_every``: the
+    least time between resets (s). Returns (status, and the heap and samples, grown as
+    needed)."""
     n, S = submit.shape[0], cap.shape[0]
     attained, held_s, progress, ptime = jf[ATTAINED], jf[HELD], jf[PROGRESS], jf[PTIME]
-    paused, rate, first, finish = jf[PAUSED], jf[RATE], jf[FIRST], jf[FINISH]
+    paused, rate, finish = jf[PAUSED], jf[RATE], jf[FINISH]
     version, order, run, act = ji[VERSION], ji[ORDER], ji[RUN], ji[ACT]
     now, busy_gpu, busy_cpu, tick_s = fs[NOW], fs[BUSY_GPU], fs[BUSY_CPU], fs[TICK]
     gpu_used, cpu_used = fs[GPU_USED], fs[CPU_USED]
     nh, seq, pops, nrun, nxt, nfin = iv[NH], iv[SEQ], iv[POPS], iv[NRUN], iv[NXT], iv[NFIN]
     decisions, ns, npend = iv[DECISIONS], iv[NS], iv[NPEND]
-    heap = np.empty(n, dtype=np.int64)
-    ranked = np.empty(n, dtype=np.int64)
-    chosen = np.empty(n, dtype=np.int64)
-    keep = np.zeros(n, dtype=np.bool_)
-    counts = np.empty(S, dtype=np.int64)
-    where = np.empty(S, dtype=np.int64)
-    free = np.empty((S, 3))
-    frag = np.empty((S, 2))  # `_sample`'s scratch space
+    G = 1
+    for c in range(rooms.shape[0]):
+        G += rooms[c]  # the most jobs a round chooses (each takes a GPU at least)
+    heap, ranked = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    chosen, ctype = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    taken, keep = np.zeros(n, dtype=np.bool_), np.zeros(n, dtype=np.bool_)
+    mj, mc = np.empty(G, dtype=np.int64), np.empty(G, dtype=np.int64)
+    sj, sc = np.empty(G, dtype=np.int64), np.empty(G, dtype=np.int64)
+    pending, moved = np.empty(2 * G, dtype=np.int64), np.zeros((G, S), dtype=np.int64)
+    counts, where = np.empty(S, dtype=np.int64), np.empty(S, dtype=np.int64)
+    free, frag = np.empty((S, 3)), np.empty((S, 2))  # (`_sample`'s scratch space)
     status = DONE
     while True:
-        if iv[RESUME]:  # the point the last segment stopped at, its ``X`` now written
+        if iv[RESUME]:  # the point the last segment stopped at, its ``X`` or orders given
+            if iv[RESUME] == AFTER_X:
+                iv[CHANGED] = 0
             iv[RESUME] = 0
-            iv[CHANGED] = 0
             t = now
         else:
             t_arr = submit[nxt] if nxt < n else math.inf
@@ -296,117 +259,50 @@ def replay(
                 continue
             decisions += 1
             iv[NRUN], iv[NXT], iv[NFIN] = nrun, nxt, nfin
-            if _account(t, jf, ji, holding, fs, iv, half, reset_every):
-                iv[RESUME] = 1
+            if _account(t, tb, wt, ji, fs, iv, half, reset_every):
+                iv[RESUME] = AFTER_X
                 status = NEED_X
                 break
-        # the round: priorities, the walk, then `place_changes` and the executor
-        _priorities(act, iv[NACT], jf, fs[WT])
-        nch = _walk(act, iv[NACT], jf, grate, scale, room_gpus, heap, ranked, chosen)
-        nstart = 0
-        for i in range(nch):
-            j = chosen[i]
-            if holding[j]:
-                keep[j] = True
-            else:
-                ranked[nstart] = j
-                nstart += 1
+        # the round: priorities, the type order, the walk, then `place_changes` and the executor
+        order_t = torder
+        if perms.shape[0]:
+            if iv[PERM] == perms.shape[0]:
+                iv[RESUME] = AFTER_ORDER
+                status = NEED_ORDER
+                break
+            order_t = perms[iv[PERM]]
+            iv[PERM] += 1
+        _priorities(act, iv[NACT], tb, wt)
+        nch = _walk(act, iv[NACT], tb, grate, scale, rooms, order_t, taken, heap, ranked,
+                    chosen, ctype)  # fmt: skip
+        nmoved, nstart = _place(
+            chosen, ctype, nch, holding, ji[JTYPE], keep, run, nrun, scale, dem, cap, used,
+            alloc, stype, mj, mc, sj, sc, pending, moved, free, counts, where,
+        )  # fmt: skip
         nsus = 0
         for i in range(nrun):
             if not keep[run[i]]:
                 nsus += 1
-        # starters by decreasing size, stable (`place_changes`' sort), fitted after the
-        # suspended jobs give their servers back (the executor suspends first)
-        ns_started = 0
-        if nstart:
-            for i in range(1, nstart):
-                j = ranked[i]
-                p = i
-                while p > 0 and scale[ranked[p - 1]] < scale[j]:
-                    ranked[p] = ranked[p - 1]
-                    p -= 1
-                ranked[p] = j
-            for s in range(S):
-                for r in range(3):
-                    free[s, r] = cap[s, r] - used[s, r]
-            for i in range(nrun):
-                j = run[i]
-                if not keep[j]:
-                    for s in range(S):
-                        if alloc[j, s]:
-                            for r in range(3):
-                                free[s, r] += dem[j, r] * alloc[j, s]
-            for i in range(nstart):
-                j = ranked[i]
-                k = _fit_gavel(free, dem[j], nw[j], counts, where)
-                if k == 0:
-                    continue
-                for s in range(S):
-                    alloc[j, s] = where[s]  # (a waiting job holds nothing: its row is 0)
-                    if where[s]:
-                        for r in range(3):
-                            free[s, r] -= dem[j, r] * where[s]
-                ranked[ns_started] = j
-                ns_started += 1
-        if nsus:  # the executor: suspensions in running order
-            kept = 0
-            for i in range(nrun):
-                j = run[i]
-                if keep[j]:
-                    run[kept] = j
-                    kept += 1
-                    continue
-                _settle(
-                    j, t, holding, nw, dem, attained, held_s, progress, ptime,
-                    paused, rate, total,
-                )  # fmt: skip
-                _give(j, alloc, dem, used, S, -1.0)
-                for s in range(S):
-                    alloc[j, s] = 0
-                version[j] += 1
-                rate[j] = 0.0
-                holding[j] = False
-                npend += 1
-            nrun = kept
+        hk, hp, nh, seq, nrun, npend = _execute(
+            t, jf, ji, holding, keep, alloc, used, nw, dem, total, resume, rescale, speed,
+            trate, run, nrun, npend, mj, mc, nmoved, moved, sj, sc, nstart, hk, hp, nh, seq,
+        )  # fmt: skip
         for i in range(nch):
             keep[chosen[i]] = False
-        for i in range(ns_started):  # then the starts, in placement order
-            j = ranked[i]
-            _settle(
-                j, t, holding, nw, dem, attained, held_s, progress, ptime,
-                paused, rate, total,
-            )  # fmt: skip
-            k = 0
-            for s in range(S):
-                if alloc[j, s]:
-                    k += 1
-            _give(j, alloc, dem, used, S, 1.0)
-            version[j] += 1
-            npend -= 1
-            run[nrun] = j
-            nrun += 1
-            holding[j] = True
-            if math.isnan(first[j]):
-                first[j] = t
-            else:
-                paused[j] = t + resume[j]
-            rate[j] = speed[j, k] * 1.0
-            if rate[j] > 0:
-                start = paused[j] if paused[j] > t else t
-                done = start + (total[j] - progress[j]) / rate[j]
-                seq += 1
-                if nh == hk.shape[0]:
-                    hk, hp = _hgrow(hk, hp)
-                nh = _hpush(hk, hp, nh, done, float(seq), j, version[j])
-        if nsus or ns_started:
+            taken[chosen[i]] = False
+        if nsus or nmoved or nstart:
             gpu_used, cpu_used = _sums(used, S)
         samples, ns = _sample(  # the timeline
             samples, ns, step, t, gpu_used, cpu_used, npend, nrun, run,
             alloc, dem, rate, ptime, progress, paused, total, gpus, frag,
         )  # fmt: skip
-        if _stall_check(nxt, n, npend, nrun, run, rate):
-            status = STALLED
+        if not _stall_check(nxt, n, npend, nrun, run, rate):
+            iv[IDLE] = 0
+        elif interval <= 0 or iv[IDLE] >= iv[MAX_IDLE]:  # (no tick is coming, or
+            status = STALLED  # `SimulationStalled`: the simulator's own run says so)
             break
+        else:  # `Simulator._watch_for_stall`: an idle round, the next tick comes anyway
+            iv[IDLE] += 1
     fs[NOW], fs[BUSY_GPU], fs[BUSY_CPU], fs[TICK] = now, busy_gpu, busy_cpu, tick_s
     fs[GPU_USED], fs[CPU_USED] = gpu_used, cpu_used
     iv[NH], iv[SEQ], iv[POPS], iv[NRUN], iv[NXT], iv[NFIN] = nh, seq, pops, nrun, nxt, nfin
@@ -426,7 +322,8 @@ def compiled_replay() -> Any:
 
 
 _KERNEL_FUNCTIONS = (
-    "_busy_until", "_finish_job", "_next_tick", "_settle", "_give", "_sums", "_remove", "_hpush",
-    "_hpop", "_hgrow", "_stall_check", "_fit", "_sample", "_before", "_sift_down", "_prefix",
-    "_priorities", "_fit_gavel", "_walk", "_account", "replay",
+    "_busy_until", "_finish_job", "_next_tick", "_settle", "_give", "_add_rows", "_sums",
+    "_remove", "_hpush", "_hpop", "_hgrow", "_stall_check", "_fit", "_sample", "_before",
+    "_sift_down", "_prefix", "_priorities", "_fit_gavel", "_walk", "_by_size", "_fit_movers",
+    "_place", "_rate_set", "_execute", "_account", "replay",
 )  # fmt: skip

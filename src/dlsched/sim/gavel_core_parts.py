@@ -1,6 +1,6 @@
-"""Helpers of `dlsched.sim.gavel_core` (plain Python that numba compiles): its completion heap
-and Gavel's placement of a start on one GPU type, each with the order or float operations of the
-Python path it stands for."""
+"""Helpers of `dlsched.sim.gavel_core` (plain Python that numba compiles): its completion heap,
+a round's order of the jobs on a GPU type (a bounded heap) and Gavel's placement of a job on the
+servers of one type, each with the order or float operations of the Python path it stands for."""
 
 from __future__ import annotations
 
@@ -11,6 +11,16 @@ from dlsched.sim.las_core_parts import _fit
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
+
+# the rows of the core's state (`dlsched.sim.gavel_core`): the float job table ``jf``, the
+# per-type books ``tb`` (type, job), the integer job table ``ji``
+ATTAINED, HELD, PROGRESS, PTIME, PAUSED, RATE, FIRST, FINISH = range(8)
+X, JT, DEFICIT, PRIO = range(4)
+"""``tb``'s rows: the allocation ``X``, the time run since the last reset (from half a round),
+the deficit and the round's priority."""
+VERSION, ORDER, RUN, ACT, JTYPE, RESCALES = range(6)
+"""``ji``'s rows: completion versions, the finishing order, the running jobs (running order),
+the active jobs (arrival order), each job's GPU type (column) and its moves."""
 
 
 def _hpush(hk: F64, hp: I64, nh: int, t: float, q: float, j: int, v: int) -> int:
@@ -60,15 +70,16 @@ def _hgrow(hk: F64, hp: I64) -> tuple[F64, I64]:
     return k2, p2
 
 
-def _fit_gavel(free: F64, dem: F64, want: int, counts: I64, out: I64) -> int:
-    """`typed._fit_counted` on every server (one type, ascending): the fullest single server
-    that fits all ``want`` workers, else the roomiest servers first (ties: lowest server);
-    per-server counts into ``out``; the servers used (0: it does not fit)."""
+def _fit_gavel(free: F64, dem: F64, want: int, counts: I64, out: I64, stype: I64, c: int) -> int:
+    """`typed._fit_counted` on the servers of type ``c`` (``stype``: each server's type;
+    ascending): the fullest single server that fits all ``want`` workers, else the roomiest
+    servers first (ties: lowest server); per-server counts into ``out`` (0 on other types);
+    the servers used (0: it does not fit)."""
     S = free.shape[0]
     best, best_n = -1, 0
     for s in range(S):
         out[s] = 0
-        counts[s] = _fit(free, s, dem)
+        counts[s] = _fit(free, s, dem) if stype[s] == c else 0
         if counts[s] >= want and (best < 0 or counts[s] < best_n):
             best, best_n = s, counts[s]
     if best >= 0:
@@ -89,3 +100,64 @@ def _fit_gavel(free: F64, dem: F64, want: int, counts: I64, out: I64) -> int:
         total += k
         used += 1
     return used
+
+
+def _before(a: int, b: int, pr: F64, deficit: F64, x: F64) -> bool:
+    """Whether job ``a`` comes before ``b`` in a round's order on a type (its rows of the
+    priorities, deficits and ``X``): decreasing priority, deficit, ``X``, then arrival
+    (index)."""
+    if pr[a] != pr[b]:
+        return pr[a] > pr[b]
+    if deficit[a] != deficit[b]:
+        return deficit[a] > deficit[b]
+    if x[a] != x[b]:
+        return x[a] > x[b]
+    return a < b
+
+
+def _sift_down(heap: I64, nk: int, i: int, pr: F64, deficit: F64, x: F64) -> None:
+    """Restore the heap below ``i`` (the root is the job ranked last)."""
+    while True:
+        a, b, m = 2 * i + 1, 2 * i + 2, i
+        if a < nk and _before(heap[m], heap[a], pr, deficit, x):
+            m = a
+        if b < nk and _before(heap[m], heap[b], pr, deficit, x):
+            m = b
+        if m == i:
+            return
+        heap[i], heap[m] = heap[m], heap[i]
+        i = m
+
+
+def _prefix(
+    act: I64, nact: int, k: int, pr: F64, deficit: F64, x: F64, rate: F64, heap: I64, out: I64
+) -> tuple[int, int]:
+    """The first ``k`` jobs (all, where fewer) of the round's order among the first ``nact``
+    of ``act`` whose rate is above 0, into ``out`` in that order (`books.prefix`'s answer),
+    by a bounded heap; returns (how many, how many could run)."""
+    nk, count = 0, 0
+    for i in range(nact):
+        j = act[i]
+        if not rate[j] > 0.0:
+            continue
+        count += 1
+        if nk < k:
+            p = nk
+            heap[p] = j
+            nk += 1
+            while p > 0:
+                q = (p - 1) // 2
+                if not _before(heap[q], heap[p], pr, deficit, x):
+                    break
+                heap[p], heap[q] = heap[q], heap[p]
+                p = q
+        elif _before(j, heap[0], pr, deficit, x):
+            heap[0] = j
+            _sift_down(heap, nk, 0, pr, deficit, x)
+    n = nk
+    while nk > 0:  # the last-ranked first, from the end of ``out``
+        nk -= 1
+        out[nk] = heap[0]
+        heap[0] = heap[nk]
+        _sift_down(heap, nk, 0, pr, deficit, x)
+    return n, count

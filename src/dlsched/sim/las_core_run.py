@@ -13,7 +13,9 @@ import numpy as np
 
 from dlsched.core import Allocation, Arch, JobRun
 from dlsched.models.base import no_wait_bound_s
+from dlsched.models.fixed import FixedDuration
 from dlsched.models.locality import Locality
+from dlsched.models.typed import TypedSpeed
 from dlsched.placement.pack import Pack
 from dlsched.sim.las_core import DONE, compiled_replay, replay
 from dlsched.sim.metrics import Timeline
@@ -75,11 +77,17 @@ def unsupported(sim: Simulator) -> str | None:
     return unsupported_setting(sim)
 
 
-def unsupported_setting(sim: Simulator) -> str | None:
+def unsupported_setting(sim: Simulator, typed: bool = False) -> str | None:
     """Why a core cannot replay ``sim``'s placement, model, options, cluster or jobs (None: it
-    can; the LAS and FIFO cores, `dlsched.sim.fifo_core`, replay the same settings)."""
+    can; the LAS and FIFO cores, `dlsched.sim.fifo_core`, replay the same settings; with
+    ``typed``, Gavel's core, `dlsched.sim.gavel_core`, also `FixedDuration` speeds and either
+    under `TypedSpeed`)."""
     config = sim.config
-    if type(sim.placement) is not Pack or type(sim.model) is not Locality:
+    model = sim.model
+    if typed and type(model) is TypedSpeed:
+        model = model.inner
+    speeds = (Locality, FixedDuration) if typed else (Locality,)
+    if type(sim.placement) is not Pack or type(model) not in speeds:
         return "placement or speed model other than pack / Locality"
     if config.noise > 0:
         return "noise"
@@ -122,19 +130,14 @@ def arrays(sim: Simulator) -> tuple[np.ndarray | float, ...]:
     interval (s; 0: none) and whether every arrival and completion is a scheduling point
     (`fifo_core_run` reads them too; the policy's are `policy_arrays`)."""
     specs = sim.specs
-    n, S = len(specs), sim.cluster.num_servers
+    n = len(specs)
     submit = np.array([s.submit_time_s for s in specs], dtype=np.float64)
     jid = np.array([s.job_id for s in specs], dtype=np.int64)
     nw = np.array([s.num_workers for s in specs], dtype=np.int64)
     dem = np.array([s.worker_demand.as_tuple() for s in specs], dtype=np.float64).reshape(n, 3)
     total = np.array([s.total_work for s in specs], dtype=np.float64)
     resume = np.array([sim.config.rescale.resume_s(s.model) for s in specs], dtype=np.float64)
-    speed = np.zeros((n, S + 1))  # by servers held: `Locality.speed` reads only that count
-    for i, spec in enumerate(specs):
-        w = spec.num_workers
-        for k in range(1, min(w, S) + 1):
-            workers = (*((s, 1) for s in range(k - 1)), (k - 1, w - (k - 1)))
-            speed[i, k] = sim.model.speed(spec, Allocation(workers, ()))
+    speed = speed_table(sim, sim.model)
     cap = np.array(sim.cluster.capacity_array, dtype=np.float64)
     keys = np.column_stack([dem, nw.astype(np.float64)]) if n else np.zeros((0, 4))
     shape = np.unique(keys, axis=0, return_inverse=True)[1].reshape(n).astype(np.int64)
@@ -146,6 +149,19 @@ def arrays(sim: Simulator) -> tuple[np.ndarray | float, ...]:
         *(submit, jid, nw, dem, total, resume, speed, cap, shape, step, gpus, horizon),
         *(interval, sim.config.on_events),
     )
+
+
+def speed_table(sim: Simulator, model: Any) -> np.ndarray:
+    """``(jobs, servers + 1)``: each job's speed under ``model`` by the servers it holds
+    (`Locality.speed` reads only that count, `FixedDuration.speed` only the workers)."""
+    specs, S = sim.specs, sim.cluster.num_servers
+    speed = np.zeros((len(specs), S + 1))
+    for i, spec in enumerate(specs):
+        w = spec.num_workers
+        for k in range(1, min(w, S) + 1):
+            workers = (*((s, 1) for s in range(k - 1)), (k - 1, w - (k - 1)))
+            speed[i, k] = model.speed(spec, Allocation(workers, ()))
+    return speed
 
 
 def policy_arrays(sim: Simulator) -> tuple[bool, np.ndarray, float]:
@@ -173,9 +189,12 @@ def run(sim: Simulator, compiled: bool = True) -> Result | None:
     return result_of(sim, kernel(*arrays(sim), *policy_arrays(sim)), wall0)
 
 
-def result_of(sim: Simulator, out: tuple[Any, ...], wall0: float) -> Result | None:
+def result_of(
+    sim: Simulator, out: tuple[Any, ...], wall0: float, rescales: np.ndarray | None = None
+) -> Result | None:
     """``sim``'s `Result` from a core's ``replay`` output (`las_core.replay`'s tuple), None
-    where it did not finish (``wall0``: `time.perf_counter` when the run began)."""
+    where it did not finish (``wall0``: `time.perf_counter` when the run began; ``rescales``:
+    each job's, where a core counts them; else none)."""
     status, first, finish, held, order, decisions, end_s, busy_gpu, busy_cpu, pops = out[:10]
     samples = out[10][: out[11]]  # the timeline's rows
     if status != DONE:
@@ -187,6 +206,8 @@ def result_of(sim: Simulator, out: tuple[Any, ...], wall0: float) -> Result | No
         r = JobRun(spec, progress_time_s=float(finish[i]))
         r.ideal_duration_s = spec.total_work / max(sim.model.ideal_speed(spec), 1e-12)
         r.first_start_s, r.finish_s, r.held_s = float(first[i]), float(finish[i]), float(held[i])
+        if rescales is not None:
+            r.rescales = int(rescales[i])
         finished.append(r)
     if sim.on_job_finished is not None:  # the core runs whole: its progress is told at its end
         for done in range(1, len(finished) + 1):

@@ -13,8 +13,9 @@ It runs a tiny greedy ``dl2`` simulation (the state and network kernels) and a f
 two-trace `Dl2BatchedEnv` (the batched kernels), samples its actions as the paper collector
 does (`sample_kernels.choose_actions`, on the transposed logits it is given and on plain ones),
 and prints the seconds it took. It also compiles the core of Gavel's round mechanism
-(`dlsched.sim.gavel_core`, ~20 s), by a short ``gavel-las`` run of 30 Philly jobs on it, so that
-a user's first large Gavel run on one GPU type does not wait for numba either.
+(`dlsched.sim.gavel_core`, ~20 s), by a short ``gavel-las`` run of 30 Philly jobs on it (and one
+of 20 ``gavel`` jobs on three GPU types, which the same kernel replays), so that a user's first
+large Gavel run does not wait for numba either.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ def warm() -> float:
     for logits in (np.zeros(plain.shape[::-1], np.float32).T, plain):
         choose_actions(logits, u, 0.5, env.rows, env.mask, out, use)
     simulate("philly:6214e9", "gavel-las", seed=0, max_jobs=30, core="compiled")
+    types = "v100:1x4,p100:1x4,k80:1x4"
+    simulate("gavel", "gavel-las", seed=0, num_jobs=20, cluster=types, core="compiled")
     return time.perf_counter() - start
 
 

@@ -270,6 +270,17 @@ class RunRows(Sequence[JobRun]):
         return self._books.run_of(int(self._slots[i]))
 
 
+def repeated_sum(value: float, count: int) -> float:
+    """``0.0 + value + value + ...`` (``count`` times, in order): exactly ``value * count``
+    where every partial sum is an integer below 2**53."""
+    if value.is_integer() and abs(value) * count < 2.0**53:
+        return float(value * count)
+    total = 0.0
+    for _ in range(count):
+        total += value
+    return total
+
+
 def remaining_works(runs: Sequence[JobRun], now_s: float) -> npt.NDArray[np.float64]:
     """Each run's ``remaining_work(now_s)``, in order: from the runs' own ``remaining_works``
     where they have one (the compiled core's runs: one array operation, the same floats),

@@ -33,7 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dlsched.core import Cluster, ClusterView, Decision, JobRun, JobSpec, Resources
-from dlsched.papers.gavel.books import Books, RunRows, prefix
+from dlsched.papers.gavel.books import Books, RunRows, prefix, repeated_sum
 from dlsched.papers.gavel.lp import Array, Problem
 from dlsched.placement.typed import not_fixed_gpu_jobs, place_changes, place_on_types, scale_of
 from dlsched.schedulers.base import BaseScheduler
@@ -346,7 +346,7 @@ class GavelRounds(BaseScheduler):
         x, times, deficit = books.x[slots], books.time[slots], books.deficit[slots]
         books.deficit[slots] = (deficit + x * since) - (times - half)
         books.time[slots] = half
-        total = _repeated_sum(half, len(slots))
+        total = repeated_sum(half, len(slots))
         for k in range(len(books.types)):
             books.worker_time[k] = total
         self._last_reset_s = now
@@ -441,6 +441,17 @@ class GavelRounds(BaseScheduler):
             left[t] = room
         return chosen
 
+    def round_type_order(self, types: tuple[str, ...]) -> tuple[list[str], bool] | None:
+        """For the compiled core: the order in which the next round fills ``types`` (every
+        type, not the jobs, decides it) and whether every round has it (Gavel's order, or one
+        type); else the next seeded shuffle, drawn now as the round would. None where it
+        depends on the jobs (aware, several types Gavel's order does not name)."""
+        if not self.aware or len(types) == 1:
+            return self._type_order(types, np.zeros((0, len(types)))), len(types) == 1
+        if sum(t not in AWARE_TYPE_ORDER for t in types) > 1:
+            return None
+        return self._type_order(types, np.ones((1, len(types)))), True
+
     def _type_order_books(
         self, types: tuple[str, ...], books: Books, rates: Array
     ) -> Sequence[str]:
@@ -481,17 +492,6 @@ def lp_argument(name: str, arg: str) -> None:
     registry`): the LP on one-type clusters too, as before 2026-11-27 (`one_type`)."""
     if arg != "lp":
         raise ValueError(f"scheduler {name}:{arg}: the only argument is 'lp'")
-
-
-def _repeated_sum(value: float, count: int) -> float:
-    """``0.0 + value + value + ...`` (``count`` times, in order): exactly ``value * count``
-    where every partial sum is an integer below 2**53."""
-    if value.is_integer() and abs(value) * count < 2.0**53:
-        return float(value * count)
-    total = 0.0
-    for _ in range(count):
-        total += value
-    return total
 
 
 def _gpus(view: ClusterView) -> dict[str, int]:
