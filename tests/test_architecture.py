@@ -21,9 +21,10 @@ REGISTRIES = ("dlsched.plugins", "dlsched.schedulers.registry", "dlsched.workloa
 
 LAYERS: tuple[tuple[str, ...], ...] = (
     # leaves: parsing helpers, the import hook, the CSV writer, option fields' markers, the
-    # plugin table (only strings)
+    # plugin table (only strings), numba's kernel-cache guard
     (
         "dlsched.when_imported",
+        "dlsched.kernel_cache",
         "dlsched.cli_args",
         "dlsched.cli_errors",
         "dlsched.cli_lazy",

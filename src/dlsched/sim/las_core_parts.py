@@ -451,6 +451,9 @@ def compile_kernel(module_globals: dict[str, Any], names: tuple[str, ...]) -> An
 
     from numba import njit
 
+    from dlsched.kernel_cache import refresh
+
+    refresh(__file__)  # the helpers here are other files' kernels' callees
     ns = {**globals(), **module_globals}
     plain = dict(ns)
     for name in names:

@@ -36,6 +36,10 @@ import numpy as np
 import numpy.typing as npt
 from numba import njit
 
+from dlsched.kernel_cache import refresh
+
+refresh(__file__)  # before any cached kernel loads: numba checks a kernel's own file only
+
 FUTURE, PENDING, RUNNING, FINISHED = 0, 1, 2, 3
 """Job status values."""
 I_NEXT_ARR, I_IDLE, I_RUN_SEQ, I_CURSOR, I_N_JOBS, I_SLOTS, I_NOISE_MODE, I_NOISE_KEY = range(8)

@@ -17,8 +17,11 @@ import numpy as np
 import numpy.typing as npt
 from numba import njit
 
+from dlsched.kernel_cache import refresh
 from dlsched.papers.dl2 import batched_kernels as bk
 from dlsched.papers.dl2 import slot_kernels as sk
+
+refresh(__file__)  # before any cached kernel loads: numba checks a kernel's own file only
 
 S_BATCH, S_NBATCH, S_NACTIVE, S_NORDER, S_DONE = range(5)
 SLOT_FIELDS = 5

@@ -21,6 +21,10 @@ import numpy as np
 import numpy.typing as npt
 from numba import njit
 
+from dlsched.kernel_cache import refresh
+
+refresh(__file__)  # before any cached kernel loads: numba checks a kernel's own file only
+
 M_J, M_RD, M_L, M_EMB, M_WIDTH, M_LAYERS = range(6)
 M_HEAD, M_CTX, M_GLOB, M_CTXB, M_VOIDW, M_VOIDB = range(6, 12)
 M_FIRST_LAYER = 12

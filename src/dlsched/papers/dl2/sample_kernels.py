@@ -27,7 +27,10 @@ import numpy as np
 import numpy.typing as npt
 from numba import njit
 
+from dlsched.kernel_cache import refresh
 from dlsched.papers.dl2 import slot_kernels as sk
+
+refresh(__file__)  # before any cached kernel loads: numba checks a kernel's own file only
 
 
 def inverse_cdf(cdf: npt.NDArray[np.float64], u: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:

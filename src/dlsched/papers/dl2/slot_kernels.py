@@ -30,6 +30,10 @@ import numpy as np
 import numpy.typing as npt
 from numba import njit
 
+from dlsched.kernel_cache import refresh
+
+refresh(__file__)  # before any cached kernel loads: numba checks a kernel's own file only
+
 W, P, MAX_W, MAX_P, MIN_W, NEEDS_PS, SHAPE, SERVED = range(8)
 ROW_FIELDS = 8
 N_ROWS, TRAINS, LAST, SERVE = range(4)
