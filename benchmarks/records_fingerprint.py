@@ -13,7 +13,9 @@ decision counts go into one JSON file. A run that raises records its error messa
 the first day of its burst of arrivals: thousands of jobs waiting), where incremental queues
 matter (issue 18). ``--pollux`` runs instead Pollux's own workloads (its 8 traces, a load
 variant, a smaller cluster) under Pollux and the policies it is compared with, which the default
-set does not cover (issue 31).
+set does not cover (issue 31). ``--hetero`` runs instead every registered scheduler on Gavel's
+heterogeneous workload (K80/P100/V100 servers, seeds 1 and 2) and Gavel's six LP policies on 600
+multi-GPU jobs, where ``core="auto"`` takes the compiled round core of several GPU types (issue 33).
 """
 
 from __future__ import annotations
@@ -70,10 +72,20 @@ POLLUX = (
 """Pollux's workloads: every trace under Pollux, and its comparison points on workload 6."""
 
 
-def _runs() -> list[tuple[str, str, int, dict[str, Any]]]:
+GAVEL_LP = ("las", "ftf", "makespan")
+"""Gavel's LP policies (each also ``-het``), run at a size the compiled core takes (`--hetero`)."""
+
+
+def _runs(hetero: bool = False) -> list[tuple[str, str, int, dict[str, Any]]]:
     from dlsched.schedulers.registry import schedulers
 
     names = sorted(schedulers())
+    if hetero:
+        big = {"num_jobs": 600, "multi_gpu": True}
+        lp = [f"gavel-{p}{h}" for p in GAVEL_LP for h in ("", "-het")]
+        return [("gavel", s, seed, {}) for s in names for seed in SEEDS] + [
+            ("gavel", s, 3, big) for s in lp
+        ]
     runs = [(w, s, seed, {}) for w in WORKLOADS for s in names for seed in SEEDS]
     return runs + list(EXTRA)
 
@@ -202,6 +214,7 @@ def main() -> int:
     parser.add_argument("--match", help="only runs whose key contains this text (e.g. philly)")
     parser.add_argument("--large", action="store_true", help="the large Philly VC set instead")
     parser.add_argument("--pollux", action="store_true", help="the Pollux workloads set instead")
+    parser.add_argument("--hetero", action="store_true", help="the heterogeneous set instead")
     parser.add_argument("--schedulers", help="only these schedulers (comma-separated)")
     parser.add_argument(
         "--subset", action="store_true", help="--diff only the runs AFTER has (a --schedulers run)"
@@ -214,7 +227,7 @@ def main() -> int:
         return _diff(*args.diff, args.match, args.subset)
     if not args.out:
         parser.error("give --out or --diff")
-    every = list(LARGE) if args.large else list(POLLUX) if args.pollux else _runs()
+    every = list(LARGE) if args.large else list(POLLUX) if args.pollux else _runs(args.hetero)
     runs = [r for r in every if not args.match or args.match in _key(r)]
     if args.schedulers:
         wanted = set(args.schedulers.split(","))
