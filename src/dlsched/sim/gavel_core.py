@@ -161,7 +161,7 @@ def _account(
             j = act[i]
             deficit[c, j] = (deficit[c, j] + x[c, j] * since) - (jt[c, j] - half)
             jt[c, j] = half
-            total += half  # `rounds._repeated_sum`
+            total += half  # `books.repeated_sum`
         wt[c] = total
     fs[LAST_RESET] = t
     return True
