@@ -18,17 +18,28 @@ With one type, ``X`` is one column: job ``j`` gets a fraction ``X[j]`` of its ``
   comparison where the LP takes a dual simplex solve. The bisection then asks HiGHS once, at
   the level found, for the allocation, so it is the LP path's allocation whenever the answers
   agree (they can differ only for a level within HiGHS's tolerance, ~1e-7, of the boundary).
-  That allocation is ``X[j] = floor[j] / rate[j]`` (`floor_allocation`), away from HiGHS's
-  tolerances: its presolve (``HPresolve::singletonRow``, HiGHS 1.12) turns each job's floor
-  row into the lower bound ``floor[j] / rate[j]`` on ``X[j]`` where ``floor[j]`` exceeds its
-  primal feasibility tolerance (1e-7; at or below, the row is dropped as redundant and the job
-  may get 0) and the bound is not within tolerance of 1 (there it may fix ``X[j]`` at 1); every
-  column then (no cost, a positive coefficient in the GPUs' row only) stays at its lower
-  bound, the LP reduces to nothing, and the simplex run after postsolve computes each basic
-  ``X[j]`` from its floor row alone, the same division (scale factors are powers of 2).
-  `floor_allocation` leaves to HiGHS every problem with a floor in ``(0, LOWEST_FLOOR)``, a
-  share above ``1 - MARGIN`` or a rate of 0. Checked bit for bit against HiGHS on every solve
-  of ``philly:6214e9`` where it answers, and by ``test_one_type.py``.
+  That allocation (`floor_allocation`) is, for HiGHS 1.12 (``highspy`` 1.12.0, its default
+  options, as `lp.solve` passes them), ``X[j] = floor[j] / rate[j]`` or 0:
+
+  1. Its presolve (``HPresolve::singletonRow``) drops job ``j``'s floor row as redundant when
+     ``0 <= -floor[j] + 1e-7`` (its primal feasibility tolerance), and otherwise turns it into
+     the lower bound ``floor[j] / rate[j]`` on ``X[j]`` (when that exceeds ``1e-7 / max(1,
+     rate[j])``; else, or within tolerance of 1, HiGHS decides: None). Every column (no
+     cost, a positive coefficient in the GPUs' row only) is then fixed at its lower bound and
+     the LP reduces to nothing.
+  2. After postsolve, HiGHS runs the dual simplex on the original LP *scaled* from the
+     postsolved basis. A dropped row whose ``floor[j] * row_scale[j]`` exceeds 1e-7
+     (`highs_scale.floor_row_scales`, powers of 2) is violated there: one pivot each brings
+     ``X[j]`` in at ``floor[j] / rate[j]``; the other dropped rows leave ``X[j] = 0``. A kept
+     row's ``X[j]`` is basic, computed from its floor row alone: the same division (the scale
+     factors are powers of 2).
+
+  `floor_allocation` leaves to HiGHS every problem with a floor between the tolerance and a
+  bound it does not tighten, a share above ``1 - MARGIN``, a rate of 0, the GPUs short, or a
+  scaling `highs_scale` cannot reproduce with certainty. Checked bit for bit against HiGHS
+  on every final allocation of two whole ``philly:6214e9`` runs (``gavel-ftf`` and
+  ``-het``), on drawn problems with floors set on either side of ``1e-7 / row_scale[j]``,
+  and by ``test_one_type.py``.
 
 The LP paths are kept (``gavel-las:lp`` and the like); ``test_one_type.py`` checks these answers
 against HiGHS's on drawn problems.
@@ -38,6 +49,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from dlsched.papers.gavel import highs_scale
 from dlsched.papers.gavel.lp import Array, Problem
 
 
@@ -98,9 +110,9 @@ def max_min(problem: Problem, weights: Array, unique_only: bool = False) -> Arra
     return x[:, None]
 
 
-LOWEST_FLOOR = 2e-7
-"""Floors of throughput in ``(0, LOWEST_FLOOR)`` go to HiGHS (`floor_allocation`): twice its
-primal feasibility tolerance (1e-7), at or below which it drops a job's floor row."""
+PRIMAL_TOL = 1e-7
+"""HiGHS's primal feasibility tolerance (its default): a floor at or below it is dropped by
+presolve, and restored by the simplex where its scaled violation exceeds it."""
 MARGIN = 1e-6
 """Shares above ``1 - MARGIN`` go to HiGHS (`floor_allocation`): within ``1e-7 / coefficient``
 of 1 its presolve may fix the share at 1."""
@@ -108,17 +120,28 @@ of 1 its presolve may fix the share at 1."""
 
 def floor_allocation(problem: Problem, floor: Array) -> Array | None:
     """HiGHS's allocation for `lp.feasible_with_floor` on a one-type problem (see the module
-    doc): ``X[j] = floor[j] / rate[j]`` (``(m, 1)``), or None where HiGHS must say (a floor
-    above 0 but below `LOWEST_FLOOR`, a share above ``1 - MARGIN``, a rate of 0, the GPUs
-    short)."""
-    rates = problem.rates[:, 0]
-    if not (np.isfinite(floor).all() and (rates > 0).all() and (floor >= 0).all()):
+    doc): ``X[j] = floor[j] / rate[j]``, or 0 where HiGHS drops job ``j``'s floor and leaves it
+    dropped (``(m, 1)``); None where HiGHS must say (a floor it neither drops nor turns into a
+    bound, a share above ``1 - MARGIN``, a rate of 0 or out of ``[1e-6, 1e6]``, the GPUs
+    short, a scaling `highs_scale.floor_row_scales` cannot tell)."""
+    rates, scale = problem.rates[:, 0], problem.scale
+    if not (np.isfinite(floor).all() and (rates >= 1e-6).all() and (rates <= 1e6).all()):
         return None
-    if ((floor > 0) & (floor < LOWEST_FLOOR)).any():
+    if not ((floor >= 0).all() and ((floor == 0) | (floor >= 1e-200)).all()):
+        return None  # no floor so small that a scaled one would be subnormal
+    if not ((scale >= 1e-6).all() and (scale <= 1e6).all()):
         return None
     x = floor / rates
-    if (x > 1.0 - MARGIN).any() or float((problem.scale * x).sum()) > float(problem.gpus[0]):
+    if (x > 1.0 - MARGIN).any() or float((scale * x).sum()) > float(problem.gpus[0]):
         return None
+    dropped = floor <= PRIMAL_TOL  # `0 <= -floor + tol` in singletonRow: the same test
+    if (~dropped & ~(x > PRIMAL_TOL / np.maximum(1.0, rates))).any():
+        return None  # kept but no bound: HiGHS's path not modelled
+    if (dropped & (floor > 0)).any():
+        row_scale = highs_scale.floor_row_scales(rates, scale)
+        if row_scale is None:
+            return None
+        x = np.where(dropped & ~(floor * row_scale > PRIMAL_TOL), 0.0, x)
     return x[:, None]
 
 
