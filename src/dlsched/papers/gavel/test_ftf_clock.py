@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dlsched.core import Arch, JobSpec, Resources
+from dlsched.papers.gavel import ftf_clock
 from dlsched.papers.gavel.ftf_clock import IsolatedClock, PlainIsolatedClock, job_arrays
 
 
@@ -88,3 +89,27 @@ def test_job_arrays_of_the_cores_runs_are_each_runs() -> None:
     plain = job_arrays(runs, np.float64(50.0), plain=True)
     assert [a.tobytes() for a in fast] == [a.tobytes() for a in plain]
     assert fast[0].tolist() == [43, 40, 42] and fast[2].tolist() == [20.0, 50.0, 30.0]
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    known=st.lists(st.integers(0, 60), unique=True, max_size=30),
+    ids=st.lists(st.integers(0, 60), unique=True, max_size=30),
+    offset=st.sampled_from([0, 10**9]),
+)
+def test_match_by_table_is_match_by_sorting(known: list[int], ids: list[int], offset: int) -> None:
+    """The id table (small ids) and the sorted search (ids far above their number) agree."""
+    a, b = np.array(known, dtype=np.int64) + offset, np.array(ids, dtype=np.int64) + offset
+    if not len(a):
+        return
+    table = ftf_clock._dense_match(a, b)
+    assert (table is None) == (offset > 0)
+    order = np.argsort(a, kind="stable")
+    at = np.searchsorted(a[order], b)
+    at[at == len(a)] = 0
+    found = order[at]
+    was = a[found] == b
+    got = ftf_clock._match(a, b)
+    assert got[0].tolist() == was.tolist() and got[1].tolist() == found[was].tolist()
+    if table is not None:
+        assert table[0].tolist() == was.tolist() and table[1].tolist() == found[was].tolist()
