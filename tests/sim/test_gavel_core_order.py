@@ -104,8 +104,8 @@ def test_the_kept_order_walks_as_every_jobs_priority(b: dict) -> None:
         args = (grate, scale, room_a, order_t, taken, heap, ranked, chosen, ctype)
         want = _old_walk(act, tb, wt, args)
         got = _walk_fast(
-            tb, wt, grate, scale, room_a, order_t, taken, heap, ranked, chosen, ctype, oi, on,
-            fin, half, seen, base, scr, hs,
+            tb, wt, grate, scale, room_a, order_t, taken, heap, chosen, ctype, oi, on, fin,
+            half, seen, base, scr, hs,
         )  # fmt: skip
         assert got >= 0
         taken[chosen[:got]] = False
@@ -128,10 +128,10 @@ def test_a_priority_not_above_zero_hands_the_walk_back() -> None:
     assert _rebuild(act, n, tb, grate, oi, on, half, fin)
     taken = np.zeros(n, dtype=np.bool_)
     scratch = [np.empty(n, dtype=np.int64) for _ in range(5)]
-    heap, ranked, chosen, ctype, scr = scratch
+    heap, _, chosen, ctype, scr = scratch
     wt = np.array([1e-300])  # fraction 1e300: 1e-300 / 1e300 is 0
     args = (tb, wt, grate, np.ones(n, dtype=np.int64), np.array([3]), np.array([0]), taken)
-    got = _walk_fast(*args, heap, ranked, chosen, ctype, oi, on, fin, half, n, n, scr,
+    got = _walk_fast(*args, heap, chosen, ctype, oi, on, fin, half, n, n, scr,
                      np.zeros(4, dtype=np.int64))  # fmt: skip
     assert got == -1 and not taken.any()
     tb[core.X, 0, 0] = np.nan

@@ -62,6 +62,7 @@ from dlsched.sim.gavel_core_order import (  # noqa: F401 - also the names `compi
     _mat,
     _o_add,
     _o_drop,
+    _osift,
     _pr,
     _ran,
     _rebuild,
@@ -160,14 +161,14 @@ def _account(
     last = fs[LAST_POINT]
     elapsed = 0.0 if math.isnan(last) else t - last
     fs[LAST_POINT] = t
+    opos = oi[OPOS]
     for i in range(iv[NRUN]):
         j = run[i]
         jt[jtype[j], j] += elapsed
+        if iv[KEPT] and opos[jtype[j], j] < 0:  # onto the list of those that ran
+            _ran(jtype[j], j, tb, grate, oi, on, half)
     for i in range(iv[NRUN]):  # one addition a running job, as the fast path's
         wt[jtype[run[i]]] += elapsed
-    if iv[KEPT]:
-        for i in range(iv[NRUN]):
-            _ran(jtype[run[i]], run[i], tb, grate, oi, on, half)
     nact = iv[NACT]
     arrived = iv[NXT] > iv[SEEN]
     for j in range(iv[SEEN], iv[NXT]):  # arrivals (by index: appended in order)
@@ -318,8 +319,8 @@ def replay(
         nch = -1
         if iv[KEPT]:
             nch = _walk_fast(
-                tb, wt, grate, scale, rooms, order_t, taken, heap, ranked, chosen, ctype, oi,
-                on, jf[FINISH], half, iv[SEEN], iv[BASE], scr, hs,
+                tb, wt, grate, scale, rooms, order_t, taken, heap, chosen, ctype, oi, on,
+                jf[FINISH], half, iv[SEEN], iv[BASE], scr, hs,
             )  # fmt: skip
         if nch < 0:  # (the order is not kept: every active job's priority, then the walk)
             _priorities(act, iv[NACT], tb, wt)
@@ -376,6 +377,6 @@ _KERNEL_FUNCTIONS = (
     "_remove", "_hpush", "_hpop", "_hgrow", "_stall_check", "_fit", "_sample", "_before",
     "_sift_down", "_prefix", "_priorities", "_fit_gavel", "_walk", "_by_size", "_fit_movers",
     "_place", "_rate_set", "_execute", "_pr", "_kb", "_ksift", "_rebuild", "_mat", "_runend",
-    "_o_add", "_o_drop", "_ran", "_block", "_hg_next", "_z_next", "_walk_fast", "_account",
-    "replay",
+    "_o_add", "_o_drop", "_osift", "_ran", "_block", "_hg_next", "_z_next", "_walk_fast",
+    "_account", "replay",
 )  # fmt: skip

@@ -15,7 +15,7 @@ round. So on a type the active jobs that may run there (estimated rate above 0) 
   the same priority (the division rounds them together) that block is re-ordered by the
   round's own keys (deficit, ``X``, arrival) at each walk;
 * **given time and run since the reset** (the jobs that change): a list, whose priorities are
-  computed at each walk and ordered by `_prefix` (the bounded heap of the old walk);
+  computed at each walk and put in a heap of the round's order (`_before`), read as needed;
 * **no time** (``X <= 0``: priority 0, after every job given time): a heap by (deficit, ``X``,
   arrival) built at the reset, with the arrivals since then (deficit and ``X`` 0, the latest
   arrivals) inserted where that order puts them.
@@ -33,7 +33,7 @@ import math
 import numpy as np
 import numpy.typing as npt
 
-from dlsched.sim.gavel_core_parts import DEFICIT, JT, PRIO, X, _before, _prefix
+from dlsched.sim.gavel_core_parts import DEFICIT, JT, PRIO, X, _before
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
@@ -284,10 +284,25 @@ def _z_next(
 
 # Not split further: the merge of the three streams keeps a dozen cursors per type that each
 # step reads and moves (the walk's own loop is `_walk`'s, line for line): over 80 lines.
+def _osift(h: I64, nh: int, i: int, pr: F64, deficit: F64, x: F64) -> None:
+    """Restore the heap of the first ``nh`` of ``h`` below ``i`` (the round's first job at the
+    root: `_before`)."""
+    while True:
+        a, m = 2 * i + 1, i
+        if a < nh and _before(h[a], h[m], pr, deficit, x):
+            m = a
+        if a + 1 < nh and _before(h[a + 1], h[m], pr, deficit, x):
+            m = a + 1
+        if m == i:
+            return
+        h[i], h[m] = h[m], h[i]
+        i = m
+
+
 def _walk_fast(
     tb: F64, wt: F64, grate: F64, scale: I64, rooms: I64, order_t: I64, taken: B, heap: I64,
-    ranked: I64, chosen: I64, ctype: I64, oi: I64, on: I64, fin: F64, half: float,
-    seen: int, base: int, scr: I64, hs: I64,
+    chosen: I64, ctype: I64, oi: I64, on: I64, fin: F64, half: float, seen: int, base: int,
+    scr: I64, hs: I64,
 ) -> int:  # fmt: skip
     """`gavel_core_round._walk` on the kept order (module docstring): the same jobs and types
     into ``chosen`` and ``ctype``; how many, or -1 where a job given time has a priority not
@@ -304,15 +319,13 @@ def _walk_fast(
         on[c, HSTART] = start
         olist, no = oi[OLIST, c], on[c, NO]
         bad = False
-        for i in range(no):
+        for i in range(no):  # the jobs that ran: a heap of the round's order, read as needed
             j = olist[i]
             pr[j] = _pr(x[j], jt[j], w)
             bad = bad or not pr[j] > 0.0
-        k = 64
-        while k < room + nch:  # (as `_walk`: the same jobs, fewer scans)
-            k *= 4
-        end, count = _prefix(olist, no, k, pr, deficit, x, rate, heap, ranked)
-        at = 0
+            heap[i] = j
+        for i in range(no // 2 - 1, -1, -1):
+            _osift(heap, no, i, pr, deficit, x)
         hs[HP], hs[BE], hs[INSCR] = start, start, 0
         hj = _hg_next(c, oi, on, hs, x, deficit, jt, fin, half, w, scr)
         if hj >= 0:
@@ -320,10 +333,7 @@ def _walk_fast(
             bad = bad or not pr[hj] > 0.0
         zs = np.array([0, base, 0], dtype=np.int64)
         while room > 0 and not bad:
-            if at == end and end < count:
-                k *= 4
-                end, count = _prefix(olist, no, k, pr, deficit, x, rate, heap, ranked)
-            oj = ranked[at] if at < end else -1
+            oj = heap[0] if no else -1
             if hj >= 0 and (oj < 0 or _before(hj, oj, pr, deficit, x)):
                 j = hj
                 hj = _hg_next(c, oi, on, hs, x, deficit, jt, fin, half, w, scr)
@@ -332,7 +342,9 @@ def _walk_fast(
                     bad = bad or not pr[hj] > 0.0
             elif oj >= 0:
                 j = oj
-                at += 1
+                no -= 1
+                heap[0] = heap[no]
+                _osift(heap, no, 0, pr, deficit, x)
             else:
                 j = _z_next(c, oi, on, zs, x, deficit, rate, fin, seen)
                 if j < 0:
