@@ -21,9 +21,11 @@ type), no noise, no repack, no event log, and an order of the types that does no
 jobs (Gavel's fixed order, or the shuffle). Per point: last round's time is added to the
 running jobs' accounts on their type (and the type's), the arrivals get half a round on every
 type, the departed are dropped; a due reset restarts the accounts (Gavel's
-``_reset_time_run_so_far``); each active job's priority on each type is computed and the greedy
-walk (`gavel_core_round._walk`) reads, type after type, the exact prefix of that type's
-(priority, deficit, ``X``, arrival) order it needs; the chosen jobs are placed
+``_reset_time_run_so_far``); the greedy walk reads, type after type, that type's (priority,
+deficit, ``X``, arrival) order as far as it needs, from the order kept between points
+(`gavel_core_order._walk_fast`: a cost proportional to what the walk reads and to the jobs that
+ran since the reset), or where that order cannot be kept, from every active job's priority
+(`gavel_core_round._walk`, the same jobs in the same order); the chosen jobs are placed
 (`gavel_core_round._place`: moves between types, then starts, after the running jobs left out
 give their servers back) and the executor's effects follow (`gavel_core_round._execute`).
 """
