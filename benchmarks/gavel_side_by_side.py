@@ -12,7 +12,8 @@ One job list is drawn with dlsched's Gavel generator (`dlsched.papers.gavel.work
 and written as a Gavel trace (whole steps); Gavel's ``simulate_scheduler_with_trace.py`` runs
 it on ``-c V:P:K`` GPUs (one GPU per server, Gavel's default) and dlsched on the same GPUs (servers
 of 4). Printed per policy: average JCT and makespan of each, their ratio (target: within ±10 %)
-and the time of each (target: dlsched ≥ 50× faster).
+and the time of each (target: dlsched ≥ 50× faster). A policy may name a variant
+(``gavel-makespan:centre``): it is compared with its policy's Gavel run.
 
 Both are timed the same way (``--repeat N``: N runs of each side, alternated, medians; the
 load average beside each line): each runs as a whole process of its own (interpreter start-up,
@@ -254,7 +255,7 @@ def main() -> int:
         "and seed (then Gavel is not run again), else measured and stored",
     )
     args = parser.parse_args()
-    unknown = [p for p in args.policies.split(",") if p not in POLICIES]
+    unknown = [p for p in args.policies.split(",") if p.partition(":")[0] not in POLICIES]
     if unknown:
         parser.error(f"--policies: {unknown[0]!r} is not one of {', '.join(POLICIES)}")
     if any(int(x) % 4 for x in args.cluster.split(":")):
@@ -277,10 +278,11 @@ def main() -> int:
         digest = hashlib.sha256(trace.read_bytes()).hexdigest()
         for name in args.policies.split(","):
             gavel_runs, dlsched_runs, before_runs = [], [], []
-            key = f"{digest} {POLICIES[name]} {args.cluster} seed {args.seed}"
+            gavel_name = POLICIES[name.partition(":")[0]]  # a variant: its policy's Gavel run
+            key = f"{digest} {gavel_name} {args.cluster} seed {args.seed}"
             measured: list[str | None] = []
             for _ in range(max(args.repeat, 1)):  # alternated, so both meet the same load
-                gavel = (python, copy, trace, POLICIES[name], args.cluster, args.seed)
+                gavel = (python, copy, trace, gavel_name, args.cluster, args.seed)
                 got, when = cached_gavel(
                     args.gavel_results, key, partial(run_gavel, *gavel, args.timeout_s)
                 )

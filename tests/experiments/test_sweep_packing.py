@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dlsched.experiments.packing import pack, unpack
-from dlsched.experiments.parallel import GUIDED_SHARE, Dispatch, RunTask
+from dlsched.experiments.parallel import CHUNK_CPU_S, GUIDED_SHARE, Dispatch, RunTask
 from dlsched.runner import simulate
 from dlsched.sim.metrics import Timeline
 
@@ -73,29 +73,56 @@ def _drain(dispatch: Dispatch) -> list[list[int]]:
 
 @given(seeds=st.integers(0, 600), schedulers=st.integers(1, 5), workers=st.integers(1, 64))
 @settings(max_examples=150, deadline=None)
-def test_guided_chunks_send_every_run_once_largest_first(
+def test_without_costs_every_run_goes_out_once_alone_in_order(
     seeds: int, schedulers: int, workers: int
 ) -> None:
-    """Without costs, the runs go out in the order given, in chunks that shrink to one run."""
+    """A run of unknown cost may be long: it goes out in a chunk of its own, in the order given."""
     tasks = _tasks([f"s{i}" for i in range(schedulers)], seeds)
-    chunks = _drain(Dispatch(tasks, workers))
-    assert [i for chunk in chunks for i in chunk] == list(range(len(tasks)))
-    sizes = [len(chunk) for chunk in chunks]
-    assert sizes == sorted(sizes, reverse=True) and all(s >= 1 for s in sizes)
-    if tasks:
-        assert sizes[0] == -(-len(tasks) // (GUIDED_SHARE * workers)) and sizes[-1] == 1
+    assert _drain(Dispatch(tasks, workers)) == [[i] for i in range(len(tasks))]
+
+
+@given(
+    seeds=st.integers(1, 300),
+    workers=st.integers(1, 64),
+    costs=st.lists(st.floats(1e-4, 2.0), min_size=3, max_size=3),
+)
+@settings(max_examples=150, deadline=None)
+def test_known_short_runs_share_chunks_that_shrink_and_stay_short(
+    seeds: int, workers: int, costs: list[float]
+) -> None:
+    """Once every group's cost is known, chunks hold at most the guided count (the last: one
+    run), and only runs shorter than `CHUNK_CPU_S` share one (the run that reaches it ends it)."""
+    tasks = _tasks(["a", "b", "c"], seeds + 1)
+    dispatch = Dispatch(tasks, workers)
+    first = [dispatch.next_chunk() for _ in range(3)]
+    assert first == [[0], [1], [2]]
+    for i, cost in enumerate(costs):
+        dispatch.done(i, cost)
+    chunks = []
+    while dispatch.left:
+        guided = -(-dispatch.left // (GUIDED_SHARE * workers))
+        chunks.append(chunk := dispatch.next_chunk())
+        assert 1 <= len(chunk) <= guided
+        expected = [costs[i % 3] for i in chunk]
+        assert sum(expected[:-1]) < CHUNK_CPU_S
+    assert sorted(i for chunk in chunks for i in chunk) == list(range(3, len(tasks)))
+    assert len(chunks[-1]) == 1
 
 
 def test_the_costliest_runs_go_out_first_once_their_cost_is_known() -> None:
     tasks = _tasks(["cheap", "dear", "middling", "unseen"], 10)
-    dispatch = Dispatch(tasks, workers=5)
-    first = dispatch.next_chunk()  # 40 runs / (2 x 5): the first of each, in order
-    assert [tasks[i].scheduler for i in first] == ["cheap", "dear", "middling", "unseen"]
-    for i, cost in zip(first[:3], (0.01, 1.0, 0.1), strict=True):
+    dispatch = Dispatch(tasks, workers=1)
+    first = [dispatch.next_chunk() for _ in range(4)]  # one by one, in the order given
+    assert [tasks[i].scheduler for [i] in first] == ["cheap", "dear", "middling", "unseen"]
+    for [i], cost in zip(first[:3], (0.01, 1.0, 0.1), strict=True):
         dispatch.done(i, cost)
     # "unseen" has no run back yet: it counts as the costliest; then dear, middling, cheap
-    order = [tasks[i].scheduler for chunk in _drain(dispatch) for i in chunk]
+    chunks = _drain(dispatch)
+    order = [tasks[i].scheduler for chunk in chunks for i in chunk]
     assert order == ["unseen"] * 9 + ["dear"] * 9 + ["middling"] * 9 + ["cheap"] * 9
+    # every run of 0.1 s or more (or of unknown cost) alone; 0.01 s runs two to a chunk
+    assert [len(c) for c in chunks if tasks[c[0]].scheduler != "cheap"] == [1] * 27
+    assert next(len(c) for c in chunks if tasks[c[0]].scheduler == "cheap") == 2
 
 
 def test_the_parent_builds_the_first_workload_before_the_fork() -> None:

@@ -13,11 +13,14 @@ What keeps a sweep's cost in its runs (issue 31, point 3):
   it is started, while the parent starts the next (`concurrent.futures.ProcessPoolExecutor`,
   with ``fork``, starts every worker before any gets work), and each next chunk is chosen
   with every cost known so far;
-* **chunked tasks** (`Dispatch`): the runs go out in chunks, large first and single runs last
-  ("guided" scheduling), so that the pool's per-submission cost is paid per chunk while the
-  last runs still balance the workers; once a (workload, scheduler)'s first runs are back,
-  its runs go out costliest first (longest processing time first, from the CPU seconds its
-  runs took), so that the sweep does not end waiting on one long run;
+* **chunked tasks** (`Dispatch`): short runs go out in chunks, large first and single runs
+  last ("guided" scheduling), so that the pool's per-submission cost is paid per chunk while
+  the last runs still balance the workers; a chunk stops growing once its runs' expected CPU
+  reaches `CHUNK_CPU_S` (a run of unknown cost goes alone), so that runs long enough to pay
+  their own submission are never tied together (two costly runs in one late chunk were what
+  kept 16 workers waiting at the end of a sweep); once a (workload, scheduler)'s first runs
+  are back, its runs go out costliest first (longest processing time first, from the CPU
+  seconds its runs took), so that the sweep does not end waiting on one long run;
 * **compact results** (`dlsched.experiments.packing`): a run's `Result` comes back as typed
   arrays, about half the pickling and unpickling of the `Result` itself;
 * **warm workers**: with ``fork`` (Linux's default) the parent first imports the policy and
@@ -47,6 +50,11 @@ log = logging.getLogger(__name__)
 GUIDED_SHARE = 2
 """A chunk is the runs not yet handed out ÷ (this × workers), at least 1: the first chunks give
 every worker several runs at once, the last ones single runs (nothing left idle for long)."""
+
+CHUNK_CPU_S = 0.02
+"""CPU seconds of runs (as expected from their group's runs so far) at which a chunk is full:
+a round trip to a worker costs well under a millisecond on one machine, so longer runs go out
+one at a time (balance first) and only runs shorter than this share a chunk."""
 
 
 @dataclass(frozen=True)
@@ -88,13 +96,15 @@ def labelled(result: Result, spec: object) -> Result:
 
 
 class Dispatch:
-    """Which runs go out next: chunks of the runs left ÷ (`GUIDED_SHARE` × ``workers``),
-    rounded up, the costliest runs first once their cost is known.
+    """Which runs go out next: chunks of at most the runs left ÷ (`GUIDED_SHARE` × ``workers``),
+    rounded up, and of at most `CHUNK_CPU_S` expected CPU (plus the run that reaches it), the
+    costliest runs first once their cost is known.
 
     The runs are grouped by (workload, scheduler); a group's cost is the mean CPU seconds of its
     runs that came back (`done`). The next run is taken from the group of highest cost; a group
-    with none back counts as the costliest (ties: the run given first), so the first runs go
-    out in the order given and every group is sampled early.
+    with none back counts as the costliest (ties: the run given first) and its run as long
+    (a chunk of its own), so the first runs go out one by one in the order given and every
+    group is sampled early.
     """
 
     def __init__(self, tasks: Sequence[RunTask], workers: int) -> None:
@@ -122,11 +132,12 @@ class Dispatch:
         """The next runs to send (empty when none are left)."""
         size = math.ceil(self.left / (GUIDED_SHARE * self.workers))
         chunk: list[int] = []
-        while len(chunk) < size:
+        expected_s = 0.0
+        while len(chunk) < size and expected_s < CHUNK_CPU_S:
             key = self._costliest()
-            group = self.groups[key]
-            take = min(size - len(chunk), len(group)) if key in self.cost else 1
-            chunk.extend(group.popleft() for _ in range(take))
+            total, runs = self.cost.get(key, (math.inf, 1))
+            chunk.append(self.groups[key].popleft())
+            expected_s += total / runs
         self.left -= len(chunk)
         return chunk
 

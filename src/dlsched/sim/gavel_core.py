@@ -21,9 +21,11 @@ type), no noise, no repack, no event log, and an order of the types that does no
 jobs (Gavel's fixed order, or the shuffle). Per point: last round's time is added to the
 running jobs' accounts on their type (and the type's), the arrivals get half a round on every
 type, the departed are dropped; a due reset restarts the accounts (Gavel's
-``_reset_time_run_so_far``); each active job's priority on each type is computed and the greedy
-walk (`gavel_core_round._walk`) reads, type after type, the exact prefix of that type's
-(priority, deficit, ``X``, arrival) order it needs; the chosen jobs are placed
+``_reset_time_run_so_far``); the greedy walk reads, type after type, that type's (priority,
+deficit, ``X``, arrival) order as far as it needs, from the order kept between points
+(`gavel_core_order._walk_fast`: a cost proportional to what the walk reads and to the jobs that
+ran since the reset), or where that order cannot be kept, from every active job's priority
+(`gavel_core_round._walk`, the same jobs in the same order); the chosen jobs are placed
 (`gavel_core_round._place`: moves between types, then starts, after the running jobs left out
 give their servers back) and the executor's effects follow (`gavel_core_round._execute`).
 """
@@ -36,7 +38,41 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from dlsched.sim.gavel_core_parts import (  # noqa: F401 - also the names `compile_kernel` re-binds
+from dlsched.sim.gavel_core_order import (  # noqa: F401 - also the names `compile_kernel` re-binds
+    _BIG,
+    BE,
+    HHEAP,
+    HMAT,
+    HP,
+    HRUN,
+    HSTART,
+    INSCR,
+    NHH,
+    NHZ,
+    NMH,
+    NMZ,
+    NO,
+    OLIST,
+    OPOS,
+    SP,
+    ZHEAP,
+    ZMAT,
+    _block,
+    _hg_next,
+    _kb,
+    _ksift,
+    _mat,
+    _o_add,
+    _o_drop,
+    _osift,
+    _pr,
+    _ran,
+    _rebuild,
+    _runend,
+    _walk_fast,
+    _z_next,
+)  # fmt: skip
+from dlsched.sim.gavel_core_parts import (  # noqa: F401 - (the same)
     ACT,
     ATTAINED,
     DEFICIT,
@@ -87,13 +123,13 @@ I64 = npt.NDArray[np.int64]
 B = npt.NDArray[np.bool_]
 
 DONE, STALLED, NEED_X, NEED_ORDER = 0, 1, 2, 3
-_BIG = 1e9
-"""`papers.gavel.rounds._BIG`: a job that got no time yet ranks ``_BIG`` times its share."""
 
 # the scalars ``fs`` / ``iv`` (state between segments; the job tables' rows: `gavel_core_parts`)
 NOW, BUSY_GPU, BUSY_CPU, TICK, LAST_RESET, LAST_POINT, GPU_USED, CPU_USED = range(8)
 NH, SEQ, POPS, NRUN, NXT, NFIN, DECISIONS, NS, NACT, SEEN, FIN_SEEN, CHANGED, RESUME = range(13)
-NPEND, PERM, IDLE, MAX_IDLE = 13, 14, 15, 16
+NPEND, PERM, IDLE, MAX_IDLE, KEPT, BASE = 13, 14, 15, 16, 17, 18
+"""(``iv[KEPT]``: the round's order is kept (`gavel_core_order`) since the last reset;
+``iv[BASE]``: the first job that arrived after it.)"""
 AFTER_X, AFTER_ORDER = 1, 2
 """``iv[RESUME]``: the segment stopped at a point for its ``X`` (the books' change is then
 answered) or for more type orders."""
@@ -109,27 +145,30 @@ def _priorities(act: I64, nact: int, tb: F64, wt: F64) -> None:
         w = wt[c]
         for i in range(nact):
             j = act[i]
-            fraction = jt[j] / w if w > 0 else 0.0
-            share = x[j] / fraction if fraction > 0 else x[j] * _BIG
-            pr[j] = 0.0 if x[j] <= 0.0 else share
+            pr[j] = _pr(x[j], jt[j], w)
 
 
 def _account(
-    t: float, tb: F64, wt: F64, ji: I64, fs: F64, iv: I64, half: float, reset_every: float
-) -> bool:
+    t: float, tb: F64, wt: F64, ji: I64, fs: F64, iv: I64, half: float, reset_every: float,
+    grate: F64, oi: I64, on: I64,
+) -> bool:  # fmt: skip
     """`GavelRounds._decide_fast` up to the allocation: last round's time into the running
     jobs' accounts on their types and the types' (in running order), arrivals get half a round
-    on every type, departures are dropped; where a reset is due the books restart
-    (`_reset_books`) and True is returned (the caller then needs the policy's ``X``)."""
+    on every type, departures are dropped (the kept order, ``oi`` and ``on``, follows both);
+    where a reset is due the books restart (`_reset_books`) and True is returned (the caller
+    then needs the policy's ``X``)."""
     jt, x, deficit = tb[JT], tb[X], tb[DEFICIT]
     order, run, act, jtype = ji[ORDER], ji[RUN], ji[ACT], ji[JTYPE]
     T = wt.shape[0]
     last = fs[LAST_POINT]
     elapsed = 0.0 if math.isnan(last) else t - last
     fs[LAST_POINT] = t
+    opos = oi[OPOS]
     for i in range(iv[NRUN]):
         j = run[i]
         jt[jtype[j], j] += elapsed
+        if iv[KEPT] and opos[jtype[j], j] < 0:  # onto the list of those that ran
+            _ran(jtype[j], j, tb, grate, oi, on, half)
     for i in range(iv[NRUN]):  # one addition a running job, as the fast path's
         wt[jtype[run[i]]] += elapsed
     nact = iv[NACT]
@@ -147,6 +186,8 @@ def _account(
     departed = iv[NFIN] > iv[FIN_SEEN]
     for f in range(iv[FIN_SEEN], iv[NFIN]):
         nact = _remove(act, nact, order[f])
+        for c in range(T if iv[KEPT] else 0):
+            _o_drop(c, order[f], oi, on)
     iv[FIN_SEEN] = iv[NFIN]
     iv[NACT] = nact
     if arrived or departed:
@@ -177,7 +218,7 @@ def replay(
     cap: F64, step: float, gpus: I64, horizon: float, interval: float, on_events: bool,
     grate: F64, trate: F64, scale: I64, rooms: I64, stype: I64, torder: I64, perms: I64,
     half: float, reset_every: float, jf: F64, tb: F64, wt: F64, ji: I64, holding: B, alloc: I64,
-    used: F64, hk: F64, hp: I64, samples: F64, fs: F64, iv: I64,
+    used: F64, hk: F64, hp: I64, samples: F64, fs: F64, iv: I64, oi: I64, on: I64,
 ) -> tuple[int, F64, I64, F64]:  # fmt: skip
     """Replay from the state in ``jf``, ``tb``, ``wt``, ``ji``, ``holding``, ``alloc``,
     ``used``, the heap (``hk``, ``hp``: `_hpush`), ``samples``, ``fs`` and ``iv`` (module
@@ -185,6 +226,8 @@ def replay(
     run ends (`DONE`), leaves what the kernel replays (`STALLED`: the stall rule), a reset needs
     the policy's ``X`` (`NEED_X`: write it into ``tb[X][:, ji[ACT][:iv[NACT]]]`` and call
     again) or the type orders ``perms`` are used up (`NEED_ORDER`: give more, ``iv[PERM]`` 0).
+    ``oi`` and ``on``: the round's order kept between points (`gavel_core_order`; ``oi[OPOS]``
+    -1 at the start).
 
     The job table and `las_core.replay`'s first arguments as there, and ``rescale``: each
     job's checkpoint-restart when it moves (s), ``speed``: the inner model's speed by servers
@@ -214,11 +257,14 @@ def replay(
     pending, moved = np.empty(2 * G, dtype=np.int64), np.zeros((G, S), dtype=np.int64)
     counts, where = np.empty(S, dtype=np.int64), np.empty(S, dtype=np.int64)
     free, frag = np.empty((S, 3)), np.empty((S, 2))  # (`_sample`'s scratch space)
+    scr, hs = np.empty(n, dtype=np.int64), np.zeros(4, dtype=np.int64)
     status = DONE
     while True:
         if iv[RESUME]:  # the point the last segment stopped at, its ``X`` or orders given
             if iv[RESUME] == AFTER_X:
                 iv[CHANGED] = 0
+                iv[KEPT] = _rebuild(act, iv[NACT], tb, grate, oi, on, half, jf[FINISH])
+                iv[BASE] = iv[SEEN]
             iv[RESUME] = 0
             t = now
         else:
@@ -259,7 +305,7 @@ def replay(
                 continue
             decisions += 1
             iv[NRUN], iv[NXT], iv[NFIN] = nrun, nxt, nfin
-            if _account(t, tb, wt, ji, fs, iv, half, reset_every):
+            if _account(t, tb, wt, ji, fs, iv, half, reset_every, grate, oi, on):
                 iv[RESUME] = AFTER_X
                 status = NEED_X
                 break
@@ -272,9 +318,16 @@ def replay(
                 break
             order_t = perms[iv[PERM]]
             iv[PERM] += 1
-        _priorities(act, iv[NACT], tb, wt)
-        nch = _walk(act, iv[NACT], tb, grate, scale, rooms, order_t, taken, heap, ranked,
-                    chosen, ctype)  # fmt: skip
+        nch = -1
+        if iv[KEPT]:
+            nch = _walk_fast(
+                tb, wt, grate, scale, rooms, order_t, taken, heap, chosen, ctype, oi, on,
+                jf[FINISH], half, iv[SEEN], iv[BASE], scr, hs,
+            )  # fmt: skip
+        if nch < 0:  # (the order is not kept: every active job's priority, then the walk)
+            _priorities(act, iv[NACT], tb, wt)
+            nch = _walk(act, iv[NACT], tb, grate, scale, rooms, order_t, taken, heap, ranked,
+                        chosen, ctype)  # fmt: skip
         nmoved, nstart = _place(
             chosen, ctype, nch, holding, ji[JTYPE], keep, run, nrun, scale, dem, cap, used,
             alloc, stype, mj, mc, sj, sc, pending, moved, free, counts, where,
@@ -325,5 +378,7 @@ _KERNEL_FUNCTIONS = (
     "_busy_until", "_finish_job", "_next_tick", "_settle", "_give", "_add_rows", "_sums",
     "_remove", "_hpush", "_hpop", "_hgrow", "_stall_check", "_fit", "_sample", "_before",
     "_sift_down", "_prefix", "_priorities", "_fit_gavel", "_walk", "_by_size", "_fit_movers",
-    "_place", "_rate_set", "_execute", "_account", "replay",
+    "_place", "_rate_set", "_execute", "_pr", "_kb", "_ksift", "_rebuild", "_mat", "_runend",
+    "_o_add", "_o_drop", "_osift", "_ran", "_block", "_hg_next", "_z_next", "_walk_fast",
+    "_account", "replay",
 )  # fmt: skip

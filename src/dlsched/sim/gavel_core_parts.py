@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from dlsched.sim.las_core_parts import _fit
+from dlsched.sim.las_core_parts import _EPS, _fit
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
@@ -79,7 +79,10 @@ def _fit_gavel(free: F64, dem: F64, want: int, counts: I64, out: I64, stype: I64
     best, best_n = -1, 0
     for s in range(S):
         out[s] = 0
-        counts[s] = _fit(free, s, dem) if stype[s] == c else 0
+        if stype[s] != c or (dem[0] > 0 and free[s, 0] + _EPS < 0.5 * dem[0]):
+            counts[s] = 0  # (`_fit`'s first quotient is then below 1/2: none fits)
+        else:
+            counts[s] = _fit(free, s, dem)
         if counts[s] >= want and (best < 0 or counts[s] < best_n):
             best, best_n = s, counts[s]
     if best >= 0:

@@ -244,16 +244,19 @@ def run(sim: Simulator, compiled: bool = True) -> Result | None:
     fs[core.TICK] = (
         math.ceil(submit[0] / interval - 1e-12) * interval if interval > 0 and n else math.inf
     )
-    iv = np.zeros(17, dtype=np.int64)
+    iv = np.zeros(19, dtype=np.int64)
     iv[core.MAX_IDLE] = sim.config.max_idle_retries
     if not fixed_order:  # a shuffle a round: the first one drawn is the first round's
         perms = np.concatenate([torder[None, :], _orders(scheduler, types, 255)])
     fixed = (submit, jid, nw, dem, total, resume, rescale, speed, cap, step, gpus, horizon)
     policy = (interval, on_ev, grate, trate, scale, rooms, stype, torder)
     books = (float(round_s / 2), float(scheduler.reset_every_s), jf, tb, wt, ji, holding)
+    oi = np.zeros((7, T, n), dtype=np.int64)
+    oi[core.OPOS] = -1
+    kept = (oi, np.zeros((T, 6), dtype=np.int64))
     while True:
         status, *heap_, samples = kernel(
-            *fixed, *policy, perms, *books, alloc, used, *heap, samples, fs, iv
+            *fixed, *policy, perms, *books, alloc, used, *heap, samples, fs, iv, *kept
         )
         heap = tuple(heap_)
         if status == core.NEED_ORDER:
