@@ -282,8 +282,6 @@ def _z_next(
             return e
 
 
-# Not split further: the merge of the three streams keeps a dozen cursors per type that each
-# step reads and moves (the walk's own loop is `_walk`'s, line for line): over 80 lines.
 def _osift(h: I64, nh: int, i: int, pr: F64, deficit: F64, x: F64) -> None:
     """Restore the heap of the first ``nh`` of ``h`` below ``i`` (the round's first job at the
     root: `_before`)."""
