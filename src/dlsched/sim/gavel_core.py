@@ -209,7 +209,8 @@ def _account(
 
 
 # Not split further: numba compiles the loop whole, and its phases (events, the round's
-# accounts, then the walk, placement and executor of `gavel_core_round`) share the job table,
+# accounts, the kept order's rebuild at a reset (`gavel_core_order`), then the walk (kept
+# order or every priority), placement and executor of `gavel_core_round`) share the job table,
 # the heap and a dozen scalars that each phase reads and changes; the event handling is
 # `las_core.replay`'s (the same simulator, through the same helpers `_busy_until`,
 # `_finish_job`, `_next_tick`), so the two can be read side by side: over 80 lines.
